@@ -1,0 +1,81 @@
+// Configuration: one zod schema per entrypoint, parsed once at start, every problem reported with
+// its path, then frozen. This is the only module (with each entrypoint's config.ts) that reads
+// process.env.
+import { z } from 'zod';
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Parses `env` with `schema`; on failure throws a ConfigError naming every bad variable. */
+export function parseConfig<S extends z.ZodType>(schema: S, env: Env = process.env): Readonly<z.infer<S>> {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => `${issue.path.map(String).join('.') || '(root)'}: ${issue.message}`),
+    );
+  }
+  return deepFreeze(result.data);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+// Building blocks shared by the entrypoint schemas. Environment values are strings; these coerce
+// and validate them.
+export const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
+export const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+export const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
+export const postgresUrl = z
+  .string()
+  .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+  .optional();
+/** A comma-separated list of CIDR ranges; validated by the consumer that parses them. */
+export const cidrList = z
+  .string()
+  .default('')
+  .transform((s) =>
+    s
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean),
+  );
+
+/** Variables every entrypoint understands. */
+export const baseEnv = {
+  DATABASE_URL: postgresUrl,
+  PROXYFLEET_DATA_DIR: z.string().min(1).default('./.proxyfleet'),
+  PROXYFLEET_LOG_LEVEL: logLevel,
+  PROXYFLEET_HEALTH_HOST: z.string().default('0.0.0.0'),
+  PROXYFLEET_SHUTDOWN_GRACE_SECONDS: positiveInt(25),
+  PROXYFLEET_DB_POOL_SIZE: positiveInt(10),
+};
+
+/** 32 bytes as 64 hex characters or base64: the key that encrypts proxy passwords at rest. */
+export const encryptionKey = z
+  .string()
+  .transform((s, ctx) => {
+    const buf = /^[0-9a-fA-F]{64}$/.test(s) ? Buffer.from(s, 'hex') : Buffer.from(s, 'base64');
+    if (buf.length !== 32) {
+      ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, as 64 hex characters or base64' });
+      return z.NEVER;
+    }
+    return buf;
+  });

@@ -1,0 +1,247 @@
+// The change feed: the one owner of the LISTEN connection. Caches (API keys, gateway credentials)
+// subscribe here. It LISTENs on a dedicated client (never a pooled one), checks the connection
+// with a periodic SELECT 1 (a dead connection goes unnoticed otherwise: node-postgres #967,
+// #3003), reconnects with backoff behind a single state flag (pg can emit 'error' twice for one
+// dead backend), and after every reconnect catches up from change_log, since notifications sent
+// while disconnected are lost.
+import pg from 'pg';
+import { Gauge, type Registry } from 'prom-client';
+import type { Logger } from '../logger.ts';
+import { parseInt8 } from './pool.ts';
+
+export const CHANGES_CHANNEL = 'proxyfleet_changes';
+
+export type ChangeKind = 'api_key' | 'proxy_credentials' | 'account' | 'balance' | 'isp_proxy';
+
+export interface Change {
+  id: number;
+  kind: ChangeKind;
+  accountId: string;
+  subject: string | null;
+}
+
+export type ChangeHandler = (changes: Change[]) => Promise<void> | void;
+
+export interface ChangeFeedOptions {
+  url: string;
+  logger: Logger;
+  registry?: Registry;
+  component: string;
+  heartbeatMs?: number;
+  maxBackoffMs?: number;
+  /**
+   * change_log ids are assigned at insert and can commit out of order, so a catch-up re-reads
+   * this many ids below the last one applied; handlers are idempotent.
+   */
+  catchUpOverlap?: number;
+}
+
+const DEFAULT_HEARTBEAT_MS = 5_000;
+const DEFAULT_MAX_BACKOFF_MS = 5_000;
+const DEFAULT_CATCH_UP_OVERLAP = 1_000;
+
+export class ChangeFeed {
+  private client: pg.Client | undefined;
+  private state: 'idle' | 'connecting' | 'connected' | 'closed' = 'idle';
+  private readonly handlers: ChangeHandler[] = [];
+  private appliedVersion = 0;
+  private lastHeard = 0;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private readonly opts: Required<Omit<ChangeFeedOptions, 'registry'>> & { registry?: Registry };
+
+  constructor(options: ChangeFeedOptions) {
+    this.opts = {
+      heartbeatMs: DEFAULT_HEARTBEAT_MS,
+      maxBackoffMs: DEFAULT_MAX_BACKOFF_MS,
+      catchUpOverlap: DEFAULT_CATCH_UP_OVERLAP,
+      ...options,
+    };
+    if (options.registry) {
+      const feed = this;
+      new Gauge({
+        name: `proxyfleet_${options.component}_change_feed_silence_seconds`,
+        help: 'Seconds since the change feed last heard from the database (notification or heartbeat)',
+        registers: [options.registry],
+        collect() {
+          this.set(feed.lastHeard ? (Date.now() - feed.lastHeard) / 1000 : -1);
+        },
+      });
+      new Gauge({
+        name: `proxyfleet_${options.component}_cache_version`,
+        help: 'Highest change_log id this process has applied to its caches',
+        registers: [options.registry],
+        collect() {
+          this.set(feed.appliedVersion);
+        },
+      });
+    }
+  }
+
+  /** Handlers see every change after start(), in batches, in commit order of notification. */
+  onChanges(handler: ChangeHandler): void {
+    this.handlers.push(handler);
+  }
+
+  /** The highest change_log id applied: the cache version this process reports. */
+  get version(): number {
+    return this.appliedVersion;
+  }
+
+  get connected(): boolean {
+    return this.state === 'connected';
+  }
+
+  /** Milliseconds since the database was last heard from; Infinity before the first contact. */
+  silenceMs(): number {
+    return this.lastHeard ? Date.now() - this.lastHeard : Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Connects and LISTENs, then records the current change_log head as the version. Call it
+   * before loading a cache's full state: any change after that point arrives as a notification.
+   */
+  async start(): Promise<void> {
+    await this.connect(false);
+  }
+
+  async close(): Promise<void> {
+    this.state = 'closed';
+    clearInterval(this.heartbeat);
+    clearTimeout(this.reconnectTimer);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+    await this.queue;
+  }
+
+  private async connect(catchUp: boolean): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'connecting';
+    const client = new pg.Client({
+      connectionString: this.opts.url,
+      application_name: `proxyfleet-${this.opts.component}-listen`,
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+      types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
+    });
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client, new Error('connection ended')));
+    client.on('notification', (msg) => {
+      this.lastHeard = Date.now();
+      if (msg.channel !== CHANGES_CHANNEL || !msg.payload) return;
+      const id = Number(msg.payload);
+      if (Number.isSafeInteger(id)) this.enqueue(id);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      this.client = client;
+      if (catchUp) {
+        const since = Math.max(0, this.appliedVersion - this.opts.catchUpOverlap);
+        const { rows } = await client.query<Row>(
+          'SELECT id, kind, account_id, subject FROM change_log WHERE id > $1 ORDER BY id',
+          [since],
+        );
+        this.deliver(rows.map(toChange));
+      } else {
+        const { rows } = await client.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
+        this.appliedVersion = Math.max(this.appliedVersion, rows[0]?.head ?? 0);
+      }
+      this.lastHeard = Date.now();
+      this.failures = 0;
+      this.state = 'connected';
+      this.startHeartbeat(client);
+      this.opts.logger.info({ version: this.appliedVersion, catchUp }, 'change feed listening');
+    } catch (err) {
+      if (!catchUp) {
+        this.state = 'idle';
+        await client.end().catch(() => undefined);
+        throw err;
+      }
+      this.lost(client, err as Error);
+    }
+  }
+
+  private startHeartbeat(client: pg.Client): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = setInterval(() => {
+      client.query('SELECT 1').then(
+        () => {
+          this.lastHeard = Date.now();
+        },
+        (err: Error) => this.lost(client, err),
+      );
+    }, this.opts.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /** Called for any sign of a dead connection; only the first call for a client reconnects. */
+  private lost(client: pg.Client, err: Error): void {
+    if (this.state === 'closed' || (this.client !== client && this.state !== 'connecting')) return;
+    if (this.client === client) this.client = undefined;
+    clearInterval(this.heartbeat);
+    client.removeAllListeners('notification');
+    client.end().catch(() => undefined);
+    this.state = 'idle';
+    this.failures += 1;
+    const delay = Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(this.failures, 10));
+    this.opts.logger.warn({ err: err.message, retryMs: delay }, 'change feed lost its connection');
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => void this.connect(true), delay);
+    this.reconnectTimer.unref();
+  }
+
+  private pendingIds: number[] = [];
+
+  private enqueue(id: number): void {
+    this.pendingIds.push(id);
+    if (this.pendingIds.length > 1) return;
+    // Batch the notifications that arrive together (one commit can carry many).
+    this.queue = this.queue.then(async () => {
+      await new Promise((r) => setImmediate(r));
+      const ids = this.pendingIds;
+      this.pendingIds = [];
+      const client = this.client;
+      if (!client) return; // the catch-up after reconnect will read them
+      try {
+        const { rows } = await client.query<Row>(
+          'SELECT id, kind, account_id, subject FROM change_log WHERE id = ANY($1::bigint[]) ORDER BY id',
+          [ids],
+        );
+        await this.apply(rows.map(toChange));
+      } catch (err) {
+        this.lost(client, err as Error);
+      }
+    });
+  }
+
+  private deliver(changes: Change[]): void {
+    this.queue = this.queue.then(() => this.apply(changes));
+  }
+
+  private async apply(changes: Change[]): Promise<void> {
+    if (changes.length === 0) return;
+    for (const handler of this.handlers) {
+      try {
+        await handler(changes);
+      } catch (err) {
+        this.opts.logger.error({ err }, 'change handler failed');
+      }
+    }
+    for (const c of changes) this.appliedVersion = Math.max(this.appliedVersion, c.id);
+  }
+}
+
+interface Row {
+  id: number;
+  kind: ChangeKind;
+  account_id: string;
+  subject: string | null;
+}
+
+function toChange(row: Row): Change {
+  return { id: row.id, kind: row.kind, accountId: row.account_id, subject: row.subject };
+}

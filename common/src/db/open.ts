@@ -1,0 +1,67 @@
+// Opens the database an entrypoint uses: DATABASE_URL when set, otherwise an embedded PostgreSQL
+// in the data directory. Applies pending migrations (under their advisory lock) before the pool
+// serves anything, and registers the pool and the embedded server with the shutdown, last.
+import type { Registry } from 'prom-client';
+import type { Logger } from '../logger.ts';
+import { safeUrl } from '../logger.ts';
+import { SHUTDOWN_ORDER, type Shutdown } from '../shutdown.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
+import { migrate } from './migrate.ts';
+import { createPool, type Pool } from './pool.ts';
+
+export interface Database {
+  url: string;
+  pool: Pool;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  poolSize: number;
+  component: string;
+  logger: Logger;
+  registry?: Registry;
+  migrate?: boolean;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  const { logger } = options;
+  let embedded: EmbeddedDatabase | undefined;
+  let url = options.databaseUrl;
+  if (!url) {
+    embedded = await startEmbeddedPostgres(options.dataDir, logger);
+    url = embedded.url;
+  }
+  try {
+    if (options.migrate !== false) {
+      const applied = await migrate(url);
+      logger.info({ applied, database: safeUrl(url) }, applied.length ? 'migrations applied' : 'schema up to date');
+    }
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
+  const pool = createPool({
+    url,
+    max: options.poolSize,
+    applicationName: `proxyfleet-${options.component}`,
+    logger,
+    ...(options.registry ? { registry: options.registry } : {}),
+  });
+  return {
+    url,
+    pool,
+    embedded: embedded !== undefined,
+    async close() {
+      await pool.end().catch(() => undefined);
+      await embedded?.stop();
+    },
+  };
+}
+
+/** Registers the database's close as a shutdown step. */
+export function closeOnShutdown(db: Database, shutdown: Shutdown): void {
+  shutdown.add({ name: 'database', run: () => db.close(), order: SHUTDOWN_ORDER.LAST });
+}

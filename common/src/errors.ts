@@ -1,0 +1,38 @@
+// One closed table of error codes -> HTTP status and message. Code never matches on message text;
+// docs/errors.md is checked against this table by a test.
+export const ERRORS = {
+  INVALID_API_KEY: { status: 401, message: 'Invalid API key' },
+  NO_BANDWIDTH: { status: 403, message: 'No {plan} bandwidth purchased. Buy {plan} bandwidth first.' },
+  RATE_LIMITED: { status: 429, message: 'Too many requests, retry after {retryAfter} seconds' },
+  VALIDATION_FAILED: { status: 400, message: 'Invalid request: {detail}' },
+  MALFORMED_JSON: { status: 400, message: 'Request body is not valid JSON' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
+  NOT_FOUND: { status: 404, message: 'Not found' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
+  INVALID_ADMIN_TOKEN: { status: 401, message: 'Invalid admin token' },
+  ACCOUNT_NOT_FOUND: { status: 404, message: 'Account not found' },
+  KEY_NOT_FOUND: { status: 404, message: 'API key not found' },
+  EMAIL_TAKEN: { status: 409, message: 'An account with this email already exists' },
+  NAMED_KEY_LIMIT: { status: 409, message: 'An account can have at most {limit} named API keys' },
+  KEY_NAME_TAKEN: { status: 409, message: 'A named API key with this name already exists' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'Service temporarily unavailable' },
+  INTERNAL: { status: 500, message: 'Internal server error' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  constructor(code: ErrorCode, params: Record<string, string | number> = {}) {
+    super(formatMessage(ERRORS[code].message, params));
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+  }
+}
+
+function formatMessage(template: string, params: Record<string, string | number>): string {
+  return template.replace(/\{(\w+)\}/g, (whole, key: string) => (key in params ? String(params[key]) : whole));
+}

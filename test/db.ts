@@ -1,0 +1,60 @@
+// A fresh database per test file, cloned from the run's migrated template (test/global-setup.ts).
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createPool, type Pool } from '../common/src/db/pool.ts';
+import { createLogger } from '../common/src/logger.ts';
+import { withDatabase } from './global-setup.ts';
+
+export interface TestDatabase {
+  /** Connection URL of this test's database. */
+  url: string;
+  /** URL of the server (no database chosen): for tests that need their own database. */
+  serverUrl: string;
+  pool: Pool;
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = requireEnv('PROXYFLEET_TEST_SERVER_URL');
+  const template = requireEnv('PROXYFLEET_TEST_TEMPLATE');
+  const name = `pf_test_${requireEnv('PROXYFLEET_TEST_RUN_ID')}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(serverUrl, `CREATE DATABASE ${name} TEMPLATE ${template}`);
+  const url = withDatabase(serverUrl, name);
+  const pool = createPool({ url, max: 5, applicationName: 'proxyfleet-test', logger: createLogger('test', 'silent') });
+  return {
+    url,
+    serverUrl,
+    pool,
+    async drop() {
+      await pool.end().catch(() => undefined);
+      await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}
+
+/** Creates an empty database (no migrations) for tests of the migrator itself. */
+export async function createEmptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const serverUrl = requireEnv('PROXYFLEET_TEST_SERVER_URL');
+  const name = `pf_empty_${requireEnv('PROXYFLEET_TEST_RUN_ID')}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(serverUrl, `CREATE DATABASE ${name}`);
+  return {
+    url: withDatabase(serverUrl, name),
+    drop: () => adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+async function adminQuery(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function requireEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the tests through jest (test/global-setup.ts)`);
+  return value;
+}
