@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { baseEnv, cidrList, encryptionKey, parseConfig, port, positiveInt, type Env } from '../common/src/config.ts';
+
+// `npm start`: everything in one process. The secrets that production requires are optional
+// here: unset, they are generated once and kept in the data directory.
+export const devSchema = z.object({
+  ...baseEnv,
+  PROXYFLEET_API_HOST: z.string().default('127.0.0.1'),
+  PROXYFLEET_API_PORT: port(8080),
+  PROXYFLEET_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
+  PROXYFLEET_CREDENTIALS_KEY: encryptionKey.optional(),
+  PROXYFLEET_USAGE_REFRESH_SECONDS: positiveInt(30),
+  PROXYFLEET_GATEWAY_ALLOW_CIDRS: cidrList,
+  PROXYFLEET_GATEWAY_HOST: z.string().default('127.0.0.1'),
+  PROXYFLEET_DEV_GATEWAYS: z.string().default('dev/gateways.yaml'),
+  /** Set to false to run without gateways (the API and worker only). */
+  PROXYFLEET_DEV_START_GATEWAYS: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
+});
+export type DevConfig = z.infer<typeof devSchema>;
+export const loadDevConfig = (env?: Env) => parseConfig(devSchema, env);

@@ -1,0 +1,88 @@
+// `npm start`: the whole platform in one process on the embedded database (unless DATABASE_URL
+// is set): the API on 127.0.0.1:8080, the worker, and one gateway per ProxyGateway in
+// dev/gateways.yaml. No Kubernetes: the controller is not part of dev.
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { closeOnShutdown, openDatabase } from '../common/src/db/open.ts';
+import { runMain } from '../common/src/runtime.ts';
+import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
+import { startApi } from '../api/src/server.ts';
+import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
+import { readProxyGateways } from '../gateway/src/spec.ts';
+import { allJobs } from '../worker/src/all-jobs.ts';
+import { startWorker } from '../worker/src/server.ts';
+import { loadDevConfig } from './config.ts';
+
+runMain('dev', loadDevConfig, async (config, { logger, registry, health, shutdown }) => {
+  const dataDir = path.resolve(config.PROXYFLEET_DATA_DIR);
+
+  const adminToken =
+    config.PROXYFLEET_ADMIN_TOKEN ??
+    (await (async () => {
+      const file = path.join(dataDir, 'admin-token');
+      const { value, created } = await readOrCreateSecretFile(file, () => randomBytes(24).toString('hex'));
+      // Printed on purpose: this is how a developer learns the token of their local platform.
+      process.stdout.write(`admin token (${created ? 'new' : 'kept'}, in ${file}): ${value}\n`);
+      return value;
+    })());
+  const credentialsKey =
+    config.PROXYFLEET_CREDENTIALS_KEY ??
+    Buffer.from(
+      (
+        await readOrCreateSecretFile(path.join(dataDir, 'credentials-key'), () => randomBytes(32).toString('hex'))
+      ).value,
+      'hex',
+    );
+
+  const db = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir,
+    poolSize: config.PROXYFLEET_DB_POOL_SIZE,
+    component: 'dev',
+    logger,
+    registry,
+  });
+  closeOnShutdown(db, shutdown);
+  health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
+
+  const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs: allJobs() });
+
+  const gateways = config.PROXYFLEET_DEV_START_GATEWAYS ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS) : [];
+  const runningGateways: RunningGateway[] = [];
+  for (const gateway of gateways) {
+    runningGateways.push(
+      await startGateway({
+        gateway,
+        host: config.PROXYFLEET_GATEWAY_HOST,
+        gatewayId: `dev-${gateway.metadata.name}`,
+        allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
+        pool: db.pool,
+        databaseUrl: db.url,
+        logger: logger.child({ gateway: gateway.metadata.name }),
+        registry,
+        health,
+      }),
+    );
+  }
+
+  const api = await startApi({
+    config: {
+      ...config,
+      PROXYFLEET_ADMIN_TOKEN: adminToken,
+      PROXYFLEET_CREDENTIALS_KEY: credentialsKey,
+    },
+    logger,
+    registry,
+    health,
+    pool: db.pool,
+    databaseUrl: db.url,
+  });
+  logger.info(
+    { api: `http://${config.PROXYFLEET_API_HOST}:${api.port}`, gateways: gateways.map((g) => `${g.spec.plan}:${g.spec.port}`) },
+    'proxyfleet dev is up',
+  );
+
+  shutdown.add({ name: 'api', run: () => api.close() });
+  shutdown.add({ name: 'gateways', run: async () => void (await Promise.all(runningGateways.map((g) => g.close()))) });
+  shutdown.add({ name: 'worker', run: () => worker.close() });
+});

@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { baseEnv, cidrList, parseConfig, port, type Env } from '../../common/src/config.ts';
+
+export const gatewayEnv = {
+  /** A YAML file holding one ProxyGateway object (the operator mounts it from the CR). */
+  PROXYFLEET_GATEWAY_CONFIG: z.string().min(1),
+  /** Ranges exempt from the destination guard (tests and demos). */
+  PROXYFLEET_GATEWAY_ALLOW_CIDRS: cidrList,
+  PROXYFLEET_HEALTH_PORT: port(9090),
+  /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
+  PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
+};
+
+export const gatewaySchema = z.object({ ...baseEnv, ...gatewayEnv });
+export type GatewayConfig = z.infer<typeof gatewaySchema>;
+export const loadGatewayConfig = (env?: Env) => parseConfig(gatewaySchema, env);

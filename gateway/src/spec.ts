@@ -1,0 +1,79 @@
+// The ProxyGateway spec as the gateway reads it: from the YAML the operator mounts (one object),
+// or from dev's local YAML (a list). crds/proxygateway.yaml is the source of truth for the shape;
+// a test checks this schema accepts what the CRD's examples hold.
+import { readFile } from 'node:fs/promises';
+import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+
+export const PLANS = ['light', 'basic', 'advanced', 'mobile', 'datacenter'] as const;
+export type Plan = (typeof PLANS)[number];
+
+const lowerName = z.string().regex(/^[a-z0-9]+$/, 'lowercase letters and digits, no spaces');
+
+export const exitSchema = z
+  .object({
+    name: z.string().min(1),
+    /** A local source address to bind outgoing connections to. */
+    sourceAddress: z.string().optional(),
+    /** An upstream HTTP proxy to chain through, http://[user:pass@]host:port. */
+    upstream: z.object({ url: z.string().url() }).optional(),
+    /** Lowercase country code, or "*" to accept any targeting. */
+    country: z.union([z.literal('*'), z.string().regex(/^[a-z]{2}$/)]),
+    state: lowerName.optional(),
+    city: lowerName.optional(),
+  })
+  .refine((e) => !(e.sourceAddress && e.upstream), 'an exit has a sourceAddress or an upstream, not both');
+export type ExitSpec = z.infer<typeof exitSchema>;
+
+export const proxyGatewaySpecSchema = z.object({
+  plan: z.enum(PLANS),
+  port: z.number().int().min(1).max(65_535),
+  advertisedHost: z.string().min(1),
+  exits: z.array(exitSchema).min(1),
+  session: z
+    .object({
+      defaultMinutes: z.number().int().min(1).default(10),
+      maxMinutes: z.number().int().min(1).default(1440),
+    })
+    .default({ defaultMinutes: 10, maxMinutes: 1440 }),
+  timeouts: z
+    .object({
+      headersSeconds: z.number().int().min(1).default(10),
+      connectSeconds: z.number().int().min(1).default(10),
+      idleSeconds: z.number().int().min(1).default(300),
+      maxLifetimeSeconds: z.number().int().min(1).default(86_400),
+    })
+    .default({ headersSeconds: 10, connectSeconds: 10, idleSeconds: 300, maxLifetimeSeconds: 86_400 }),
+  limits: z
+    .object({
+      maxConnectionsPerAccount: z.number().int().min(1).default(1000),
+    })
+    .default({ maxConnectionsPerAccount: 1000 }),
+});
+export type ProxyGatewaySpec = z.infer<typeof proxyGatewaySpecSchema>;
+
+export const proxyGatewaySchema = z.object({
+  apiVersion: z.literal('proxyfleet.io/v1alpha1'),
+  kind: z.literal('ProxyGateway'),
+  metadata: z.object({ name: z.string().min(1) }).loose(),
+  spec: proxyGatewaySpecSchema.loose(),
+});
+export type ProxyGateway = z.infer<typeof proxyGatewaySchema>;
+
+/** Reads every ProxyGateway document in a YAML file; fails naming the document and field. */
+export async function readProxyGateways(file: string): Promise<ProxyGateway[]> {
+  const docs = parseAllDocuments(await readFile(file, 'utf8'));
+  const out: ProxyGateway[] = [];
+  for (const [i, doc] of docs.entries()) {
+    if (doc.errors.length) throw new Error(`${file} document ${i + 1}: ${doc.errors[0]!.message}`);
+    const value: unknown = doc.toJSON();
+    if (value == null) continue;
+    const parsed = proxyGatewaySchema.safeParse(value);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((p) => `${p.path.join('.')}: ${p.message}`).join('; ');
+      throw new Error(`${file} document ${i + 1}: ${problems}`);
+    }
+    out.push(parsed.data);
+  }
+  return out;
+}

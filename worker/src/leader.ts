@@ -1,0 +1,88 @@
+// One active worker: the process holding a session-level advisory lock on a dedicated connection
+// runs the jobs; the others wait and retry. Losing the connection loses the lock, so the holder
+// stops its jobs at once and competes again.
+import pg from 'pg';
+import type { Logger } from '../../common/src/logger.ts';
+
+/** pg_advisory_lock key for worker leadership ("pfworker" as ASCII). */
+const WORKER_LOCK_KEY = 0x7066776f726b6572n;
+const RETRY_MS = 2_000;
+const CHECK_MS = 5_000;
+
+export interface Leadership {
+  readonly leading: boolean;
+  stop(): Promise<void>;
+}
+
+export function acquireLeadership(
+  url: string,
+  logger: Logger,
+  callbacks: { onLead: () => void; onLose: () => void },
+): Leadership {
+  let client: pg.Client | undefined;
+  let leading = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const lose = (reason: string) => {
+    if (leading) {
+      leading = false;
+      logger.warn({ reason }, 'worker leadership lost');
+      callbacks.onLose();
+    }
+    const c = client;
+    client = undefined;
+    c?.end().catch(() => undefined);
+    schedule(RETRY_MS);
+  };
+
+  const schedule = (ms: number) => {
+    clearTimeout(timer);
+    if (stopped) return;
+    timer = setTimeout(() => void tick(), ms);
+    timer.unref();
+  };
+
+  const tick = async () => {
+    if (stopped) return;
+    try {
+      if (!client) {
+        const c = new pg.Client({ connectionString: url, application_name: 'proxyfleet-worker-leader' });
+        c.on('error', (err) => {
+          if (client === c) lose(err.message);
+        });
+        await c.connect();
+        client = c;
+      }
+      if (!leading) {
+        const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
+          WORKER_LOCK_KEY.toString(),
+        ]);
+        if (rows[0]?.ok) {
+          leading = true;
+          logger.info('worker leadership acquired');
+          callbacks.onLead();
+        }
+      } else {
+        await client.query('SELECT 1');
+      }
+      schedule(leading ? CHECK_MS : RETRY_MS);
+    } catch (err) {
+      lose((err as Error).message);
+    }
+  };
+
+  void tick();
+  return {
+    get leading() {
+      return leading;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      if (leading) callbacks.onLose();
+      leading = false;
+      await client?.end().catch(() => undefined);
+    },
+  };
+}
