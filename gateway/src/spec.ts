@@ -5,8 +5,8 @@ import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 
-export const PLANS = ['light', 'basic', 'advanced', 'mobile', 'datacenter'] as const;
-export type Plan = (typeof PLANS)[number];
+export { PRODUCTS as PLANS, type Product as Plan } from '../../common/src/products.ts';
+import { PRODUCTS } from '../../common/src/products.ts';
 
 const lowerName = z.string().regex(/^[a-z0-9]+$/, 'lowercase letters and digits, no spaces');
 
@@ -26,7 +26,7 @@ export const exitSchema = z
 export type ExitSpec = z.infer<typeof exitSchema>;
 
 export const proxyGatewaySpecSchema = z.object({
-  plan: z.enum(PLANS),
+  plan: z.enum(PRODUCTS),
   port: z.number().int().min(1).max(65_535),
   advertisedHost: z.string().min(1),
   exits: z.array(exitSchema).min(1),

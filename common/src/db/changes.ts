@@ -34,6 +34,28 @@ export interface ChangeFeedOptions {
    * this many ids below the last one applied; handlers are idempotent.
    */
   catchUpOverlap?: number;
+  /**
+   * When set, the feed reports the version it applied in cache_acks (on change and on every
+   * heartbeat), so the ApiKey controller can count the processes that have a change.
+   */
+  ack?: { instance: string; component: 'api' | 'gateway' };
+}
+
+/** How recent a cache_acks row must be to count as a running process. */
+export const ACK_FRESH_SECONDS = 15;
+
+/** How many fresh processes of a component have applied `version`, out of how many. */
+export async function countCacheAcks(
+  pool: { query: pg.Pool['query'] },
+  component: 'api' | 'gateway',
+  version: number,
+): Promise<{ synced: number; total: number }> {
+  const { rows } = await pool.query<{ synced: number; total: number }>(
+    `SELECT count(*) FILTER (WHERE version >= $2)::int AS synced, count(*)::int AS total
+       FROM cache_acks WHERE component = $1 AND updated_at > now() - make_interval(secs => $3)`,
+    [component, version, ACK_FRESH_SECONDS],
+  );
+  return rows[0] ?? { synced: 0, total: 0 };
 }
 
 const DEFAULT_HEARTBEAT_MS = 5_000;
@@ -50,7 +72,9 @@ export class ChangeFeed {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private queue: Promise<void> = Promise.resolve();
-  private readonly opts: Required<Omit<ChangeFeedOptions, 'registry'>> & { registry?: Registry };
+  private readonly opts: Required<Omit<ChangeFeedOptions, 'registry' | 'ack'>> &
+    Pick<ChangeFeedOptions, 'registry' | 'ack'>;
+  private ackedVersion = -1;
 
   constructor(options: ChangeFeedOptions) {
     this.opts = {
@@ -111,10 +135,27 @@ export class ChangeFeed {
     this.state = 'closed';
     clearInterval(this.heartbeat);
     clearTimeout(this.reconnectTimer);
+    await this.queue;
     const client = this.client;
     this.client = undefined;
+    if (client && this.opts.ack) {
+      // A process that stops no longer counts towards "n/n synced".
+      await client.query('DELETE FROM cache_acks WHERE instance = $1', [this.opts.ack.instance]).catch(() => undefined);
+    }
     await client?.end().catch(() => undefined);
-    await this.queue;
+  }
+
+  /** Writes this process's applied version to cache_acks (no-op without the ack option). */
+  private async writeAck(client: pg.Client, force: boolean): Promise<void> {
+    const ack = this.opts.ack;
+    if (!ack || (!force && this.ackedVersion === this.appliedVersion)) return;
+    const version = this.appliedVersion;
+    await client.query(
+      `INSERT INTO cache_acks (instance, component, version, updated_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (instance) DO UPDATE SET component = EXCLUDED.component, version = EXCLUDED.version, updated_at = now()`,
+      [ack.instance, ack.component, version],
+    );
+    this.ackedVersion = version;
   }
 
   private async connect(catchUp: boolean): Promise<void> {
@@ -154,6 +195,7 @@ export class ChangeFeed {
       this.failures = 0;
       this.state = 'connected';
       this.startHeartbeat(client);
+      await this.writeAck(client, true);
       this.opts.logger.info({ version: this.appliedVersion, catchUp }, 'change feed listening');
     } catch (err) {
       if (!catchUp) {
@@ -168,12 +210,13 @@ export class ChangeFeed {
   private startHeartbeat(client: pg.Client): void {
     clearInterval(this.heartbeat);
     this.heartbeat = setInterval(() => {
-      client.query('SELECT 1').then(
-        () => {
+      client
+        .query('SELECT 1')
+        .then(() => {
           this.lastHeard = Date.now();
-        },
-        (err: Error) => this.lost(client, err),
-      );
+          return this.writeAck(client, true);
+        })
+        .catch((err: Error) => this.lost(client, err));
     }, this.opts.heartbeatMs);
     this.heartbeat.unref();
   }
@@ -232,6 +275,8 @@ export class ChangeFeed {
       }
     }
     for (const c of changes) this.appliedVersion = Math.max(this.appliedVersion, c.id);
+    const client = this.client;
+    if (client) await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));
   }
 }
 

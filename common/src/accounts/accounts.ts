@@ -1,0 +1,175 @@
+// Account lifecycle, shared by the admin API, the gateway's tests and the dev seed: create an
+// account with its primary key, proxy credentials and alert settings; buy bandwidth (a purchase
+// always issues an invoice, and queues the new-invoice email when that alert is on); suspend.
+import { AppError } from '../errors.ts';
+import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '../secrets.ts';
+import type { Product } from '../products.ts';
+import { insertPrimaryKey } from './keys.ts';
+
+export type AccountStatus = 'active' | 'suspended';
+
+export interface NewAccount {
+  id: string;
+  email: string;
+  status: AccountStatus;
+  apiKey: string;
+  proxyUsername: string;
+  proxyPassword: string;
+}
+
+export async function createAccount(pool: Pool, input: { email: string }, credentialsKey: Buffer): Promise<NewAccount> {
+  try {
+    return await withTransaction(pool, async (client) => {
+      const { rows } = await client.query<{ id: string; email: string; status: AccountStatus }>(
+        'INSERT INTO accounts (email) VALUES ($1) RETURNING id, email, status',
+        [input.email],
+      );
+      const account = rows[0]!;
+      const key = await insertPrimaryKey(client, account.id);
+      const proxyUsername = newProxyUsername();
+      const proxyPassword = newProxyPassword();
+      await client.query(
+        `INSERT INTO proxy_credentials (account_id, username, password_enc, password_sha256) VALUES ($1, $2, $3, $4)`,
+        [account.id, proxyUsername, seal(credentialsKey, proxyPassword), sha256(proxyPassword)],
+      );
+      await client.query('INSERT INTO alert_settings (account_id) VALUES ($1)', [account.id]);
+      return { ...account, apiKey: key.apiKey, proxyUsername, proxyPassword };
+    });
+  } catch (err) {
+    if (sqlState(err) === SQLSTATE.UNIQUE_VIOLATION) throw new AppError('EMAIL_TAKEN');
+    throw err;
+  }
+}
+
+export interface Invoice {
+  id: string;
+  number: number;
+  accountId: string;
+  purchaseId: string;
+  product: Product;
+  bytes: number;
+  status: 'issued' | 'paid' | 'void';
+  issuedAt: Date;
+}
+
+export interface PurchaseInput {
+  accountId: string;
+  product: Product;
+  bytes: number;
+  source?: 'admin' | 'auto_refill';
+  /** A retried call with the same key returns the first call's invoice and buys nothing more. */
+  idempotencyKey?: string;
+}
+
+/** Buys bandwidth: purchase, invoice, balance and (if on) the new-invoice email, atomically. */
+export async function recordPurchase(pool: Pool, input: PurchaseInput): Promise<Invoice> {
+  return withTransaction(pool, (client) => recordPurchaseIn(client, input));
+}
+
+export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput): Promise<Invoice> {
+  const account = await client.query<{ email: string; new_invoice: boolean | null }>(
+    `SELECT a.email, s.new_invoice FROM accounts a LEFT JOIN alert_settings s ON s.account_id = a.id
+      WHERE a.id = $1 FOR UPDATE OF a`,
+    [input.accountId],
+  );
+  const owner = account.rows[0];
+  if (!owner) throw new AppError('ACCOUNT_NOT_FOUND');
+  if (input.idempotencyKey) {
+    const existing = await client.query<InvoiceRow>(
+      `SELECT i.* FROM invoices i JOIN purchases p ON p.id = i.purchase_id WHERE p.idempotency_key = $1`,
+      [input.idempotencyKey],
+    );
+    if (existing.rows[0]) return toInvoice(existing.rows[0]);
+  }
+  const purchase = await client.query<{ id: string }>(
+    `INSERT INTO purchases (account_id, product, bytes, source, idempotency_key) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+    [input.accountId, input.product, input.bytes, input.source ?? 'admin', input.idempotencyKey ?? null],
+  );
+  const purchaseId = purchase.rows[0]!.id;
+  const invoice = await client.query<InvoiceRow>(
+    `INSERT INTO invoices (account_id, purchase_id, product, bytes) VALUES ($1, $2, $3, $4) RETURNING *`,
+    [input.accountId, purchaseId, input.product, input.bytes],
+  );
+  await client.query(
+    `INSERT INTO balances (account_id, product, total_bytes) VALUES ($1, $2, $3)
+     ON CONFLICT (account_id, product) DO UPDATE SET total_bytes = balances.total_bytes + EXCLUDED.total_bytes, updated_at = now()`,
+    [input.accountId, input.product, input.bytes],
+  );
+  const row = invoice.rows[0]!;
+  if (owner.new_invoice !== false) {
+    const gb = (input.bytes / 1e9).toLocaleString('en-US', { maximumFractionDigits: 3 });
+    await client.query(
+      `INSERT INTO email_outbox (account_id, kind, dedupe_key, to_address, subject, body_text, message_id)
+       VALUES ($1, 'new_invoice', $2, $3, $4, $5, $6) ON CONFLICT (dedupe_key) DO NOTHING`,
+      [
+        input.accountId,
+        `new_invoice:${row.id}`,
+        owner.email,
+        `Invoice #${row.number}: ${gb} GB of ${input.product} bandwidth`,
+        `Invoice #${row.number} was issued for ${gb} GB of ${input.product} bandwidth.\n` +
+          `The bandwidth is available now.\n`,
+        `<invoice-${row.id}@proxyfleet>`,
+      ],
+    );
+  }
+  return toInvoice(row);
+}
+
+interface InvoiceRow {
+  id: string;
+  number: number;
+  account_id: string;
+  purchase_id: string;
+  product: Product;
+  bytes: number;
+  status: Invoice['status'];
+  issued_at: Date;
+}
+
+function toInvoice(row: InvoiceRow): Invoice {
+  return {
+    id: row.id,
+    number: row.number,
+    accountId: row.account_id,
+    purchaseId: row.purchase_id,
+    product: row.product,
+    bytes: row.bytes,
+    status: row.status,
+    issuedAt: row.issued_at,
+  };
+}
+
+/** Suspends or reactivates; false when the account does not exist. */
+export async function setAccountStatus(pool: Pool, accountId: string, status: AccountStatus): Promise<boolean> {
+  const { rowCount } = await pool.query('UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1', [
+    accountId,
+    status,
+  ]);
+  return rowCount === 1;
+}
+
+/** Issues a new proxy password; the old one stops working on every gateway within a second. */
+export async function resetProxyPassword(pool: Pool, accountId: string, credentialsKey: Buffer): Promise<string> {
+  const password = newProxyPassword();
+  const { rowCount } = await pool.query(
+    `UPDATE proxy_credentials SET password_enc = $2, password_sha256 = $3, updated_at = now() WHERE account_id = $1`,
+    [accountId, seal(credentialsKey, password), sha256(password)],
+  );
+  if (rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+  return password;
+}
+
+export async function readProxyCredentials(
+  pool: Pool,
+  accountId: string,
+  credentialsKey: Buffer,
+): Promise<{ username: string; password: string }> {
+  const { rows } = await pool.query<{ username: string; password_enc: Buffer }>(
+    'SELECT username, password_enc FROM proxy_credentials WHERE account_id = $1',
+    [accountId],
+  );
+  const row = rows[0];
+  if (!row) throw new AppError('ACCOUNT_NOT_FOUND');
+  return { username: row.username, password: unseal(credentialsKey, row.password_enc) };
+}
