@@ -6,6 +6,7 @@ import path from 'node:path';
 import { closeOnShutdown, openDatabase } from '../common/src/db/open.ts';
 import { runMain } from '../common/src/runtime.ts';
 import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
+import { upsertGatewayEndpoint } from '../common/src/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
 import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';
@@ -50,6 +51,7 @@ runMain('dev', loadDevConfig, async (config, { logger, registry, health, shutdow
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS) : [];
   const runningGateways: RunningGateway[] = [];
   for (const gateway of gateways) {
+    await upsertGatewayEndpoint(db.pool, { plan: gateway.spec.plan, host: gateway.spec.advertisedHost, port: gateway.spec.port }, 'dev');
     runningGateways.push(
       await startGateway({
         gateway,

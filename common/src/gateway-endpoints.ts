@@ -1,0 +1,32 @@
+// Each plan's public gateway address (migrations/0003). Written by the operator and by dev,
+// read by proxy generation.
+import type { Pool } from './db/pool.ts';
+import type { Product } from './products.ts';
+
+export interface GatewayEndpoint {
+  plan: Product;
+  host: string;
+  port: number;
+}
+
+/** Default ports: basic and advanced from the spec (section 5); the rest chosen in docs/adr/0003. */
+export const DEFAULT_GATEWAY_PORTS: Readonly<Record<Product, number>> = {
+  basic: 12321,
+  advanced: 61236,
+  light: 10080,
+  mobile: 10081,
+  datacenter: 10082,
+};
+
+export async function upsertGatewayEndpoint(pool: Pool, endpoint: GatewayEndpoint, source: string): Promise<void> {
+  await pool.query(
+    `INSERT INTO gateway_endpoints (plan, host, port, source) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, source = EXCLUDED.source, updated_at = now()`,
+    [endpoint.plan, endpoint.host, endpoint.port, source],
+  );
+}
+
+export async function readGatewayEndpoint(pool: Pool, plan: Product): Promise<GatewayEndpoint | undefined> {
+  const { rows } = await pool.query<GatewayEndpoint>('SELECT plan, host, port FROM gateway_endpoints WHERE plan = $1', [plan]);
+  return rows[0];
+}
