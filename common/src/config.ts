@@ -26,7 +26,8 @@ export function parseConfig<S extends z.ZodType>(schema: S, env: Env = process.e
 }
 
 function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+  // Buffers (the encryption key) cannot be frozen; they are never handed out for writing.
+  if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value)) deepFreeze(child);
   }

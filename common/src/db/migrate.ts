@@ -14,6 +14,8 @@ const MIGRATION_LOCK_KEY = 0x70666d6967726174n;
 export interface Migration {
   version: number;
   name: string;
+  /** The file name, used in messages. */
+  file: string;
   sql: string;
   checksum: string;
 }
@@ -28,6 +30,7 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
     migrations.push({
       version: Number(match[1]),
       name: match[2]!,
+      file,
       sql,
       checksum: createHash('sha256').update(sql).digest('hex'),
     });
@@ -63,7 +66,7 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
       const checksum = done.get(m.version);
       if (checksum !== undefined) {
         if (checksum !== m.checksum) {
-          throw new Error(`migration ${m.version}_${m.name} changed after it was applied; add a new migration instead`);
+          throw new Error(`migration ${m.file} changed after it was applied; add a new migration instead`);
         }
         continue;
       }
@@ -78,7 +81,7 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
-        throw new Error(`migration ${m.version}_${m.name} failed: ${(err as Error).message}`, { cause: err });
+        throw new Error(`migration ${m.file} failed: ${(err as Error).message}`, { cause: err });
       }
       applied.push(m.version);
     }

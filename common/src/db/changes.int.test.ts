@@ -1,0 +1,82 @@
+// Fault injection for the change feed: the LISTEN backend is killed, a change is made while the
+// feed is disconnected, and the feed must reconnect and deliver that change from change_log.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Registry } from 'prom-client';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { setAccountStatus } from '../accounts/accounts.ts';
+import { createLogger } from '../logger.ts';
+import { ChangeFeed, countCacheAcks, type Change } from './changes.ts';
+
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('ChangeFeed', () => {
+  let db: TestDatabase;
+  let feed: ChangeFeed;
+  const seen: Change[] = [];
+  const registry = new Registry();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    feed = new ChangeFeed({
+      url: db.url,
+      logger: createLogger('test', 'silent'),
+      registry,
+      component: 'test',
+      heartbeatMs: 200,
+      maxBackoffMs: 200,
+      ack: { instance: 'test-pod-1', component: 'gateway' },
+    });
+    feed.onChanges((changes) => void seen.push(...changes));
+    await feed.start();
+  });
+  afterAll(async () => {
+    await feed.close();
+    await db.drop();
+  });
+
+  it('delivers committed changes and advances its version', async () => {
+    const account = await accountWithBandwidth(db.pool);
+    await setAccountStatus(db.pool, account.id, 'suspended');
+    await until(() => seen.some((c) => c.kind === 'account' && c.accountId === account.id), 'the suspension');
+    const { rows } = await db.pool.query<{ head: number }>('SELECT max(id)::bigint AS head FROM change_log');
+    await until(() => feed.version === rows[0]!.head, 'version to reach the head');
+    await until(async () => (await countCacheAcks(db.pool, 'gateway', feed.version)).synced === 1, 'the ack');
+    expect(await registry.getSingleMetricAsString('proxyfleet_test_cache_version')).toContain(String(feed.version));
+  });
+
+  it('reconnects after its backend is killed and catches up on what it missed', async () => {
+    const account = await accountWithBandwidth(db.pool);
+    await db.pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'proxyfleet-test-listen'`,
+    );
+    await until(() => !feed.connected, 'the feed to notice');
+    // Changed while the feed is disconnected (it waits at least 200 ms before reconnecting): only
+    // the catch-up from change_log can deliver it.
+    await setAccountStatus(db.pool, account.id, 'suspended');
+    await until(() => seen.some((c) => c.kind === 'account' && c.accountId === account.id), 'the missed suspension');
+    await until(() => feed.connected, 'reconnection');
+    // And live notifications work again on the new connection.
+    await setAccountStatus(db.pool, account.id, 'active');
+    await until(() => seen.some((c) => c.kind === 'account' && c.accountId === account.id && c.subject === 'active'), 'the reactivation');
+  });
+
+  it('no longer counts a process once its feed is closed', async () => {
+    const other = new ChangeFeed({
+      url: db.url,
+      logger: createLogger('test', 'silent'),
+      component: 'test2',
+      ack: { instance: 'test-pod-2', component: 'gateway' },
+    });
+    await other.start();
+    expect((await countCacheAcks(db.pool, 'gateway', 0)).total).toBe(2);
+    await other.close();
+    expect((await countCacheAcks(db.pool, 'gateway', 0)).total).toBe(1);
+  });
+});

@@ -1,0 +1,68 @@
+import { mkdtemp, writeFile, cp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { createEmptyDatabase } from '../../../test/db.ts';
+import { loadMigrations, migrate, MIGRATIONS_DIR } from './migrate.ts';
+
+describe('migrate', () => {
+  let db: { url: string; drop(): Promise<void> };
+  beforeAll(async () => {
+    db = await createEmptyDatabase();
+  });
+  afterAll(() => db.drop());
+
+  it('applies every migration once; a second run is a no-op', async () => {
+    const all = (await loadMigrations()).map((m) => m.version);
+    expect(all.length).toBeGreaterThan(0);
+    expect(await migrate(db.url)).toEqual(all);
+    expect(await migrate(db.url)).toEqual([]);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    const { rows } = await client.query('SELECT count(*)::int AS n FROM schema_migrations');
+    await client.end();
+    expect(rows[0].n).toBe(all.length);
+  });
+
+  it('applies each migration exactly once when many processes start at the same time', async () => {
+    const fresh = await createEmptyDatabase();
+    try {
+      const results = await Promise.all([1, 2, 3, 4].map(() => migrate(fresh.url)));
+      const applied = results.flat();
+      expect(applied.sort()).toEqual((await loadMigrations()).map((m) => m.version).sort());
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('refuses a migration that changed after it was applied', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'pf-migrations-'));
+    await cp(MIGRATIONS_DIR, dir, { recursive: true });
+    const fresh = await createEmptyDatabase();
+    try {
+      await migrate(fresh.url, dir);
+      await writeFile(path.join(dir, '0001_domain.sql'), '-- edited\nSELECT 1;\n');
+      await expect(migrate(fresh.url, dir)).rejects.toThrow(/changed after it was applied/);
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('rolls back a failing migration and names it', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'pf-migrations-'));
+    await writeFile(path.join(dir, '0001_ok.sql'), 'CREATE TABLE ok_table (id int);');
+    await writeFile(path.join(dir, '0002_bad.sql'), 'CREATE TABLE half (id int); SELECT nonsense_column FROM ok_table;');
+    const fresh = await createEmptyDatabase();
+    try {
+      await expect(migrate(fresh.url, dir)).rejects.toThrow(/0002_bad\.sql failed/);
+      const client = new pg.Client({ connectionString: fresh.url });
+      await client.connect();
+      const { rows } = await client.query(`SELECT to_regclass('half') AS half, to_regclass('ok_table') AS ok`);
+      await client.end();
+      expect(rows[0]).toEqual({ half: null, ok: 'ok_table' });
+    } finally {
+      await fresh.drop();
+    }
+  });
+});

@@ -1,0 +1,42 @@
+// `npm start` on the embedded database: healthy within the start-up budget, /metrics served on
+// the API port, a clean exit on SIGTERM, and a restart that keeps the data directory's state.
+import { mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { freePort } from '../common/src/db/embedded.ts';
+import { startEntrypoint, stopProcess, waitForHttp, type RunningProcess } from '../test/process.ts';
+
+describe('dev (npm start) on the embedded database', () => {
+  let proc: RunningProcess | undefined;
+  afterAll(() => stopProcess(proc));
+
+  it('starts healthy, stops on SIGTERM, and keeps its state across a restart', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'pf-dev-'));
+    const port = await freePort();
+    const env = {
+      PROXYFLEET_DATA_DIR: dataDir,
+      PROXYFLEET_API_PORT: String(port),
+      PROXYFLEET_DEV_START_GATEWAYS: 'false',
+      PROXYFLEET_SHUTDOWN_GRACE_SECONDS: '20',
+    };
+    proc = startEntrypoint('dev/main.ts', env);
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, 200, 60_000);
+    const ready = JSON.parse(await waitForHttp(`http://127.0.0.1:${port}/readyz`)) as { checks: Record<string, string> };
+    expect(ready.checks.database).toBe('ok');
+    expect(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).toContain('proxyfleet_db_pool_clients');
+    const token = (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim();
+    expect(proc.lines.join('\n')).toContain(token);
+    proc.kill('SIGTERM');
+    expect(await proc.exited).toBe(0);
+    await proc.waitForLog('embedded PostgreSQL stopped');
+
+    proc = startEntrypoint('dev/main.ts', env);
+    await waitForHttp(`http://127.0.0.1:${port}/readyz`, 200, 60_000);
+    expect((await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim()).toBe(token);
+    const migrated = await proc.waitForLog(/schema up to date|migrations applied/);
+    expect(migrated.msg).toBe('schema up to date');
+    proc.kill('SIGTERM');
+    expect(await proc.exited).toBe(0);
+  }, 120_000);
+});
