@@ -18,6 +18,7 @@ export default {
   watchPathIgnorePatterns: ['<rootDir>/.proxyfleet/'],
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
+  reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   testTimeout: 30_000,
   // Integration tests share one PostgreSQL server; two workers fit this 2-core machine.
   maxWorkers: 2,
