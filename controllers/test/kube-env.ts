@@ -1,0 +1,289 @@
+// A real control plane for controller tests, the way controller-runtime's envtest runs one: etcd
+// and kube-apiserver built from Go modules by scripts/install-tools.sh, on free 127.0.0.1 ports,
+// token authentication (one user in system:masters, one bound only to the chart's RBAC), the CRDs
+// applied and Established. There is no controller-manager: no garbage collection, no pods.
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+
+const run = promisify(execFile);
+
+export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
+export const CHART_DIR = path.join(REPO_ROOT, 'charts/proxyfleet');
+export const CRD_FILES = ['crds/proxygateway.yaml', 'crds/apikey.yaml'].map((f) => path.join(REPO_ROOT, f));
+/** The namespace the chart is rendered into in tests (its Lease lives there). */
+export const RELEASE_NAMESPACE = 'proxyfleet-system';
+/** The user the controller runs as in tests: bound only to the chart's ClusterRole and Role. */
+export const OPERATOR_USER = 'proxyfleet-operator';
+
+export const toolsBinDir = () =>
+  path.join(process.env.PROXYFLEET_TOOLS_DIR ?? path.join(os.homedir(), '.cache/proxyfleet/tools'), 'bin');
+
+const REQUIRED_TOOLS = ['etcd', 'kube-apiserver', 'kubectl', 'helm'] as const;
+export const tool = (name: (typeof REQUIRED_TOOLS)[number]) => path.join(toolsBinDir(), name);
+
+export function missingKubeTools(): string[] {
+  return REQUIRED_TOOLS.filter((t) => !existsSync(tool(t)));
+}
+
+export interface KubeEnv {
+  server: string;
+  /** kubeconfig files for kubectl/helm and for KubeConfig.loadFromFile. */
+  adminKubeconfig: string;
+  operatorKubeconfig: string;
+  adminToken: string;
+  operatorToken: string;
+  /** Restarts nothing; stops etcd and the apiserver and removes the temporary directory. */
+  stop(): Promise<void>;
+  kubectl(args: string[], options?: { input?: string; asOperator?: boolean }): Promise<string>;
+  /** kubectl apply --server-side of a YAML text, as the admin. */
+  apply(yamlText: string): Promise<string>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Proc {
+  child: ChildProcess;
+  output: string[];
+}
+
+function startProcess(cmd: string, args: string[]): Proc {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  child.on('error', (err) => output.push(`spawn error: ${err.message}`));
+  return { child, output };
+}
+
+async function stopProcess(proc: Proc | undefined): Promise<void> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => proc.child.once('exit', () => resolve()));
+  proc.child.kill('SIGTERM');
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function waitFor(what: string, proc: Proc, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (proc.child.exitCode !== null) {
+      throw new Error(`${what} exited with ${proc.child.exitCode}:\n${proc.output.join('').slice(-4000)}`);
+    }
+    if (await probe().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs} ms:\n${proc.output.join('').slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** GET over HTTPS without verifying the self-generated serving certificate (test-only). */
+async function insecureGet(url: string, token?: string): Promise<{ status: number; body: string }> {
+  const https = await import('node:https');
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      url,
+      { rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 5_000 },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
+}
+
+export function kubeconfigYaml(server: string, token: string, user: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: test',
+    '  cluster:',
+    `    server: ${server}`,
+    '    insecure-skip-tls-verify: true',
+    'users:',
+    `- name: ${user}`,
+    '  user:',
+    `    token: ${token}`,
+    'contexts:',
+    '- name: test',
+    '  context:',
+    '    cluster: test',
+    `    user: ${user}`,
+    '    namespace: default',
+    'current-context: test',
+    '',
+  ].join('\n');
+}
+
+/** Starts etcd + kube-apiserver, applies the CRDs and the chart's RBAC for the operator user. */
+export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeEnv> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'proxyfleet-kube-'));
+  let etcd: Proc | undefined;
+  let apiserver: Proc | undefined;
+  const stop = async () => {
+    await stopProcess(apiserver);
+    await stopProcess(etcd);
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    etcd = startProcess(tool('etcd'), [
+      `--data-dir=${path.join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=error',
+    ]);
+    await waitFor(
+      'etcd',
+      etcd,
+      async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok,
+      30_000,
+    );
+
+    const adminToken = randomBytes(16).toString('hex');
+    const operatorToken = randomBytes(16).toString('hex');
+    await writeFile(
+      path.join(dir, 'tokens.csv'),
+      `${adminToken},admin,1,"system:masters"\n${operatorToken},${OPERATOR_USER},2\n`,
+    );
+    const { privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    await writeFile(path.join(dir, 'sa.key'), privateKey);
+    const server = `https://127.0.0.1:${apiPort}`;
+    apiserver = startProcess(tool('kube-apiserver'), [
+      `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+      `--cert-dir=${path.join(dir, 'certs')}`,
+      `--secure-port=${apiPort}`,
+      '--bind-address=127.0.0.1',
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
+      '--disable-admission-plugins=ServiceAccount',
+      '--authorization-mode=RBAC',
+      `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
+      `--service-account-issuer=${server}/`,
+      `--service-account-key-file=${path.join(dir, 'sa.key')}`,
+      `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+      '--enable-priority-and-fairness=false',
+      '--v=0',
+    ]);
+    await waitFor('kube-apiserver', apiserver, async () => (await insecureGet(`${server}/readyz`, adminToken)).status === 200, 90_000);
+
+    const adminKubeconfig = path.join(dir, 'admin.kubeconfig');
+    const operatorKubeconfig = path.join(dir, 'operator.kubeconfig');
+    await writeFile(adminKubeconfig, kubeconfigYaml(server, adminToken, 'admin'));
+    await writeFile(operatorKubeconfig, kubeconfigYaml(server, operatorToken, OPERATOR_USER));
+
+    const kubectl = async (args: string[], opts: { input?: string; asOperator?: boolean } = {}) => {
+      const kubeconfig = opts.asOperator ? operatorKubeconfig : adminKubeconfig;
+      const child = execFile(tool('kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], { maxBuffer: 20 * 1024 * 1024 });
+      const result = new Promise<string>((resolve, reject) => {
+        let out = '';
+        let err = '';
+        child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+        child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+        child.on('close', (code) =>
+          code === 0 ? resolve(out) : reject(new Error(`kubectl ${args.join(' ')} exited ${code}: ${err}${out}`)),
+        );
+      });
+      child.stdin?.end(opts.input ?? '');
+      return result;
+    };
+    const apply = (yamlText: string) => kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: yamlText });
+
+    const env: KubeEnv = { server, adminKubeconfig, operatorKubeconfig, adminToken, operatorToken, stop, kubectl, apply };
+    for (const file of CRD_FILES) await apply(await readFile(file, 'utf8'));
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/proxygateways.proxyfleet.io', 'crd/apikeys.proxyfleet.io']);
+    await apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${RELEASE_NAMESPACE}\n`);
+    if (options.rbac !== false) await applyChartRbac(env);
+    return env;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Renders the chart and returns its documents (helm template, default values plus overrides). */
+export async function helmTemplate(args: string[] = []): Promise<Array<Record<string, unknown>>> {
+  const { stdout } = await run(
+    tool('helm'),
+    ['template', 'proxyfleet', CHART_DIR, '--namespace', RELEASE_NAMESPACE, ...args],
+    { maxBuffer: 20 * 1024 * 1024 },
+  );
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJSON() as Record<string, unknown> | null)
+    .filter((d): d is Record<string, unknown> => d != null);
+}
+
+/**
+ * Applies the chart's controller ClusterRole and Role (exactly as rendered) and binds them to the
+ * test's operator user instead of the chart's ServiceAccount: the controller tests then prove
+ * the chart's permissions are enough.
+ */
+export async function applyChartRbac(env: KubeEnv): Promise<void> {
+  const docs = await helmTemplate();
+  const roles = docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role');
+  const controllerRoles = roles.filter((d) => (d.metadata as { name: string }).name.includes('controller'));
+  if (controllerRoles.length === 0) throw new Error('the chart renders no controller ClusterRole/Role');
+  const out: string[] = [];
+  for (const role of controllerRoles) {
+    const meta = role.metadata as { name: string; namespace?: string };
+    out.push(JSON.stringify(role));
+    const binding = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: role.kind === 'ClusterRole' ? 'ClusterRoleBinding' : 'RoleBinding',
+      metadata: { name: `test-${meta.name}`, ...(meta.namespace ? { namespace: meta.namespace } : {}) },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: role.kind, name: meta.name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: OPERATOR_USER }],
+    };
+    out.push(JSON.stringify(binding));
+  }
+  await env.apply(out.join('\n---\n'));
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails with its last error. */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`${what} not reached in ${timeoutMs} ms${lastError ? `: ${String(lastError)}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
