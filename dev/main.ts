@@ -8,6 +8,7 @@ import { runMain } from '../common/src/runtime.ts';
 import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
 import { upsertGatewayEndpoint } from '../common/src/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
+import { loadApiTuning } from '../api/src/config.ts';
 import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
@@ -69,6 +70,7 @@ runMain('dev', loadDevConfig, async (config, { logger, registry, health, shutdow
 
   const api = await startApi({
     config: {
+      ...loadApiTuning(),
       ...config,
       PROXYFLEET_ADMIN_TOKEN: adminToken,
       PROXYFLEET_CREDENTIALS_KEY: credentialsKey,

@@ -1,21 +1,64 @@
-// The Express application: /healthz, /readyz and /metrics here; /api/v1 and /admin/v1 are added
-// by their feature modules.
+// The Express application: /healthz, /readyz, /metrics, the customer API under /api/v1 and the
+// operators' API under /admin/v1. Everything it needs is passed in (server.ts builds it).
 import express from 'express';
 import type { Health } from '../../common/src/health.ts';
+import type { Logger } from '../../common/src/logger.ts';
+import { errorHandler } from './http/errors.ts';
+import type { ApiMetrics } from './http/metrics.ts';
+import { openApiDocument, type RouteGroup } from './http/openapi.ts';
+import { notFound, requestPlumbing, requireJsonBody } from './http/plumbing.ts';
+import { mountRoutes, type AuthKind } from './http/route.ts';
+import { adminAuth, apiKeyAuth, type AuthDeps } from './modules/auth/middleware.ts';
+
+export const API_PREFIX = '/api/v1';
+export const ADMIN_PREFIX = '/admin/v1';
+export const API_VERSION = '1.0.0';
 
 export interface AppDeps {
   health: Health;
+  logger: Logger;
+  metrics: ApiMetrics;
+  auth: AuthDeps;
+  apiRoutes: RouteGroup['routes'];
+  adminRoutes: RouteGroup['routes'];
+  bodyLimitBytes: number;
+  /** Express "trust proxy": hops of reverse proxies whose X-Forwarded-For is believed (0: none). */
+  trustProxyHops: number;
 }
 
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', false);
+  app.disable('etag');
+  app.set('trust proxy', deps.trustProxyHops);
+  app.use(requestPlumbing(deps.logger, deps.metrics));
   app.use((req, res, next) => {
     if (!deps.health.handle(req, res)) next();
   });
-  app.use((_req, res) => {
-    res.status(404).json({ success: false, error: 'Not found' });
-  });
+  app.use(requireJsonBody);
+  app.use(express.json({ limit: deps.bodyLimitBytes, strict: true }));
+
+  const groups: RouteGroup[] = [
+    { prefix: API_PREFIX, routes: deps.apiRoutes },
+    { prefix: ADMIN_PREFIX, routes: deps.adminRoutes },
+  ];
+  const document = openApiDocument(groups, API_VERSION);
+  const auth: Record<AuthKind, express.RequestHandler[]> = {
+    apiKey: [apiKeyAuth(deps.auth)],
+    admin: [adminAuth(deps.auth)],
+    none: [],
+  };
+
+  const api = express.Router();
+  api.get('/openapi.json', (_req, res) => void res.json(document));
+  mountRoutes(api, deps.apiRoutes, auth);
+  app.use(API_PREFIX, api);
+
+  const admin = express.Router();
+  mountRoutes(admin, deps.adminRoutes, auth);
+  app.use(ADMIN_PREFIX, admin);
+
+  app.use(notFound(groups));
+  app.use(errorHandler(deps.logger));
   return app;
 }

@@ -1,6 +1,27 @@
 import { z } from 'zod';
 import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
 
+/** The variables of the API (also understood by `npm start`, which runs the API in-process). */
+export const apiTuningEnv = {
+  PROXYFLEET_USAGE_REFRESH_SECONDS: positiveInt(30),
+  /** Host named in generated proxy strings for a plan that has no gateway_endpoints row. */
+  PROXYFLEET_PUBLIC_GATEWAY_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Per API key: sustained requests per minute, and how many may come at once (docs/api.md). */
+  PROXYFLEET_RATE_LIMIT_PER_MINUTE: positiveInt(600),
+  PROXYFLEET_RATE_LIMIT_BURST: positiveInt(60),
+  /** Per source address: failed authentications per minute, and at once, before 429. */
+  PROXYFLEET_AUTH_FAILURES_PER_MINUTE: positiveInt(30),
+  PROXYFLEET_AUTH_FAILURES_BURST: positiveInt(30),
+  /** Request body limit in bytes. */
+  PROXYFLEET_API_BODY_LIMIT_BYTES: positiveInt(16_384),
+  /** How long an admin change waits for every API process to apply it before answering. */
+  PROXYFLEET_API_SYNC_TIMEOUT_MS: positiveInt(5_000),
+  /** Reverse-proxy hops whose X-Forwarded-For is believed for the client address (0: none). */
+  PROXYFLEET_API_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  /** This process's name in cache_acks (the pod name in Kubernetes); random when unset. */
+  PROXYFLEET_INSTANCE_ID: z.string().min(1).max(200).optional(),
+};
+
 export const apiEnv = {
   PROXYFLEET_API_HOST: z.string().default('0.0.0.0'),
   PROXYFLEET_API_PORT: port(8080),
@@ -8,10 +29,13 @@ export const apiEnv = {
   PROXYFLEET_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters'),
   /** Encrypts proxy passwords at rest (32 bytes, hex or base64). No default: a secret. */
   PROXYFLEET_CREDENTIALS_KEY: encryptionKey,
-  PROXYFLEET_USAGE_REFRESH_SECONDS: positiveInt(30),
+  ...apiTuningEnv,
 };
 
 export const apiSchema = z.object({ ...baseEnv, ...apiEnv });
 export type ApiConfig = z.infer<typeof apiSchema>;
 
 export const loadApiConfig = (env?: Env) => parseConfig(apiSchema, env);
+
+/** For `npm start`, which has its own schema for the rest: the API's tuning variables. */
+export const loadApiTuning = (env?: Env) => parseConfig(z.object(apiTuningEnv), env);

@@ -1,12 +1,27 @@
-// Starts the API's HTTP server on its port; used by the api entrypoint and by dev.
+// Builds the API's services (change feed, caches, limiters) and starts its HTTP server; used by
+// the api entrypoint and by dev.
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
 import type { Health } from '../../common/src/health.ts';
 import type { Logger } from '../../common/src/logger.ts';
 import type { Pool } from '../../common/src/db/pool.ts';
-import type { Registry } from 'prom-client';
+import { ChangeFeed } from '../../common/src/db/changes.ts';
 import type { ApiConfig } from './config.ts';
 import { createApp } from './app.ts';
+import { ApiMetrics } from './http/metrics.ts';
+import { KeyCache } from './modules/auth/key-cache.ts';
+import { KeyUsageRecorder } from './modules/auth/key-usage.ts';
+import { RateLimiter } from './modules/rate-limit/limiter.ts';
+import { UsageService } from './modules/usage/service.ts';
+import { usageRoutes } from './modules/usage/routes.ts';
+import { AccountService } from './modules/account/service.ts';
+import { accountRoutes } from './modules/account/routes.ts';
+import { proxiesRoutes } from './modules/proxies/routes.ts';
+import { adminRoutes } from './modules/admin/routes.ts';
+import { cacheSync } from './modules/sync/wait.ts';
 
 export interface ApiDeps {
   config: Readonly<ApiConfig>;
@@ -19,30 +34,93 @@ export interface ApiDeps {
 
 export interface RunningApi {
   port: number;
+  /** This process's name in cache_acks. */
+  instance: string;
   close(): Promise<void>;
 }
 
 export async function startApi(deps: ApiDeps): Promise<RunningApi> {
-  const app = createApp({ health: deps.health });
+  const { config, logger, pool } = deps;
+  const instance = config.PROXYFLEET_INSTANCE_ID ?? `api-${os.hostname()}-${randomBytes(3).toString('hex')}`;
+  const feed = new ChangeFeed({
+    url: deps.databaseUrl,
+    logger: logger.child({ feed: 'api' }),
+    registry: deps.registry,
+    component: 'api',
+    ack: { instance, component: 'api' },
+  });
+  const metrics = new ApiMetrics(deps.registry);
+  const keys = new KeyCache(pool, feed);
+  const usage = new UsageService(pool, feed, config.PROXYFLEET_USAGE_REFRESH_SECONDS);
+  const accounts = new AccountService(pool, feed, usage);
+  const keyUsage = new KeyUsageRecorder(pool, logger);
+  await feed.start();
+  deps.health.addInfo('cacheVersion', () => feed.version);
+
+  const app = createApp({
+    health: deps.health,
+    logger,
+    metrics,
+    bodyLimitBytes: config.PROXYFLEET_API_BODY_LIMIT_BYTES,
+    trustProxyHops: config.PROXYFLEET_API_TRUST_PROXY_HOPS,
+    auth: {
+      keys,
+      usage: keyUsage,
+      metrics,
+      adminToken: config.PROXYFLEET_ADMIN_TOKEN,
+      keyLimiter: new RateLimiter(pool, {
+        name: 'key',
+        perMinute: config.PROXYFLEET_RATE_LIMIT_PER_MINUTE,
+        burst: config.PROXYFLEET_RATE_LIMIT_BURST,
+      }),
+      failureLimiter: new RateLimiter(pool, {
+        name: 'auth-failures',
+        perMinute: config.PROXYFLEET_AUTH_FAILURES_PER_MINUTE,
+        burst: config.PROXYFLEET_AUTH_FAILURES_BURST,
+      }),
+    },
+    apiRoutes: [
+      ...accountRoutes(accounts),
+      ...usageRoutes(usage),
+      ...proxiesRoutes({ pool, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST }),
+    ],
+    adminRoutes: adminRoutes({
+      pool,
+      credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
+      accounts,
+      waitForApiCaches: cacheSync(pool, logger, config.PROXYFLEET_API_SYNC_TIMEOUT_MS),
+    }),
+  });
+
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000; // above common load balancers' idle timeout (60 s)
   server.on('clientError', (_err, socket) => socket.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(deps.config.PROXYFLEET_API_PORT, deps.config.PROXYFLEET_API_HOST, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.PROXYFLEET_API_PORT, config.PROXYFLEET_API_HOST, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    await keyUsage.close();
+    await feed.close();
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
-  deps.logger.info({ port }, 'api listening');
+  logger.info({ port, instance }, 'api listening');
   return {
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
+    instance,
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 5_000).unref();
-      }),
+      });
+      await keyUsage.close();
+      await feed.close();
+    },
   };
 }

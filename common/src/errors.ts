@@ -16,6 +16,9 @@ export const ERRORS = {
   EMAIL_TAKEN: { status: 409, message: 'An account with this email already exists' },
   NAMED_KEY_LIMIT: { status: 409, message: 'An account can have at most {limit} named API keys' },
   KEY_NAME_TAKEN: { status: 409, message: 'A named API key with this name already exists' },
+  PRIMARY_KEY_NOT_REVOCABLE: { status: 409, message: 'The primary key cannot be revoked; regenerate it instead' },
+  ISP_PROXY_NOT_FOUND: { status: 404, message: 'ISP proxy not found' },
+  ISP_PROXY_EXISTS: { status: 409, message: 'An ISP proxy with this host, port and username already exists' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service temporarily unavailable' },
   INTERNAL: { status: 500, message: 'Internal server error' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -1,0 +1,76 @@
+// Per-request plumbing every route shares: request id, security headers, metrics and the access
+// log line (which never contains headers, bodies or query strings: keys travel in headers).
+import { randomUUID } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { AppError } from '../../../common/src/errors.ts';
+import type { Logger } from '../../../common/src/logger.ts';
+import { routeTemplate, sendError } from './errors.ts';
+import type { ApiMetrics } from './metrics.ts';
+import type { RouteGroup } from './openapi.ts';
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Strict-Transport-Security': 'max-age=31536000; includeSubDomains',
+  'Cache-Control': 'no-store',
+};
+
+export function requestPlumbing(logger: Logger, metrics: ApiMetrics): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    const incoming = req.headers['x-request-id'];
+    const reqId = typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.locals.reqId = reqId;
+    res.setHeader('X-Request-Id', reqId);
+    res.set(SECURITY_HEADERS);
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = healthRoute(req) ?? routeTemplate(req);
+      const statusClass = `${Math.floor(res.statusCode / 100)}xx`;
+      metrics.requestDuration.observe({ route, method: req.method, status_class: statusClass }, seconds);
+      if (logger.isLevelEnabled('debug')) {
+        logger.debug(
+          { reqId, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e4) / 10, code: res.locals.errorCode as unknown },
+          'request',
+        );
+      }
+    });
+    next();
+  };
+}
+
+const HEALTH_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+const healthRoute = (req: Request) => (HEALTH_PATHS.has(req.path) ? req.path : undefined);
+
+/** A request with a body must say it is JSON (the spec: Content-Type application/json). */
+export const requireJsonBody: RequestHandler = (req, res, next) => {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (hasBody && (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') && !req.is('application/json')) {
+    return sendError(res, new AppError('UNSUPPORTED_MEDIA_TYPE'));
+  }
+  next();
+};
+
+/** 405 with Allow for a known path and another method; 404 for anything else. */
+export function notFound(groups: RouteGroup[]): RequestHandler {
+  const patterns = groups.flatMap((g) =>
+    g.routes.map((r) => ({
+      method: r.method.toUpperCase(),
+      regex: new RegExp('^' + (g.prefix + r.path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+') + '/?$'),
+    })),
+  );
+  return (req: Request, res: Response) => {
+    const allowed = patterns.filter((p) => p.regex.test(req.path)).map((p) => p.method);
+    if (allowed.length > 0) {
+      if (allowed.includes('GET')) allowed.push('HEAD');
+      res.setHeader('Allow', [...new Set(allowed)].join(', '));
+      return sendError(res, new AppError('METHOD_NOT_ALLOWED'));
+    }
+    sendError(res, new AppError('NOT_FOUND'));
+  };
+}

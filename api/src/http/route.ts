@@ -1,0 +1,83 @@
+// Routes are declared as data: method, path, auth, zod schemas and a handler. The same
+// declaration validates requests (mount) and generates /api/v1/openapi.json (openapi.ts), so the
+// documentation cannot drift from what the server accepts.
+import type { Request, RequestHandler, Response, Router } from 'express';
+import type { z } from 'zod';
+import { AppError, type ErrorCode } from '../../../common/src/errors.ts';
+
+export type AuthKind = 'apiKey' | 'admin' | 'none';
+export type Method = 'get' | 'post' | 'put' | 'delete';
+
+export interface RouteResult {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface RouteContext<B, P> {
+  body: B;
+  params: P;
+  req: Request;
+  res: Response;
+}
+
+export interface RouteDef<B = unknown, P = Record<string, string>> {
+  method: Method;
+  /** Express path relative to the router's mount point, `:name` for parameters. */
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  auth: AuthKind;
+  body?: z.ZodType<B>;
+  params?: z.ZodType<P>;
+  /** Code to answer when `params` do not validate (an id that cannot exist is "not found"). */
+  paramsError?: ErrorCode;
+  response?: z.ZodType;
+  /** Status of a successful answer (default 200); 204 sends no body. */
+  status?: number;
+  /** Error codes the route can answer with, for the OpenAPI document. */
+  errors?: ErrorCode[];
+  handler(ctx: RouteContext<B, P>): Promise<RouteResult | undefined> | RouteResult | undefined;
+}
+
+/** Keeps the generic types of one route while collecting routes of different shapes in a list. */
+export function defineRoute<B = undefined, P = Record<string, string>>(def: RouteDef<B, P>): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+/** "count: Too small: expected number to be >=1" -> which field, and what is wrong with it. */
+export function validationError(error: z.ZodError): AppError {
+  const detail = error.issues
+    .slice(0, 3)
+    .map((issue) => (issue.path.length ? `${issue.path.map(String).join('.')}: ${issue.message}` : issue.message))
+    .join('; ');
+  return new AppError('VALIDATION_FAILED', { detail });
+}
+
+export function mountRoutes(router: Router, routes: RouteDef[], auth: Record<AuthKind, RequestHandler[]>): void {
+  for (const route of routes) {
+    router[route.method](route.path, ...auth[route.auth], async (req: Request, res: Response) => {
+      let params: unknown = req.params;
+      if (route.params) {
+        const parsed = route.params.safeParse(req.params);
+        if (!parsed.success) throw route.paramsError ? new AppError(route.paramsError) : validationError(parsed.error);
+        params = parsed.data;
+      }
+      let body: unknown;
+      if (route.body) {
+        const parsed = route.body.safeParse(req.body ?? {});
+        if (!parsed.success) throw validationError(parsed.error);
+        body = parsed.data;
+      }
+      const result = (await route.handler({ body, params: params as Record<string, string>, req, res })) ?? {};
+      if (result.headers) res.set(result.headers);
+      const status = result.status ?? route.status ?? 200;
+      if (status === 204) res.status(204).end();
+      else res.status(status).json(result.body);
+    });
+  }
+}
+
+/** The JSON body of a success: the spec's responses carry `success: true`. */
+export const ok = <T extends object>(body: T) => ({ success: true as const, ...body });

@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { PRODUCTS } from '../../../../common/src/products.ts';
+import { productsSchema } from '../usage/schemas.ts';
+
+export const alertsSchema = z.object({
+  lowBandwidth: z.boolean(),
+  newInvoice: z.boolean(),
+  serverAlerts: z.boolean(),
+  lowBandwidthPercent: z.number().int().describe('Remaining share (%) of a product at which the low-bandwidth email is sent'),
+});
+
+export const keySummarySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  kind: z.enum(['primary', 'named']),
+  prefix: z.string().describe('Display prefix, for example svc_live_3fa9c1; the key itself is never shown again'),
+  last4: z.string(),
+  createdAt: z.string(),
+});
+
+export const autoRefillSchema = z.object({
+  product: z.enum(PRODUCTS),
+  enabled: z.boolean(),
+  thresholdGb: z.number(),
+  refillGb: z.number(),
+  maxRefillsPerMonth: z.number().int(),
+});
+
+export const accountResponseSchema = z.object({
+  success: z.literal(true),
+  id: z.string(),
+  email: z.string(),
+  status: z.enum(['active', 'suspended']),
+  createdAt: z.string(),
+  proxyUsername: z.string().describe('Username for the gateways; the password is in generated proxy strings'),
+  products: productsSchema,
+  usageUpdatedAt: z.string(),
+  alerts: alertsSchema,
+  autoRefill: z.array(autoRefillSchema),
+  apiKeys: z.array(keySummarySchema).describe('Active keys: the primary and up to 10 named'),
+  namedKeysLimit: z.number().int(),
+});
+export type AccountResponse = z.infer<typeof accountResponseSchema>;

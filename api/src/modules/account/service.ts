@@ -1,0 +1,78 @@
+// GET /api/v1/account, served from a per-process cache of the account view: evicted by the change
+// feed on any change to the account, its keys, balances or settings (migrations/0010 announces
+// settings changes), and refreshed when its usage snapshot ages out. Like the key cache, it is
+// trusted only while the change feed is healthy.
+import { AppError } from '../../../../common/src/errors.ts';
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
+import { MAX_NAMED_KEYS } from '../../../../common/src/accounts/keys.ts';
+import { TRUST_SILENCE_MS } from '../auth/key-cache.ts';
+import { gb, toUsageResponse, type UsageService } from '../usage/service.ts';
+import { readAccount } from './repo.ts';
+import type { AccountResponse } from './schemas.ts';
+
+const MAX_CACHED = 100_000;
+
+interface Entry {
+  view: AccountResponse;
+  expiresAt: number;
+}
+
+export class AccountService {
+  private readonly cache = new Map<string, Entry>();
+  private generation = 0;
+  private readonly pool: Pool;
+  private readonly feed: ChangeFeed;
+  private readonly usage: UsageService;
+
+  constructor(pool: Pool, feed: ChangeFeed, usage: UsageService) {
+    this.pool = pool;
+    this.feed = feed;
+    this.usage = usage;
+    feed.onChanges((changes) => this.apply(changes));
+  }
+
+  private apply(changes: Change[]): void {
+    for (const change of changes) {
+      if (change.kind === 'api_key' || change.kind === 'account' || change.kind === 'balance' || change.kind === 'proxy_credentials') {
+        this.generation++;
+        this.cache.delete(change.accountId);
+      }
+    }
+  }
+
+  async view(accountId: string): Promise<AccountResponse> {
+    const trusted = this.feed.connected && this.feed.silenceMs() < TRUST_SILENCE_MS;
+    const cached = trusted ? this.cache.get(accountId) : undefined;
+    if (cached && cached.expiresAt > Date.now()) return cached.view;
+    const generation = this.generation;
+    const [record, snapshot] = await Promise.all([readAccount(this.pool, accountId), this.usage.snapshot(accountId)]);
+    if (!record) throw new AppError('ACCOUNT_NOT_FOUND');
+    const usage = toUsageResponse(snapshot.row);
+    const view: AccountResponse = {
+      success: true,
+      id: record.id,
+      email: record.email,
+      status: record.status,
+      createdAt: record.createdAt.toISOString(),
+      proxyUsername: record.proxyUsername,
+      products: usage.products,
+      usageUpdatedAt: usage.updatedAt,
+      alerts: record.alerts,
+      autoRefill: record.autoRefill.map((r) => ({
+        product: r.product,
+        enabled: r.enabled,
+        thresholdGb: gb(r.thresholdBytes),
+        refillGb: gb(r.refillBytes),
+        maxRefillsPerMonth: r.maxRefillsPerMonth,
+      })),
+      apiKeys: record.apiKeys,
+      namedKeysLimit: MAX_NAMED_KEYS,
+    };
+    if (trusted && generation === this.generation) {
+      if (this.cache.size >= MAX_CACHED) this.cache.clear();
+      this.cache.set(accountId, { view, expiresAt: snapshot.expiresAt });
+    }
+    return view;
+  }
+}

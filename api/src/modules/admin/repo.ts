@@ -1,0 +1,91 @@
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
+import type { Product } from '../../../../common/src/products.ts';
+import type { IspProxyRow } from '../proxies/repo.ts';
+import type { AlertsUpdate } from './schemas.ts';
+
+export interface AccountSummaryRow {
+  id: string;
+  email: string;
+  status: AccountStatus;
+  created_at: Date;
+}
+
+export async function listAccounts(pool: Pool, q: { limit: number; offset: number; email?: string | undefined }): Promise<AccountSummaryRow[]> {
+  const { rows } = await pool.query<AccountSummaryRow>(
+    `SELECT id, email, status, created_at FROM accounts
+      WHERE ($3::text IS NULL OR lower(email) = lower($3)) ORDER BY created_at, id LIMIT $1 OFFSET $2`,
+    [q.limit, q.offset, q.email ?? null],
+  );
+  return rows;
+}
+
+export async function accountExists(pool: Pool, id: string): Promise<boolean> {
+  const { rowCount } = await pool.query('SELECT 1 FROM accounts WHERE id = $1', [id]);
+  return rowCount === 1;
+}
+
+export async function activeKeyKind(pool: Pool, accountId: string, keyId: string): Promise<'primary' | 'named' | undefined> {
+  const { rows } = await pool.query<{ kind: 'primary' | 'named' }>(
+    'SELECT kind FROM api_keys WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL',
+    [keyId, accountId],
+  );
+  return rows[0]?.kind;
+}
+
+export interface AlertsRow {
+  lowBandwidth: boolean;
+  newInvoice: boolean;
+  serverAlerts: boolean;
+  lowBandwidthPercent: number;
+}
+
+/** Updates the given switches; undefined when the account does not exist (createAccount makes the row). */
+export async function updateAlerts(pool: Pool, accountId: string, u: AlertsUpdate): Promise<AlertsRow | undefined> {
+  const { rows } = await pool.query<AlertsRow>(
+    `UPDATE alert_settings SET low_bandwidth = coalesce($2, low_bandwidth), new_invoice = coalesce($3, new_invoice),
+            server_alerts = coalesce($4, server_alerts), low_bandwidth_percent = coalesce($5, low_bandwidth_percent),
+            updated_at = now()
+      WHERE account_id = $1
+      RETURNING low_bandwidth AS "lowBandwidth", new_invoice AS "newInvoice", server_alerts AS "serverAlerts",
+                low_bandwidth_percent AS "lowBandwidthPercent"`,
+    [accountId, u.lowBandwidth ?? null, u.newInvoice ?? null, u.serverAlerts ?? null, u.lowBandwidthPercent ?? null],
+  );
+  return rows[0];
+}
+
+export async function upsertAutoRefill(
+  pool: Pool,
+  accountId: string,
+  product: Product,
+  s: { enabled: boolean; thresholdBytes: number; refillBytes: number; maxRefillsPerMonth: number },
+): Promise<void> {
+  await pool.query(
+    `INSERT INTO auto_refill_settings (account_id, product, enabled, threshold_bytes, refill_bytes, max_refills_per_month)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (account_id, product) DO UPDATE SET enabled = EXCLUDED.enabled, threshold_bytes = EXCLUDED.threshold_bytes,
+        refill_bytes = EXCLUDED.refill_bytes, max_refills_per_month = EXCLUDED.max_refills_per_month, updated_at = now()`,
+    [accountId, product, s.enabled, s.thresholdBytes, s.refillBytes, s.maxRefillsPerMonth],
+  );
+}
+
+const ISP_COLUMNS = `id, host, port, username, password_enc, country, city, isp, status, expires_at, created_at,
+  (expires_at IS NOT NULL AND expires_at <= now()) AS expired`;
+
+export async function insertIspProxy(
+  pool: Pool,
+  accountId: string,
+  p: { host: string; port: number; username: string; passwordEnc: Buffer; country: string; city?: string | undefined; isp?: string | undefined; status: string; expiresAt?: string | undefined },
+): Promise<IspProxyRow> {
+  const { rows } = await pool.query<IspProxyRow>(
+    `INSERT INTO isp_proxies (account_id, host, port, username, password_enc, country, city, isp, status, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${ISP_COLUMNS}`,
+    [accountId, p.host, p.port, p.username, p.passwordEnc, p.country, p.city ?? null, p.isp ?? null, p.status, p.expiresAt ?? null],
+  );
+  return rows[0]!;
+}
+
+export async function deleteIspProxy(pool: Pool, accountId: string, proxyId: string): Promise<boolean> {
+  const { rowCount } = await pool.query('DELETE FROM isp_proxies WHERE id = $1 AND account_id = $2', [proxyId, accountId]);
+  return rowCount === 1;
+}

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { PRODUCTS } from '../../../../common/src/products.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const uuid = z.string().regex(UUID);
+
+/** The most one purchase may buy (a typo guard, not a business rule): 1 PB. */
+export const MAX_PURCHASE_GB = 1_000_000;
+
+export const accountParams = z.object({ id: uuid });
+export const keyParams = z.object({ id: uuid, keyId: uuid });
+export const ispProxyParams = z.object({ id: uuid, proxyId: uuid });
+export const autoRefillParams = z.object({ id: uuid, product: z.enum(PRODUCTS) });
+
+export const createAccountSchema = z.object({ email: z.email().max(254) });
+export const newAccountSchema = z.object({
+  id: z.string(),
+  email: z.string(),
+  status: z.enum(['active', 'suspended']),
+  apiKey: z.string().describe('The primary key, shown this once'),
+  proxyUsername: z.string(),
+  proxyPassword: z.string(),
+});
+
+export const listAccountsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+  email: z.string().optional(),
+});
+
+export const accountSummarySchema = z.object({
+  id: z.string(),
+  email: z.string(),
+  status: z.enum(['active', 'suspended']),
+  createdAt: z.string(),
+});
+
+export const purchaseSchema = z.object({
+  product: z.enum(PRODUCTS, { error: `must be one of ${PRODUCTS.join(', ')}` }),
+  gb: z
+    .number()
+    .positive()
+    .max(MAX_PURCHASE_GB)
+    .refine((gb) => Math.round(gb * 1e9) >= 1, 'must be at least one byte (1e-9 GB)')
+    .describe('GB (10^9 bytes) to buy; fractional amounts are allowed'),
+  idempotencyKey: z.string().min(1).max(200).optional().describe('A retry with the same key buys nothing more'),
+});
+export type PurchaseRequest = z.infer<typeof purchaseSchema>;
+
+export const invoiceSchema = z.object({
+  id: z.string(),
+  number: z.number().int(),
+  accountId: z.string(),
+  purchaseId: z.string(),
+  product: z.enum(PRODUCTS),
+  gb: z.number(),
+  bytes: z.number().int(),
+  status: z.enum(['issued', 'paid', 'void']),
+  issuedAt: z.string(),
+});
+
+export const createKeySchema = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'must be letters, digits, space, dot, underscore or hyphen'),
+});
+export const createdKeySchema = z.object({ id: z.string(), name: z.string(), apiKey: z.string(), prefix: z.string() });
+export const keyRecordSchema = z.object({
+  id: z.string(),
+  kind: z.enum(['primary', 'named']),
+  name: z.string(),
+  prefix: z.string(),
+  last4: z.string(),
+  createdAt: z.string(),
+  revokedAt: z.string().nullable(),
+  lastUsedAt: z.string().nullable(),
+});
+
+export const statusSchema = z.object({ id: z.string(), status: z.enum(['active', 'suspended']) });
+
+export const alertsUpdateSchema = z
+  .object({
+    lowBandwidth: z.boolean().optional(),
+    newInvoice: z.boolean().optional(),
+    serverAlerts: z.boolean().optional(),
+    lowBandwidthPercent: z.number().int().min(1).max(99).optional(),
+  })
+  .refine((v) => Object.values(v).some((x) => x !== undefined), 'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent');
+export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
+
+export const autoRefillUpdateSchema = z.object({
+  enabled: z.boolean(),
+  thresholdGb: z.number().min(0).max(MAX_PURCHASE_GB),
+  refillGb: z.number().positive().max(MAX_PURCHASE_GB),
+  maxRefillsPerMonth: z.number().int().min(1).max(100).default(5),
+});
+export type AutoRefillUpdate = z.infer<typeof autoRefillUpdateSchema>;
+
+export const createIspProxySchema = z.object({
+  host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:[\]-]+$/, 'must be a host name or IP address'),
+  port: z.number().int().min(1).max(65_535),
+  username: z.string().min(1).max(64).regex(/^[^:\s]+$/, 'must not contain ":" or spaces'),
+  password: z.string().min(1).max(128).regex(/^[^:\s]+$/, 'must not contain ":" or spaces').optional().describe('Generated when omitted'),
+  country: z
+    .string()
+    .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code')
+    .transform((s) => s.toLowerCase()),
+  city: z.string().min(1).max(100).optional(),
+  isp: z.string().min(1).max(100).optional(),
+  status: z.enum(['active', 'suspended', 'expired']).default('active'),
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type CreateIspProxy = z.infer<typeof createIspProxySchema>;
+
+export const proxyPasswordSchema = z.object({ proxyUsername: z.string(), proxyPassword: z.string() });

@@ -1,0 +1,36 @@
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { Product } from '../../../../common/src/products.ts';
+
+/** Purchased minus used bytes for one plan; undefined when none was ever bought. */
+export async function remainingBytes(pool: Pool, accountId: string, plan: Product): Promise<number | undefined> {
+  const { rows } = await pool.query<{ remaining: number }>(
+    'SELECT total_bytes - used_bytes AS remaining FROM balances WHERE account_id = $1 AND product = $2',
+    [accountId, plan],
+  );
+  return rows[0]?.remaining;
+}
+
+export interface IspProxyRow {
+  id: string;
+  host: string;
+  port: number;
+  username: string;
+  password_enc: Buffer;
+  country: string;
+  city: string | null;
+  isp: string | null;
+  status: 'active' | 'suspended' | 'expired';
+  expires_at: Date | null;
+  created_at: Date;
+  expired: boolean;
+}
+
+export async function listIspProxies(pool: Pool, accountId: string): Promise<IspProxyRow[]> {
+  const { rows } = await pool.query<IspProxyRow>(
+    `SELECT id, host, port, username, password_enc, country, city, isp, status, expires_at, created_at,
+            (expires_at IS NOT NULL AND expires_at <= now()) AS expired
+       FROM isp_proxies WHERE account_id = $1 ORDER BY created_at, id`,
+    [accountId],
+  );
+  return rows;
+}

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { PRODUCTS } from '../../../../common/src/products.ts';
+
+/** Most proxy strings one call generates (docs/api.md). */
+export const MAX_GENERATE_COUNT = 1000;
+/** Sticky session lifetime bounds in minutes (docs/adr/0012; gateways accept 1..1440). */
+export const MAX_SESSION_MINUTES = 1440;
+
+/** Lowercase, spaces and hyphens removed ("Winston-Salem" -> "winstonsalem"), then [a-z0-9]+. */
+const place = (what: string) =>
+  z
+    .string()
+    .max(64)
+    .transform((s) => s.toLowerCase().replace(/[\s-]+/g, ''))
+    .pipe(z.string().regex(/^[a-z0-9]+$/, `${what} must contain only letters, digits, spaces and hyphens`));
+
+const minutes = z.number().int().min(1).max(MAX_SESSION_MINUTES);
+
+export const generateRequestSchema = z
+  .object({
+    provider: z.enum(PRODUCTS, { error: `must be one of ${PRODUCTS.join(', ')}` }),
+    country: z
+      .string({ error: 'must be a two-letter country code' })
+      .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code (ISO 3166-1 alpha-2), for example us')
+      .transform((s) => s.toLowerCase()),
+    sessionType: z.enum(['rotating', 'sticky'], { error: 'must be rotating or sticky' }),
+    count: z
+      .number({ error: `must be an integer from 1 to ${MAX_GENERATE_COUNT}` })
+      .int(`must be an integer from 1 to ${MAX_GENERATE_COUNT}`)
+      .min(1, `must be an integer from 1 to ${MAX_GENERATE_COUNT}`)
+      .max(MAX_GENERATE_COUNT, `must be an integer from 1 to ${MAX_GENERATE_COUNT}`)
+      .default(1),
+    state: place('state').optional().describe('light, basic, mobile: state name, lowercased, spaces and hyphens removed'),
+    city: place('city').optional().describe('light, basic, mobile: city name (requires state)'),
+    lifetime: minutes.optional().describe('basic, datacenter, sticky only: session lifetime in minutes (1-1440)'),
+    sessionDuration: minutes.optional().describe('advanced, mobile, sticky only: session duration in minutes (1-1440)'),
+  })
+  .superRefine((req, ctx) => {
+    const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    const supportsPlace = req.provider === 'light' || req.provider === 'basic' || req.provider === 'mobile';
+    if (req.state !== undefined && !supportsPlace) issue('state', `the ${req.provider} plan targets by country only`);
+    if (req.city !== undefined && !supportsPlace) issue('city', `the ${req.provider} plan targets by country only`);
+    if (req.city !== undefined && req.state === undefined) issue('city', 'city requires state');
+    if (req.lifetime !== undefined) {
+      if (req.provider !== 'basic' && req.provider !== 'datacenter')
+        issue('lifetime', `applies to basic and datacenter; ${req.provider === 'light' ? 'light has no lifetime' : 'use sessionDuration'}`);
+      else if (req.sessionType !== 'sticky') issue('lifetime', 'applies to sticky sessions only');
+    }
+    if (req.sessionDuration !== undefined) {
+      if (req.provider !== 'advanced' && req.provider !== 'mobile')
+        issue('sessionDuration', `applies to advanced and mobile; ${req.provider === 'light' ? 'light has no lifetime' : 'use lifetime'}`);
+      else if (req.sessionType !== 'sticky') issue('sessionDuration', 'applies to sticky sessions only');
+    }
+  });
+export type GenerateRequest = z.infer<typeof generateRequestSchema>;
+
+export const generateResponseSchema = z.object({
+  success: z.literal(true),
+  proxies: z.array(z.string()).describe('<host>:<port>:<username>:<password>, one per proxy'),
+});
+
+export const ispProxySchema = z.object({
+  id: z.string(),
+  host: z.string(),
+  port: z.number().int(),
+  username: z.string(),
+  password: z.string(),
+  proxy: z.string().describe('<host>:<port>:<username>:<password>'),
+  country: z.string(),
+  city: z.string().nullable(),
+  isp: z.string().nullable(),
+  status: z.enum(['active', 'suspended', 'expired']),
+  expiresAt: z.string().nullable(),
+  createdAt: z.string(),
+});
+export type IspProxy = z.infer<typeof ispProxySchema>;
+
+export const listResponseSchema = z.object({ success: z.literal(true), proxies: z.array(ispProxySchema) });

@@ -1,0 +1,60 @@
+import { AppError } from '../../../../common/src/errors.ts';
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import { readProxyCredentials } from '../../../../common/src/accounts/accounts.ts';
+import { DEFAULT_GATEWAY_PORTS, readGatewayEndpoint } from '../../../../common/src/gateway-endpoints.ts';
+import { newSessionId, unseal } from '../../../../common/src/secrets.ts';
+import { credentialFor, proxyString } from './format.ts';
+import { listIspProxies, remainingBytes, type IspProxyRow } from './repo.ts';
+import type { GenerateRequest, IspProxy } from './schemas.ts';
+
+export interface ProxiesDeps {
+  pool: Pool;
+  credentialsKey: Buffer;
+  /** Host for plans with no gateway_endpoints row (PROXYFLEET_PUBLIC_GATEWAY_HOST). */
+  fallbackHost: string;
+}
+
+export async function generateProxies(deps: ProxiesDeps, accountId: string, req: GenerateRequest): Promise<string[]> {
+  const remaining = await remainingBytes(deps.pool, accountId, req.provider);
+  if (remaining === undefined || remaining <= 0) throw new AppError('NO_BANDWIDTH', { plan: req.provider });
+  const endpoint = (await readGatewayEndpoint(deps.pool, req.provider)) ?? {
+    host: deps.fallbackHost,
+    port: DEFAULT_GATEWAY_PORTS[req.provider],
+  };
+  const base = await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);
+  const minutes = req.lifetime ?? req.sessionDuration;
+  const proxies: string[] = [];
+  for (let i = 0; i < req.count; i++) {
+    const credentials = credentialFor(req.provider, base, {
+      country: req.country,
+      state: req.state,
+      city: req.city,
+      session: req.sessionType === 'sticky' ? newSessionId() : undefined,
+      minutes,
+    });
+    proxies.push(proxyString(endpoint.host, endpoint.port, credentials));
+  }
+  return proxies;
+}
+
+export async function ispProxies(deps: ProxiesDeps, accountId: string): Promise<IspProxy[]> {
+  return (await listIspProxies(deps.pool, accountId)).map((row) => toIspProxy(row, deps.credentialsKey));
+}
+
+export function toIspProxy(row: IspProxyRow, credentialsKey: Buffer): IspProxy {
+  const password = unseal(credentialsKey, row.password_enc);
+  return {
+    id: row.id,
+    host: row.host,
+    port: row.port,
+    username: row.username,
+    password,
+    proxy: `${row.host}:${row.port}:${row.username}:${password}`,
+    country: row.country,
+    city: row.city,
+    isp: row.isp,
+    status: row.status === 'active' && row.expired ? 'expired' : row.status,
+    expiresAt: row.expires_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+  };
+}

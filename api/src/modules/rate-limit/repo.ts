@@ -1,0 +1,29 @@
+import type { Pool } from '../../../../common/src/db/pool.ts';
+
+export interface TakeResult {
+  granted: number;
+  remaining: number;
+  retryAfterMs: number;
+}
+
+/** One statement: GCRA on the database clock (migrations/0010_api.sql, api_rate_limit_take). */
+export async function takeTokens(
+  pool: Pool,
+  bucket: string,
+  intervalMs: number,
+  burst: number,
+  want: number,
+): Promise<TakeResult> {
+  const { rows } = await pool.query<{ granted: number; remaining: number; retry_after_ms: number }>(
+    'SELECT granted, remaining, retry_after_ms FROM api_rate_limit_take($1, $2, $3, $4)',
+    [bucket, intervalMs, burst, want],
+  );
+  const row = rows[0]!;
+  return { granted: row.granted, remaining: row.remaining, retryAfterMs: row.retry_after_ms };
+}
+
+/** Buckets untouched for a day are full again and carry no information. */
+export async function deleteIdleBuckets(pool: Pool): Promise<number> {
+  const { rowCount } = await pool.query(`DELETE FROM api_rate_limits WHERE updated_at < now() - interval '1 day'`);
+  return rowCount ?? 0;
+}

@@ -1,0 +1,33 @@
+// Makes admin changes take effect on every API process before the admin call answers: after the
+// change commits, wait until every running API process (fresh cache_acks row) has applied a
+// change_log version at or above the head read after the commit (docs/adr/0010).
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import { countCacheAcks } from '../../../../common/src/db/changes.ts';
+import type { Logger } from '../../../../common/src/logger.ts';
+
+const POLL_MS = 10;
+
+export interface SyncResult {
+  synced: number;
+  total: number;
+}
+
+export type WaitForApiCaches = () => Promise<SyncResult>;
+
+export function cacheSync(pool: Pool, logger: Logger, timeoutMs: number): WaitForApiCaches {
+  return async () => {
+    const { rows } = await pool.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
+    const head = rows[0]?.head ?? 0;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const counts = await countCacheAcks(pool, 'api', head);
+      if (counts.synced >= counts.total) return counts;
+      if (Date.now() >= deadline) {
+        logger.warn({ ...counts, version: head }, 'not every API process applied a change in time');
+        return counts;
+      }
+      await sleep(POLL_MS);
+    }
+  };
+}

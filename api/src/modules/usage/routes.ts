@@ -1,0 +1,21 @@
+import { defineRoute, type RouteDef } from '../../http/route.ts';
+import { principal } from '../auth/middleware.ts';
+import { usageResponseSchema } from './schemas.ts';
+import type { UsageService } from './service.ts';
+
+export function usageRoutes(usage: UsageService): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/usage',
+      tag: 'usage',
+      summary: 'Bandwidth balances and usage',
+      description:
+        'Per-product balances and aggregate usage. Figures are a snapshot shared by every API server, ' +
+        'recomputed at most every 30 seconds (PROXYFLEET_USAGE_REFRESH_SECONDS); updatedAt says when.',
+      auth: 'apiKey',
+      response: usageResponseSchema,
+      handler: async ({ res }) => ({ body: await usage.usage(principal(res).accountId) }),
+    }),
+  ];
+}

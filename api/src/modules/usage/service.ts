@@ -1,0 +1,90 @@
+// GET /api/v1/usage: the account's usage snapshot, shared by every API process through its table,
+// recomputed at most every PROXYFLEET_USAGE_REFRESH_SECONDS (spec section 4: 30 s). Each process
+// keeps the row it read until the row's age reaches the interval, or a purchase changes the
+// account's balances (change feed 'balance').
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
+import { BYTES_PER_GB, BYTES_PER_MB, PRODUCTS, type Product } from '../../../../common/src/products.ts';
+import { readFreshSnapshot, recomputeSnapshot, type SnapshotRow } from './repo.ts';
+import type { UsageResponse } from './schemas.ts';
+
+export interface Snapshot {
+  row: SnapshotRow;
+  /** Local time after which the row is older than the refresh interval. */
+  expiresAt: number;
+}
+
+const MAX_CACHED = 100_000;
+const round = (value: number, digits: number) => Number(value.toFixed(digits));
+export const gb = (bytes: number) => round(bytes / BYTES_PER_GB, 3);
+const mb = (bytes: number) => round(bytes / BYTES_PER_MB, 2);
+
+export class UsageService {
+  private readonly cache = new Map<string, Snapshot>();
+  private readonly pool: Pool;
+  private readonly refreshSeconds: number;
+
+  constructor(pool: Pool, feed: ChangeFeed, refreshSeconds: number) {
+    this.pool = pool;
+    this.refreshSeconds = refreshSeconds;
+    feed.onChanges((changes) => this.apply(changes));
+  }
+
+  private apply(changes: Change[]): void {
+    for (const change of changes) if (change.kind === 'balance') this.cache.delete(change.accountId);
+  }
+
+  async snapshot(accountId: string): Promise<Snapshot> {
+    const cached = this.cache.get(accountId);
+    if (cached && cached.expiresAt > Date.now()) return cached;
+    const row =
+      (await readFreshSnapshot(this.pool, accountId, this.refreshSeconds)) ??
+      (await recomputeSnapshot(this.pool, accountId, this.refreshSeconds)) ??
+      (await readFreshSnapshot(this.pool, accountId, this.refreshSeconds));
+    if (!row) throw new Error('usage snapshot vanished while it was being read');
+    const snapshot = { row, expiresAt: Date.now() + this.refreshSeconds * 1000 - row.ageMs };
+    if (this.cache.size >= MAX_CACHED) this.cache.clear();
+    this.cache.set(accountId, snapshot);
+    return snapshot;
+  }
+
+  async usage(accountId: string): Promise<UsageResponse> {
+    return toUsageResponse((await this.snapshot(accountId)).row);
+  }
+}
+
+export function productBalances(row: SnapshotRow): Record<Product, { total: number; used: number; remaining: number }> {
+  const out = {} as Record<Product, { total: number; used: number; remaining: number }>;
+  for (const product of PRODUCTS) {
+    const b = row.balances[product];
+    const total = b?.total ?? 0;
+    const used = b?.used ?? 0;
+    out[product] = { total, used, remaining: Math.max(0, total - used) };
+  }
+  return out;
+}
+
+export function toUsageResponse(row: SnapshotRow): UsageResponse {
+  const balances = productBalances(row);
+  let total = 0;
+  let used = 0;
+  let remaining = 0;
+  const products = {} as UsageResponse['products'];
+  for (const product of PRODUCTS) {
+    const b = balances[product];
+    total += b.total;
+    used += b.used;
+    remaining += b.remaining;
+    products[product] = { totalGb: gb(b.total), usedGb: gb(b.used), remainingGb: gb(b.remaining) };
+  }
+  return {
+    success: true,
+    products,
+    dataUsedMb: mb(used),
+    dataLimitMb: mb(total),
+    dataRemainingMb: mb(remaining),
+    percentUsed: total > 0 ? round((used / total) * 100, 2) : 0,
+    requestsCount: row.requestsCount,
+    updatedAt: row.computedAt.toISOString(),
+  };
+}

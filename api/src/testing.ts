@@ -1,0 +1,94 @@
+// Test harness: an API on port 0 over a test database, in this process or as a child process
+// (`node api/src/main.ts`), the way production runs it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type pino from 'pino';
+import { Health } from '../../common/src/health.ts';
+import { createLogger } from '../../common/src/logger.ts';
+import { createRegistry } from '../../common/src/metrics.ts';
+import type { Pool } from '../../common/src/db/pool.ts';
+import { TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from '../../test/fixtures.ts';
+import { loadApiConfig } from './config.ts';
+import { startApi, type RunningApi } from './server.ts';
+
+export interface TestApi {
+  url: string;
+  api: RunningApi;
+  close(): Promise<void>;
+}
+
+export function testEnv(databaseUrl: string, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    PROXYFLEET_API_HOST: '127.0.0.1',
+    PROXYFLEET_API_PORT: '0',
+    PROXYFLEET_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    PROXYFLEET_CREDENTIALS_KEY: TEST_CREDENTIALS_KEY.toString('hex'),
+    PROXYFLEET_LOG_LEVEL: 'silent',
+    ...overrides,
+  };
+}
+
+export async function startTestApi(
+  db: { url: string; pool: Pool },
+  options: { env?: Record<string, string>; logStream?: pino.DestinationStream; logLevel?: pino.LevelWithSilent } = {},
+): Promise<TestApi> {
+  const config = loadApiConfig(testEnv(db.url, options.env));
+  const logger = createLogger('api', options.logLevel ?? 'silent', options.logStream);
+  const registry = createRegistry('api', false);
+  const health = new Health([registry]);
+  const api = await startApi({ config, logger, registry, health, pool: db.pool, databaseUrl: db.url });
+  return { url: `http://127.0.0.1:${api.port}`, api, close: () => api.close() };
+}
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+export interface ChildApi {
+  url: string;
+  child: ChildProcess;
+  close(): Promise<void>;
+}
+
+/** Starts `node api/src/main.ts` with the test environment and waits for "api listening". */
+export async function spawnApi(databaseUrl: string, overrides: Record<string, string> = {}): Promise<ChildApi> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: testEnv(databaseUrl, { PROXYFLEET_LOG_LEVEL: 'info', ...overrides }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffered = '';
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error(`api child did not start: ${stderr}`)), 20_000);
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        try {
+          const entry = JSON.parse(line) as { msg?: string; port?: number };
+          if (entry.msg === 'api listening' && entry.port) {
+            clearTimeout(timer);
+            resolve(entry.port);
+          }
+        } catch {
+          // not a log line
+        }
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`api child exited with ${code}: ${stderr}`));
+    });
+  });
+  child.stdout!.resume();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    async close() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

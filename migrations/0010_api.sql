@@ -1,0 +1,67 @@
+-- The API's shared state: rate-limit buckets and per-account usage snapshots, both shared by every
+-- API process so that limits and answers agree whichever pod serves a request (docs/adr/0010,
+-- docs/adr/0011).
+
+-- GCRA buckets (generic cell rate algorithm): one row per bucket ("key:<api key id>",
+-- "authfail:<address>"); tat_ms is the theoretical arrival time in milliseconds since the epoch.
+CREATE TABLE api_rate_limits (
+  bucket text PRIMARY KEY CHECK (length(bucket) BETWEEN 1 AND 200),
+  tat_ms bigint NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX api_rate_limits_updated_idx ON api_rate_limits (updated_at);
+
+-- Takes up to p_want tokens from a bucket that refills one token every p_interval_ms and holds at
+-- most p_burst. Atomic under concurrency (the row lock of INSERT .. ON CONFLICT DO UPDATE), on the
+-- database clock so that every process agrees on time. Returns the tokens granted (0 when none is
+-- available), the tokens still available after the grant, and when none is granted, the
+-- milliseconds until one is.
+CREATE FUNCTION api_rate_limit_take(p_bucket text, p_interval_ms bigint, p_burst integer, p_want integer)
+RETURNS TABLE (granted integer, remaining integer, retry_after_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  tau bigint := p_interval_ms * p_burst;
+  cur bigint;
+  base bigint;
+  available bigint;
+  take integer;
+BEGIN
+  INSERT INTO api_rate_limits AS r (bucket, tat_ms) VALUES (p_bucket, now_ms)
+  ON CONFLICT (bucket) DO UPDATE SET updated_at = now()
+  RETURNING r.tat_ms INTO cur;
+  base := greatest(cur, now_ms);
+  available := greatest(0, (now_ms + tau - base) / p_interval_ms);
+  take := least(p_want, available)::integer;
+  IF take > 0 THEN
+    UPDATE api_rate_limits SET tat_ms = base + take * p_interval_ms WHERE bucket = p_bucket;
+    RETURN QUERY SELECT take, (available - take)::integer, 0::bigint;
+  ELSE
+    RETURN QUERY SELECT 0, 0, greatest(1, base + p_interval_ms - tau - now_ms);
+  END IF;
+END $$;
+
+-- The usage answer per account (GET /api/v1/usage), recomputed from balances at most every
+-- PROXYFLEET_USAGE_REFRESH_SECONDS by whichever API process is asked first; computed_at is the
+-- answer's updatedAt. balances: {"<product>": {"total": bytes, "used": bytes}} for every product.
+CREATE TABLE api_usage_snapshots (
+  account_id uuid PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
+  balances jsonb NOT NULL,
+  requests_count bigint NOT NULL CHECK (requests_count >= 0),
+  computed_at timestamptz NOT NULL
+);
+
+-- The account view (GET /api/v1/account) is cached by API processes; alert and auto-refill
+-- settings changes must reach every cache. They are announced as an 'account' change carrying the
+-- account's current status, so consumers that read the subject as the status see a correct value.
+CREATE FUNCTION change_log_account_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  acct uuid := CASE WHEN TG_OP = 'DELETE' THEN OLD.account_id ELSE NEW.account_id END;
+BEGIN
+  PERFORM change_log_record('account', acct, (SELECT status FROM accounts WHERE id = acct));
+  RETURN NULL;
+END $$;
+CREATE TRIGGER change_log_alert_settings AFTER UPDATE ON alert_settings
+  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
+CREATE TRIGGER change_log_auto_refill_settings AFTER INSERT OR UPDATE OR DELETE ON auto_refill_settings
+  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
