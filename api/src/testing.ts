@@ -92,3 +92,44 @@ export async function spawnApi(databaseUrl: string, overrides: Record<string, st
     },
   };
 }
+
+export interface CallOptions {
+  method?: string;
+  /** Customer key, sent as X-API-Key (or as a bearer token with `bearer: true`). */
+  key?: string;
+  bearer?: boolean;
+  /** Admin token: Authorization: Bearer. */
+  admin?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult {
+  status: number;
+  headers: Headers;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test assertions read fields freely
+  body: any;
+}
+
+export async function call(baseUrl: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key !== undefined) {
+    if (options.bearer) headers.authorization = `Bearer ${options.key}`;
+    else headers['x-api-key'] = options.key;
+  }
+  if (options.admin !== undefined) headers.authorization = `Bearer ${options.admin}`;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(baseUrl + path, { method: options.method ?? (body ? 'POST' : 'GET'), headers, ...(body !== undefined ? { body } : {}) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}

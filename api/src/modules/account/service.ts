@@ -46,8 +46,9 @@ export class AccountService {
     const cached = trusted ? this.cache.get(accountId) : undefined;
     if (cached && cached.expiresAt > Date.now()) return cached.view;
     const generation = this.generation;
-    const [record, snapshot] = await Promise.all([readAccount(this.pool, accountId), this.usage.snapshot(accountId)]);
+    const record = await readAccount(this.pool, accountId);
     if (!record) throw new AppError('ACCOUNT_NOT_FOUND');
+    const snapshot = await this.usage.snapshot(accountId);
     const usage = toUsageResponse(snapshot.row);
     const view: AccountResponse = {
       success: true,

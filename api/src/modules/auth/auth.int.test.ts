@@ -1,0 +1,114 @@
+// The shared security table (STYLE.md): every customer route refuses a missing, malformed,
+// unknown or revoked key and a suspended account with the same 401; plus the admin token rules
+// and the per-address limit on failed authentications.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
+import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
+import { setAccountStatus } from '../../../../common/src/accounts/accounts.ts';
+import { createNamedKey, regeneratePrimaryKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
+import { call, startTestApi, type TestApi } from '../../testing.ts';
+
+const CUSTOMER_ROUTES: [string, string, unknown?][] = [
+  ['GET', '/api/v1/account'],
+  ['GET', '/api/v1/usage'],
+  ['GET', '/api/v1/proxies/list'],
+  ['POST', '/api/v1/proxies/generate', { provider: 'basic', country: 'us', sessionType: 'rotating', count: 1 }],
+];
+
+let db: TestDatabase;
+let api: TestApi;
+const keys: Record<string, string> = {};
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  api = await startTestApi(db, { env: { PROXYFLEET_AUTH_FAILURES_BURST: '1000', PROXYFLEET_AUTH_FAILURES_PER_MINUTE: '1000' } });
+  const good = await accountWithBandwidth(db.pool, { basic: 1e9 });
+  keys.valid = good.apiKey;
+  keys.named = (await createNamedKey(db.pool, good.id, 'ci')).apiKey;
+  const revoked = await createNamedKey(db.pool, good.id, 'old');
+  await revokeKey(db.pool, good.id, revoked.id);
+  keys.revoked = revoked.apiKey;
+  const regenerated = await accountWithBandwidth(db.pool, { basic: 1e9 });
+  await regeneratePrimaryKey(db.pool, regenerated.id);
+  keys.regenerated = regenerated.apiKey;
+  const suspended = await accountWithBandwidth(db.pool, { basic: 1e9 });
+  await setAccountStatus(db.pool, suspended.id, 'suspended');
+  keys.suspended = suspended.apiKey;
+});
+
+afterAll(async () => {
+  await api.close();
+  await db.drop();
+});
+
+const BAD_CREDENTIALS: [string, () => Record<string, string>][] = [
+  ['no key', () => ({})],
+  ['an empty X-API-Key', () => ({ 'x-api-key': '' })],
+  ['a malformed key', () => ({ 'x-api-key': 'svc_live_xyz' })],
+  ['an uppercase key', () => ({ 'x-api-key': keys.valid!.toUpperCase() })],
+  ['a key with a test prefix', () => ({ 'x-api-key': keys.valid!.replace('svc_live_', 'svc_test_') })],
+  ['an unknown well-formed key', () => ({ 'x-api-key': 'svc_live_' + '0'.repeat(48) })],
+  ['Basic instead of Bearer', () => ({ authorization: `Basic ${keys.valid}` })],
+  ['the admin token as a key', () => ({ authorization: `Bearer ${TEST_ADMIN_TOKEN}` })],
+  ['a revoked named key', () => ({ 'x-api-key': keys.revoked! })],
+  ['a regenerated primary key', () => ({ authorization: `Bearer ${keys.regenerated}` })],
+  ['the key of a suspended account', () => ({ 'x-api-key': keys.suspended! })],
+];
+
+describe.each(CUSTOMER_ROUTES)('%s %s', (method, path, body) => {
+  test.each(BAD_CREDENTIALS)('refuses %s with 401 {success:false, error}', async (_name, headers) => {
+    const res = await call(api.url, path, { method, headers: headers(), ...(body ? { body } : {}) });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ success: false, error: 'Invalid API key' });
+  });
+
+  test('accepts the primary key as X-API-Key, as a bearer token, and a named key alike', async () => {
+    for (const options of [{ key: keys.valid! }, { key: keys.valid!, bearer: true }, { key: keys.named! }]) {
+      const res = await call(api.url, path, { method, ...options, ...(body ? { body } : {}) });
+      expect(res.status).toBe(200);
+      expect(res.body.success).toBe(true);
+    }
+  });
+});
+
+describe('admin token', () => {
+  test.each([
+    ['no token', undefined],
+    ['a wrong token', 'x'.repeat(40)],
+    ['a customer key', 'KEY'],
+    ['the token with a suffix', TEST_ADMIN_TOKEN + 'x'],
+  ])('refuses %s with 401', async (_name, token) => {
+    const admin = token === 'KEY' ? keys.valid! : token;
+    const res = await call(api.url, '/admin/v1/accounts', { ...(admin !== undefined ? { admin } : {}) });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ success: false, error: 'Invalid admin token' });
+  });
+
+  test('accepts the token', async () => {
+    expect((await call(api.url, '/admin/v1/accounts', { admin: TEST_ADMIN_TOKEN })).status).toBe(200);
+  });
+
+  test('customer routes do not accept the admin token, admin routes no customer key', async () => {
+    expect((await call(api.url, '/api/v1/account', { key: TEST_ADMIN_TOKEN, bearer: true })).status).toBe(401);
+    expect((await call(api.url, '/admin/v1/accounts', { key: keys.valid! })).status).toBe(401);
+  });
+});
+
+describe('failed authentications per source address', () => {
+  test('after the burst, failures get 429 with Retry-After, and valid keys from that address wait too', async () => {
+    await db.pool.query(`DELETE FROM api_rate_limits WHERE bucket LIKE 'authfail:%'`);
+    const limited = await startTestApi(db, { env: { PROXYFLEET_AUTH_FAILURES_BURST: '3', PROXYFLEET_AUTH_FAILURES_PER_MINUTE: '1' } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await call(limited.url, '/api/v1/usage', { key: 'svc_live_' + '1'.repeat(48) })).status);
+      expect(statuses).toEqual([401, 401, 401, 429, 429]);
+      const refused = await call(limited.url, '/api/v1/usage', { key: keys.valid! });
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(refused.body).toEqual({ success: false, error: expect.stringMatching(/^Too many requests, retry after \d+ seconds$/) });
+    } finally {
+      await limited.close();
+      await db.pool.query(`DELETE FROM api_rate_limits WHERE bucket LIKE 'authfail:%'`);
+    }
+  });
+});
