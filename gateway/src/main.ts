@@ -28,6 +28,8 @@ runMain('gateway', loadGatewayConfig, async (config, { logger, registry, health,
     logger,
     registry,
     health,
+    // Keep a few seconds of the grace period for the final usage flush.
+    drainMs: Math.max(1, config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS - 7) * 1000,
   });
   const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
   shutdown.add({ name: 'gateway', run: () => running.close() });

@@ -1,0 +1,80 @@
+// Every customer's proxy credentials and account status, in memory: loaded at start, kept current
+// by the change feed (LISTEN/NOTIFY plus change_log catch-up after a reconnect). While the
+// database is unreachable the cache keeps what it has, so known customers keep being served
+// (docs/adr/0021).
+import type { Change } from '../../../common/src/db/changes.ts';
+import type { Pool } from '../../../common/src/db/pool.ts';
+
+export interface CachedAccount {
+  accountId: string;
+  username: string;
+  passwordSha256: Buffer;
+  status: 'active' | 'suspended';
+}
+
+interface Row {
+  account_id: string;
+  username: string;
+  password_sha256: Buffer;
+  status: 'active' | 'suspended';
+}
+
+const SELECT = `SELECT c.account_id, c.username, c.password_sha256, a.status
+                  FROM proxy_credentials c JOIN accounts a ON a.id = c.account_id`;
+
+export class CredentialCache {
+  private readonly byUsername = new Map<string, CachedAccount>();
+  private readonly usernameOf = new Map<string, string>();
+  private readonly pool: Pool;
+  /** Bumped on every change: callers caching verified credentials compare it. */
+  generation = 0;
+
+  constructor(pool: Pool) {
+    this.pool = pool;
+  }
+
+  get(username: string): CachedAccount | undefined {
+    return this.byUsername.get(username);
+  }
+
+  get size(): number {
+    return this.byUsername.size;
+  }
+
+  async loadAll(): Promise<void> {
+    const { rows } = await this.pool.query<Row>(SELECT);
+    for (const row of rows) this.put(row);
+    this.generation++;
+  }
+
+  /** Applies the credential and account changes of a change-feed batch. */
+  async apply(changes: Change[]): Promise<void> {
+    const ids = new Set<string>();
+    for (const c of changes) if (c.kind === 'proxy_credentials' || c.kind === 'account') ids.add(c.accountId);
+    if (ids.size === 0) return;
+    const { rows } = await this.pool.query<Row>(`${SELECT} WHERE c.account_id = ANY($1::uuid[])`, [[...ids]]);
+    for (const id of ids) this.remove(id);
+    for (const row of rows) this.put(row);
+    this.generation++;
+  }
+
+  private put(row: Row): void {
+    this.remove(row.account_id);
+    const entry: CachedAccount = {
+      accountId: row.account_id,
+      username: row.username,
+      passwordSha256: row.password_sha256,
+      status: row.status,
+    };
+    this.byUsername.set(row.username, entry);
+    this.usernameOf.set(row.account_id, row.username);
+  }
+
+  private remove(accountId: string): void {
+    const username = this.usernameOf.get(accountId);
+    if (username !== undefined) {
+      this.byUsername.delete(username);
+      this.usernameOf.delete(accountId);
+    }
+  }
+}

@@ -1,0 +1,45 @@
+// The gateway's metrics. Several gateways share one registry in `npm start`, so the metrics are
+// created once per registry and every series carries the plan. Labels are bounded: plan,
+// direction, kind, reason, status class; never accounts or hosts.
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export interface GatewayMetrics {
+  connections: Gauge<'plan'>;
+  tunnels: Gauge<'plan'>;
+  bytes: Counter<'plan' | 'direction'>;
+  requests: Counter<'plan' | 'kind'>;
+  authFailures: Counter<'plan' | 'reason'>;
+  refusals: Counter<'plan' | 'reason' | 'status_class'>;
+  exitFailures: Counter<'plan' | 'reason'>;
+  flushLag: Gauge<'plan'>;
+  flushFailures: Counter<'plan'>;
+  leaseGrants: Counter<'plan'>;
+  leaseGrantedBytes: Counter<'plan'>;
+  leaseDenials: Counter<'plan'>;
+  budgetCuts: Counter<'plan'>;
+}
+
+const byRegistry = new WeakMap<Registry, GatewayMetrics>();
+
+export function gatewayMetrics(registry: Registry): GatewayMetrics {
+  let m = byRegistry.get(registry);
+  if (m) return m;
+  const registers = [registry];
+  m = {
+    connections: new Gauge({ name: 'proxyfleet_gateway_active_connections', help: 'Open customer connections', labelNames: ['plan'], registers }),
+    tunnels: new Gauge({ name: 'proxyfleet_gateway_active_tunnels', help: 'Open CONNECT tunnels', labelNames: ['plan'], registers }),
+    bytes: new Counter({ name: 'proxyfleet_gateway_billed_bytes_total', help: 'Bytes billed to customers (between customer and gateway)', labelNames: ['plan', 'direction'], registers }),
+    requests: new Counter({ name: 'proxyfleet_gateway_requests_total', help: 'Admitted plain requests and tunnels', labelNames: ['plan', 'kind'], registers }),
+    authFailures: new Counter({ name: 'proxyfleet_gateway_auth_failures_total', help: 'Failed proxy authentications', labelNames: ['plan', 'reason'], registers }),
+    refusals: new Counter({ name: 'proxyfleet_gateway_refusals_total', help: 'Requests refused by the gateway', labelNames: ['plan', 'reason', 'status_class'], registers }),
+    exitFailures: new Counter({ name: 'proxyfleet_gateway_exit_failures_total', help: 'Failed connections through an exit', labelNames: ['plan', 'reason'], registers }),
+    flushLag: new Gauge({ name: 'proxyfleet_gateway_usage_flush_lag_seconds', help: 'Age of the oldest usage batch not yet written', labelNames: ['plan'], registers }),
+    flushFailures: new Counter({ name: 'proxyfleet_gateway_usage_flush_failures_total', help: 'Usage flushes that failed (retried)', labelNames: ['plan'], registers }),
+    leaseGrants: new Counter({ name: 'proxyfleet_gateway_lease_grants_total', help: 'Bandwidth leases granted', labelNames: ['plan'], registers }),
+    leaseGrantedBytes: new Counter({ name: 'proxyfleet_gateway_lease_granted_bytes_total', help: 'Bytes granted in leases', labelNames: ['plan'], registers }),
+    leaseDenials: new Counter({ name: 'proxyfleet_gateway_lease_denials_total', help: 'Lease requests refused: no bandwidth left', labelNames: ['plan'], registers }),
+    budgetCuts: new Counter({ name: 'proxyfleet_gateway_budget_cuts_total', help: 'Times live connections were cut because a budget ran out', labelNames: ['plan'], registers }),
+  };
+  byRegistry.set(registry, m);
+  return m;
+}

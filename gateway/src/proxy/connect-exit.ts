@@ -1,0 +1,71 @@
+// Opening a TCP stream to a destination through an exit: directly (binding the exit's source
+// address when it has one) or through the exit's upstream HTTP proxy with CONNECT.
+import net from 'node:net';
+import type { Exit } from './exits.ts';
+
+export class ExitError extends Error {
+  readonly kind: 'timeout' | 'refused' | 'upstream_refused';
+  constructor(kind: ExitError['kind'], message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+/** Largest upstream CONNECT response head accepted. */
+const MAX_UPSTREAM_HEAD = 16 * 1024;
+
+export function openThroughExit(exit: Exit, dest: { host: string; address: string; port: number }, timeoutMs: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const direct = !exit.upstream;
+    const socket = direct
+      ? net.connect({ host: dest.address, port: dest.port, ...(exit.sourceAddress ? { localAddress: exit.sourceAddress } : {}), noDelay: true })
+      : net.connect({ host: exit.upstream!.host, port: exit.upstream!.port, noDelay: true });
+    let done = false;
+    const fail = (err: ExitError) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      reject(err);
+    };
+    const timer = setTimeout(() => fail(new ExitError('timeout', `connect through ${exit.name} timed out`)), timeoutMs);
+    socket.on('error', (err) => fail(new ExitError('refused', err.message)));
+    socket.once('close', () => fail(new ExitError('refused', 'closed during connect')));
+    socket.once('connect', () => {
+      if (direct) {
+        done = true;
+        clearTimeout(timer);
+        socket.removeAllListeners('close');
+        resolve(socket);
+        return;
+      }
+      // Chain: CONNECT to the upstream with the destination name (the upstream resolves it where
+      // it is; our guard has already checked what the name means here).
+      const authority = dest.host.includes(':') && !dest.host.startsWith('[') ? `[${dest.host}]:${dest.port}` : `${dest.host}:${dest.port}`;
+      const auth = exit.upstream!.authorization ? `Proxy-Authorization: ${exit.upstream!.authorization}\r\n` : '';
+      socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
+      let head = Buffer.alloc(0);
+      const onData = (chunk: Buffer) => {
+        head = Buffer.concat([head, chunk]);
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (head.length > MAX_UPSTREAM_HEAD) fail(new ExitError('upstream_refused', 'upstream response head too large'));
+          return;
+        }
+        socket.off('data', onData);
+        const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.subarray(0, Math.min(end, 64)).toString('latin1'));
+        if (!status || status[1] !== '200') {
+          fail(new ExitError('upstream_refused', `upstream answered ${status?.[1] ?? 'garbage'}`));
+          return;
+        }
+        const rest = head.subarray(end + 4);
+        if (rest.length) socket.unshift(rest);
+        done = true;
+        clearTimeout(timer);
+        socket.removeAllListeners('close');
+        resolve(socket);
+      };
+      socket.on('data', onData);
+    });
+  });
+}

@@ -1,0 +1,117 @@
+// Exits: where a customer's traffic leaves. Each is a local source address to bind (or the
+// machine's default) or an upstream HTTP proxy to chain through, labelled with a location.
+// Targeting selects the exits whose labels satisfy it (never a broader location: an exit
+// labelled only "us" does not serve a request for state "texas"; "*" serves anything).
+// Rotating traffic round-robins over them per request; a sticky session ranks them by
+// rendezvous hashing of the session's seed, so every pod picks the same one and, if it fails,
+// the same next one (docs/adr/0022).
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { Targeting } from '../auth/credentials.ts';
+import type { ExitSpec } from '../spec.ts';
+
+/** How long a failed exit is tried last. */
+export const EXIT_RETRY_MS = 10_000;
+/** Idle keep-alive sockets per exit towards origins (plain HTTP). */
+const AGENT_MAX_FREE_SOCKETS = 256;
+
+export interface Exit {
+  name: string;
+  country: string;
+  state?: string;
+  city?: string;
+  sourceAddress?: string;
+  upstream?: { host: string; port: number; authorization?: string };
+  /** Keep-alive pool for plain HTTP through this exit (per destination, same source address). */
+  agent: http.Agent;
+  failedUntil: number;
+}
+
+export function buildExit(spec: ExitSpec): Exit {
+  const exit: Exit = {
+    name: spec.name,
+    country: spec.country,
+    agent: new http.Agent({ keepAlive: true, maxFreeSockets: AGENT_MAX_FREE_SOCKETS, scheduling: 'lifo' }),
+    failedUntil: 0,
+  };
+  if (spec.state) exit.state = spec.state;
+  if (spec.city) exit.city = spec.city;
+  if (spec.sourceAddress) exit.sourceAddress = spec.sourceAddress;
+  if (spec.upstream) {
+    const url = new URL(spec.upstream.url);
+    if (url.protocol !== 'http:') throw new Error(`exit ${spec.name}: upstream must be an http:// proxy URL`);
+    exit.upstream = { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) };
+    if (url.username) {
+      const creds = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+      exit.upstream.authorization = `Basic ${Buffer.from(creds).toString('base64')}`;
+    }
+  }
+  return exit;
+}
+
+export function matches(exit: Exit, t: Targeting): boolean {
+  if (exit.country === '*') return true;
+  if (t.country && exit.country !== t.country) return false;
+  if (t.state && exit.state !== t.state) return false;
+  if (t.city && exit.city !== t.city) return false;
+  return true;
+}
+
+export class ExitPool {
+  readonly exits: readonly Exit[];
+  private readonly matching = new Map<string, { exits: Exit[]; next: number }>();
+
+  constructor(specs: readonly ExitSpec[]) {
+    this.exits = specs.map(buildExit);
+  }
+
+  private group(t: Targeting): { exits: Exit[]; next: number } {
+    const key = `${t.country ?? ''}|${t.state ?? ''}|${t.city ?? ''}`;
+    let g = this.matching.get(key);
+    if (!g) {
+      g = { exits: this.exits.filter((e) => matches(e, t)), next: 0 };
+      if (this.matching.size > 10_000) this.matching.clear();
+      this.matching.set(key, g);
+    }
+    return g;
+  }
+
+  /** Candidates for a rotating request, the chosen one first; empty when nothing matches. */
+  rotating(t: Targeting, now = Date.now()): Exit[] {
+    const g = this.group(t);
+    const n = g.exits.length;
+    if (n <= 1) return g.exits;
+    const start = g.next++ % n;
+    const ordered = [...g.exits.slice(start), ...g.exits.slice(0, start)];
+    return healthyFirst(ordered, now);
+  }
+
+  /** Candidates for a sticky session, ranked by rendezvous hashing of `seed`. */
+  sticky(t: Targeting, seed: string, now = Date.now()): Exit[] {
+    const g = this.group(t);
+    if (g.exits.length <= 1) return g.exits;
+    const ranked = g.exits
+      .map((e) => ({ e, score: createHash('sha256').update(seed).update('\0').update(e.name).digest().readBigUInt64BE() }))
+      .sort((a, b) => (a.score < b.score ? 1 : a.score > b.score ? -1 : 0))
+      .map((x) => x.e);
+    return healthyFirst(ranked, now);
+  }
+
+  markFailed(exit: Exit, now = Date.now()): void {
+    exit.failedUntil = now + EXIT_RETRY_MS;
+  }
+
+  markHealthy(exit: Exit): void {
+    if (exit.failedUntil) exit.failedUntil = 0;
+  }
+
+  close(): void {
+    for (const e of this.exits) e.agent.destroy();
+  }
+}
+
+/** Healthy exits in their order, then the failed ones (tried only when nothing else works). */
+function healthyFirst(exits: Exit[], now: number): Exit[] {
+  if (!exits.some((e) => e.failedUntil > now)) return exits;
+  return [...exits.filter((e) => e.failedUntil <= now), ...exits.filter((e) => e.failedUntil > now)];
+}

@@ -1,0 +1,143 @@
+// Absolute-form HTTP requests (`GET http://host/path`): admit, check the destination, pick an exit
+// for THIS request (keep-alive does not pin a rotating customer to one exit), forward with
+// hop-by-hop headers removed (nothing added: no Via, no X-Forwarded-For), stream the answer back.
+// Upstream connections are pooled per exit and destination; a request whose exit fails before
+// any byte of it was sent, and that has no body, is retried on the next matching exit.
+import http from 'node:http';
+import { admit, chooseExits, guardRefusal, NO_EXIT, refusal, statusClass, type Admitted, type ProxyContext } from './context.ts';
+import type { Exit } from './exits.ts';
+import { normaliseHost } from './guard.ts';
+import { endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
+import { MAX_EXIT_ATTEMPTS } from './tunnel.ts';
+
+export function handleRequest(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse): void {
+  forward(ctx, req, res).catch((err: unknown) => {
+    ctx.logger.error({ err }, 'forwarding failed');
+    res.destroy();
+  });
+}
+
+async function forward(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const socket = req.socket;
+  const refuse = (r: Refusal) => {
+    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const conn = ctx.meters.get(socket);
+    if (conn) ctx.ledger.detach(conn);
+    req.resume();
+    refuseRequest(res, r);
+  };
+  const url = req.url ?? '';
+  if (!url.startsWith('http://')) {
+    return refuse(refusal(400, 'http_request_error', 'not_proxy_request', url.startsWith('https://') ? 'use CONNECT for https' : 'absolute-form http:// URL required'));
+  }
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return refuse(refusal(400, 'http_request_error', 'bad_destination', 'malformed URL'));
+  }
+  const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
+  if ('status' in admitted) return refuse(admitted);
+  const host = normaliseHost(target.host.replace(/:\d+$/, '')) ?? target.hostname;
+  const port = target.port ? Number(target.port) : 80;
+  const dest = await ctx.guard.check(host, port);
+  if (!dest.ok) return refuse(guardRefusal(dest.reason));
+  const exits = await chooseExits(ctx, admitted);
+  if (exits.length === 0) return refuse(NO_EXIT);
+
+  const { budget, conn } = admitted;
+  ctx.metrics.requests.inc({ plan: ctx.plan, kind: 'http' });
+  if (budget) {
+    budget.requests++;
+    budget.spend(ctx.ledger, headBytes(req.rawHeaders, url.length + 16));
+    req.on('data', (chunk: Buffer) => budget.spend(ctx.ledger, chunk.length));
+  }
+  const headers = endToEndHeaders(req.rawHeaders);
+  if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+  if (conn) res.on('finish', () => conn.mark());
+  send(ctx, req, res, admitted, exits.slice(0, MAX_EXIT_ATTEMPTS), { url: target, address: dest.address, port, headers, hasBody });
+}
+
+interface Outgoing {
+  url: URL;
+  address: string;
+  port: number;
+  headers: string[];
+  hasBody: boolean;
+}
+
+function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse, a: Admitted, exits: Exit[], out: Outgoing): void {
+  const exit = exits[0]!;
+  const timeoutMs = ctx.spec.timeouts.idleSeconds * 1000;
+  const options: http.RequestOptions = exit.upstream
+    ? {
+        host: exit.upstream.host,
+        port: exit.upstream.port,
+        method: req.method!,
+        path: out.url.href,
+        headers: exit.upstream.authorization ? [...out.headers, 'Proxy-Authorization', exit.upstream.authorization] : out.headers,
+        agent: exit.agent,
+        setHost: false,
+        timeout: timeoutMs,
+      }
+    : {
+        host: out.address,
+        port: out.port,
+        method: req.method!,
+        path: `${out.url.pathname}${out.url.search}`,
+        headers: out.headers,
+        agent: exit.agent,
+        setHost: false,
+        timeout: timeoutMs,
+        ...(exit.sourceAddress ? { localAddress: exit.sourceAddress } : {}),
+      };
+  if (!req.headers.host) out.headers.push('Host', out.url.host);
+  const proxyReq = http.request(options);
+  let responded = false;
+  proxyReq.on('response', (upstreamRes) => {
+    responded = true;
+    ctx.exits.markHealthy(exit);
+    const budget = a.budget;
+    if (budget) {
+      budget.spend(ctx.ledger, headBytes(upstreamRes.rawHeaders, 32));
+      upstreamRes.on('data', (chunk: Buffer) => budget.spend(ctx.ledger, chunk.length));
+    }
+    upstreamRes.on('error', () => res.destroy());
+    res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, endToEndHeaders(upstreamRes.rawHeaders));
+    upstreamRes.pipe(res);
+  });
+  proxyReq.on('timeout', () => {
+    proxyReq.destroy();
+    if (!responded) fail(refusal(504, 'http_response_timeout', 'exit_timeout', 'the destination did not answer in time'));
+    else res.destroy();
+  });
+  proxyReq.on('error', (err: NodeJS.ErrnoException) => {
+    if (responded) {
+      res.destroy();
+      return;
+    }
+    ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused' });
+    // A failure before the destination answered: a connect failure marks the exit as failed.
+    if (!proxyReq.reusedSocket) ctx.exits.markFailed(exit);
+    // Without a body the request can be sent again: on the same exit when a pooled keep-alive
+    // socket had gone stale, otherwise on the next exit.
+    const next = proxyReq.reusedSocket ? exits : exits.slice(1);
+    if (!out.hasBody && next.length > 0 && !res.headersSent && !req.socket.destroyed) {
+      send(ctx, req, res, a, next, out);
+      return;
+    }
+    fail(refusal(502, 'connection_refused', 'exit_failed', 'the destination could not be reached'));
+  });
+  res.on('close', () => {
+    if (!res.writableFinished) proxyReq.destroy();
+  });
+  if (out.hasBody) req.pipe(proxyReq);
+  else proxyReq.end();
+
+  function fail(r: Refusal): void {
+    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    if (a.conn) ctx.ledger.detach(a.conn);
+    refuseRequest(res, r);
+  }
+}

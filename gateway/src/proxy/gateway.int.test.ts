@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
+import {
+  basicAuth,
+  fold,
+  gatewaySpec,
+  get,
+  openTunnel,
+  rawExchange,
+  recordedUsage,
+  startOrigin,
+  startTestGateway,
+  type Origin,
+} from '../testing/harness.ts';
+
+let db: TestDatabase;
+let origin: Origin;
+let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+let guarded: Awaited<ReturnType<typeof startTestGateway>>;
+let account: NewAccount;
+let broke: NewAccount;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  origin = await startOrigin();
+  account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+  broke = await accountWithBandwidth(db.pool, { advanced: 1_000_000 });
+  gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'));
+  guarded = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), { allowCidrs: [] });
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await guarded?.close();
+  await origin?.close();
+  await db?.drop();
+});
+
+const auth = () => basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us`);
+
+async function usageAfterFlush(accountId: string) {
+  await gateway.ledger.flush();
+  await guarded.ledger.flush();
+  return recordedUsage(db.pool, accountId);
+}
+
+describe('plain HTTP', () => {
+  it('forwards, strips hop-by-hop and proxy headers, adds none, and bills every byte of a keep-alive connection', async () => {
+    const before = await usageAfterFlush(account.id);
+    const url = `http://127.0.0.1:${origin.port}`;
+    const { responses, written, read } = await rawExchange(gateway.port, [
+      get(`${url}/headers`, auth(), 'Connection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\nX-Kept: yes\r\n'),
+      get(`${url}/bytes/5000`, auth()),
+      get(`${url}/bytes/70000`, auth()),
+    ]);
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
+    // Header names only; the gateway's own hop to the origin carries its own Connection header.
+    const forwarded = (JSON.parse(responses[0]!.body.toString()) as string[]).filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase());
+    expect(forwarded).toContain('x-kept');
+    for (const name of ['proxy-authorization', 'x-secret', 'keep-alive', 'via', 'x-forwarded-for']) expect(forwarded).not.toContain(name);
+    expect(responses[2]!.body.length).toBe(70_000);
+    const after = await usageAfterFlush(account.id);
+    expect(after.up - before.up).toBe(written);
+    expect(after.down - before.down).toBe(read);
+    expect(after.requests - before.requests).toBe(3);
+  });
+
+  it('bills exactly what was delivered when the origin dies mid-transfer', async () => {
+    const before = await usageAfterFlush(account.id);
+    const { responses, written, read } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/kill/100000`, auth())]);
+    expect(responses[0]!.status).toBe(200);
+    expect(responses[0]!.body.length).toBeLessThan(200_000);
+    const after = await usageAfterFlush(account.id);
+    expect(after.up - before.up).toBe(written);
+    expect(after.down - before.down).toBe(read);
+  });
+
+  it('refuses missing and wrong credentials with 407 and Proxy-Authenticate, and does not bill them', async () => {
+    const before = await usageAfterFlush(account.id);
+    for (const header of [undefined, basicAuth(account.proxyUsername, 'wrong_country-us'), basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us_zone-x`)]) {
+      const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/peer`, header)]);
+      expect(responses[0]!.status).toBe(407);
+      expect(responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
+      expect(responses[0]!.headers['proxy-status']).toMatch(/^proxyfleet; error=http_request_denied; details=".+"$/);
+      expect(responses[0]!.headers.connection).toBe('close');
+    }
+    expect(await usageAfterFlush(account.id)).toEqual(before);
+  });
+
+  it('refuses 402 without bandwidth for the plan', async () => {
+    const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(broke.proxyUsername, broke.proxyPassword))]);
+    expect(responses[0]!.status).toBe(402);
+    expect(responses[0]!.headers['proxy-status']).toContain('no basic bandwidth');
+  });
+
+  it.each(['127.0.0.1', '2130706433', '0x7f.0.0.1', '0177.0.0.1', '[::ffff:127.0.0.1]', '[::1]', '169.254.169.254', '10.1.2.3', '100.100.100.200', 'localhost', 'metadata.google.internal'])(
+    'refuses 403 for guarded destination %s',
+    async (host) => {
+      const { responses } = await rawExchange(guarded.port, [get(`http://${host}:${origin.port}/peer`, auth())]);
+      expect(responses[0]!.status).toBe(403);
+      expect(responses[0]!.headers['proxy-status']).toContain('error=destination_ip_prohibited');
+    },
+  );
+
+  it('refuses port 25', async () => {
+    const { responses } = await rawExchange(gateway.port, [get('http://127.0.0.1:25/', auth())]);
+    expect(responses[0]!.status).toBe(403);
+  });
+});
+
+describe('CONNECT', () => {
+  it('tunnels and bills every byte in both directions', async () => {
+    const before = await usageAfterFlush(account.id);
+    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth());
+    expect(t.status).toBe(200);
+    const payload = 'x'.repeat(3000);
+    t.socket.write(`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n${payload}`);
+    const chunks: Buffer[] = [t.leftover];
+    await new Promise<void>((r) => {
+      t.socket.on('data', (c: Buffer) => chunks.push(c));
+      t.socket.on('close', () => r());
+    });
+    expect(Buffer.concat(chunks).toString()).toContain(payload);
+    const after = await usageAfterFlush(account.id);
+    expect(after.up - before.up).toBe(t.socket.bytesWritten);
+    expect(after.down - before.down).toBe(t.socket.bytesRead);
+    expect(after.requests - before.requests).toBe(1);
+  });
+
+  it('refuses and closes: 407, 402, 403', async () => {
+    const cases: [number, number, string | undefined, string][] = [
+      [gateway.port, 407, undefined, `127.0.0.1:${origin.port}`],
+      [gateway.port, 402, basicAuth(broke.proxyUsername, broke.proxyPassword), `127.0.0.1:${origin.port}`],
+      [guarded.port, 403, auth(), `127.0.0.1:${origin.port}`],
+      [guarded.port, 403, auth(), `2130706433:${origin.port}`],
+      [guarded.port, 403, auth(), `[::ffff:7f00:1]:${origin.port}`],
+    ];
+    for (const [port, status, header, authority] of cases) {
+      const t = await openTunnel(port, authority, header);
+      expect(t.status).toBe(status);
+      expect(t.headers).toMatch(/proxy-status: proxyfleet; error=/i);
+      if (status === 407) expect(t.headers).toMatch(/proxy-authenticate: Basic/i);
+      await new Promise<void>((r) => (t.socket.destroyed ? r() : t.socket.once('close', () => r())));
+    }
+  });
+});
+
+describe('usage fold', () => {
+  it('folds batches into balances used_bytes and requests_count', async () => {
+    const recorded = await usageAfterFlush(account.id);
+    await fold(db.pool);
+    const { rows } = await db.pool.query<{ used_bytes: number; requests_count: number; leased_bytes: number }>(
+      `SELECT used_bytes, requests_count, leased_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
+      [account.id],
+    );
+    expect(rows[0]!.used_bytes).toBe(recorded.up + recorded.down);
+    expect(rows[0]!.requests_count).toBe(recorded.requests);
+    expect(rows[0]!.leased_bytes).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,100 @@
+// Refusals (RFC 9209 Proxy-Status) and hop-by-hop header handling shared by both request forms.
+import type http from 'node:http';
+import type net from 'node:net';
+
+export interface Refusal {
+  status: number;
+  /** RFC 9209 error type. */
+  error: string;
+  /** Short reason for Proxy-Status details and the metrics label (bounded set). */
+  reason: string;
+  details: string;
+  retryAfter?: number;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  407: 'Proxy Authentication Required',
+  429: 'Too Many Requests',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+export const PROXY_NAME = 'proxyfleet';
+const REALM = 'Basic realm="proxyfleet"';
+
+function refusalHeaders(r: Refusal): [string, string][] {
+  const headers: [string, string][] = [
+    ['Proxy-Status', `${PROXY_NAME}; error=${r.error}; details="${r.details.replace(/["\\]/g, '')}"`],
+    ['Connection', 'close'],
+    ['Content-Type', 'text/plain; charset=utf-8'],
+  ];
+  if (r.status === 407) headers.push(['Proxy-Authenticate', REALM]);
+  if (r.retryAfter) headers.push(['Retry-After', String(r.retryAfter)]);
+  return headers;
+}
+
+/** Refuses a plain request; the connection closes after the response (its bytes are not billed). */
+export function refuseRequest(res: http.ServerResponse, r: Refusal): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = `${r.status} ${STATUS_TEXT[r.status] ?? ''}: ${r.details}\n`;
+  const headers = refusalHeaders(r);
+  headers.push(['Content-Length', String(Buffer.byteLength(body))]);
+  res.shouldKeepAlive = false;
+  res.writeHead(r.status, STATUS_TEXT[r.status], headers.flat());
+  res.end(body);
+}
+
+/** Refuses a CONNECT and closes the connection (a refused tunnel never stays open). */
+export function refuseSocket(socket: net.Socket, r: Refusal): void {
+  if (socket.destroyed) return;
+  const body = `${r.status} ${STATUS_TEXT[r.status] ?? ''}: ${r.details}\n`;
+  const lines = refusalHeaders(r).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  socket.end(`HTTP/1.1 ${r.status} ${STATUS_TEXT[r.status] ?? ''}\r\n${lines}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.destroySoon();
+}
+
+// RFC 9110 section 7.6.1 plus the proxy-specific ones; Proxy-Authorization never goes on.
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Removes hop-by-hop headers and those the Connection header names; returns a flat raw list. */
+export function endToEndHeaders(raw: readonly string[]): string[] {
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name === 'connection' || name === 'proxy-connection') {
+      named ??= new Set();
+      for (const token of raw[i + 1]!.split(',')) named.add(token.trim().toLowerCase());
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (HOP_BY_HOP.has(name) || named?.has(name)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}
+
+/** Approximate size of a header block (for enforcement estimates; billing uses socket counters). */
+export function headBytes(raw: readonly string[], firstLine: number): number {
+  let n = firstLine + 2;
+  for (const s of raw) n += s.length + 2;
+  return n;
+}

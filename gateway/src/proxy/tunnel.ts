@@ -1,0 +1,91 @@
+// CONNECT tunnels: admit, check the destination, open it through an exit (failing over to the
+// next matching exit when one fails), answer 200, then splice bytes both ways. Billing reads the
+// customer socket's counters; the 'data' listeners only feed the budget's enforcement estimate.
+import type http from 'node:http';
+import type net from 'node:net';
+import { admit, chooseExits, guardRefusal, NO_EXIT, refusal, statusClass, type ProxyContext } from './context.ts';
+import { ExitError, openThroughExit } from './connect-exit.ts';
+import { parseAuthority } from './guard.ts';
+import { refuseSocket, type Refusal } from './http-util.ts';
+
+const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
+/** At most this many exits are tried for one tunnel. */
+export const MAX_EXIT_ATTEMPTS = 3;
+
+export function handleConnect(ctx: ProxyContext, req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+  // The http server removed its own listeners: this socket must never be without an error handler.
+  socket.on('error', () => socket.destroy());
+  tunnel(ctx, req, socket, head).catch((err: unknown) => {
+    ctx.logger.error({ err }, 'tunnel failed');
+    socket.destroy();
+  });
+}
+
+async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
+  const refuse = (r: Refusal) => {
+    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const conn = ctx.meters.get(socket);
+    if (conn) ctx.ledger.detach(conn);
+    refuseSocket(socket, r);
+  };
+  const target = parseAuthority(req.url ?? '');
+  if (!target) return refuse(refusal(400, 'http_request_error', 'bad_destination', 'CONNECT needs host:port'));
+  const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
+  if ('status' in admitted) return refuse(admitted);
+  const dest = await ctx.guard.check(target.host, target.port);
+  if (!dest.ok) return refuse(guardRefusal(dest.reason));
+  const exits = await chooseExits(ctx, admitted);
+  if (exits.length === 0) return refuse(NO_EXIT);
+
+  const timeoutMs = ctx.spec.timeouts.connectSeconds * 1000;
+  let upstream: net.Socket | undefined;
+  let lastError: ExitError | undefined;
+  for (const exit of exits.slice(0, MAX_EXIT_ATTEMPTS)) {
+    if (socket.destroyed) return;
+    try {
+      upstream = await openThroughExit(exit, { host: target.host.replace(/^\[|\]$/g, ''), address: dest.address, port: target.port }, timeoutMs);
+      ctx.exits.markHealthy(exit);
+      break;
+    } catch (err) {
+      lastError = err instanceof ExitError ? err : new ExitError('refused', String(err));
+      ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: lastError.kind });
+      ctx.exits.markFailed(exit);
+    }
+  }
+  if (!upstream) {
+    return refuse(lastError?.kind === 'timeout'
+      ? refusal(504, 'connection_timeout', 'exit_timeout', 'connecting to the destination timed out')
+      : refusal(502, 'connection_refused', 'exit_failed', 'the destination could not be reached'));
+  }
+  if (socket.destroyed) {
+    upstream.destroy();
+    return;
+  }
+  const { conn, budget } = admitted;
+  ctx.metrics.requests.inc({ plan: ctx.plan, kind: 'connect' });
+  ctx.metrics.tunnels.inc({ plan: ctx.plan });
+  if (conn && budget) {
+    conn.kind = 'tunnel';
+    conn.peer = upstream;
+    budget.requests++;
+    const ledger = ctx.ledger;
+    socket.on('data', (chunk: Buffer) => budget.spend(ledger, chunk.length));
+    upstream.on('data', (chunk: Buffer) => budget.spend(ledger, chunk.length));
+  }
+  const up = upstream;
+  let closed = false;
+  // An upstream that finished cleanly lets the customer's socket flush what is queued (pipe has
+  // ended it); an error on either side tears both down.
+  up.on('error', () => socket.destroy());
+  up.on('close', (hadError) => (hadError ? socket.destroy() : socket.end()));
+  socket.on('close', () => {
+    if (closed) return;
+    closed = true;
+    ctx.metrics.tunnels.dec({ plan: ctx.plan });
+    up.destroy();
+  });
+  socket.write(ESTABLISHED);
+  if (head.length) up.write(head);
+  socket.pipe(up);
+  up.pipe(socket);
+}

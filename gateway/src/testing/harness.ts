@@ -1,0 +1,237 @@
+// Test harness for the gateway's integration tests: a local origin that echoes the peer address,
+// a gateway on port 0 over a test database, and clients that measure the exact bytes they moved.
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { Health } from '../../../common/src/health.ts';
+import { createLogger } from '../../../common/src/logger.ts';
+import type { Pool } from '../../../common/src/db/pool.ts';
+import { startGateway, type RunningGateway } from '../server.ts';
+import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../spec.ts';
+
+export interface Origin {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Routes: /peer -> the peer address; /bytes/N -> N bytes; /slow/N/MS -> N bytes over MS ms;
+ * /kill/N -> headers and N bytes, then the connection is destroyed; POST /echo -> the body.
+ * Any other connection that does not speak HTTP is echoed raw on the raw port.
+ */
+export async function startOrigin(): Promise<Origin> {
+  const server = http.createServer((req, res) => {
+    const parts = (req.url ?? '/').split('/');
+    if (parts[1] === 'peer') {
+      res.end(req.socket.remoteAddress ?? '');
+    } else if (parts[1] === 'headers') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(req.rawHeaders));
+    } else if (parts[1] === 'bytes') {
+      const n = Number(parts[2]);
+      res.writeHead(200, { 'content-length': n, 'content-type': 'application/octet-stream' });
+      res.end(Buffer.alloc(n, 120));
+    } else if (parts[1] === 'slow') {
+      const n = Number(parts[2]);
+      const ms = Number(parts[3]);
+      const steps = 20;
+      res.writeHead(200, { 'content-length': n });
+      let sent = 0;
+      const timer = setInterval(() => {
+        const size = sent + Math.ceil(n / steps) > n ? n - sent : Math.ceil(n / steps);
+        sent += size;
+        res.write(Buffer.alloc(size, 121));
+        if (sent >= n) {
+          clearInterval(timer);
+          res.end();
+        }
+      }, ms / steps);
+      res.on('close', () => clearInterval(timer));
+    } else if (parts[1] === 'kill') {
+      const n = Number(parts[2]);
+      res.writeHead(200, { 'content-length': n * 2 });
+      res.write(Buffer.alloc(n, 122), () => setTimeout(() => req.socket.destroy(), 50));
+    } else if (parts[1] === 'echo') {
+      req.pipe(res);
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export function gatewaySpec(plan: Plan, exits: ExitSpec[] = [{ name: 'direct', country: '*' }], extra: Record<string, unknown> = {}): ProxyGateway {
+  return proxyGatewaySchema.parse({
+    apiVersion: 'proxyfleet.io/v1alpha1',
+    kind: 'ProxyGateway',
+    metadata: { name: `test-${plan}` },
+    spec: { plan, port: 1, advertisedHost: '127.0.0.1', exits, ...extra },
+  });
+}
+
+export async function startTestGateway(
+  pool: Pool,
+  url: string,
+  gateway: ProxyGateway,
+  options: { gatewayId?: string; drainMs?: number; allowCidrs?: string[] } = {},
+): Promise<RunningGateway & { registry: Registry }> {
+  const registry = new Registry();
+  const running = await startGateway({
+    gateway,
+    port: 0,
+    host: '127.0.0.1',
+    gatewayId: options.gatewayId ?? `test-${Math.random().toString(36).slice(2, 8)}`,
+    allowCidrs: options.allowCidrs ?? ['127.0.0.0/8'],
+    pool,
+    databaseUrl: url,
+    logger: createLogger('test', 'silent'),
+    registry,
+    health: new Health([registry]),
+    drainMs: options.drainMs ?? 2_000,
+  });
+  return { ...running, registry };
+}
+
+export const basicAuth = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+
+export interface Exchange {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * Sends raw requests over ONE connection to the proxy and reads the answers; returns them with
+ * the exact bytes the client wrote and read on that connection.
+ */
+export async function rawExchange(
+  proxyPort: number,
+  requests: string[],
+  options: { sourceAddress?: string } = {},
+): Promise<{ responses: Exchange[]; written: number; read: number }> {
+  const socket = net.connect({ port: proxyPort, host: '127.0.0.1', ...(options.sourceAddress ? { localAddress: options.sourceAddress } : {}) });
+  socket.on('error', () => undefined);
+  await new Promise<void>((r, j) => {
+    socket.once('connect', () => r());
+    socket.once('error', j);
+  });
+  const responses: Exchange[] = [];
+  let buffer = Buffer.alloc(0);
+  const waitFor = async (pred: () => boolean) => {
+    while (!pred()) {
+      if (socket.destroyed && !socket.readableLength) throw new Error(`connection closed; got ${buffer.toString('latin1').slice(0, 200)}`);
+      await new Promise<void>((r) => {
+        const done = () => {
+          socket.off('data', onData);
+          socket.off('close', done);
+          r();
+        };
+        const onData = (chunk: Buffer) => {
+          buffer = Buffer.concat([buffer, chunk]);
+          done();
+        };
+        socket.on('data', onData);
+        socket.on('close', done);
+      });
+    }
+  };
+  for (const request of requests) {
+    socket.write(request);
+    await waitFor(() => buffer.indexOf('\r\n\r\n') >= 0);
+    const end = buffer.indexOf('\r\n\r\n');
+    const head = buffer.subarray(0, end).toString('latin1').split('\r\n');
+    const status = Number(head[0]!.split(' ')[1]);
+    const headers: http.IncomingHttpHeaders = {};
+    for (const line of head.slice(1)) {
+      const i = line.indexOf(':');
+      headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
+    }
+    buffer = buffer.subarray(end + 4);
+    let body: Buffer;
+    if (headers['content-length'] !== undefined) {
+      const n = Number(headers['content-length']);
+      await waitFor(() => buffer.length >= n || socket.destroyed);
+      body = buffer.subarray(0, n);
+      buffer = buffer.subarray(n);
+    } else if (headers['transfer-encoding'] === 'chunked') {
+      await waitFor(() => buffer.indexOf('0\r\n\r\n') >= 0);
+      body = dechunk(buffer.subarray(0, buffer.indexOf('0\r\n\r\n') + 5));
+      buffer = buffer.subarray(buffer.indexOf('0\r\n\r\n') + 5);
+    } else {
+      body = Buffer.alloc(0);
+    }
+    responses.push({ status, headers, body });
+    if (headers.connection === 'close') break;
+  }
+  await new Promise((r) => setImmediate(r));
+  const result = { responses, written: socket.bytesWritten, read: socket.bytesRead };
+  socket.destroy();
+  await new Promise((r) => setTimeout(r, 20));
+  return result;
+}
+
+function dechunk(data: Buffer): Buffer {
+  const out: Buffer[] = [];
+  let i = 0;
+  while (i < data.length) {
+    const eol = data.indexOf('\r\n', i);
+    const size = parseInt(data.subarray(i, eol).toString('latin1'), 16);
+    if (!size) break;
+    out.push(data.subarray(eol + 2, eol + 2 + size));
+    i = eol + 2 + size + 2;
+  }
+  return Buffer.concat(out);
+}
+
+export const get = (url: string, auth?: string, extra = '') =>
+  `GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ''}${extra}\r\n`;
+
+/** Opens a CONNECT tunnel; resolves with the socket after the 200, or the refusal status. */
+export async function openTunnel(
+  proxyPort: number,
+  authority: string,
+  auth?: string,
+): Promise<{ status: number; socket: net.Socket; headers: string; leftover: Buffer }> {
+  const socket = net.connect({ port: proxyPort, host: '127.0.0.1' });
+  socket.on('error', () => undefined);
+  socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ''}\r\n`);
+  let buffer = Buffer.alloc(0);
+  await new Promise<void>((resolve) => {
+    const onData = (chunk: Buffer) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      if (buffer.indexOf('\r\n\r\n') >= 0) {
+        socket.off('data', onData);
+        resolve();
+      }
+    };
+    socket.on('data', onData);
+    socket.once('close', () => resolve());
+  });
+  const end = buffer.indexOf('\r\n\r\n');
+  const headers = buffer.subarray(0, Math.max(0, end)).toString('latin1');
+  return { status: Number(headers.split(' ')[1] ?? 0), socket, headers, leftover: buffer.subarray(end + 4) };
+}
+
+/** Billed bytes and requests recorded in usage batches for an account (flushed, unfolded or not). */
+export async function recordedUsage(pool: Pool, accountId: string): Promise<{ up: number; down: number; requests: number }> {
+  const { rows } = await pool.query<{ up: number; down: number; requests: number }>(
+    `SELECT coalesce(sum(bytes_up), 0)::bigint AS up, coalesce(sum(bytes_down), 0)::bigint AS down, coalesce(sum(requests), 0)::bigint AS requests
+       FROM usage_batch_lines WHERE account_id = $1`,
+    [accountId],
+  );
+  return rows[0]!;
+}
+
+export async function fold(pool: Pool): Promise<void> {
+  while (((await pool.query<{ n: number }>('SELECT usage_fold(1000) AS n')).rows[0]?.n ?? 0) > 0);
+}
