@@ -15,7 +15,11 @@ export interface IssuedKey {
 
 /** A new API key: `svc_live_` + 48 lowercase hex characters (24 bytes from the CSPRNG). */
 export function issueApiKey(): IssuedKey {
-  const key = API_KEY_PREFIX + randomBytes(24).toString('hex');
+  return describeApiKey(API_KEY_PREFIX + randomBytes(24).toString('hex'));
+}
+
+/** Hash and display parts of an existing key (the ApiKey controller re-reads keys from Secrets). */
+export function describeApiKey(key: string): IssuedKey {
   return { key, hash: hashApiKey(key), prefix: key.slice(0, DISPLAY_PREFIX_LENGTH), last4: key.slice(-4) };
 }
 

@@ -1,8 +1,12 @@
-// Composition root of the controller entrypoint.
+// Composition root of the controller entrypoint: database, kube client, the operator (leader
+// election, then the ProxyGateway and ApiKey controllers), health and metrics.
 import { startHealthServer } from '../../common/src/health.ts';
 import { closeOnShutdown, openDatabase } from '../../common/src/db/open.ts';
 import { runMain } from '../../common/src/runtime.ts';
+import { SHUTDOWN_ORDER } from '../../common/src/shutdown.ts';
 import { loadControllerConfig } from './config.ts';
+import { LEASE_NAME, Operator } from './operator.ts';
+import { createKubeClient, loadKubeConfig } from './runtime/kube.ts';
 
 runMain('controller', loadControllerConfig, async (config, { logger, registry, health, shutdown }) => {
   const db = await openDatabase({
@@ -13,7 +17,32 @@ runMain('controller', loadControllerConfig, async (config, { logger, registry, h
     logger,
     registry,
   });
+  closeOnShutdown(db, shutdown);
+  health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
+  const client = createKubeClient(loadKubeConfig(config.KUBECONFIG));
+  const operator = new Operator({
+    client,
+    pool: db.pool,
+    logger,
+    registry,
+    watchNamespace: config.PROXYFLEET_WATCH_NAMESPACE,
+    resyncMs: config.PROXYFLEET_RESYNC_SECONDS * 1000,
+    gateway: {
+      image: config.PROXYFLEET_GATEWAY_IMAGE,
+      imagePullPolicy: config.PROXYFLEET_GATEWAY_IMAGE_PULL_POLICY,
+      databaseSecret: { name: config.PROXYFLEET_GATEWAY_DATABASE_SECRET, key: config.PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY },
+      logLevel: config.PROXYFLEET_LOG_LEVEL,
+    },
+    leaderElection: config.PROXYFLEET_LEADER_ELECTION
+      ? { namespace: config.PROXYFLEET_NAMESPACE, name: LEASE_NAME, identity: config.PROXYFLEET_POD_NAME }
+      : false,
+    // A replica that lost the Lease exits and restarts clean rather than risk two leaders.
+    onLeadershipLost: () => void shutdown.run('leadership lost').then(() => process.exit(1)),
+  });
+  health.addInfo('leader', () => operator.leading);
+  shutdown.add({ name: 'operator', run: () => operator.stop(), order: SHUTDOWN_ORDER.DEFAULT });
   const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
   shutdown.add({ name: 'health', run: () => server.close() });
-  closeOnShutdown(db, shutdown);
+  await operator.start();
+  logger.info({ identity: config.PROXYFLEET_POD_NAME, leaderElection: config.PROXYFLEET_LEADER_ELECTION }, 'controller started');
 });

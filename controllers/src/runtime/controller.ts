@@ -3,7 +3,7 @@
 // retried with per-key exponential backoff; a periodic resync re-queues every primary object so
 // drift made behind our back is repaired even without an event.
 import type { Logger } from '../../../common/src/logger.ts';
-import { Informer, objectKey } from './informer.ts';
+import { objectKey, type Informer } from './informer.ts';
 import type { KubeObject } from './kube.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue, type QueueOptions } from './queue.ts';
@@ -106,7 +106,7 @@ export class Controller<T extends KubeObject> {
         end({ result: 'error' });
         metrics.reconcileErrors.inc({ controller: name });
         const retryMs = this.queue.addRateLimited(key);
-        this.logger.warn({ err, key, retryMs, failures: this.queue.failuresOf(key) }, 'reconcile failed');
+        this.logger.warn({ err, object: key, retryMs, failures: this.queue.failuresOf(key) }, 'reconcile failed');
       } finally {
         this.queue.done(key);
       }

@@ -232,13 +232,26 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
   }
 }
 
-/** Renders the chart and returns its documents (helm template, default values plus overrides). */
-export async function helmTemplate(args: string[] = []): Promise<Array<Record<string, unknown>>> {
+/** The values every test render needs (the chart refuses to render without its secrets). */
+export const CHART_TEST_VALUES = [
+  '--set', 'database.url=postgresql://proxyfleet:secret@postgres.proxyfleet-system:5432/proxyfleet',
+  '--set', `apiSecrets.adminToken=${'a'.repeat(32)}`,
+  '--set', `apiSecrets.credentialsKey=${'0'.repeat(64)}`,
+];
+
+/** `helm template` of the chart with the test values plus `args`, as text. */
+export async function helmTemplateText(args: string[] = []): Promise<string> {
   const { stdout } = await run(
     tool('helm'),
-    ['template', 'proxyfleet', CHART_DIR, '--namespace', RELEASE_NAMESPACE, ...args],
+    ['template', 'proxyfleet', CHART_DIR, '--namespace', RELEASE_NAMESPACE, ...CHART_TEST_VALUES, ...args],
     { maxBuffer: 20 * 1024 * 1024 },
   );
+  return stdout;
+}
+
+/** Renders the chart and returns its documents. */
+export async function helmTemplate(args: string[] = []): Promise<Array<Record<string, unknown>>> {
+  const stdout = await helmTemplateText(args);
   return parseAllDocuments(stdout)
     .map((d) => d.toJSON() as Record<string, unknown> | null)
     .filter((d): d is Record<string, unknown> => d != null);

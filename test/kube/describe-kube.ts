@@ -1,6 +1,6 @@
-// describe() for suites that need the control-plane binaries (controllers/test/kube-env.ts).
+// describe() for suites that need the control-plane binaries (test/kube/env.ts).
 import { describe, test } from '@jest/globals';
-import { missingKubeTools, toolsBinDir } from './kube-env.ts';
+import { missingKubeTools, toolsBinDir } from './env.ts';
 
 /**
  * describe() when the control-plane binaries are installed. Without them: outside CI the suite

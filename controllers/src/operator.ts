@@ -1,0 +1,141 @@
+// Wires the two controllers to the runtime: informers (owned objects selected by our
+// managed-by label), queues, reconcilers, and Lease leader election. Only the leader runs
+// controllers; losing the Lease stops them (main.ts then exits so the pod restarts clean).
+import type { Registry } from 'prom-client';
+import type { Pool } from '../../common/src/db/pool.ts';
+import type { Logger } from '../../common/src/logger.ts';
+import { apiKeyReconciler } from './apikey/reconciler.ts';
+import { API_KEY, MANAGED_BY, MANAGED_BY_LABEL, PROXY_GATEWAY } from './crds/resources.ts';
+import type { ApiKey, ProxyGateway } from './crds/types.generated.ts';
+import type { GatewayOptions } from './proxygateway/desired.ts';
+import { proxyGatewayReconciler } from './proxygateway/reconciler.ts';
+import { Controller, controllerOwnerKey } from './runtime/controller.ts';
+import { createEventRecorder } from './runtime/events.ts';
+import { Informer, type InformerOptions } from './runtime/informer.ts';
+import type { KubeClient, KubeObject } from './runtime/kube.ts';
+import { LeaderElector } from './runtime/leader.ts';
+import { ControllerMetrics } from './runtime/metrics.ts';
+import { RESOURCES } from './runtime/resources.ts';
+
+export interface OperatorOptions {
+  client: KubeClient;
+  pool: Pool;
+  logger: Logger;
+  registry: Registry;
+  gateway: GatewayOptions;
+  /** Watch one namespace only; unset: all namespaces. */
+  watchNamespace?: string;
+  resyncMs?: number;
+  informer?: Pick<InformerOptions, 'watchTimeoutSeconds' | 'minBackoffMs' | 'maxBackoffMs'>;
+  /** false: run the controllers without a Lease (tests of one instance, dev). */
+  leaderElection:
+    | false
+    | { namespace: string; name: string; identity: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  /** Called when leadership is lost after having been held (main.ts exits). */
+  onLeadershipLost?: () => void;
+}
+
+export const LEASE_NAME = 'proxyfleet-operator';
+const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+
+export class Operator {
+  private readonly o: OperatorOptions;
+  readonly metrics: ControllerMetrics;
+  private controllers: Array<Controller<KubeObject>> = [];
+  private elector: LeaderElector | undefined;
+  private running = false;
+
+  constructor(options: OperatorOptions) {
+    this.o = options;
+    this.metrics = new ControllerMetrics(options.registry);
+  }
+
+  get leading(): boolean {
+    return this.running;
+  }
+
+  /** Informers of the running controllers (tests inspect restarts). */
+  get informers() {
+    return this.controllers.flatMap((c) => c.informers);
+  }
+
+  async start(): Promise<void> {
+    const le = this.o.leaderElection;
+    if (!le) return this.startControllers();
+    this.elector = new LeaderElector({
+      client: this.o.client,
+      logger: this.o.logger,
+      ...le,
+      onStartedLeading: () => this.startControllers(),
+      onStoppedLeading: async () => {
+        const wasRunning = this.running;
+        await this.stopControllers();
+        if (wasRunning) this.o.onLeadershipLost?.();
+      },
+    });
+    this.elector.start();
+  }
+
+  async stop(): Promise<void> {
+    if (this.elector) {
+      this.o.onLeadershipLost = undefined;
+      await this.elector.stop();
+    }
+    await this.stopControllers();
+  }
+
+  private async startControllers(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.metrics.leader.set(1);
+    const { client, pool, logger } = this.o;
+    const ns = this.o.watchNamespace;
+    const inf = <T extends KubeObject>(r: typeof PROXY_GATEWAY, labelSelector?: string) =>
+      new Informer<T>(client, r, logger, { ...this.o.informer, namespace: ns, labelSelector });
+    const recorder = createEventRecorder(client, 'proxyfleet-operator', logger);
+
+    const gateways = inf<ProxyGateway>(PROXY_GATEWAY);
+    const deployments = inf<KubeObject>(RESOURCES.deployment, MANAGED_SELECTOR);
+    const owned = (r: typeof PROXY_GATEWAY) => ({ informer: inf<KubeObject>(r, MANAGED_SELECTOR), ownerKey: controllerOwnerKey('ProxyGateway') });
+    const pgwController = new Controller<ProxyGateway>({
+      name: 'proxygateway',
+      primary: gateways,
+      owned: [
+        { informer: deployments, ownerKey: controllerOwnerKey('ProxyGateway') },
+        owned(RESOURCES.service),
+        owned(RESOURCES.hpa),
+      ],
+      reconcile: proxyGatewayReconciler({ client, pool, gateways, deployments, recorder, logger, options: this.o.gateway }),
+      logger,
+      metrics: this.metrics,
+      resyncMs: this.o.resyncMs,
+    });
+
+    const apiKeys = inf<ApiKey>(API_KEY);
+    const akController = new Controller<ApiKey>({
+      name: 'apikey',
+      primary: apiKeys,
+      // No informer on Secrets: list/watch on every Secret in the cluster is more privilege than
+      // it is worth; a changed or deleted key Secret shows at the next status refresh.
+      reconcile: apiKeyReconciler({ client, pool, apiKeys, recorder, logger }),
+      logger,
+      metrics: this.metrics,
+      resyncMs: this.o.resyncMs,
+    });
+    this.controllers = [pgwController, akController] as unknown as Array<Controller<KubeObject>>;
+    try {
+      await Promise.all(this.controllers.map((c) => c.start()));
+    } catch (err) {
+      await this.stopControllers();
+      throw err;
+    }
+  }
+
+  private async stopControllers(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.metrics.leader.set(0);
+    await Promise.all(this.controllers.map((c) => c.stop()));
+    this.controllers = [];
+  }
+}

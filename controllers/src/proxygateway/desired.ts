@@ -1,0 +1,221 @@
+// The objects a ProxyGateway should produce: a pure function of the CR and the operator's
+// options, tested with golden files (testdata/). ConfigMap (the gateway's YAML, what
+// gateway/src/spec.ts reads), Deployment, Service, PodDisruptionBudget, and an autoscaling/v2
+// HorizontalPodAutoscaler when replicas.max > replicas.min. While the HPA exists the Deployment's
+// replicas field is left out of what we apply, so the HPA alone owns it.
+import { createHash } from 'node:crypto';
+import { stringify } from 'yaml';
+import type { KubeObject, Resource } from '../runtime/kube.ts';
+import { RESOURCES } from '../runtime/resources.ts';
+import { API_VERSION, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
+import type { ProxyGateway } from '../crds/types.generated.ts';
+
+export interface GatewayOptions {
+  image: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** The Secret (in the ProxyGateway's namespace) holding the database URL. */
+  databaseSecret: { name: string; key: string };
+  logLevel: string;
+}
+
+export const HEALTH_PORT = 9090;
+export const CONFIG_DIR = '/etc/proxyfleet';
+export const CONFIG_FILE = 'gateway.yaml';
+/** Seconds the pod keeps serving after SIGTERM is decided, so endpoints drop it before it stops accepting. */
+export const PRE_STOP_SECONDS = 5;
+/** Upper bound on the time given to open tunnels to finish (tunnels may live up to maxLifetimeSeconds). */
+export const MAX_DRAIN_SECONDS = 300;
+export const ACTIVE_CONNECTIONS_METRIC = 'proxyfleet_gateway_active_connections';
+const DEFAULT_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
+
+export interface DesiredObject {
+  resource: Resource;
+  object: KubeObject;
+}
+
+export interface Desired {
+  objects: DesiredObject[];
+  /** Kinds that must not exist for this ProxyGateway (the HPA when scaling is fixed). */
+  absent: Array<{ resource: Resource; name: string }>;
+  /** Whether the HPA owns the Deployment's replicas. */
+  autoscaled: boolean;
+}
+
+export const childName = (pgw: ProxyGateway) => `${pgw.metadata.name}-gateway`;
+
+export function selectorLabels(pgw: ProxyGateway): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'proxyfleet-gateway', 'proxyfleet.io/proxygateway': pgw.metadata.name };
+}
+
+export function labels(pgw: ProxyGateway): Record<string, string> {
+  return {
+    ...selectorLabels(pgw),
+    'app.kubernetes.io/instance': pgw.metadata.name,
+    'app.kubernetes.io/component': 'gateway',
+    'app.kubernetes.io/part-of': 'proxyfleet',
+    [MANAGED_BY_LABEL]: MANAGED_BY,
+    'proxyfleet.io/plan': pgw.spec.plan,
+  };
+}
+
+/** The gateway's own configuration: one ProxyGateway without the Kubernetes-only fields. */
+export function gatewayConfigYaml(pgw: ProxyGateway): string {
+  const { plan, port, advertisedHost, exits, session, timeouts, limits } = pgw.spec;
+  return stringify({
+    apiVersion: API_VERSION,
+    kind: 'ProxyGateway',
+    metadata: { name: pgw.metadata.name, namespace: pgw.metadata.namespace },
+    spec: { plan, port, advertisedHost, exits, session, timeouts, limits },
+  });
+}
+
+export const drainSeconds = (pgw: ProxyGateway) => Math.min(pgw.spec.timeouts.maxLifetimeSeconds, MAX_DRAIN_SECONDS);
+
+export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desired {
+  const name = childName(pgw);
+  const namespace = pgw.metadata.namespace;
+  const meta = (extra: Record<string, unknown> = {}) => ({
+    name,
+    namespace,
+    labels: labels(pgw),
+    ownerReferences: [
+      { apiVersion: API_VERSION, kind: 'ProxyGateway', name: pgw.metadata.name, uid: pgw.metadata.uid ?? '', controller: true, blockOwnerDeletion: true },
+    ],
+    ...extra,
+  });
+  const config = gatewayConfigYaml(pgw);
+  const configHash = createHash('sha256').update(config).digest('hex').slice(0, 16);
+  const { min, max } = pgw.spec.replicas;
+  const autoscaled = max > min;
+  const drain = drainSeconds(pgw);
+
+  const configMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(),
+    data: { [CONFIG_FILE]: config },
+  };
+
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta(),
+    spec: {
+      ...(autoscaled ? {} : { replicas: min }),
+      revisionHistoryLimit: 5,
+      selector: { matchLabels: selectorLabels(pgw) },
+      // Never below the serving count during a rollout: a new pod is ready before an old one drains.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: {
+        metadata: {
+          labels: labels(pgw),
+          annotations: { 'proxyfleet.io/config-sha256': configHash },
+        },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          terminationGracePeriodSeconds: PRE_STOP_SECONDS + drain + 5,
+          securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+          topologySpreadConstraints: [
+            { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selectorLabels(pgw) } },
+            { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selectorLabels(pgw) } },
+          ],
+          containers: [
+            {
+              name: 'gateway',
+              image: options.image,
+              imagePullPolicy: options.imagePullPolicy,
+              command: ['node', 'gateway/src/main.ts'],
+              ports: [
+                { name: 'proxy', containerPort: pgw.spec.port, protocol: 'TCP' },
+                { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' },
+              ],
+              env: [
+                { name: 'PROXYFLEET_GATEWAY_CONFIG', value: `${CONFIG_DIR}/${CONFIG_FILE}` },
+                { name: 'PROXYFLEET_GATEWAY_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: options.databaseSecret.name, key: options.databaseSecret.key } } },
+                { name: 'PROXYFLEET_HEALTH_PORT', value: String(HEALTH_PORT) },
+                { name: 'PROXYFLEET_SHUTDOWN_GRACE_SECONDS', value: String(drain) },
+                { name: 'PROXYFLEET_LOG_LEVEL', value: options.logLevel },
+              ],
+              readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 5, failureThreshold: 2 },
+              livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 10, failureThreshold: 3 },
+              lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
+              resources: pgw.spec.resources ?? DEFAULT_RESOURCES,
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
+              volumeMounts: [
+                { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
+                { name: 'tmp', mountPath: '/tmp' },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'config', configMap: { name } },
+            { name: 'tmp', emptyDir: {} },
+          ],
+        },
+      },
+    },
+  };
+
+  const service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(pgw.spec.service.annotations ? { annotations: pgw.spec.service.annotations } : {}),
+    spec: {
+      type: pgw.spec.service.type,
+      selector: selectorLabels(pgw),
+      ports: [{ name: 'proxy', port: pgw.spec.port, targetPort: 'proxy', protocol: 'TCP' }],
+    },
+  };
+
+  const pdb = {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: meta(),
+    spec: { maxUnavailable: 1, selector: { matchLabels: selectorLabels(pgw) } },
+  };
+
+  const objects: DesiredObject[] = [
+    { resource: RESOURCES.configMap, object: configMap as KubeObject },
+    { resource: RESOURCES.deployment, object: deployment as KubeObject },
+    { resource: RESOURCES.service, object: service as KubeObject },
+    { resource: RESOURCES.pdb, object: pdb as KubeObject },
+  ];
+  const absent: Desired['absent'] = [];
+  if (autoscaled) {
+    const metrics: unknown[] = [
+      { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: pgw.spec.autoscaling.targetCPUUtilizationPercent } } },
+    ];
+    const perPod = pgw.spec.autoscaling.targetActiveConnectionsPerPod;
+    if (perPod !== undefined) {
+      metrics.push({
+        type: 'Pods',
+        pods: { metric: { name: ACTIVE_CONNECTIONS_METRIC }, target: { type: 'AverageValue', averageValue: String(perPod) } },
+      });
+    }
+    const hpa = {
+      apiVersion: 'autoscaling/v2',
+      kind: 'HorizontalPodAutoscaler',
+      metadata: meta(),
+      spec: {
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
+        minReplicas: min,
+        maxReplicas: max,
+        metrics,
+        // Scale down slowly: every removed pod drains its tunnels.
+        behavior: {
+          scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] },
+        },
+      },
+    };
+    objects.push({ resource: RESOURCES.hpa, object: hpa as KubeObject });
+  } else {
+    absent.push({ resource: RESOURCES.hpa, name });
+  }
+  return { objects, absent, autoscaled };
+}

@@ -1,0 +1,226 @@
+// ProxyGateway end to end on a real kube-apiserver: the objects a CR produces, how they follow
+// spec changes, status from the Deployment, schema/CEL rejections, the HPA owning replicas, and
+// the finalizer. The operator runs as the user bound only to the chart's RBAC.
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { describeKube } from '../../../test/kube/describe-kube.ts';
+import { eventually, startKube, type KubeEnv } from '../../../test/kube/env.ts';
+import { createTestOperator, kubeClientFor } from '../../../test/kube/operator.ts';
+import type { Operator } from '../operator.ts';
+import type { KubeClient, KubeObject } from '../runtime/kube.ts';
+import { RESOURCES } from '../runtime/resources.ts';
+import { PROXY_GATEWAY } from '../crds/resources.ts';
+import type { ProxyGateway } from '../crds/types.generated.ts';
+
+const NS = 'gateways';
+
+type Obj = KubeObject & { spec?: any; status?: any; data?: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describeKube('ProxyGateway controller on a real API server', () => {
+  let kube: KubeEnv;
+  let db: TestDatabase;
+  let operator: Operator;
+  let admin: KubeClient;
+
+  beforeAll(async () => {
+    [kube, db] = await Promise.all([startKube(), createTestDatabase()]);
+    admin = kubeClientFor(kube.adminKubeconfig);
+    await kube.apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NS}\n`);
+    operator = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool });
+    await operator.start();
+  }, 120_000);
+
+  afterAll(async () => {
+    await operator?.stop();
+    await kube?.stop();
+    await db?.drop();
+  });
+
+  const get = (r: typeof PROXY_GATEWAY, name: string) => admin.get<Obj>(r, NS, name);
+  const applyPgw = (name: string, spec: Record<string, unknown>) =>
+    admin.apply(PROXY_GATEWAY, { apiVersion: 'proxyfleet.io/v1alpha1', kind: 'ProxyGateway', metadata: { name, namespace: NS }, spec } as KubeObject, {
+      fieldManager: 'test',
+    });
+  const baseSpec = {
+    plan: 'basic',
+    port: 12321,
+    advertisedHost: 'basic.proxy.example.com',
+    exits: [{ name: 'us', country: 'us' }],
+    replicas: { min: 2, max: 6 },
+    autoscaling: { targetCPUUtilizationPercent: 60, targetActiveConnectionsPerPod: 500 },
+  };
+
+  test('a ProxyGateway produces its ConfigMap, Deployment, Service, PDB and HPA, status and endpoint row', async () => {
+    await applyPgw('basic', baseSpec);
+    const deployment = await eventually(() => get(RESOURCES.deployment, 'basic-gateway'), 20_000, 'deployment');
+    const pgw = (await get(PROXY_GATEWAY, 'basic'))!;
+    expect(deployment.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'ProxyGateway', name: 'basic', uid: pgw.metadata.uid, controller: true }),
+    ]);
+    const pod = deployment.spec.template.spec;
+    const container = pod.containers[0];
+    expect(container.command).toEqual(['node', 'gateway/src/main.ts']);
+    expect(container.image).toBe('proxyfleet:test');
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health', scheme: 'HTTP' });
+    expect(container.ports).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'proxy', containerPort: 12321 }), expect.objectContaining({ name: 'health', containerPort: 9090 })]),
+    );
+    const env = Object.fromEntries(container.env.map((e: { name: string }) => [e.name, e]));
+    expect(env.PROXYFLEET_GATEWAY_CONFIG.value).toBe('/etc/proxyfleet/gateway.yaml');
+    expect(env.PROXYFLEET_GATEWAY_ID.valueFrom.fieldRef.fieldPath).toBe('metadata.name');
+    expect(env.DATABASE_URL.valueFrom.secretKeyRef).toEqual({ name: 'proxyfleet-database', key: 'url' });
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(300);
+    expect(container.lifecycle.preStop.exec.command[0]).toBe('sleep');
+    expect(pod.topologySpreadConstraints).toHaveLength(2);
+    // The HPA owns replicas: our field manager never set them.
+    const ours = deployment.metadata as { managedFields?: Array<{ manager: string; fieldsV1: { 'f:spec'?: Record<string, unknown> } }> };
+    const managed = ours.managedFields?.find((m) => m.manager === 'proxyfleet-operator');
+    expect(managed?.fieldsV1['f:spec']).toBeDefined();
+    expect(managed?.fieldsV1['f:spec']?.['f:replicas']).toBeUndefined();
+
+    const config = (await get(RESOURCES.configMap, 'basic-gateway'))!;
+    expect(config.data['gateway.yaml']).toContain('advertisedHost: basic.proxy.example.com');
+    expect(config.data['gateway.yaml']).not.toContain('replicas');
+    const service = (await get(RESOURCES.service, 'basic-gateway'))!;
+    expect(service.spec.ports[0]).toEqual(expect.objectContaining({ port: 12321, targetPort: 'proxy' }));
+    expect(service.spec.type).toBe('ClusterIP');
+    const pdb = (await get(RESOURCES.pdb, 'basic-gateway'))!;
+    expect(pdb.spec.maxUnavailable).toBe(1);
+    const hpa = (await get(RESOURCES.hpa, 'basic-gateway'))!;
+    expect(hpa.spec).toEqual(
+      expect.objectContaining({
+        minReplicas: 2,
+        maxReplicas: 6,
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'basic-gateway' },
+      }),
+    );
+    expect(hpa.spec.metrics).toEqual([
+      { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 60 } } },
+      { type: 'Pods', pods: { metric: { name: 'proxyfleet_gateway_active_connections' }, target: { type: 'AverageValue', averageValue: '500' } } },
+    ]);
+
+    const status = await eventually(async () => {
+      const s = (await get(PROXY_GATEWAY, 'basic'))?.status;
+      return s?.observedGeneration === 1 ? s : undefined;
+    });
+    expect(status.endpoint).toBe('basic.proxy.example.com:12321');
+    expect(status.conditions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'Ready', status: 'False', reason: 'NoReadyPods', observedGeneration: 1 }),
+        expect.objectContaining({ type: 'Progressing', status: 'True' }),
+        expect.objectContaining({ type: 'Degraded', status: 'False' }),
+      ]),
+    );
+    const { rows } = await db.pool.query('SELECT host, port, source FROM gateway_endpoints WHERE plan = $1', ['basic']);
+    expect(rows).toEqual([{ host: 'basic.proxy.example.com', port: 12321, source: `ProxyGateway/${NS}/basic` }]);
+    expect(await get(PROXY_GATEWAY, 'basic')).toHaveProperty('metadata.finalizers', ['proxyfleet.io/gateway-endpoint']);
+  });
+
+  test('spec changes flow into the objects; fixed scaling removes the HPA and sets replicas', async () => {
+    const before = (await get(RESOURCES.deployment, 'basic-gateway'))!;
+    const hashBefore = before.spec.template.metadata.annotations['proxyfleet.io/config-sha256'];
+    await applyPgw('basic', {
+      ...baseSpec,
+      port: 12400,
+      advertisedHost: 'gw.example.net',
+      replicas: { min: 3, max: 3 },
+      service: { type: 'LoadBalancer', annotations: { 'example.com/lb': 'external' } },
+    });
+    const deployment = await eventually(async () => {
+      const d = await get(RESOURCES.deployment, 'basic-gateway');
+      return d?.spec.replicas === 3 ? d : undefined;
+    });
+    expect(deployment.spec.template.metadata.annotations['proxyfleet.io/config-sha256']).not.toBe(hashBefore);
+    expect(deployment.spec.template.spec.containers[0].ports[0].containerPort).toBe(12400);
+    await eventually(async () => (await get(RESOURCES.hpa, 'basic-gateway')) === undefined, 10_000, 'HPA deleted');
+    const service = (await get(RESOURCES.service, 'basic-gateway'))!;
+    expect(service.spec.type).toBe('LoadBalancer');
+    expect(service.spec.ports[0].port).toBe(12400);
+    expect(service.metadata.annotations).toEqual(expect.objectContaining({ 'example.com/lb': 'external' }));
+    expect((await get(RESOURCES.configMap, 'basic-gateway'))!.data['gateway.yaml']).toContain('port: 12400');
+    await eventually(async () => {
+      const { rows } = await db.pool.query('SELECT host, port FROM gateway_endpoints WHERE plan = $1', ['basic']);
+      return rows[0]?.port === 12400 && rows[0]?.host === 'gw.example.net';
+    });
+    const status = await eventually(async () => {
+      const s = (await get(PROXY_GATEWAY, 'basic'))?.status;
+      return s?.observedGeneration === 2 ? s : undefined;
+    });
+    expect(status.endpoint).toBe('gw.example.net:12400');
+  });
+
+  test('status follows the Deployment: ready pods make Ready=True, with an Event', async () => {
+    const d = (await get(RESOURCES.deployment, 'basic-gateway'))!;
+    // No controller-manager here: play the Deployment controller's part.
+    await admin.apply(
+      RESOURCES.deployment,
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'basic-gateway', namespace: NS },
+        status: { observedGeneration: d.metadata.generation, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3 },
+      } as KubeObject,
+      { fieldManager: 'test-deployment-controller', subresource: 'status' },
+    );
+    const status = await eventually(async () => {
+      const s = (await get(PROXY_GATEWAY, 'basic'))?.status;
+      return s?.ready === '3/3' ? s : undefined;
+    });
+    expect(status.readyReplicas).toBe(3);
+    expect(status.conditions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'Ready', status: 'True', reason: 'PodsReady' }),
+        expect.objectContaining({ type: 'Progressing', status: 'False', reason: 'RolledOut' }),
+      ]),
+    );
+    const events = await eventually(async () => {
+      const list = await admin.list<Obj & { reason?: string; involvedObject?: { name: string } }>(RESOURCES.event, { namespace: NS });
+      const ready = list.items.filter((e) => e.reason === 'Ready' && e.involvedObject?.name === 'basic');
+      return ready.length ? ready : undefined;
+    });
+    expect(events[0]).toHaveProperty('type', 'Normal');
+  });
+
+  test('while an HPA owns replicas the operator never writes them', async () => {
+    await applyPgw('scaled', { ...baseSpec, plan: 'advanced', port: 61236, advertisedHost: 'adv.example.com', replicas: { min: 2, max: 8 } });
+    await eventually(() => get(RESOURCES.hpa, 'scaled-gateway'), 20_000, 'HPA');
+    // The HPA scales through the scale subresource; emulate it with its own field manager.
+    await admin.mergePatch(RESOURCES.deployment, NS, 'scaled-gateway', { spec: { replicas: 7 } });
+    // Any change to the CR makes the operator apply the Deployment again.
+    await applyPgw('scaled', { ...baseSpec, plan: 'advanced', port: 61236, advertisedHost: 'adv2.example.com', replicas: { min: 2, max: 8 } });
+    await eventually(async () => (await get(PROXY_GATEWAY, 'scaled'))?.status?.endpoint === 'adv2.example.com:61236');
+    const d = (await get(RESOURCES.deployment, 'scaled-gateway'))!;
+    expect(d.spec.replicas).toBe(7);
+  });
+
+  test('the schema and CEL rules reject invalid ProxyGateways', async () => {
+    const reject = async (spec: Record<string, unknown>, message: RegExp) => {
+      await expect(applyPgw('invalid', spec)).rejects.toThrow(message);
+    };
+    await reject({ ...baseSpec, exits: [{ name: 'x', country: 'us', sourceAddress: '10.0.0.1', upstream: { url: 'http://u:3128' } }] }, /sourceAddress or an upstream, not both/);
+    await reject({ ...baseSpec, replicas: { min: 5, max: 2 } }, /replicas.min must not exceed replicas.max/);
+    await reject({ ...baseSpec, exits: [{ name: 'x', country: 'USA' }] }, /country/);
+    await reject({ ...baseSpec, plan: 'premium' }, /plan/);
+    await reject({ ...baseSpec, exits: [] }, /exits/);
+    await reject({ ...baseSpec, session: { defaultMinutes: 60, maxMinutes: 30 } }, /defaultMinutes must not exceed/);
+    await expect(applyPgw('basic', { ...baseSpec, plan: 'light' })).rejects.toThrow(/plan is immutable/);
+    expect(await get(PROXY_GATEWAY, 'invalid')).toBeUndefined();
+  });
+
+  test('deleting a ProxyGateway removes its gateway_endpoints row, then the finalizer', async () => {
+    await admin.delete(PROXY_GATEWAY, NS, 'scaled');
+    await eventually(async () => (await get(PROXY_GATEWAY, 'scaled')) === undefined, 20_000, 'ProxyGateway gone');
+    const { rows } = await db.pool.query('SELECT plan FROM gateway_endpoints ORDER BY plan');
+    expect(rows).toEqual([{ plan: 'basic' }]);
+  });
+
+  test('metrics: reconcile durations, queue depth and watch silence are exported', async () => {
+    const registry = (operator as unknown as { o: { registry: import('prom-client').Registry } }).o.registry;
+    const text = await registry.metrics();
+    expect(text).toMatch(/proxyfleet_controller_reconcile_duration_seconds_count\{[^}]*controller="proxygateway",result="success"\} [1-9]/);
+    expect(text).toMatch(/proxyfleet_controller_queue_depth\{controller="proxygateway"[^}]*\} 0/);
+    expect(text).toMatch(/proxyfleet_controller_watch_silence_seconds\{resource="proxygateways.proxyfleet.io"[^}]*\} \d/);
+  });
+});
+
+export type { ProxyGateway };

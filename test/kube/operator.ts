@@ -1,0 +1,42 @@
+// Test harness: an Operator in this process against a test control plane (test/kube/env.ts),
+// running as the least-privileged operator user unless told otherwise.
+import { createLogger } from '../../common/src/logger.ts';
+import { createRegistry } from '../../common/src/metrics.ts';
+import type { Pool } from '../../common/src/db/pool.ts';
+import { Operator, LEASE_NAME, type OperatorOptions } from '../../controllers/src/operator.ts';
+import { createKubeClient, loadKubeConfig, type KubeClient } from '../../controllers/src/runtime/kube.ts';
+
+export const TEST_GATEWAY_OPTIONS = {
+  image: 'proxyfleet:test',
+  imagePullPolicy: 'IfNotPresent',
+  databaseSecret: { name: 'proxyfleet-database', key: 'url' },
+  logLevel: 'info',
+} as const;
+
+export function kubeClientFor(kubeconfigFile: string): KubeClient {
+  return createKubeClient(loadKubeConfig(kubeconfigFile));
+}
+
+export interface TestOperatorOptions {
+  kubeconfig: string;
+  pool: Pool;
+  leaseNamespace?: string;
+  identity?: string;
+  overrides?: Partial<OperatorOptions>;
+}
+
+export function createTestOperator(o: TestOperatorOptions): Operator {
+  return new Operator({
+    client: kubeClientFor(o.kubeconfig),
+    pool: o.pool,
+    logger: createLogger('controller', process.env.PROXYFLEET_TEST_LOG_LEVEL === 'debug' ? 'debug' : 'silent'),
+    registry: createRegistry('controller', false),
+    gateway: { ...TEST_GATEWAY_OPTIONS },
+    resyncMs: 60_000,
+    informer: { minBackoffMs: 100, maxBackoffMs: 2_000 },
+    leaderElection: o.leaseNamespace
+      ? { namespace: o.leaseNamespace, name: LEASE_NAME, identity: o.identity ?? 'test', leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 }
+      : false,
+    ...o.overrides,
+  });
+}
