@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../test/fixtures.ts';
+import { call, startTestApi, type TestApi } from '../testing.ts';
+import { runCli } from './main.ts';
+
+let db: TestDatabase;
+let api: TestApi;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  api = await startTestApi(db);
+});
+afterAll(async () => {
+  await api.close();
+  await db.drop();
+});
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, {
+    out: (t) => (out += t),
+    err: (t) => (err += t),
+    fetch,
+    env: { PROXYFLEET_API_URL: api.url, PROXYFLEET_ADMIN_TOKEN: TEST_ADMIN_TOKEN },
+  });
+  return { code, out, err };
+}
+const json = (r: { out: string }) => JSON.parse(r.out) as Record<string, unknown>;
+
+describe('proxyfleet admin', () => {
+  test('wraps the admin API: account, purchase, keys, suspension, alerts, ISP proxies', async () => {
+    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as { id: string; apiKey: string };
+    expect(account.apiKey).toMatch(/^svc_live_/);
+    expect(json(await cli('admin', 'purchases', 'create', account.id, '--product', 'basic', '--gb', '0.25'))).toMatchObject({ bytes: 250_000_000 });
+    const key = json(await cli('admin', 'keys', 'create', account.id, '--name', 'ci')) as { id: string; apiKey: string };
+    expect((await call(api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(200);
+    expect(await cli('admin', 'keys', 'revoke', account.id, key.id)).toMatchObject({ code: 0, out: 'done\n' });
+    expect((await call(api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(401);
+    const rotated = json(await cli('admin', 'keys', 'regenerate-primary', account.id)) as { apiKey: string };
+    expect(rotated.apiKey).not.toBe(account.apiKey);
+    expect(json(await cli('admin', 'accounts', 'suspend', account.id))).toEqual({ id: account.id, status: 'suspended' });
+    expect(json(await cli('admin', 'accounts', 'reactivate', account.id))).toEqual({ id: account.id, status: 'active' });
+    expect(json(await cli('admin', 'alerts', 'set', account.id, '--server-alerts', 'on'))).toMatchObject({ serverAlerts: true, lowBandwidth: true });
+    expect(json(await cli('admin', 'isp-proxies', 'add', account.id, '--host', '192.0.2.1', '--port', '8080', '--username', 'u1', '--country', 'us'))).toMatchObject({ host: '192.0.2.1' });
+    expect((json(await cli('admin', 'isp-proxies', 'list', account.id)) as { proxies: unknown[] }).proxies).toHaveLength(1);
+  });
+
+  test('API errors exit 1 with the message; usage errors exit 2', async () => {
+    expect(await cli('admin', 'accounts', 'suspend', '00000000-0000-4000-8000-000000000000')).toMatchObject({ code: 1, err: 'error 404: Account not found\n' });
+    expect((await cli('admin', 'purchases', 'create', 'x', '--product', 'basic')).code).toBe(2);
+    expect((await cli('admin', 'alerts', 'set', 'x', '--server-alerts', 'maybe')).code).toBe(2);
+    expect((await cli('admin', 'nothing', 'here')).code).toBe(2);
+    expect((await cli('admin', 'accounts', 'list', '--bogus')).code).toBe(2);
+  });
+
+  test('bin/proxyfleet.js admin --help runs', async () => {
+    const bin = fileURLToPath(new URL('../../../bin/proxyfleet.js', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [bin, 'admin', '--help']);
+    expect(stdout).toContain('Usage: proxyfleet admin <command>');
+    expect(stdout).toContain('keys revoke <accountId> <keyId>');
+  });
+});

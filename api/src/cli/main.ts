@@ -1,0 +1,283 @@
+// `npx proxyfleet admin ...`: the admin HTTP API (/admin/v1) from a shell. Prints the JSON answer;
+// exits 1 with the API's error message when the call fails, 2 on a usage error.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadCliConfig } from './config.ts';
+
+interface Command {
+  usage: string;
+  summary: string;
+  /** Positional arguments, in order. */
+  args: string[];
+  options?: Record<string, { type: 'string' | 'boolean'; required?: boolean; help: string }>;
+  request(args: Record<string, string>, options: Record<string, string | boolean | undefined>): { method: string; path: string; body?: unknown };
+}
+
+const onOff = (value: string | boolean | undefined, name: string): boolean | undefined => {
+  if (value === undefined) return undefined;
+  if (value === 'on' || value === 'true') return true;
+  if (value === 'off' || value === 'false') return false;
+  throw new UsageError(`--${name} must be on or off`);
+};
+const num = (value: string | boolean | undefined, name: string): number | undefined => {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number`);
+  return n;
+};
+
+class UsageError extends Error {}
+
+export const COMMANDS: Record<string, Command> = {
+  'accounts create': {
+    usage: 'accounts create --email <email>',
+    summary: 'Create an account; prints its primary API key and proxy credentials (shown once)',
+    args: [],
+    options: { email: { type: 'string', required: true, help: 'Owner email' } },
+    request: (_a, o) => ({ method: 'POST', path: '/accounts', body: { email: o.email } }),
+  },
+  'accounts list': {
+    usage: 'accounts list [--email <email>] [--limit <n>] [--offset <n>]',
+    summary: 'List accounts',
+    args: [],
+    options: {
+      email: { type: 'string', help: 'Only this email' },
+      limit: { type: 'string', help: 'Page size (default 100)' },
+      offset: { type: 'string', help: 'Skip this many' },
+    },
+    request: (_a, o) => {
+      const q = new URLSearchParams();
+      for (const k of ['email', 'limit', 'offset']) if (typeof o[k] === 'string') q.set(k, o[k]);
+      return { method: 'GET', path: `/accounts${q.size ? `?${q}` : ''}` };
+    },
+  },
+  'accounts get': { usage: 'accounts get <accountId>', summary: 'Show an account', args: ['accountId'], request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}` }) },
+  'accounts suspend': {
+    usage: 'accounts suspend <accountId>',
+    summary: 'Suspend: every key of the account is refused',
+    args: ['accountId'],
+    request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/suspend` }),
+  },
+  'accounts reactivate': {
+    usage: 'accounts reactivate <accountId>',
+    summary: 'Reactivate a suspended account',
+    args: ['accountId'],
+    request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/reactivate` }),
+  },
+  'purchases create': {
+    usage: 'purchases create <accountId> --product <plan> --gb <amount> [--idempotency-key <key>]',
+    summary: 'Buy bandwidth (fractional GB allowed); prints the invoice',
+    args: ['accountId'],
+    options: {
+      product: { type: 'string', required: true, help: 'light, basic, advanced, mobile or datacenter' },
+      gb: { type: 'string', required: true, help: 'GB (10^9 bytes), for example 0.5' },
+      'idempotency-key': { type: 'string', help: 'A retry with the same key buys nothing more' },
+    },
+    request: (a, o) => ({
+      method: 'POST',
+      path: `/accounts/${a.accountId}/purchases`,
+      body: { product: o.product, gb: num(o.gb, 'gb'), ...(o['idempotency-key'] ? { idempotencyKey: o['idempotency-key'] } : {}) },
+    }),
+  },
+  'keys list': { usage: 'keys list <accountId>', summary: "List an account's keys (never the keys themselves)", args: ['accountId'], request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/keys` }) },
+  'keys regenerate-primary': {
+    usage: 'keys regenerate-primary <accountId>',
+    summary: 'Replace the primary key; the old one stops working at once',
+    args: ['accountId'],
+    request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/keys/primary/regenerate` }),
+  },
+  'keys create': {
+    usage: 'keys create <accountId> --name <name>',
+    summary: 'Create a named key (at most 10 active)',
+    args: ['accountId'],
+    options: { name: { type: 'string', required: true, help: 'Key name, for example the integration' } },
+    request: (a, o) => ({ method: 'POST', path: `/accounts/${a.accountId}/keys`, body: { name: o.name } }),
+  },
+  'keys revoke': {
+    usage: 'keys revoke <accountId> <keyId>',
+    summary: 'Revoke a named key; it stops working at once',
+    args: ['accountId', 'keyId'],
+    request: (a) => ({ method: 'DELETE', path: `/accounts/${a.accountId}/keys/${a.keyId}` }),
+  },
+  'alerts set': {
+    usage: 'alerts set <accountId> [--low-bandwidth on|off] [--new-invoice on|off] [--server-alerts on|off] [--low-bandwidth-percent <1-99>]',
+    summary: 'Switch email alerts on or off',
+    args: ['accountId'],
+    options: {
+      'low-bandwidth': { type: 'string', help: 'on or off' },
+      'new-invoice': { type: 'string', help: 'on or off' },
+      'server-alerts': { type: 'string', help: 'on or off' },
+      'low-bandwidth-percent': { type: 'string', help: 'Remaining % that triggers the low-bandwidth email' },
+    },
+    request: (a, o) => ({
+      method: 'PUT',
+      path: `/accounts/${a.accountId}/alerts`,
+      body: {
+        lowBandwidth: onOff(o['low-bandwidth'], 'low-bandwidth'),
+        newInvoice: onOff(o['new-invoice'], 'new-invoice'),
+        serverAlerts: onOff(o['server-alerts'], 'server-alerts'),
+        lowBandwidthPercent: num(o['low-bandwidth-percent'], 'low-bandwidth-percent'),
+      },
+    }),
+  },
+  'auto-refill set': {
+    usage: 'auto-refill set <accountId> <plan> --enabled on|off --threshold-gb <gb> --refill-gb <gb> [--max-per-month <n>]',
+    summary: 'Auto-refill settings of one plan',
+    args: ['accountId', 'plan'],
+    options: {
+      enabled: { type: 'string', required: true, help: 'on or off' },
+      'threshold-gb': { type: 'string', required: true, help: 'Refill when remaining GB drops below this' },
+      'refill-gb': { type: 'string', required: true, help: 'GB bought per refill' },
+      'max-per-month': { type: 'string', help: 'Refills per month at most (default 5)' },
+    },
+    request: (a, o) => ({
+      method: 'PUT',
+      path: `/accounts/${a.accountId}/auto-refill/${a.plan}`,
+      body: {
+        enabled: onOff(o.enabled, 'enabled'),
+        thresholdGb: num(o['threshold-gb'], 'threshold-gb'),
+        refillGb: num(o['refill-gb'], 'refill-gb'),
+        maxRefillsPerMonth: num(o['max-per-month'], 'max-per-month'),
+      },
+    }),
+  },
+  'proxy-password reset': {
+    usage: 'proxy-password reset <accountId>',
+    summary: 'Issue a new proxy password',
+    args: ['accountId'],
+    request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/proxy-password/reset` }),
+  },
+  'isp-proxies add': {
+    usage: 'isp-proxies add <accountId> --host <host> --port <port> --username <u> --country <cc> [--password <p>] [--city <c>] [--isp <name>] [--expires-at <ISO time>]',
+    summary: 'Assign a static ISP proxy',
+    args: ['accountId'],
+    options: {
+      host: { type: 'string', required: true, help: 'Host name or IP' },
+      port: { type: 'string', required: true, help: 'Port' },
+      username: { type: 'string', required: true, help: 'Proxy username' },
+      password: { type: 'string', help: 'Proxy password (generated when omitted)' },
+      country: { type: 'string', required: true, help: 'Two-letter country code' },
+      city: { type: 'string', help: 'City' },
+      isp: { type: 'string', help: 'ISP name' },
+      'expires-at': { type: 'string', help: 'Expiry, ISO 8601' },
+    },
+    request: (a, o) => ({
+      method: 'POST',
+      path: `/accounts/${a.accountId}/isp-proxies`,
+      body: {
+        host: o.host,
+        port: num(o.port, 'port'),
+        username: o.username,
+        password: o.password,
+        country: o.country,
+        city: o.city,
+        isp: o.isp,
+        expiresAt: o['expires-at'],
+      },
+    }),
+  },
+  'isp-proxies list': { usage: 'isp-proxies list <accountId>', summary: "List an account's ISP proxies", args: ['accountId'], request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/isp-proxies` }) },
+  'isp-proxies remove': {
+    usage: 'isp-proxies remove <accountId> <proxyId>',
+    summary: 'Remove an ISP proxy',
+    args: ['accountId', 'proxyId'],
+    request: (a) => ({ method: 'DELETE', path: `/accounts/${a.accountId}/isp-proxies/${a.proxyId}` }),
+  },
+};
+
+const GLOBAL_HELP = `Global options:
+  --url <url>      Admin API base URL (env PROXYFLEET_API_URL, default http://127.0.0.1:8080)
+  --token <token>  Admin token (env PROXYFLEET_ADMIN_TOKEN, else <PROXYFLEET_DATA_DIR>/admin-token of npm start)
+  -h, --help       Show help`;
+
+export function helpText(): string {
+  const lines = ['Usage: proxyfleet admin <command> [options]', '', 'Commands:'];
+  for (const c of Object.values(COMMANDS)) lines.push(`  ${c.usage}`, `      ${c.summary}`);
+  return `${lines.join('\n')}\n\n${GLOBAL_HELP}\n`;
+}
+
+function commandHelp(c: Command): string {
+  const lines = [`Usage: proxyfleet admin ${c.usage}`, '', c.summary];
+  for (const [name, o] of Object.entries(c.options ?? {})) lines.push(`  --${name}${o.required ? ' (required)' : ''}: ${o.help}`);
+  return `${lines.join('\n')}\n\n${GLOBAL_HELP}\n`;
+}
+
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  fetch: typeof fetch;
+  env?: Record<string, string | undefined>;
+}
+
+/** Runs the CLI; returns the exit code. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const [area, ...rest] = argv;
+  if (area !== 'admin' || rest.length === 0 || rest[0] === '--help' || rest[0] === '-h' || rest[0] === 'help') {
+    io[area === 'admin' || area === undefined || area === '--help' || area === '-h' ? 'out' : 'err'](helpText());
+    return area === 'admin' || area === undefined || area === '--help' || area === '-h' ? 0 : 2;
+  }
+  const name = `${rest[0]} ${rest[1] ?? ''}`.trim();
+  const command = COMMANDS[name];
+  if (!command) {
+    io.err(`unknown command: ${name}\n\n${helpText()}`);
+    return 2;
+  }
+  try {
+    const { values, positionals } = parseArgs({
+      args: rest.slice(2),
+      allowPositionals: true,
+      strict: true,
+      options: {
+        url: { type: 'string' },
+        token: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        ...Object.fromEntries(Object.entries(command.options ?? {}).map(([k, o]) => [k, { type: o.type }])),
+      },
+    });
+    if (values.help) {
+      io.out(commandHelp(command));
+      return 0;
+    }
+    if (positionals.length !== command.args.length) throw new UsageError(`expected ${command.args.join(' ') || 'no arguments'}`);
+    for (const [k, o] of Object.entries(command.options ?? {})) if (o.required && values[k] === undefined) throw new UsageError(`--${k} is required`);
+    const args = Object.fromEntries(command.args.map((k, i) => [k, encodeURIComponent(positionals[i]!)]));
+    const request = command.request(args, values as Record<string, string | boolean | undefined>);
+    const config = loadCliConfig(io.env);
+    const token =
+      (values.token as string | undefined) ??
+      config.PROXYFLEET_ADMIN_TOKEN ??
+      (await readFile(path.join(config.PROXYFLEET_DATA_DIR, 'admin-token'), 'utf8').then(
+        (t) => t.trim(),
+        () => undefined,
+      ));
+    if (!token) throw new UsageError('no admin token: pass --token or set PROXYFLEET_ADMIN_TOKEN');
+    const base = ((values.url as string | undefined) ?? config.PROXYFLEET_API_URL).replace(/\/+$/, '');
+    const res = await io.fetch(`${base}/admin/v1${request.path}`, {
+      method: request.method,
+      headers: { authorization: `Bearer ${token}`, ...(request.body ? { 'content-type': 'application/json' } : {}) },
+      ...(request.body ? { body: JSON.stringify(request.body) } : {}),
+    });
+    const text = await res.text();
+    if (!res.ok) {
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { error?: string }).error ?? text;
+      } catch {
+        // not JSON
+      }
+      io.err(`error ${res.status}: ${message}\n`);
+      return 1;
+    }
+    io.out(text ? `${JSON.stringify(JSON.parse(text), null, 2)}\n` : 'done\n');
+    return 0;
+  } catch (err) {
+    const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
+      if (err instanceof UsageError || code.startsWith('ERR_PARSE_ARGS')) {
+      io.err(`${(err as Error).message}\n\n${commandHelp(command)}`);
+      return 2;
+    }
+    io.err(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
