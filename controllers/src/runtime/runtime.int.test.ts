@@ -1,0 +1,135 @@
+// The runtime's failure modes on a real API server: two controller instances with one Lease (one
+// leads, the other takes over when it stops), and watches killed under the informers (a TCP
+// proxy in front of the API server cuts every connection) that restart and keep reconciling.
+import net from 'node:net';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { describeKube } from '../../../test/kube/describe-kube.ts';
+import { eventually, kubeconfigYaml, OPERATOR_USER, RELEASE_NAMESPACE, startKube, type KubeEnv } from '../../../test/kube/env.ts';
+import { createTestOperator, kubeClientFor } from '../../../test/kube/operator.ts';
+import type { Operator } from '../operator.ts';
+import { LEASE_NAME } from '../operator.ts';
+import type { KubeClient, KubeObject } from './kube.ts';
+import { RESOURCES } from './resources.ts';
+import { PROXY_GATEWAY } from '../crds/resources.ts';
+
+const NS = 'runtime';
+
+/** A TCP proxy to the API server whose connections the test can cut. */
+async function cuttableProxy(target: URL): Promise<{ port: number; cut(): number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cut() {
+      const n = sockets.size;
+      for (const s of sockets) s.destroy();
+      sockets.clear();
+      return n;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
+}
+
+describeKube('controller runtime on a real API server', () => {
+  let kube: KubeEnv;
+  let db: TestDatabase;
+  let admin: KubeClient;
+  const operators: Operator[] = [];
+
+  beforeAll(async () => {
+    [kube, db] = await Promise.all([startKube(), createTestDatabase()]);
+    admin = kubeClientFor(kube.adminKubeconfig);
+    await kube.apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NS}\n`);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const o of operators) await o.stop();
+    await kube?.stop();
+    await db?.drop();
+  });
+
+  const pgw = (name: string, plan: string, port: number) =>
+    admin.apply(
+      PROXY_GATEWAY,
+      {
+        apiVersion: 'proxyfleet.io/v1alpha1',
+        kind: 'ProxyGateway',
+        metadata: { name, namespace: NS },
+        spec: { plan, port, advertisedHost: `${name}.example.com`, exits: [{ name: 'direct', country: '*' }] },
+      } as KubeObject,
+      { fieldManager: 'test' },
+    );
+  const holder = async () =>
+    (await admin.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(RESOURCES.lease, RELEASE_NAMESPACE, LEASE_NAME))?.spec?.holderIdentity;
+
+  test('leader election: of two instances one leads; when it stops the other takes over', async () => {
+    const a = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool, leaseNamespace: RELEASE_NAMESPACE, identity: 'a' });
+    operators.push(a);
+    await a.start();
+    await eventually(async () => (await holder()) === 'a' && a.leading, 15_000, 'a leads');
+    const b = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool, leaseNamespace: RELEASE_NAMESPACE, identity: 'b' });
+    operators.push(b);
+    await b.start();
+    await pgw('led', 'basic', 12321);
+    await eventually(() => admin.get(RESOURCES.deployment, NS, 'led-gateway'), 15_000, 'leader reconciles');
+    // b keeps standing by while a renews (several lease durations of 3 s would have passed by the end).
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(b.leading).toBe(false);
+    expect(await holder()).toBe('a');
+
+    await a.stop(); // releases the Lease
+    await eventually(async () => (await holder()) === 'b' && b.leading, 15_000, 'b takes over');
+    expect(a.leading).toBe(false);
+    await pgw('after-failover', 'advanced', 61236);
+    await eventually(() => admin.get(RESOURCES.deployment, NS, 'after-failover-gateway'), 15_000, 'new leader reconciles');
+    await b.stop();
+  }, 60_000);
+
+  test('watches cut under the informers restart with backoff and the controller keeps reconciling', async () => {
+    const proxy = await cuttableProxy(new URL(kube.server));
+    const kubeconfig = path.join(os.tmpdir(), `proxyfleet-cut-${process.pid}.kubeconfig`);
+    await writeFile(kubeconfig, kubeconfigYaml(`https://127.0.0.1:${proxy.port}`, kube.operatorToken, OPERATOR_USER));
+    const op = createTestOperator({ kubeconfig, pool: db.pool });
+    operators.push(op);
+    try {
+      await op.start();
+      await pgw('before-cut', 'light', 10080);
+      await eventually(() => admin.get(RESOURCES.deployment, NS, 'before-cut-gateway'), 15_000, 'reconciled before the cut');
+      const restartsBefore = op.informers.reduce((n, i) => n + i.restarts, 0);
+      expect(proxy.cut()).toBeGreaterThan(0);
+      await eventually(async () => op.informers.reduce((n, i) => n + i.restarts, 0) > restartsBefore, 10_000, 'watch restarts seen');
+      // A change made after the cut arrives over a restarted watch.
+      await pgw('after-cut', 'mobile', 10081);
+      await eventually(() => admin.get(RESOURCES.deployment, NS, 'after-cut-gateway'), 15_000, 'reconciled after the cut');
+      // And again: a second cut is survived as well.
+      proxy.cut();
+      await pgw('after-second-cut', 'datacenter', 10082);
+      await eventually(() => admin.get(RESOURCES.deployment, NS, 'after-second-cut-gateway'), 15_000, 'reconciled after the second cut');
+      for (const inf of op.informers) expect(inf.silenceSeconds()).toBeGreaterThanOrEqual(0);
+    } finally {
+      await op.stop();
+      await proxy.close();
+    }
+  }, 60_000);
+});
