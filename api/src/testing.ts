@@ -107,7 +107,6 @@ export interface CallOptions {
 export interface CallResult {
   status: number;
   headers: Headers;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test assertions read fields freely
   body: any;
 }
 

@@ -28,6 +28,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const type = typeof err === 'object' && err !== null && 'type' in err ? String(err.type) : '';
     const mapped = BODY_PARSER_ERRORS[type];
     if (mapped) return sendError(res, new AppError(mapped));
+    if (databaseUnavailable(err)) {
+      logger.warn({ err, reqId: res.locals.reqId as unknown }, 'database unavailable');
+      return sendError(res, new AppError('SERVICE_UNAVAILABLE'));
+    }
     // Log the error object only: request bodies and headers may carry keys and are never logged.
     logger.error({ err, reqId: res.locals.reqId as unknown, method: req.method, route: routeTemplate(req) }, 'request failed');
     sendError(res, new AppError('INTERNAL'));
@@ -38,4 +42,14 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 export function routeTemplate(req: { baseUrl: string; route?: { path?: unknown } }): string {
   const path = req.route?.path;
   return typeof path === 'string' ? req.baseUrl + path : 'unmatched';
+}
+
+/** Connection refused or lost, server shutting down, too many connections, pool wait timed out. */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300', '08006', '08001']);
+
+function databaseUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = 'code' in err ? String(err.code) : '';
+  const message = err instanceof Error ? err.message : '';
+  return UNAVAILABLE_CODES.has(code) || /timeout exceeded when trying to connect|Connection terminated/.test(message);
 }

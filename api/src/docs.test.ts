@@ -1,0 +1,40 @@
+// docs/errors.md and common/src/errors.ts must list the same codes with the same status and
+// message (fastify's error catalogue test), and docs/api.md must show every route.
+import { describe, expect, test } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { ERRORS } from '../../common/src/errors.ts';
+import { adminRoutes } from './modules/admin/routes.ts';
+
+const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+
+describe('docs/errors.md', () => {
+  const rows = read('docs/errors.md')
+    .split('\n')
+    .map((line) => /^\| ([A-Z_]+) \| (\d{3}) \| (.+?) \| .* \|$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => [m[1]!, { status: Number(m[2]), message: m[3]! }] as const);
+
+  test('lists every code of the table, once, with its status and message', () => {
+    expect(rows.map(([code]) => code).sort()).toEqual(Object.keys(ERRORS).sort());
+    expect(Object.fromEntries(rows)).toEqual(ERRORS);
+  });
+});
+
+describe('docs/api.md', () => {
+  const doc = read('docs/api.md');
+  const stub = {} as never;
+  const admin = adminRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), accounts: stub, waitForApiCaches: stub });
+  const routes = [
+    'GET /api/v1/account',
+    'GET /api/v1/usage',
+    'GET /api/v1/proxies/list',
+    'POST /api/v1/proxies/generate',
+    ...admin.map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
+  ];
+  test.each(routes)('documents %s with a curl example', (route) => {
+    const [method, path] = route.split(' ') as [string, string];
+    expect(doc).toContain(`### ${method} ${path}`);
+    const section = doc.slice(doc.indexOf(`### ${method} ${path}`)).split('\n### ')[0]!;
+    expect(section).toContain('curl ');
+  });
+});
