@@ -28,21 +28,23 @@ CREATE INDEX usage_batch_lease_spend_lease_idx ON usage_batch_lease_spend (lease
 -- Grants min(wanted, what is free), shrinking near zero: never more than half of what is free
 -- divided among the gateways already holding a lease for it (plus this one), never less than
 -- p_min unless less than p_min is free (then all of it: progress without 1-byte livelock).
--- Returns granted = 0 and no lease when nothing is free.
+-- Returns granted = 0 and no lease when nothing is free, with out_held = what leases still hold.
 CREATE FUNCTION lease_acquire(p_account uuid, p_product text, p_gateway text, p_wanted bigint, p_min bigint, p_ttl_seconds integer)
-RETURNS TABLE (out_lease_id uuid, out_granted bigint, out_expires_at timestamptz, out_free bigint)
+RETURNS TABLE (out_lease_id uuid, out_granted bigint, out_expires_at timestamptz, out_free bigint, out_held bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_free bigint;
+  v_held bigint;
   v_pods integer;
   v_grant bigint;
   v_id uuid;
   v_expires timestamptz;
 BEGIN
-  SELECT greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes) INTO v_free
+  SELECT greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes), b.leased_bytes INTO v_free, v_held
     FROM balances b WHERE b.account_id = p_account AND b.product = p_product FOR UPDATE;
   IF v_free IS NULL OR v_free = 0 THEN
-    RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, coalesce(v_free, 0::bigint);
+    -- out_held > 0: nothing is free now, but other gateways hold leases they may give back.
+    RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, coalesce(v_held, 0::bigint);
     RETURN;
   END IF;
   SELECT count(DISTINCT l.gateway_id) INTO v_pods FROM bandwidth_leases l
@@ -52,7 +54,7 @@ BEGIN
   INSERT INTO bandwidth_leases (account_id, product, gateway_id, granted_bytes, expires_at)
   VALUES (p_account, p_product, p_gateway, v_grant, now() + make_interval(secs => p_ttl_seconds))
   RETURNING id, expires_at INTO v_id, v_expires;
-  RETURN QUERY SELECT v_id, v_grant, v_expires, v_free - v_grant;
+  RETURN QUERY SELECT v_id, v_grant, v_expires, v_free - v_grant, v_held + v_grant;
 END $$;
 
 -- Returns the unspent part of a lease. p_spent is everything the gateway billed against it (all

@@ -7,6 +7,10 @@ export const gatewayEnv = {
   /** Ranges exempt from the destination guard (tests and demos). */
   PROXYFLEET_GATEWAY_ALLOW_CIDRS: cidrList,
   PROXYFLEET_HEALTH_PORT: port(9090),
+  /** Overrides spec.port (0 = any free port; tests). */
+  PROXYFLEET_GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  /** Address the proxy listens on. */
+  PROXYFLEET_GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
   PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
 };

@@ -20,7 +20,8 @@ runMain('gateway', loadGatewayConfig, async (config, { logger, registry, health,
   });
   const running = await startGateway({
     gateway,
-    host: '0.0.0.0',
+    host: config.PROXYFLEET_GATEWAY_HOST,
+    ...(config.PROXYFLEET_GATEWAY_PORT !== undefined ? { port: config.PROXYFLEET_GATEWAY_PORT } : {}),
     gatewayId: config.PROXYFLEET_GATEWAY_ID ?? hostname(),
     allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     pool: db.pool,

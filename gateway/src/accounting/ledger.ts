@@ -28,8 +28,14 @@ const LEASE_RENEW_MARGIN_MS = 30_000;
 export const OVERDRAFT_BYTES = 256 * 1024;
 /** After "nothing free", admissions are refused without asking again for this long (or until a purchase). */
 const DENIAL_RECHECK_MS = 2_000;
-/** A budget with no connections for this long returns its leases. */
-const IDLE_RELEASE_MS = 30_000;
+/** A budget with no connections for this long returns its leases (so other pods can use them). */
+const IDLE_RELEASE_MS = 5_000;
+/**
+ * When nothing is free but other gateways hold leases, an admission waits this long for them to
+ * come back (idle pods return theirs after IDLE_RELEASE_MS) before answering 402.
+ */
+const CONTENDED_WAIT_MS = 2_000;
+const CONTENDED_POLL_MS = 200;
 /** During a database outage a known customer may spend at most this much on credit, per budget. */
 export const OUTAGE_CREDIT_BYTES = 64 * 1024 * 1024;
 export const TICK_MS = 250;
@@ -103,6 +109,8 @@ export class Budget {
   deniedAt = 0;
   creditUsed = false;
   everGranted = false;
+  /** The last denial came while other gateways held leases (they may come back). */
+  contended = false;
   wanted = INITIAL_LEASE_BYTES;
   lastActive = Date.now();
   bytesUp = 0;
@@ -235,8 +243,13 @@ export class Ledger {
     if (b.canAdmit()) return true;
     if (b.deniedAt && Date.now() - b.deniedAt < DENIAL_RECHECK_MS) return false;
     b.deniedAt = 0;
-    await this.acquire(b);
-    return b.canAdmit();
+    const giveUp = Date.now() + CONTENDED_WAIT_MS;
+    while (true) {
+      await this.acquire(b);
+      if (b.canAdmit() || !b.contended || Date.now() > giveUp) return b.canAdmit();
+      await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
+      b.deniedAt = 0;
+    }
   }
 
   /** The estimate crossed the trigger: ask for more, or cut when past what may be spent. */
@@ -262,12 +275,13 @@ export class Ledger {
   private async requestLease(b: Budget): Promise<void> {
     const m = this.opts.metrics;
     try {
-      const { rows } = await this.opts.pool.query<{ out_lease_id: string | null; out_granted: number; out_expires_at: Date | null }>(
+      const { rows } = await this.opts.pool.query<{ out_lease_id: string | null; out_granted: number; out_expires_at: Date | null; out_held: number }>(
         'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)',
         [b.accountId, b.product, this.opts.gatewayId, b.wanted, MIN_LEASE_BYTES, LEASE_TTL_SECONDS],
       );
       this.databaseDown = false;
       const row = rows[0];
+      b.contended = (row?.out_held ?? 0) > 0;
       if (!row || !row.out_lease_id || row.out_granted <= 0) {
         b.deniedAt = Date.now();
         m.leaseDenials.inc({ plan: b.product });
