@@ -1,0 +1,84 @@
+// crds/ is the single source: the generated TypeScript types and chart CRD templates must match
+// it, and the ProxyGateway CRD must accept exactly what the gateway reads (gateway/src/spec.ts)
+// plus the Kubernetes-only fields (decisions.md). When either side changes, this fails.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, test } from '@jest/globals';
+import { z } from 'zod';
+import { PRODUCTS } from '../../../common/src/products.ts';
+import { proxyGatewaySpecSchema, readProxyGateways } from '../../../gateway/src/spec.ts';
+import { generatedFiles, readCrds, ROOT } from './generate.ts';
+
+/** Kubernetes-only spec fields the gateway process never reads. */
+const KUBERNETES_ONLY = ['replicas', 'autoscaling', 'resources', 'service'];
+
+interface JsonSchema {
+  type?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  enum?: unknown[];
+  anyOf?: JsonSchema[];
+  default?: unknown;
+}
+
+/** What both schemas must agree on: field names, types, enums, required fields, leaf defaults. */
+function shape(s: JsonSchema): unknown {
+  if (s.enum) return { enum: [...s.enum].map(String).sort() };
+  if (s.anyOf) {
+    const types = [...new Set(s.anyOf.map((a) => a.type))];
+    return types.length === 1 ? { type: types[0] } : { anyOf: types.sort() };
+  }
+  if (s.type === 'array') return { type: 'array', items: shape(s.items ?? {}) };
+  if (s.type === 'object' && s.properties) {
+    return {
+      type: 'object',
+      required: [...(s.required ?? [])].sort(),
+      properties: Object.fromEntries(Object.entries(s.properties).map(([k, v]) => [k, shape(v)])),
+    };
+  }
+  return s.default !== undefined ? { type: s.type, default: s.default } : { type: s.type };
+}
+
+describe('crds/ is the single source of truth', () => {
+  test('generated TypeScript types and chart CRD templates are up to date (npm run crds:generate)', async () => {
+    for (const [file, expected] of await generatedFiles()) {
+      const actual = await readFile(path.join(ROOT, file), 'utf8').catch(() => '(missing)');
+      expect({ file, content: actual }).toEqual({ file, content: expected });
+    }
+  });
+
+  test('the ProxyGateway CRD spec is the gateway schema plus the Kubernetes-only fields', async () => {
+    const crds = await readCrds();
+    const pgw = crds.find((c) => c.crd.spec.names.kind === 'ProxyGateway')!;
+    const crdSpec = pgw.crd.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec as JsonSchema;
+    const gatewayOnly: JsonSchema = {
+      ...crdSpec,
+      properties: Object.fromEntries(Object.entries(crdSpec.properties!).filter(([k]) => !KUBERNETES_ONLY.includes(k))),
+    };
+    const fromZod = z.toJSONSchema(proxyGatewaySpecSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+    expect(shape(gatewayOnly)).toEqual(shape(fromZod));
+    expect(Object.keys(crdSpec.properties!).filter((k) => !(k in fromZod.properties!)).sort()).toEqual([...KUBERNETES_ONLY].sort());
+    expect((crdSpec.properties!.plan!.enum as string[]).sort()).toEqual([...PRODUCTS].sort());
+  });
+
+  test('both CRDs: group proxyfleet.io v1alpha1, status subresource, short names, printer columns', async () => {
+    const crds = await readCrds();
+    const byKind = Object.fromEntries(crds.map((c) => [c.crd.spec.names.kind, c.crd as unknown as Record<string, any>])); // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(byKind.ProxyGateway!.spec.names.shortNames).toEqual(['pgw']);
+    expect(byKind.ApiKey!.spec.names.shortNames).toEqual(['ak']);
+    const columns = (kind: string) => byKind[kind]!.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
+    expect(columns('ProxyGateway')).toEqual(['Plan', 'Port', 'Ready', 'Endpoint', 'Age']);
+    expect(columns('ApiKey')).toEqual(['Account', 'Name', 'Primary', 'Revoked', 'Synced', 'Age']);
+    for (const crd of Object.values(byKind)) {
+      expect(crd.spec.group).toBe('proxyfleet.io');
+      expect(crd.spec.versions[0].name).toBe('v1alpha1');
+      expect(crd.spec.versions[0].subresources).toEqual({ status: {} });
+    }
+  });
+
+  test('dev/gateways.yaml parses with the gateway schema', async () => {
+    const gateways = await readProxyGateways(path.join(ROOT, 'dev/gateways.yaml'));
+    expect(gateways.map((g) => g.spec.plan).sort()).toEqual([...PRODUCTS].sort());
+  });
+});

@@ -1,0 +1,110 @@
+// Golden files: the exact objects each example ProxyGateway produces. After an intended change,
+// regenerate with UPDATE_GOLDEN=1 npm run jest -- controllers/src/proxygateway/desired and review
+// the diff of testdata/*.golden.yaml.
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, test } from '@jest/globals';
+import { parse, stringify } from 'yaml';
+import { proxyGatewaySchema } from '../../../gateway/src/spec.ts';
+import type { ProxyGateway } from '../crds/types.generated.ts';
+import { desiredObjects, gatewayConfigYaml, type GatewayOptions } from './desired.ts';
+
+const OPTIONS: GatewayOptions = {
+  image: 'ghcr.io/proxyfleet/proxyfleet:0.1.0',
+  imagePullPolicy: 'IfNotPresent',
+  databaseSecret: { name: 'proxyfleet-database', key: 'url' },
+  logLevel: 'info',
+};
+
+/** A ProxyGateway as the API server returns it: CRD defaults filled in. */
+function pgw(name: string, spec: Partial<ProxyGateway['spec']> & Pick<ProxyGateway['spec'], 'plan' | 'port' | 'advertisedHost' | 'exits'>): ProxyGateway {
+  return {
+    apiVersion: 'proxyfleet.io/v1alpha1',
+    kind: 'ProxyGateway',
+    metadata: { name, namespace: 'proxy', uid: `00000000-0000-4000-8000-00000000000${name.length}`, generation: 1 },
+    spec: {
+      session: { defaultMinutes: 10, maxMinutes: 1440 },
+      timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 300, maxLifetimeSeconds: 86400 },
+      limits: { maxConnectionsPerAccount: 1000 },
+      replicas: { min: 2, max: 10 },
+      autoscaling: { targetCPUUtilizationPercent: 70 },
+      service: { type: 'ClusterIP' },
+      ...spec,
+    },
+  };
+}
+
+const CASES: Record<string, ProxyGateway> = {
+  'basic-autoscaled': pgw('basic', {
+    plan: 'basic',
+    port: 12321,
+    advertisedHost: 'basic.proxy.example.com',
+    exits: [{ name: 'direct', country: '*' }],
+    autoscaling: { targetCPUUtilizationPercent: 65, targetActiveConnectionsPerPod: 2000 },
+  }),
+  'advanced-fixed-loadbalancer': pgw('advanced', {
+    plan: 'advanced',
+    port: 61236,
+    advertisedHost: 'advanced.proxy.example.com',
+    exits: [
+      { name: 'us-east', country: 'us', state: 'newyork', city: 'newyorkcity', sourceAddress: '10.0.0.5' },
+      { name: 'de', country: 'de', upstream: { url: 'http://user:pass@upstream.internal:3128' } },
+    ],
+    session: { defaultMinutes: 30, maxMinutes: 120 },
+    timeouts: { headersSeconds: 5, connectSeconds: 8, idleSeconds: 120, maxLifetimeSeconds: 3600 },
+    replicas: { min: 3, max: 3 },
+    resources: { requests: { cpu: '500m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+    service: { type: 'LoadBalancer', annotations: { 'service.beta.kubernetes.io/aws-load-balancer-type': 'nlb' } },
+  }),
+  'light-short-tunnels': pgw('light', {
+    plan: 'light',
+    port: 10080,
+    advertisedHost: 'light.proxy.example.com',
+    exits: [{ name: 'direct', country: '*' }],
+    timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 60, maxLifetimeSeconds: 120 },
+    replicas: { min: 1, max: 4 },
+  }),
+};
+
+describe('desiredObjects golden files', () => {
+  for (const [name, gateway] of Object.entries(CASES)) {
+    test(name, async () => {
+      const desired = desiredObjects(gateway, OPTIONS);
+      const rendered = stringify({ autoscaled: desired.autoscaled, absent: desired.absent.map((a) => `${a.resource.kind}/${a.name}`), objects: desired.objects.map((o) => o.object) });
+      const file = path.join(import.meta.dirname, 'testdata', `${name}.golden.yaml`);
+      if (process.env.UPDATE_GOLDEN) await writeFile(file, rendered);
+      expect(rendered).toBe(await readFile(file, 'utf8'));
+    });
+  }
+});
+
+describe('desiredObjects invariants', () => {
+  test('the gateway config is exactly what gateway/src/spec.ts reads, without Kubernetes-only fields', () => {
+    for (const gateway of Object.values(CASES)) {
+      const parsed = proxyGatewaySchema.parse(parse(gatewayConfigYaml(gateway)));
+      expect(Object.keys(parsed.spec).sort()).toEqual(['advertisedHost', 'exits', 'limits', 'plan', 'port', 'session', 'timeouts']);
+      expect(parsed.spec.exits).toEqual(gateway.spec.exits);
+    }
+  });
+
+  test('replicas are set only when no HPA is wanted', () => {
+    const auto = desiredObjects(CASES['basic-autoscaled']!, OPTIONS);
+    const fixed = desiredObjects(CASES['advanced-fixed-loadbalancer']!, OPTIONS);
+    const replicas = (d: ReturnType<typeof desiredObjects>) =>
+      (d.objects.find((o) => o.object.kind === 'Deployment')!.object as unknown as { spec: { replicas?: number } }).spec.replicas;
+    expect(replicas(auto)).toBeUndefined();
+    expect(auto.objects.some((o) => o.object.kind === 'HorizontalPodAutoscaler')).toBe(true);
+    expect(replicas(fixed)).toBe(3);
+    expect(fixed.absent.map((a) => a.resource.kind)).toEqual(['HorizontalPodAutoscaler']);
+  });
+
+  test('a config change changes the pod template hash (pods roll), a replica change does not', () => {
+    const hash = (g: ProxyGateway) =>
+      (desiredObjects(g, OPTIONS).objects.find((o) => o.object.kind === 'Deployment')!.object as unknown as {
+        spec: { template: { metadata: { annotations: Record<string, string> } } };
+      }).spec.template.metadata.annotations['proxyfleet.io/config-sha256'];
+    const base = CASES['basic-autoscaled']!;
+    expect(hash({ ...base, spec: { ...base.spec, replicas: { min: 4, max: 12 } } })).toBe(hash(base));
+    expect(hash({ ...base, spec: { ...base.spec, exits: [{ name: 'direct', country: 'us' }] } })).not.toBe(hash(base));
+  });
+});
