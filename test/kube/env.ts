@@ -22,7 +22,9 @@ export const RELEASE_NAMESPACE = 'proxyfleet-system';
 /** The user the controller runs as in tests: bound only to the chart's ClusterRole and Role. */
 export const OPERATOR_USER = 'proxyfleet-operator';
 
+/** scripts/install-tools.sh's output: PROXYFLEET_TOOLS_BIN (.ci/run), else PROXYFLEET_TOOLS_DIR/bin, else the default cache. */
 export const toolsBinDir = () =>
+  process.env.PROXYFLEET_TOOLS_BIN ||
   path.join(process.env.PROXYFLEET_TOOLS_DIR ?? path.join(os.homedir(), '.cache/proxyfleet/tools'), 'bin');
 
 const REQUIRED_TOOLS = ['etcd', 'kube-apiserver', 'kubectl', 'helm'] as const;
