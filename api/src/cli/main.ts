@@ -240,9 +240,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return 0;
     }
     if (positionals.length !== command.args.length) throw new UsageError(`expected ${command.args.join(' ') || 'no arguments'}`);
-    for (const [k, o] of Object.entries(command.options ?? {})) if (o.required && values[k] === undefined) throw new UsageError(`--${k} is required`);
+    const given = values as Record<string, string | boolean | undefined>;
+    for (const [k, o] of Object.entries(command.options ?? {})) if (o.required && given[k] === undefined) throw new UsageError(`--${k} is required`);
     const args = Object.fromEntries(command.args.map((k, i) => [k, encodeURIComponent(positionals[i]!)]));
-    const request = command.request(args, values as Record<string, string | boolean | undefined>);
+    const request = command.request(args, given);
     const config = loadCliConfig(io.env);
     const token =
       (values.token as string | undefined) ??

@@ -11,6 +11,8 @@ export type Method = 'get' | 'post' | 'put' | 'delete';
 export interface RouteResult {
   status?: number;
   body?: unknown;
+  /** The body already serialised as JSON (hot paths cache it instead of stringifying per request). */
+  json?: Buffer;
   headers?: Record<string, string>;
 }
 
@@ -74,6 +76,7 @@ export function mountRoutes(router: Router, routes: RouteDef[], auth: Record<Aut
       if (result.headers) res.set(result.headers);
       const status = result.status ?? route.status ?? 200;
       if (status === 204) res.status(204).end();
+      else if (result.json) res.status(status).type('application/json; charset=utf-8').send(result.json);
       else res.status(status).json(result.body);
     });
   }

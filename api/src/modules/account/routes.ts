@@ -13,7 +13,7 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       description: 'Identity, status, balances, alert and auto-refill settings, and the active API keys by name and display prefix (never a key).',
       auth: 'apiKey',
       response: accountResponseSchema,
-      handler: async ({ res }) => ({ body: await accounts.view(principal(res).accountId) }),
+      handler: async ({ res }) => ({ json: await accounts.viewJson(principal(res).accountId) }),
     }),
   ];
 }

@@ -15,6 +15,8 @@ const MAX_CACHED = 100_000;
 
 interface Entry {
   view: AccountResponse;
+  /** The view serialised once: GET /api/v1/account sends these bytes. */
+  json: Buffer;
   expiresAt: number;
 }
 
@@ -42,9 +44,17 @@ export class AccountService {
   }
 
   async view(accountId: string): Promise<AccountResponse> {
+    return (await this.entry(accountId)).view;
+  }
+
+  async viewJson(accountId: string): Promise<Buffer> {
+    return (await this.entry(accountId)).json;
+  }
+
+  private async entry(accountId: string): Promise<Entry> {
     const trusted = this.feed.connected && this.feed.silenceMs() < TRUST_SILENCE_MS;
     const cached = trusted ? this.cache.get(accountId) : undefined;
-    if (cached && cached.expiresAt > Date.now()) return cached.view;
+    if (cached && cached.expiresAt > Date.now()) return cached;
     const generation = this.generation;
     const record = await readAccount(this.pool, accountId);
     if (!record) throw new AppError('ACCOUNT_NOT_FOUND');
@@ -70,10 +80,11 @@ export class AccountService {
       apiKeys: record.apiKeys,
       namedKeysLimit: MAX_NAMED_KEYS,
     };
+    const entry = { view, json: Buffer.from(JSON.stringify(view)), expiresAt: snapshot.expiresAt };
     if (trusted && generation === this.generation) {
       if (this.cache.size >= MAX_CACHED) this.cache.clear();
-      this.cache.set(accountId, { view, expiresAt: snapshot.expiresAt });
+      this.cache.set(accountId, entry);
     }
-    return view;
+    return entry;
   }
 }

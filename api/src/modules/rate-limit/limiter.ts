@@ -1,8 +1,9 @@
 // A rate limiter shared by every API process without Redis (docs/adr/0011): the bucket lives in
 // PostgreSQL (GCRA, one statement), and a process takes tokens from it in small leases that it
-// spends locally. A lease is at most a tenth of the burst (at least 1) and is dropped after
-// LEASE_TTL_MS, so the limit holds across processes: tokens a process holds were taken from the
-// shared bucket, and at worst leased-but-unspent tokens are lost, never granted twice.
+// spends locally. The limit holds across processes because tokens a process holds were taken from
+// the shared bucket; leased-but-unspent tokens are dropped after LEASE_TTL_MS (lost, never granted
+// twice). Lease sizes adapt to the key's rate: they start at 1, double while a lease is used up
+// within its lifetime, shrink to what was used otherwise, and never exceed a tenth of the burst.
 import { takeTokens } from './repo.ts';
 import type { Pool } from '../../../../common/src/db/pool.ts';
 
@@ -23,6 +24,7 @@ export type Decision =
   | { allowed: false; limit: number; retryAfterSeconds: number };
 
 interface Lease {
+  granted: number;
   tokens: number;
   /** Tokens the shared bucket still had when this lease was taken. */
   sharedRemaining: number;
@@ -31,8 +33,8 @@ interface Lease {
 
 export class RateLimiter {
   readonly policy: LimitPolicy;
-  private readonly intervalMs: number;
-  private readonly leaseSize: number;
+  private readonly intervalUs: number;
+  private readonly maxLease: number;
   private readonly leases = new Map<string, Lease>();
   /** Buckets known to be empty until a time: refused without a database round trip. */
   private readonly blocked = new Map<string, number>();
@@ -44,16 +46,16 @@ export class RateLimiter {
     this.pool = pool;
     this.policy = policy;
     this.now = now;
-    this.intervalMs = Math.max(1, Math.round(60_000 / policy.perMinute));
-    this.leaseSize = Math.max(1, Math.floor(policy.burst * LEASE_SHARE_OF_BURST));
+    this.intervalUs = Math.max(1, Math.round(60_000_000 / policy.perMinute));
+    this.maxLease = Math.max(1, Math.floor(policy.burst * LEASE_SHARE_OF_BURST));
   }
 
-  /** Seconds until a drained bucket is full again: the policy's window. */
+  /** Seconds for a drained bucket to fill again: the policy's window. */
   get windowSeconds(): number {
-    return Math.ceil((this.intervalMs * this.policy.burst) / 1000);
+    return Math.ceil((this.intervalUs * this.policy.burst) / 1e6);
   }
 
-  /** True when the bucket is known (locally) to be empty: no round trip. */
+  /** Seconds left when the bucket is known (locally) to be empty; no round trip. */
   isBlocked(bucket: string): number | undefined {
     const until = this.blocked.get(bucket);
     if (until === undefined) return undefined;
@@ -65,11 +67,10 @@ export class RateLimiter {
 
   /** Takes one token from `bucket`. */
   async take(bucket: string): Promise<Decision> {
-    const now = this.now();
     const blockedFor = this.isBlocked(bucket);
     if (blockedFor !== undefined) return { allowed: false, limit: this.policy.burst, retryAfterSeconds: blockedFor };
     const lease = this.leases.get(bucket);
-    if (lease && lease.expiresAt > now && lease.tokens > 0) {
+    if (lease && lease.expiresAt > this.now() && lease.tokens > 0) {
       lease.tokens -= 1;
       return this.allowed(lease);
     }
@@ -79,22 +80,28 @@ export class RateLimiter {
       await pending;
       return this.take(bucket);
     }
-    const refill = this.refill(bucket).finally(() => this.inflight.delete(bucket));
+    const refill = this.refill(bucket, lease).finally(() => this.inflight.delete(bucket));
     this.inflight.set(bucket, refill);
     return refill;
   }
 
-  private async refill(bucket: string): Promise<Decision> {
-    const result = await takeTokens(this.pool, bucket, this.intervalMs, this.policy.burst, this.leaseSize);
+  private nextLeaseSize(previous: Lease | undefined): number {
+    if (!previous) return 1;
+    const usedUp = previous.tokens === 0 && previous.expiresAt > this.now();
+    const size = usedUp ? previous.granted * 2 : previous.granted - previous.tokens;
+    return Math.min(this.maxLease, Math.max(1, size));
+  }
+
+  private async refill(bucket: string, previous: Lease | undefined): Promise<Decision> {
+    const result = await takeTokens(this.pool, bucket, this.intervalUs, this.policy.burst, this.nextLeaseSize(previous));
     const now = this.now();
+    this.leases.delete(bucket);
     if (result.granted === 0) {
-      this.leases.delete(bucket);
       this.blocked.set(bucket, now + result.retryAfterMs);
       if (this.blocked.size > MAX_LOCAL_BUCKETS) this.blocked.delete(this.blocked.keys().next().value!);
       return { allowed: false, limit: this.policy.burst, retryAfterSeconds: Math.max(1, Math.ceil(result.retryAfterMs / 1000)) };
     }
-    const lease = { tokens: result.granted - 1, sharedRemaining: result.remaining, expiresAt: now + LEASE_TTL_MS };
-    this.leases.delete(bucket);
+    const lease = { granted: result.granted, tokens: result.granted - 1, sharedRemaining: result.remaining, expiresAt: now + LEASE_TTL_MS };
     this.leases.set(bucket, lease);
     if (this.leases.size > MAX_LOCAL_BUCKETS) this.leases.delete(this.leases.keys().next().value!);
     return this.allowed(lease);
@@ -102,8 +109,8 @@ export class RateLimiter {
 
   private allowed(lease: Lease): Decision {
     const remaining = lease.sharedRemaining + lease.tokens;
-    // Time for the bucket to refill from `remaining` to full.
-    const resetSeconds = Math.ceil(((this.policy.burst - remaining) * this.intervalMs) / 1000);
+    // Time for the bucket to fill from `remaining` to full.
+    const resetSeconds = Math.ceil(((this.policy.burst - remaining) * this.intervalUs) / 1e6);
     return { allowed: true, limit: this.policy.burst, remaining, resetSeconds };
   }
 }

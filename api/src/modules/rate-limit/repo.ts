@@ -6,20 +6,20 @@ export interface TakeResult {
   retryAfterMs: number;
 }
 
-/** One statement: GCRA on the database clock (migrations/0010_api.sql, api_rate_limit_take). */
+/** One statement: GCRA on the database clock (migrations/0011, api_rate_limit_take). */
 export async function takeTokens(
   pool: Pool,
   bucket: string,
-  intervalMs: number,
+  intervalUs: number,
   burst: number,
   want: number,
 ): Promise<TakeResult> {
-  const { rows } = await pool.query<{ granted: number; remaining: number; retry_after_ms: number }>(
-    'SELECT granted, remaining, retry_after_ms FROM api_rate_limit_take($1, $2, $3, $4)',
-    [bucket, intervalMs, burst, want],
+  const { rows } = await pool.query<{ granted: number; remaining: number; retry_after_us: number }>(
+    'SELECT granted, remaining, retry_after_us FROM api_rate_limit_take($1, $2, $3, $4)',
+    [bucket, intervalUs, burst, want],
   );
   const row = rows[0]!;
-  return { granted: row.granted, remaining: row.remaining, retryAfterMs: row.retry_after_ms };
+  return { granted: row.granted, remaining: row.remaining, retryAfterMs: row.retry_after_us / 1000 };
 }
 
 /** Buckets untouched for a day are full again and carry no information. */
