@@ -53,3 +53,14 @@ describe('RateLimiter', () => {
     expect((await limiter.take('x2')).allowed).toBe(true);
   });
 });
+
+describe('cleanup job', () => {
+  test('deletes buckets idle for a day, keeps the rest', async () => {
+    const { rateLimitCleanupJob } = await import('./jobs.ts');
+    await db.pool.query(`INSERT INTO api_rate_limits (bucket, tat_us, updated_at) VALUES ('old', 0, now() - interval '2 days'), ('new', 0, now())`);
+    const { createLogger } = await import('../../../../common/src/logger.ts');
+    await rateLimitCleanupJob.run({ pool: db.pool, logger: createLogger('test', 'silent') });
+    const { rows } = await db.pool.query(`SELECT bucket FROM api_rate_limits WHERE bucket IN ('old', 'new')`);
+    expect(rows).toEqual([{ bucket: 'new' }]);
+  });
+});
