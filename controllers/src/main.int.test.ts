@@ -49,7 +49,13 @@ describeKube('controller entrypoint (node controllers/src/main.ts)', () => {
     const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
     const admin = kubeClientFor(kube.adminKubeconfig);
     const holder = async () =>
-      (await admin.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(RESOURCES.lease, RELEASE_NAMESPACE, LEASE_NAME))?.spec?.holderIdentity;
+      (
+        await admin.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(
+          RESOURCES.lease,
+          RELEASE_NAMESPACE,
+          LEASE_NAME,
+        )
+      )?.spec?.holderIdentity;
     try {
       await eventually(async () => (await holder()) === 'proxyfleet-controller-0', 30_000, 'lease taken');
       await admin.apply(
@@ -58,11 +64,20 @@ describeKube('controller entrypoint (node controllers/src/main.ts)', () => {
           apiVersion: 'proxyfleet.io/v1alpha1',
           kind: 'ProxyGateway',
           metadata: { name: 'e2e', namespace: 'default' },
-          spec: { plan: 'basic', port: 12321, advertisedHost: 'e2e.example.com', exits: [{ name: 'direct', country: '*' }] },
+          spec: {
+            plan: 'basic',
+            port: 12321,
+            advertisedHost: 'e2e.example.com',
+            exits: [{ name: 'direct', country: '*' }],
+          },
         } as KubeObject,
         { fieldManager: 'test' },
       );
-      const d = await eventually(() => admin.get<KubeObject & { spec: any }>(RESOURCES.deployment, 'default', 'e2e-gateway'), 20_000, 'deployment'); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const d = await eventually(
+        () => admin.get<KubeObject & { spec: any }>(RESOURCES.deployment, 'default', 'e2e-gateway'),
+        20_000,
+        'deployment',
+      );
       expect(d.spec.template.spec.containers[0].image).toBe('proxyfleet:e2e');
     } catch (err) {
       throw new Error(`${(err as Error).message}\ncontroller output:\n${logs.join('').slice(-4000)}`);

@@ -30,7 +30,10 @@ runMain('controller', loadControllerConfig, async (config, { logger, registry, h
     gateway: {
       image: config.PROXYFLEET_GATEWAY_IMAGE,
       imagePullPolicy: config.PROXYFLEET_GATEWAY_IMAGE_PULL_POLICY,
-      databaseSecret: { name: config.PROXYFLEET_GATEWAY_DATABASE_SECRET, key: config.PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY },
+      databaseSecret: {
+        name: config.PROXYFLEET_GATEWAY_DATABASE_SECRET,
+        key: config.PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY,
+      },
       logLevel: config.PROXYFLEET_LOG_LEVEL,
     },
     leaderElection: config.PROXYFLEET_LEADER_ELECTION
@@ -41,8 +44,15 @@ runMain('controller', loadControllerConfig, async (config, { logger, registry, h
   });
   health.addInfo('leader', () => operator.leading);
   shutdown.add({ name: 'operator', run: () => operator.stop(), order: SHUTDOWN_ORDER.DEFAULT });
-  const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
+  const server = await startHealthServer(
+    health,
+    config.PROXYFLEET_HEALTH_HOST,
+    config.PROXYFLEET_HEALTH_PORT,
+  );
   shutdown.add({ name: 'health', run: () => server.close() });
   await operator.start();
-  logger.info({ identity: config.PROXYFLEET_POD_NAME, leaderElection: config.PROXYFLEET_LEADER_ELECTION }, 'controller started');
+  logger.info(
+    { identity: config.PROXYFLEET_POD_NAME, leaderElection: config.PROXYFLEET_LEADER_ELECTION },
+    'controller started',
+  );
 });

@@ -30,7 +30,14 @@ export interface OperatorOptions {
   /** false: run the controllers without a Lease (tests of one instance, dev). */
   leaderElection:
     | false
-    | { namespace: string; name: string; identity: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+    | {
+        namespace: string;
+        name: string;
+        identity: string;
+        leaseDurationMs?: number;
+        renewDeadlineMs?: number;
+        retryPeriodMs?: number;
+      };
   /** Called when leadership is lost after having been held (main.ts exits). */
   onLeadershipLost?: () => void;
 }
@@ -41,12 +48,14 @@ const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
 export class Operator {
   private readonly o: OperatorOptions;
   readonly metrics: ControllerMetrics;
+  readonly registry: Registry;
   private controllers: Array<Controller<KubeObject>> = [];
   private elector: LeaderElector | undefined;
   private running = false;
 
   constructor(options: OperatorOptions) {
     this.o = options;
+    this.registry = options.registry;
     this.metrics = new ControllerMetrics(options.registry);
   }
 
@@ -96,7 +105,10 @@ export class Operator {
 
     const gateways = inf<ProxyGateway>(PROXY_GATEWAY);
     const deployments = inf<KubeObject>(RESOURCES.deployment, MANAGED_SELECTOR);
-    const owned = (r: typeof PROXY_GATEWAY) => ({ informer: inf<KubeObject>(r, MANAGED_SELECTOR), ownerKey: controllerOwnerKey('ProxyGateway') });
+    const owned = (r: typeof PROXY_GATEWAY) => ({
+      informer: inf<KubeObject>(r, MANAGED_SELECTOR),
+      ownerKey: controllerOwnerKey('ProxyGateway'),
+    });
     const pgwController = new Controller<ProxyGateway>({
       name: 'proxygateway',
       primary: gateways,
@@ -105,7 +117,15 @@ export class Operator {
         owned(RESOURCES.service),
         owned(RESOURCES.hpa),
       ],
-      reconcile: proxyGatewayReconciler({ client, pool, gateways, deployments, recorder, logger, options: this.o.gateway }),
+      reconcile: proxyGatewayReconciler({
+        client,
+        pool,
+        gateways,
+        deployments,
+        recorder,
+        logger,
+        options: this.o.gateway,
+      }),
       logger,
       metrics: this.metrics,
       resyncMs: this.o.resyncMs,

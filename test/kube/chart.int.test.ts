@@ -9,10 +9,23 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
 import { describeKube } from './describe-kube.ts';
-import { CHART_DIR, CHART_TEST_VALUES, helmTemplate, helmTemplateText, REPO_ROOT, RELEASE_NAMESPACE, startKube, tool, type KubeEnv } from './env.ts';
+import {
+  CHART_DIR,
+  CHART_TEST_VALUES,
+  helmTemplate,
+  helmTemplateText,
+  REPO_ROOT,
+  RELEASE_NAMESPACE,
+  startKube,
+  tool,
+  type KubeEnv,
+} from './env.ts';
 
 const run = promisify(execFile);
-type Doc = { kind: string; metadata: { name: string; annotations?: Record<string, string> } } & Record<string, unknown>;
+type Doc = { kind: string; metadata: { name: string; annotations?: Record<string, string> } } & Record<
+  string,
+  unknown
+>;
 
 describeKube('Helm chart charts/proxyfleet', () => {
   let kube: KubeEnv;
@@ -25,18 +38,44 @@ describeKube('Helm chart charts/proxyfleet', () => {
   });
 
   test('helm lint passes; values.schema.json rejects unknown keys and a missing database', async () => {
-    const { stdout } = await run(tool('helm'), ['lint', CHART_DIR, ...CHART_TEST_VALUES, '--set', 'examples.enabled=true', '--set', 'serviceMonitor.enabled=true']);
+    const { stdout } = await run(tool('helm'), [
+      'lint',
+      CHART_DIR,
+      ...CHART_TEST_VALUES,
+      '--set',
+      'examples.enabled=true',
+      '--set',
+      'serviceMonitor.enabled=true',
+    ]);
     expect(stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
-    await expect(helmTemplateText(['--set', 'controller.replica=2'])).rejects.toThrow(/additional properties 'replica' not allowed/);
-    await expect(helmTemplateText(['--set', 'nonsense=true'])).rejects.toThrow(/additional properties 'nonsense' not allowed/);
+    await expect(helmTemplateText(['--set', 'controller.replica=2'])).rejects.toThrow(
+      /additional properties 'replica' not allowed/,
+    );
+    await expect(helmTemplateText(['--set', 'nonsense=true'])).rejects.toThrow(
+      /additional properties 'nonsense' not allowed/,
+    );
     await expect(run(tool('helm'), ['template', 'x', CHART_DIR])).rejects.toThrow(/database.existingSecret/);
   });
 
   test('helm template | kubectl apply --server-side --dry-run=server is accepted by the API server', async () => {
     const rendered = await helmTemplateText(['--set', 'examples.enabled=true']);
-    const out = await kube.kubectl(['apply', '--server-side', '--dry-run=server', '--force-conflicts', '-n', RELEASE_NAMESPACE, '-f', '-'], { input: rendered });
+    const out = await kube.kubectl(
+      ['apply', '--server-side', '--dry-run=server', '--force-conflicts', '-n', RELEASE_NAMESPACE, '-f', '-'],
+      { input: rendered },
+    );
     const kinds = (await helmTemplate(['--set', 'examples.enabled=true'])).map((d) => `${d.kind as string}`);
-    for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Secret', 'CustomResourceDefinition', 'ProxyGateway']) {
+    for (const kind of [
+      'Deployment',
+      'Service',
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Role',
+      'RoleBinding',
+      'Secret',
+      'CustomResourceDefinition',
+      'ProxyGateway',
+    ]) {
       expect(kinds).toContain(kind);
     }
     expect(out.trim().split('\n')).toHaveLength(kinds.length);
@@ -46,20 +85,37 @@ describeKube('Helm chart charts/proxyfleet', () => {
 
   test('controller, api and worker Deployments; CRDs behind crds.enabled, kept on uninstall', async () => {
     const docs = (await helmTemplate()) as Doc[];
-    const deployments = docs.filter((d) => d.kind === 'Deployment').map((d) => d.metadata.name).sort();
+    const deployments = docs
+      .filter((d) => d.kind === 'Deployment')
+      .map((d) => d.metadata.name)
+      .sort();
     expect(deployments).toEqual(['proxyfleet-api', 'proxyfleet-controller', 'proxyfleet-worker']);
     const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');
-    expect(crds.map((c) => c.metadata.name).sort()).toEqual(['apikeys.proxyfleet.io', 'proxygateways.proxyfleet.io']);
+    expect(crds.map((c) => c.metadata.name).sort()).toEqual([
+      'apikeys.proxyfleet.io',
+      'proxygateways.proxyfleet.io',
+    ]);
     for (const crd of crds) expect(crd.metadata.annotations?.['helm.sh/resource-policy']).toBe('keep');
     const without = (await helmTemplate(['--set', 'crds.enabled=false'])) as Doc[];
     expect(without.filter((d) => d.kind === 'CustomResourceDefinition')).toEqual([]);
-    const monitoring = ((await helmTemplate(['--set', 'serviceMonitor.enabled=true'])) as Doc[]).map((d) => d.kind);
+    const monitoring = ((await helmTemplate(['--set', 'serviceMonitor.enabled=true'])) as Doc[]).map(
+      (d) => d.kind,
+    );
     expect(monitoring).toEqual(expect.arrayContaining(['ServiceMonitor', 'PodMonitor']));
     expect(((await helmTemplate()) as Doc[]).map((d) => d.kind)).not.toContain('ServiceMonitor');
     // The database URL reaches every component from a Secret, never as a literal.
     for (const d of docs.filter((x) => x.kind === 'Deployment')) {
-      const env = (d as unknown as { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string; valueFrom?: unknown }> }> } } } })
-        .spec.template.spec.containers[0]!.env;
+      const env = (
+        d as unknown as {
+          spec: {
+            template: {
+              spec: {
+                containers: Array<{ env: Array<{ name: string; value?: string; valueFrom?: unknown }> }>;
+              };
+            };
+          };
+        }
+      ).spec.template.spec.containers[0]!.env;
       const url = env.find((e) => e.name === 'DATABASE_URL')!;
       expect(url.value).toBeUndefined();
       expect(url.valueFrom).toEqual({ secretKeyRef: { name: 'proxyfleet-database', key: 'url' } });
@@ -67,15 +123,21 @@ describeKube('Helm chart charts/proxyfleet', () => {
   });
 
   test('every example ProxyGateway (chart and dev/gateways.yaml) parses with gateway/src/spec.ts and the CRD', async () => {
-    const examples = ((await helmTemplate(['--set', 'examples.enabled=true'])) as Doc[]).filter((d) => d.kind === 'ProxyGateway');
+    const examples = ((await helmTemplate(['--set', 'examples.enabled=true'])) as Doc[]).filter(
+      (d) => d.kind === 'ProxyGateway',
+    );
     expect(examples.map((e) => e.metadata.name).sort()).toEqual(['advanced', 'basic', 'light']);
     for (const example of examples) {
       const parsed = proxyGatewaySchema.safeParse(example);
       expect(parsed.error?.issues ?? []).toEqual([]);
     }
     const dev = await readFile(path.join(REPO_ROOT, 'dev/gateways.yaml'), 'utf8');
-    for (const doc of parseAllDocuments(dev)) expect(proxyGatewaySchema.safeParse(doc.toJSON()).success).toBe(true);
-    const out = await kube.kubectl(['apply', '--server-side', '--dry-run=server', '-n', 'default', '-f', '-'], { input: dev });
+    for (const doc of parseAllDocuments(dev))
+      expect(proxyGatewaySchema.safeParse(doc.toJSON()).success).toBe(true);
+    const out = await kube.kubectl(
+      ['apply', '--server-side', '--dry-run=server', '-n', 'default', '-f', '-'],
+      { input: dev },
+    );
     expect(out.match(/serverside-applied \(server dry run\)/g)).toHaveLength(5);
   });
 });

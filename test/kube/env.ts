@@ -86,14 +86,20 @@ async function stopProcess(proc: Proc | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
-async function waitFor(what: string, proc: Proc, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+async function waitFor(
+  what: string,
+  proc: Proc,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (proc.child.exitCode !== null) {
       throw new Error(`${what} exited with ${proc.child.exitCode}:\n${proc.output.join('').slice(-4000)}`);
     }
     if (await probe().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs} ms:\n${proc.output.join('').slice(-4000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} not ready after ${timeoutMs} ms:\n${proc.output.join('').slice(-4000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -104,7 +110,11 @@ async function insecureGet(url: string, token?: string): Promise<{ status: numbe
   return new Promise((resolve, reject) => {
     const req = https.get(
       url,
-      { rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 5_000 },
+      {
+        rejectUnauthorized: false,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        timeout: 5_000,
+      },
       (res) => {
         let body = '';
         res.on('data', (c: Buffer) => (body += c.toString()));
@@ -162,12 +172,7 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
       '--unsafe-no-fsync=true',
       '--log-level=error',
     ]);
-    await waitFor(
-      'etcd',
-      etcd,
-      async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok,
-      30_000,
-    );
+    await waitFor('etcd', etcd, async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok, 30_000);
 
     const adminToken = randomBytes(16).toString('hex');
     const operatorToken = randomBytes(16).toString('hex');
@@ -198,7 +203,12 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
       '--enable-priority-and-fairness=false',
       '--v=0',
     ]);
-    await waitFor('kube-apiserver', apiserver, async () => (await insecureGet(`${server}/readyz`, adminToken)).status === 200, 90_000);
+    await waitFor(
+      'kube-apiserver',
+      apiserver,
+      async () => (await insecureGet(`${server}/readyz`, adminToken)).status === 200,
+      90_000,
+    );
 
     const adminKubeconfig = path.join(dir, 'admin.kubeconfig');
     const operatorKubeconfig = path.join(dir, 'operator.kubeconfig');
@@ -207,24 +217,44 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
 
     const kubectl = async (args: string[], opts: { input?: string; asOperator?: boolean } = {}) => {
       const kubeconfig = opts.asOperator ? operatorKubeconfig : adminKubeconfig;
-      const child = execFile(tool('kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], { maxBuffer: 20 * 1024 * 1024 });
+      const child = execFile(tool('kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], {
+        maxBuffer: 20 * 1024 * 1024,
+      });
       const result = new Promise<string>((resolve, reject) => {
         let out = '';
         let err = '';
         child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
         child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
         child.on('close', (code) =>
-          code === 0 ? resolve(out) : reject(new Error(`kubectl ${args.join(' ')} exited ${code}: ${err}${out}`)),
+          code === 0
+            ? resolve(out)
+            : reject(new Error(`kubectl ${args.join(' ')} exited ${code}: ${err}${out}`)),
         );
       });
       child.stdin?.end(opts.input ?? '');
       return result;
     };
-    const apply = (yamlText: string) => kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: yamlText });
+    const apply = (yamlText: string) =>
+      kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: yamlText });
 
-    const env: KubeEnv = { server, adminKubeconfig, operatorKubeconfig, adminToken, operatorToken, stop, kubectl, apply };
+    const env: KubeEnv = {
+      server,
+      adminKubeconfig,
+      operatorKubeconfig,
+      adminToken,
+      operatorToken,
+      stop,
+      kubectl,
+      apply,
+    };
     for (const file of CRD_FILES) await apply(await readFile(file, 'utf8'));
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/proxygateways.proxyfleet.io', 'crd/apikeys.proxyfleet.io']);
+    await kubectl([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/proxygateways.proxyfleet.io',
+      'crd/apikeys.proxyfleet.io',
+    ]);
     await apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${RELEASE_NAMESPACE}\n`);
     if (options.rbac !== false) await applyChartRbac(env);
     return env;
@@ -236,9 +266,12 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
 
 /** The values every test render needs (the chart refuses to render without its secrets). */
 export const CHART_TEST_VALUES = [
-  '--set', 'database.url=postgresql://proxyfleet:secret@postgres.proxyfleet-system:5432/proxyfleet',
-  '--set', `apiSecrets.adminToken=${'a'.repeat(32)}`,
-  '--set', `apiSecrets.credentialsKey=${'0'.repeat(64)}`,
+  '--set',
+  'database.url=postgresql://proxyfleet:secret@postgres.proxyfleet-system:5432/proxyfleet',
+  '--set',
+  `apiSecrets.adminToken=${'a'.repeat(32)}`,
+  '--set',
+  `apiSecrets.credentialsKey=${'0'.repeat(64)}`,
 ];
 
 /** `helm template` of the chart with the test values plus `args`, as text. */
@@ -286,7 +319,11 @@ export async function applyChartRbac(env: KubeEnv): Promise<void> {
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or fails with its last error. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {

@@ -29,13 +29,23 @@ export function createTestOperator(o: TestOperatorOptions): Operator {
   return new Operator({
     client: kubeClientFor(o.kubeconfig),
     pool: o.pool,
-    logger: createLogger('controller', process.env.PROXYFLEET_TEST_LOG_LEVEL === 'debug' ? 'debug' : 'silent'),
+    logger: createLogger(
+      'controller',
+      process.env.PROXYFLEET_TEST_LOG_LEVEL === 'debug' ? 'debug' : 'silent',
+    ),
     registry: createRegistry('controller', false),
     gateway: { ...TEST_GATEWAY_OPTIONS },
     resyncMs: 60_000,
     informer: { minBackoffMs: 100, maxBackoffMs: 2_000 },
     leaderElection: o.leaseNamespace
-      ? { namespace: o.leaseNamespace, name: LEASE_NAME, identity: o.identity ?? 'test', leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 }
+      ? {
+          namespace: o.leaseNamespace,
+          name: LEASE_NAME,
+          identity: o.identity ?? 'test',
+          leaseDurationMs: 3_000,
+          renewDeadlineMs: 2_000,
+          retryPeriodMs: 500,
+        }
       : false,
     ...o.overrides,
   });

@@ -56,12 +56,25 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
   });
 
   const applyKey = (name: string, spec: Record<string, unknown>) =>
-    admin.apply(API_KEY, { apiVersion: 'proxyfleet.io/v1alpha1', kind: 'ApiKey', metadata: { name, namespace: NS }, spec } as KubeObject, {
-      fieldManager: 'test',
-    });
+    admin.apply(
+      API_KEY,
+      {
+        apiVersion: 'proxyfleet.io/v1alpha1',
+        kind: 'ApiKey',
+        metadata: { name, namespace: NS },
+        spec,
+      } as KubeObject,
+      {
+        fieldManager: 'test',
+      },
+    );
   const getKey = (name: string) => admin.get<ApiKey>(API_KEY, NS, name);
   const secretKey = async (secretName: string) => {
-    const s = await admin.get<KubeObject & { data?: Record<string, string> }>(RESOURCES.secret, NS, secretName);
+    const s = await admin.get<KubeObject & { data?: Record<string, string> }>(
+      RESOURCES.secret,
+      NS,
+      secretName,
+    );
     return s?.data?.apiKey ? Buffer.from(s.data.apiKey, 'base64').toString() : undefined;
   };
   const accountStatus = async (key: string) => (await call(api.url, '/api/v1/account', { key })).status;
@@ -79,18 +92,20 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
 
   test('create: the key lands in the Secret, only its hash in api_keys, and it works on the REST API', async () => {
     await applyKey('ci', { accountId: account.id, name: 'ci', secretName: 'ci-api-key' });
-    const ak = await synced('ci', (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
+    const ak = await synced(
+      'ci',
+      (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    );
     const key = (await secretKey('ci-api-key'))!;
     expect(key).toMatch(/^svc_live_[0-9a-f]{48}$/);
     expect(await accountStatus(key)).toBe(200);
     const body = (await call(api.url, '/api/v1/account', { key })).body as { id: string };
     expect(body.id).toBe(account.id);
 
-    const { rows } = await db.pool.query('SELECT id, kind, name, prefix, encode(key_hash, $2) AS hash FROM api_keys WHERE account_id = $1 AND name = $3', [
-      account.id,
-      'hex',
-      'ci',
-    ]);
+    const { rows } = await db.pool.query(
+      'SELECT id, kind, name, prefix, encode(key_hash, $2) AS hash FROM api_keys WHERE account_id = $1 AND name = $3',
+      [account.id, 'hex', 'ci'],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ kind: 'named', prefix: key.slice(0, 15) });
     expect(ak.status).toMatchObject({
@@ -120,28 +135,57 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     expect(ak.status?.changeId).toBeGreaterThan(before.status!.changeId!);
     expect(await accountStatus(oldKey)).toBe(401);
     expect(await accountStatus(newKey)).toBe(200);
-    const events = await admin.list<KubeObject & { reason?: string; involvedObject?: { name: string } }>(RESOURCES.event, { namespace: NS });
-    expect(events.items.filter((e) => e.involvedObject?.name === 'ci').map((e) => e.reason)).toEqual(expect.arrayContaining(['KeyIssued', 'KeyRotated']));
+    const events = await admin.list<KubeObject & { reason?: string; involvedObject?: { name: string } }>(
+      RESOURCES.event,
+      { namespace: NS },
+    );
+    expect(events.items.filter((e) => e.involvedObject?.name === 'ci').map((e) => e.reason)).toEqual(
+      expect.arrayContaining(['KeyIssued', 'KeyRotated']),
+    );
   });
 
   test('revoke: the key fails on the REST API, its Secret is gone, and revoked cannot be undone', async () => {
     const key = (await secretKey('ci-api-key'))!;
-    await applyKey('ci', { accountId: account.id, name: 'ci', secretName: 'ci-api-key', rotation: 1, revoked: true });
-    const ak = await synced('ci', (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'Revoked') ?? false);
+    await applyKey('ci', {
+      accountId: account.id,
+      name: 'ci',
+      secretName: 'ci-api-key',
+      rotation: 1,
+      revoked: true,
+    });
+    const ak = await synced(
+      'ci',
+      (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'Revoked') ?? false,
+    );
     expect(ak.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
     expect(await accountStatus(key)).toBe(401);
     expect(await secretKey('ci-api-key')).toBeUndefined();
-    await expect(applyKey('ci', { accountId: account.id, name: 'ci', secretName: 'ci-api-key', rotation: 1, revoked: false })).rejects.toThrow(
-      /a revoked key stays revoked/,
-    );
-    await expect(applyKey('ci', { accountId: account.id, name: 'ci', secretName: 'ci-api-key', rotation: 0, revoked: true })).rejects.toThrow(
-      /rotation only goes up/,
-    );
+    await expect(
+      applyKey('ci', {
+        accountId: account.id,
+        name: 'ci',
+        secretName: 'ci-api-key',
+        rotation: 1,
+        revoked: false,
+      }),
+    ).rejects.toThrow(/a revoked key stays revoked/);
+    await expect(
+      applyKey('ci', {
+        accountId: account.id,
+        name: 'ci',
+        secretName: 'ci-api-key',
+        rotation: 0,
+        revoked: true,
+      }),
+    ).rejects.toThrow(/rotation only goes up/);
   });
 
   test('delete: the finalizer revokes the key before the ApiKey goes', async () => {
     await applyKey('temp', { accountId: account.id, name: 'temp', secretName: 'temp-api-key' });
-    await synced('temp', (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
+    await synced(
+      'temp',
+      (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    );
     const key = (await secretKey('temp-api-key'))!;
     expect(await accountStatus(key)).toBe(200);
     expect((await getKey('temp'))?.metadata.finalizers).toEqual(['proxyfleet.io/api-key']);
@@ -149,14 +193,19 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     await eventually(async () => (await getKey('temp')) === undefined, 20_000, 'ApiKey deleted');
     await eventually(async () => (await accountStatus(key)) === 401, 10_000, 'key refused');
     expect(await secretKey('temp-api-key')).toBeUndefined();
-    const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM operator_api_keys WHERE name = 'temp'");
+    const { rows } = await db.pool.query(
+      "SELECT count(*)::int AS n FROM operator_api_keys WHERE name = 'temp'",
+    );
     expect(rows[0].n).toBe(0);
   });
 
   test('primary: the ApiKey regenerates the account primary key, the one issued at sign-up stops working', async () => {
     expect(await accountStatus(account.apiKey)).toBe(200);
     await applyKey('primary', { accountId: account.id, primary: true, secretName: 'primary-api-key' });
-    await synced('primary', (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
+    await synced(
+      'primary',
+      (a) => a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    );
     const key = (await secretKey('primary-api-key'))!;
     expect(await accountStatus(key)).toBe(200);
     expect(await accountStatus(account.apiKey)).toBe(401);
@@ -167,16 +216,28 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     const other = await accountWithBandwidth(db.pool);
     for (let i = 0; i < 10; i++) await createNamedKey(db.pool, other.id, `k${i}`);
     await applyKey('eleventh', { accountId: other.id, name: 'eleventh', secretName: 'eleventh-api-key' });
-    const ready = await eventually(async () => (await getKey('eleventh'))?.status?.conditions?.find((c) => c.type === 'Ready'), 20_000, 'Ready');
+    const ready = await eventually(
+      async () => (await getKey('eleventh'))?.status?.conditions?.find((c) => c.type === 'Ready'),
+      20_000,
+      'Ready',
+    );
     expect(ready).toMatchObject({ status: 'False', reason: 'NamedKeyLimit' });
     expect(ready.message).toMatch(/at most 10 named API keys/);
   });
 
   test('invalid ApiKeys are rejected by the schema and CEL', async () => {
-    await expect(applyKey('bad', { accountId: 'not-a-uuid', name: 'x', secretName: 's' })).rejects.toThrow(/accountId/);
-    await expect(applyKey('bad', { accountId: account.id, secretName: 's' })).rejects.toThrow(/needs spec.name/);
-    await expect(applyKey('bad', { accountId: account.id, primary: true, name: 'x', secretName: 's' })).rejects.toThrow(/primary key has no spec.name/);
-    await expect(applyKey('primary', { accountId: account.id, primary: true, secretName: 'other-secret' })).rejects.toThrow(/secretName is immutable/);
+    await expect(applyKey('bad', { accountId: 'not-a-uuid', name: 'x', secretName: 's' })).rejects.toThrow(
+      /accountId/,
+    );
+    await expect(applyKey('bad', { accountId: account.id, secretName: 's' })).rejects.toThrow(
+      /needs spec.name/,
+    );
+    await expect(
+      applyKey('bad', { accountId: account.id, primary: true, name: 'x', secretName: 's' }),
+    ).rejects.toThrow(/primary key has no spec.name/);
+    await expect(
+      applyKey('primary', { accountId: account.id, primary: true, secretName: 'other-secret' }),
+    ).rejects.toThrow(/secretName is immutable/);
   });
 
   test('kubectl get pgw,ak prints the printer columns with real values', async () => {
@@ -186,20 +247,47 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',
         metadata: { name: 'basic', namespace: NS },
-        spec: { plan: 'basic', port: 12321, advertisedHost: 'basic.proxy.example.com', exits: [{ name: 'direct', country: '*' }], replicas: { min: 2, max: 2 } },
+        spec: {
+          plan: 'basic',
+          port: 12321,
+          advertisedHost: 'basic.proxy.example.com',
+          exits: [{ name: 'direct', country: '*' }],
+          replicas: { min: 2, max: 2 },
+        },
       } as KubeObject,
       { fieldManager: 'test' },
     );
-    await eventually(async () => (await admin.get<KubeObject & { status?: { ready?: string } }>(PROXY_GATEWAY, NS, 'basic'))?.status?.ready === '0/2');
+    await eventually(
+      async () =>
+        (await admin.get<KubeObject & { status?: { ready?: string } }>(PROXY_GATEWAY, NS, 'basic'))?.status
+          ?.ready === '0/2',
+    );
     const table = await kube.kubectl(['get', 'pgw,ak', '-n', NS]);
     const lines = table.split('\n').map((l) => l.trim().split(/\s{2,}/));
     const pgwHeader = lines.find((l) => l[1] === 'PLAN');
     expect(pgwHeader).toEqual(['NAME', 'PLAN', 'PORT', 'READY', 'ENDPOINT', 'AGE']);
-    expect(lines.find((l) => l[0] === 'proxygateway.proxyfleet.io/basic')?.slice(1, 5)).toEqual(['basic', '12321', '0/2', 'basic.proxy.example.com:12321']);
+    expect(lines.find((l) => l[0] === 'proxygateway.proxyfleet.io/basic')?.slice(1, 5)).toEqual([
+      'basic',
+      '12321',
+      '0/2',
+      'basic.proxy.example.com:12321',
+    ]);
     const akHeader = lines.find((l) => l[1] === 'ACCOUNT');
     expect(akHeader).toEqual(['NAME', 'ACCOUNT', 'NAME', 'PRIMARY', 'REVOKED', 'SYNCED', 'AGE']);
-    expect(lines.find((l) => l[0] === 'apikey.proxyfleet.io/ci')?.slice(1, 6)).toEqual([account.id, 'ci', 'false', 'true', 'api 1/1, gw 1/1']);
-    expect(lines.find((l) => l[0] === 'apikey.proxyfleet.io/primary')?.slice(1, 6)).toEqual([account.id, 'primary', 'true', 'false', 'api 1/1, gw 1/1']);
+    expect(lines.find((l) => l[0] === 'apikey.proxyfleet.io/ci')?.slice(1, 6)).toEqual([
+      account.id,
+      'ci',
+      'false',
+      'true',
+      'api 1/1, gw 1/1',
+    ]);
+    expect(lines.find((l) => l[0] === 'apikey.proxyfleet.io/primary')?.slice(1, 6)).toEqual([
+      account.id,
+      'primary',
+      'true',
+      'false',
+      'api 1/1, gw 1/1',
+    ]);
     process.stdout.write(`kubectl get pgw,ak -n ${NS}\n${table}`);
   });
 });

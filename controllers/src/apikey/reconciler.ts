@@ -5,7 +5,12 @@
 // hash is already in api_keys is adopted rather than issued twice. Status counts the API and
 // gateway processes whose cache version has reached the change (cache_acks, decisions.md).
 import { AppError } from '../../../common/src/errors.ts';
-import { createNamedKey, regeneratePrimaryKey, revokeKey, type CreatedKey } from '../../../common/src/accounts/keys.ts';
+import {
+  createNamedKey,
+  regeneratePrimaryKey,
+  revokeKey,
+  type CreatedKey,
+} from '../../../common/src/accounts/keys.ts';
 import { countCacheAcks } from '../../../common/src/db/changes.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
 import type { Logger } from '../../../common/src/logger.ts';
@@ -19,7 +24,15 @@ import type { KubeClient, KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
 import { API_KEY, API_VERSION, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
 import type { ApiKey, ApiKeyStatus } from '../crds/types.generated.ts';
-import { changeLogHead, deleteMapping, findKeyByHash, readMapping, saveMapping, setMappingChange, type Mapping } from './store.ts';
+import {
+  changeLogHead,
+  deleteMapping,
+  findKeyByHash,
+  readMapping,
+  saveMapping,
+  setMappingChange,
+  type Mapping,
+} from './store.ts';
 
 export const APIKEY_FINALIZER = 'proxyfleet.io/api-key';
 export const SECRET_KEY_FIELD = 'apiKey';
@@ -47,7 +60,9 @@ export interface ApiKeyReconcilerDeps {
 const keyName = (ak: ApiKey) => (ak.spec.primary ? 'primary' : ak.spec.name!);
 const fingerprint = (hash: Buffer) => `sha256:${hash.toString('hex').slice(0, 16)}`;
 
-export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => Promise<ReconcileResult | void> {
+export function apiKeyReconciler(
+  deps: ApiKeyReconcilerDeps,
+): (key: string) => Promise<ReconcileResult | void> {
   const { client, pool, recorder, logger } = deps;
 
   return async (key) => {
@@ -73,11 +88,21 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
       if (mapping?.apiKeyId && mapping.key && !mapping.key.revokedAt) {
         await revokeKey(pool, ak.spec.accountId, mapping.apiKeyId);
         await setMappingChange(pool, uid, await changeLogHead(pool));
-        await recorder.record(ak, 'Normal', 'Revoked', `key ${mapping.key.prefix}… revoked; it fails on the REST API`);
+        await recorder.record(
+          ak,
+          'Normal',
+          'Revoked',
+          `key ${mapping.key.prefix}… revoked; it fails on the REST API`,
+        );
         mapping = await readMapping(pool, uid);
       }
       await client.delete(RESOURCES.secret, namespace, ak.spec.secretName);
-      return report(ak, mapping, { type: 'Ready', status: 'False', reason: 'Revoked', message: 'the key is revoked; create a new ApiKey for a new key' });
+      return report(ak, mapping, {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Revoked',
+        message: 'the key is revoked; create a new ApiKey for a new key',
+      });
     }
 
     const needNew = !mapping || mapping.rotation < ak.spec.rotation;
@@ -87,12 +112,15 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
           type: 'Ready',
           status: 'False',
           reason: 'RevokedOutsideOperator',
-          message: 'the key was revoked or replaced outside Kubernetes (admin API); raise spec.rotation to issue a new one',
+          message:
+            'the key was revoked or replaced outside Kubernetes (admin API); raise spec.rotation to issue a new one',
         });
       }
       const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretName);
       const stored = secret?.data?.[SECRET_KEY_FIELD];
-      const matches = stored !== undefined && describeApiKey(Buffer.from(stored, 'base64').toString()).hash.equals(mapping!.key.hash);
+      const matches =
+        stored !== undefined &&
+        describeApiKey(Buffer.from(stored, 'base64').toString()).hash.equals(mapping!.key.hash);
       if (!matches) {
         return report(ak, mapping, {
           type: 'Ready',
@@ -114,7 +142,8 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
       } else if (ak.spec.primary) {
         created = await regeneratePrimaryKey(pool, ak.spec.accountId, issued);
       } else {
-        if (mapping?.apiKeyId && mapping.key && !mapping.key.revokedAt) await revokeKey(pool, ak.spec.accountId, mapping.apiKeyId);
+        if (mapping?.apiKeyId && mapping.key && !mapping.key.revokedAt)
+          await revokeKey(pool, ak.spec.accountId, mapping.apiKeyId);
         created = await createNamedKey(pool, ak.spec.accountId, keyName(ak), issued);
       }
     } catch (err) {
@@ -136,7 +165,12 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
     });
     const first = !mapping;
     mapping = await readMapping(pool, uid);
-    await recorder.record(ak, 'Normal', first ? 'KeyIssued' : 'KeyRotated', `key ${issued.prefix}… written to Secret ${ak.spec.secretName}`);
+    await recorder.record(
+      ak,
+      'Normal',
+      first ? 'KeyIssued' : 'KeyRotated',
+      `key ${issued.prefix}… written to Secret ${ak.spec.secretName}`,
+    );
     return report(ak, mapping, readyCondition(ak, mapping!));
   };
 
@@ -145,7 +179,8 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
     const namespace = ak.metadata.namespace!;
     const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretName);
     const annotations = secret?.metadata.annotations ?? {};
-    const stored = secret?.data?.[SECRET_KEY_FIELD] && Buffer.from(secret.data[SECRET_KEY_FIELD], 'base64').toString();
+    const stored =
+      secret?.data?.[SECRET_KEY_FIELD] && Buffer.from(secret.data[SECRET_KEY_FIELD], 'base64').toString();
     if (
       stored &&
       API_KEY_PATTERN.test(stored) &&
@@ -166,9 +201,19 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
           name: ak.spec.secretName,
           namespace,
           labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [APIKEY_LABEL]: ak.metadata.name },
-          annotations: { [ROTATION_ANNOTATION]: String(ak.spec.rotation), [OWNER_UID_ANNOTATION]: ak.metadata.uid! },
+          annotations: {
+            [ROTATION_ANNOTATION]: String(ak.spec.rotation),
+            [OWNER_UID_ANNOTATION]: ak.metadata.uid!,
+          },
           ownerReferences: [
-            { apiVersion: API_VERSION, kind: 'ApiKey', name: ak.metadata.name, uid: ak.metadata.uid!, controller: true, blockOwnerDeletion: true },
+            {
+              apiVersion: API_VERSION,
+              kind: 'ApiKey',
+              name: ak.metadata.name,
+              uid: ak.metadata.uid!,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
           ],
         },
         type: 'Opaque',
@@ -188,14 +233,26 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
     };
   }
 
-  async function report(ak: ApiKey, mapping: Mapping | undefined, ready: ConditionInput): Promise<ReconcileResult> {
+  async function report(
+    ak: ApiKey,
+    mapping: Mapping | undefined,
+    ready: ConditionInput,
+  ): Promise<ReconcileResult> {
     const version = mapping?.changeId ?? 0;
-    const [api, gateway] = await Promise.all([countCacheAcks(pool, 'api', version), countCacheAcks(pool, 'gateway', version)]);
+    const [api, gateway] = await Promise.all([
+      countCacheAcks(pool, 'api', version),
+      countCacheAcks(pool, 'gateway', version),
+    ]);
     const allSynced = api.synced === api.total && gateway.synced === gateway.total;
     const synced: ConditionInput = !mapping?.changeId
       ? { type: 'Synced', status: 'Unknown', reason: 'NoChange', message: 'no key change has been made yet' }
       : allSynced
-        ? { type: 'Synced', status: 'True', reason: 'CachesCurrent', message: `every running API (${api.total}) and gateway (${gateway.total}) pod has the change` }
+        ? {
+            type: 'Synced',
+            status: 'True',
+            reason: 'CachesCurrent',
+            message: `every running API (${api.total}) and gateway (${gateway.total}) pod has the change`,
+          }
         : {
             type: 'Synced',
             status: 'False',
@@ -218,11 +275,17 @@ export function apiKeyReconciler(deps: ApiKeyReconcilerDeps): (key: string) => P
     };
     await client.apply(
       API_KEY,
-      { apiVersion: API_VERSION, kind: 'ApiKey', metadata: { name: ak.metadata.name, namespace: ak.metadata.namespace }, status } as KubeObject,
+      {
+        apiVersion: API_VERSION,
+        kind: 'ApiKey',
+        metadata: { name: ak.metadata.name, namespace: ak.metadata.namespace },
+        status,
+      } as KubeObject,
       { fieldManager: FIELD_MANAGER, subresource: 'status', force: true },
     );
     for (const c of transitions(ak.status?.conditions, conditions)) {
-      if (c.type === 'Ready' && c.status === 'False' && c.reason !== 'Revoked') await recorder.record(ak, 'Warning', c.reason, c.message);
+      if (c.type === 'Ready' && c.status === 'False' && c.reason !== 'Revoked')
+        await recorder.record(ak, 'Warning', c.reason, c.message);
       if (c.type === 'Synced' && c.status === 'True' && findCondition(ak.status?.conditions, 'Synced')) {
         await recorder.record(ak, 'Normal', 'Synced', c.message);
       }

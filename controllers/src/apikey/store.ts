@@ -35,13 +35,23 @@ export async function readMapping(pool: Pool, uid: string): Promise<Mapping | un
     rotation: r.rotation,
     changeId: r.change_id,
     rotatedAt: r.rotated_at,
-    key: r.key_hash ? { revokedAt: r.revoked_at, prefix: r.prefix!, hash: r.key_hash, name: r.key_name!, kind: r.kind! } : undefined,
+    key: r.key_hash
+      ? { revokedAt: r.revoked_at, prefix: r.prefix!, hash: r.key_hash, name: r.key_name!, kind: r.kind! }
+      : undefined,
   };
 }
 
 export async function saveMapping(
   pool: Pool,
-  m: { uid: string; namespace: string; name: string; accountId: string; apiKeyId: string; rotation: number; changeId: number },
+  m: {
+    uid: string;
+    namespace: string;
+    name: string;
+    accountId: string;
+    apiKeyId: string;
+    rotation: number;
+    changeId: number;
+  },
 ): Promise<void> {
   await pool.query(
     `INSERT INTO operator_api_keys (resource_uid, namespace, name, account_id, api_key_id, rotation, change_id, rotated_at)
@@ -53,14 +63,20 @@ export async function saveMapping(
 }
 
 export async function setMappingChange(pool: Pool, uid: string, changeId: number): Promise<void> {
-  await pool.query('UPDATE operator_api_keys SET change_id = $2, updated_at = now() WHERE resource_uid = $1', [uid, changeId]);
+  await pool.query(
+    'UPDATE operator_api_keys SET change_id = $2, updated_at = now() WHERE resource_uid = $1',
+    [uid, changeId],
+  );
 }
 
 export async function deleteMapping(pool: Pool, uid: string): Promise<void> {
   await pool.query('DELETE FROM operator_api_keys WHERE resource_uid = $1', [uid]);
 }
 
-export async function findKeyByHash(pool: Pool, hash: Buffer): Promise<{ id: string; accountId: string; revokedAt: Date | null } | undefined> {
+export async function findKeyByHash(
+  pool: Pool,
+  hash: Buffer,
+): Promise<{ id: string; accountId: string; revokedAt: Date | null } | undefined> {
   const { rows } = await pool.query<{ id: string; account_id: string; revoked_at: Date | null }>(
     'SELECT id, account_id, revoked_at FROM api_keys WHERE key_hash = $1',
     [hash],
@@ -75,6 +91,8 @@ export async function findKeyByHash(pool: Pool, hash: Buffer): Promise<{ id: str
  * instead of searching change_log by subject.
  */
 export async function changeLogHead(pool: Pool): Promise<number> {
-  const { rows } = await pool.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
+  const { rows } = await pool.query<{ head: number }>(
+    'SELECT coalesce(max(id), 0)::bigint AS head FROM change_log',
+  );
   return rows[0]?.head ?? 0;
 }

@@ -54,20 +54,32 @@ describe('crds/ is the single source of truth', () => {
     const crdSpec = pgw.crd.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec as JsonSchema;
     const gatewayOnly: JsonSchema = {
       ...crdSpec,
-      properties: Object.fromEntries(Object.entries(crdSpec.properties!).filter(([k]) => !KUBERNETES_ONLY.includes(k))),
+      properties: Object.fromEntries(
+        Object.entries(crdSpec.properties!).filter(([k]) => !KUBERNETES_ONLY.includes(k)),
+      ),
     };
-    const fromZod = z.toJSONSchema(proxyGatewaySpecSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+    const fromZod = z.toJSONSchema(proxyGatewaySpecSchema, {
+      io: 'input',
+      unrepresentable: 'any',
+    }) as JsonSchema;
     expect(shape(gatewayOnly)).toEqual(shape(fromZod));
-    expect(Object.keys(crdSpec.properties!).filter((k) => !(k in fromZod.properties!)).sort()).toEqual([...KUBERNETES_ONLY].sort());
+    expect(
+      Object.keys(crdSpec.properties!)
+        .filter((k) => !(k in fromZod.properties!))
+        .sort(),
+    ).toEqual([...KUBERNETES_ONLY].sort());
     expect((crdSpec.properties!.plan!.enum as string[]).sort()).toEqual([...PRODUCTS].sort());
   });
 
   test('both CRDs: group proxyfleet.io v1alpha1, status subresource, short names, printer columns', async () => {
     const crds = await readCrds();
-    const byKind = Object.fromEntries(crds.map((c) => [c.crd.spec.names.kind, c.crd as unknown as Record<string, any>])); // eslint-disable-line @typescript-eslint/no-explicit-any
+    const byKind = Object.fromEntries(
+      crds.map((c) => [c.crd.spec.names.kind, c.crd as unknown as Record<string, any>]),
+    );
     expect(byKind.ProxyGateway!.spec.names.shortNames).toEqual(['pgw']);
     expect(byKind.ApiKey!.spec.names.shortNames).toEqual(['ak']);
-    const columns = (kind: string) => byKind[kind]!.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
+    const columns = (kind: string) =>
+      byKind[kind]!.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
     expect(columns('ProxyGateway')).toEqual(['Plan', 'Port', 'Ready', 'Endpoint', 'Age']);
     expect(columns('ApiKey')).toEqual(['Account', 'Name', 'Primary', 'Revoked', 'Synced', 'Age']);
     for (const crd of Object.values(byKind)) {

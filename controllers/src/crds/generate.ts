@@ -34,7 +34,8 @@ export interface Crd {
 /** A TypeScript type for a schema. Defaulted fields are not optional: the API server fills them. */
 export function tsType(s: Schema, indent = ''): string {
   if (s['x-kubernetes-int-or-string']) return 'number | string';
-  if (s.enum) return s.enum.map((v) => (typeof v === 'string' ? `'${v.replace(/'/g, "\\'")}'` : String(v))).join(' | ');
+  if (s.enum)
+    return s.enum.map((v) => (typeof v === 'string' ? `'${v.replace(/'/g, "\\'")}'` : String(v))).join(' | ');
   switch (s.type) {
     case 'string':
       return 'string';
@@ -50,12 +51,15 @@ export function tsType(s: Schema, indent = ''): string {
         const inner = indent + '  ';
         const lines = Object.entries(s.properties).map(([name, child]) => {
           const optional = !(s.required ?? []).includes(name) && child.default === undefined;
-          const doc = child.description ? `${inner}/** ${child.description.replace(/\*\//g, '* /')} */\n` : '';
+          const doc = child.description
+            ? `${inner}/** ${child.description.replace(/\*\//g, '* /')} */\n`
+            : '';
           return `${doc}${inner}${name}${optional ? '?' : ''}: ${tsType(child, inner)};`;
         });
         return `{\n${lines.join('\n')}\n${indent}}`;
       }
-      if (typeof s.additionalProperties === 'object') return `Record<string, ${tsType(s.additionalProperties, indent)}>`;
+      if (typeof s.additionalProperties === 'object')
+        return `Record<string, ${tsType(s.additionalProperties, indent)}>`;
       return 'Record<string, unknown>';
     }
     default:

@@ -5,8 +5,20 @@ export const GROUP = 'proxyfleet.io';
 export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
-export const PROXY_GATEWAY: Resource = { group: GROUP, version: VERSION, plural: 'proxygateways', kind: 'ProxyGateway', namespaced: true };
-export const API_KEY: Resource = { group: GROUP, version: VERSION, plural: 'apikeys', kind: 'ApiKey', namespaced: true };
+export const PROXY_GATEWAY: Resource = {
+  group: GROUP,
+  version: VERSION,
+  plural: 'proxygateways',
+  kind: 'ProxyGateway',
+  namespaced: true,
+};
+export const API_KEY: Resource = {
+  group: GROUP,
+  version: VERSION,
+  plural: 'apikeys',
+  kind: 'ApiKey',
+  namespaced: true,
+};
 
 /** The one server-side-apply field manager of the operator. */
 export const FIELD_MANAGER = 'proxyfleet-operator';

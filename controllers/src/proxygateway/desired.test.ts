@@ -17,11 +17,20 @@ const OPTIONS: GatewayOptions = {
 };
 
 /** A ProxyGateway as the API server returns it: CRD defaults filled in. */
-function pgw(name: string, spec: Partial<ProxyGateway['spec']> & Pick<ProxyGateway['spec'], 'plan' | 'port' | 'advertisedHost' | 'exits'>): ProxyGateway {
+function pgw(
+  name: string,
+  spec: Partial<ProxyGateway['spec']> &
+    Pick<ProxyGateway['spec'], 'plan' | 'port' | 'advertisedHost' | 'exits'>,
+): ProxyGateway {
   return {
     apiVersion: 'proxyfleet.io/v1alpha1',
     kind: 'ProxyGateway',
-    metadata: { name, namespace: 'proxy', uid: `00000000-0000-4000-8000-00000000000${name.length}`, generation: 1 },
+    metadata: {
+      name,
+      namespace: 'proxy',
+      uid: `00000000-0000-4000-8000-00000000000${name.length}`,
+      generation: 1,
+    },
     spec: {
       session: { defaultMinutes: 10, maxMinutes: 1440 },
       timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 300, maxLifetimeSeconds: 86400 },
@@ -54,7 +63,10 @@ const CASES: Record<string, ProxyGateway> = {
     timeouts: { headersSeconds: 5, connectSeconds: 8, idleSeconds: 120, maxLifetimeSeconds: 3600 },
     replicas: { min: 3, max: 3 },
     resources: { requests: { cpu: '500m', memory: '256Mi' }, limits: { memory: '1Gi' } },
-    service: { type: 'LoadBalancer', annotations: { 'service.beta.kubernetes.io/aws-load-balancer-type': 'nlb' } },
+    service: {
+      type: 'LoadBalancer',
+      annotations: { 'service.beta.kubernetes.io/aws-load-balancer-type': 'nlb' },
+    },
   }),
   'light-short-tunnels': pgw('light', {
     plan: 'light',
@@ -70,7 +82,11 @@ describe('desiredObjects golden files', () => {
   for (const [name, gateway] of Object.entries(CASES)) {
     test(name, async () => {
       const desired = desiredObjects(gateway, OPTIONS);
-      const rendered = stringify({ autoscaled: desired.autoscaled, absent: desired.absent.map((a) => `${a.resource.kind}/${a.name}`), objects: desired.objects.map((o) => o.object) });
+      const rendered = stringify({
+        autoscaled: desired.autoscaled,
+        absent: desired.absent.map((a) => `${a.resource.kind}/${a.name}`),
+        objects: desired.objects.map((o) => o.object),
+      });
       const file = path.join(import.meta.dirname, 'testdata', `${name}.golden.yaml`);
       if (process.env.UPDATE_GOLDEN) await writeFile(file, rendered);
       expect(rendered).toBe(await readFile(file, 'utf8'));
@@ -82,7 +98,15 @@ describe('desiredObjects invariants', () => {
   test('the gateway config is exactly what gateway/src/spec.ts reads, without Kubernetes-only fields', () => {
     for (const gateway of Object.values(CASES)) {
       const parsed = proxyGatewaySchema.parse(parse(gatewayConfigYaml(gateway)));
-      expect(Object.keys(parsed.spec).sort()).toEqual(['advertisedHost', 'exits', 'limits', 'plan', 'port', 'session', 'timeouts']);
+      expect(Object.keys(parsed.spec).sort()).toEqual([
+        'advertisedHost',
+        'exits',
+        'limits',
+        'plan',
+        'port',
+        'session',
+        'timeouts',
+      ]);
       expect(parsed.spec.exits).toEqual(gateway.spec.exits);
     }
   });
@@ -91,7 +115,11 @@ describe('desiredObjects invariants', () => {
     const auto = desiredObjects(CASES['basic-autoscaled']!, OPTIONS);
     const fixed = desiredObjects(CASES['advanced-fixed-loadbalancer']!, OPTIONS);
     const replicas = (d: ReturnType<typeof desiredObjects>) =>
-      (d.objects.find((o) => o.object.kind === 'Deployment')!.object as unknown as { spec: { replicas?: number } }).spec.replicas;
+      (
+        d.objects.find((o) => o.object.kind === 'Deployment')!.object as unknown as {
+          spec: { replicas?: number };
+        }
+      ).spec.replicas;
     expect(replicas(auto)).toBeUndefined();
     expect(auto.objects.some((o) => o.object.kind === 'HorizontalPodAutoscaler')).toBe(true);
     expect(replicas(fixed)).toBe(3);
@@ -100,11 +128,15 @@ describe('desiredObjects invariants', () => {
 
   test('a config change changes the pod template hash (pods roll), a replica change does not', () => {
     const hash = (g: ProxyGateway) =>
-      (desiredObjects(g, OPTIONS).objects.find((o) => o.object.kind === 'Deployment')!.object as unknown as {
-        spec: { template: { metadata: { annotations: Record<string, string> } } };
-      }).spec.template.metadata.annotations['proxyfleet.io/config-sha256'];
+      (
+        desiredObjects(g, OPTIONS).objects.find((o) => o.object.kind === 'Deployment')!.object as unknown as {
+          spec: { template: { metadata: { annotations: Record<string, string> } } };
+        }
+      ).spec.template.metadata.annotations['proxyfleet.io/config-sha256'];
     const base = CASES['basic-autoscaled']!;
     expect(hash({ ...base, spec: { ...base.spec, replicas: { min: 4, max: 12 } } })).toBe(hash(base));
-    expect(hash({ ...base, spec: { ...base.spec, exits: [{ name: 'direct', country: 'us' }] } })).not.toBe(hash(base));
+    expect(hash({ ...base, spec: { ...base.spec, exits: [{ name: 'direct', country: 'us' }] } })).not.toBe(
+      hash(base),
+    );
   });
 });

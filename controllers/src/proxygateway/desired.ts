@@ -69,7 +69,8 @@ export function gatewayConfigYaml(pgw: ProxyGateway): string {
   });
 }
 
-export const drainSeconds = (pgw: ProxyGateway) => Math.min(pgw.spec.timeouts.maxLifetimeSeconds, MAX_DRAIN_SECONDS);
+export const drainSeconds = (pgw: ProxyGateway) =>
+  Math.min(pgw.spec.timeouts.maxLifetimeSeconds, MAX_DRAIN_SECONDS);
 
 export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desired {
   const name = childName(pgw);
@@ -79,7 +80,14 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     namespace,
     labels: labels(pgw),
     ownerReferences: [
-      { apiVersion: API_VERSION, kind: 'ProxyGateway', name: pgw.metadata.name, uid: pgw.metadata.uid ?? '', controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: API_VERSION,
+        kind: 'ProxyGateway',
+        name: pgw.metadata.name,
+        uid: pgw.metadata.uid ?? '',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ],
     ...extra,
   });
@@ -117,8 +125,18 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
           terminationGracePeriodSeconds: PRE_STOP_SECONDS + drain + 5,
           securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
           topologySpreadConstraints: [
-            { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selectorLabels(pgw) } },
-            { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selectorLabels(pgw) } },
+            {
+              maxSkew: 1,
+              topologyKey: 'topology.kubernetes.io/zone',
+              whenUnsatisfiable: 'ScheduleAnyway',
+              labelSelector: { matchLabels: selectorLabels(pgw) },
+            },
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'ScheduleAnyway',
+              labelSelector: { matchLabels: selectorLabels(pgw) },
+            },
           ],
           containers: [
             {
@@ -133,13 +151,26 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
               env: [
                 { name: 'PROXYFLEET_GATEWAY_CONFIG', value: `${CONFIG_DIR}/${CONFIG_FILE}` },
                 { name: 'PROXYFLEET_GATEWAY_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: options.databaseSecret.name, key: options.databaseSecret.key } } },
+                {
+                  name: 'DATABASE_URL',
+                  valueFrom: {
+                    secretKeyRef: { name: options.databaseSecret.name, key: options.databaseSecret.key },
+                  },
+                },
                 { name: 'PROXYFLEET_HEALTH_PORT', value: String(HEALTH_PORT) },
                 { name: 'PROXYFLEET_SHUTDOWN_GRACE_SECONDS', value: String(drain) },
                 { name: 'PROXYFLEET_LOG_LEVEL', value: options.logLevel },
               ],
-              readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 5, failureThreshold: 2 },
-              livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 10, failureThreshold: 3 },
+              readinessProbe: {
+                httpGet: { path: '/readyz', port: 'health' },
+                periodSeconds: 5,
+                failureThreshold: 2,
+              },
+              livenessProbe: {
+                httpGet: { path: '/healthz', port: 'health' },
+                periodSeconds: 10,
+                failureThreshold: 3,
+              },
               lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
               resources: pgw.spec.resources ?? DEFAULT_RESOURCES,
               securityContext: {
@@ -189,13 +220,25 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
   const absent: Desired['absent'] = [];
   if (autoscaled) {
     const metrics: unknown[] = [
-      { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: pgw.spec.autoscaling.targetCPUUtilizationPercent } } },
+      {
+        type: 'Resource',
+        resource: {
+          name: 'cpu',
+          target: {
+            type: 'Utilization',
+            averageUtilization: pgw.spec.autoscaling.targetCPUUtilizationPercent,
+          },
+        },
+      },
     ];
     const perPod = pgw.spec.autoscaling.targetActiveConnectionsPerPod;
     if (perPod !== undefined) {
       metrics.push({
         type: 'Pods',
-        pods: { metric: { name: ACTIVE_CONNECTIONS_METRIC }, target: { type: 'AverageValue', averageValue: String(perPod) } },
+        pods: {
+          metric: { name: ACTIVE_CONNECTIONS_METRIC },
+          target: { type: 'AverageValue', averageValue: String(perPod) },
+        },
       });
     }
     const hpa = {
@@ -209,7 +252,10 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
         metrics,
         // Scale down slowly: every removed pod drains its tunnels.
         behavior: {
-          scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] },
+          scaleDown: {
+            stabilizationWindowSeconds: 300,
+            policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }],
+          },
         },
       },
     };

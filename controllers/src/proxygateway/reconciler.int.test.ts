@@ -14,7 +14,7 @@ import type { ProxyGateway } from '../crds/types.generated.ts';
 
 const NS = 'gateways';
 
-type Obj = KubeObject & { spec?: any; status?: any; data?: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Obj = KubeObject & { spec?: any; status?: any; data?: any };
 
 describeKube('ProxyGateway controller on a real API server', () => {
   let kube: KubeEnv;
@@ -38,9 +38,18 @@ describeKube('ProxyGateway controller on a real API server', () => {
 
   const get = (r: typeof PROXY_GATEWAY, name: string) => admin.get<Obj>(r, NS, name);
   const applyPgw = (name: string, spec: Record<string, unknown>) =>
-    admin.apply(PROXY_GATEWAY, { apiVersion: 'proxyfleet.io/v1alpha1', kind: 'ProxyGateway', metadata: { name, namespace: NS }, spec } as KubeObject, {
-      fieldManager: 'test',
-    });
+    admin.apply(
+      PROXY_GATEWAY,
+      {
+        apiVersion: 'proxyfleet.io/v1alpha1',
+        kind: 'ProxyGateway',
+        metadata: { name, namespace: NS },
+        spec,
+      } as KubeObject,
+      {
+        fieldManager: 'test',
+      },
+    );
   const baseSpec = {
     plan: 'basic',
     port: 12321,
@@ -52,10 +61,19 @@ describeKube('ProxyGateway controller on a real API server', () => {
 
   test('a ProxyGateway produces its ConfigMap, Deployment, Service, PDB and HPA, status and endpoint row', async () => {
     await applyPgw('basic', baseSpec);
-    const deployment = await eventually(() => get(RESOURCES.deployment, 'basic-gateway'), 20_000, 'deployment');
+    const deployment = await eventually(
+      () => get(RESOURCES.deployment, 'basic-gateway'),
+      20_000,
+      'deployment',
+    );
     const pgw = (await get(PROXY_GATEWAY, 'basic'))!;
     expect(deployment.metadata.ownerReferences).toEqual([
-      expect.objectContaining({ kind: 'ProxyGateway', name: 'basic', uid: pgw.metadata.uid, controller: true }),
+      expect.objectContaining({
+        kind: 'ProxyGateway',
+        name: 'basic',
+        uid: pgw.metadata.uid,
+        controller: true,
+      }),
     ]);
     const pod = deployment.spec.template.spec;
     const container = pod.containers[0];
@@ -63,7 +81,10 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(container.image).toBe('proxyfleet:test');
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health', scheme: 'HTTP' });
     expect(container.ports).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: 'proxy', containerPort: 12321 }), expect.objectContaining({ name: 'health', containerPort: 9090 })]),
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'proxy', containerPort: 12321 }),
+        expect.objectContaining({ name: 'health', containerPort: 9090 }),
+      ]),
     );
     const env = Object.fromEntries(container.env.map((e: { name: string }) => [e.name, e]));
     expect(env.PROXYFLEET_GATEWAY_CONFIG.value).toBe('/etc/proxyfleet/gateway.yaml');
@@ -73,7 +94,9 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(container.lifecycle.preStop.exec.command[0]).toBe('sleep');
     expect(pod.topologySpreadConstraints).toHaveLength(2);
     // The HPA owns replicas: our field manager never set them.
-    const ours = deployment.metadata as { managedFields?: Array<{ manager: string; fieldsV1: { 'f:spec'?: Record<string, unknown> } }> };
+    const ours = deployment.metadata as {
+      managedFields?: Array<{ manager: string; fieldsV1: { 'f:spec'?: Record<string, unknown> } }>;
+    };
     const managed = ours.managedFields?.find((m) => m.manager === 'proxyfleet-operator');
     expect(managed?.fieldsV1['f:spec']).toBeDefined();
     expect(managed?.fieldsV1['f:spec']?.['f:replicas']).toBeUndefined();
@@ -95,8 +118,17 @@ describeKube('ProxyGateway controller on a real API server', () => {
       }),
     );
     expect(hpa.spec.metrics).toEqual([
-      { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 60 } } },
-      { type: 'Pods', pods: { metric: { name: 'proxyfleet_gateway_active_connections' }, target: { type: 'AverageValue', averageValue: '500' } } },
+      {
+        type: 'Resource',
+        resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 60 } },
+      },
+      {
+        type: 'Pods',
+        pods: {
+          metric: { name: 'proxyfleet_gateway_active_connections' },
+          target: { type: 'AverageValue', averageValue: '500' },
+        },
+      },
     ]);
 
     const status = await eventually(async () => {
@@ -106,14 +138,25 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(status.endpoint).toBe('basic.proxy.example.com:12321');
     expect(status.conditions).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ type: 'Ready', status: 'False', reason: 'NoReadyPods', observedGeneration: 1 }),
+        expect.objectContaining({
+          type: 'Ready',
+          status: 'False',
+          reason: 'NoReadyPods',
+          observedGeneration: 1,
+        }),
         expect.objectContaining({ type: 'Progressing', status: 'True' }),
         expect.objectContaining({ type: 'Degraded', status: 'False' }),
       ]),
     );
-    const { rows } = await db.pool.query('SELECT host, port, source FROM gateway_endpoints WHERE plan = $1', ['basic']);
-    expect(rows).toEqual([{ host: 'basic.proxy.example.com', port: 12321, source: `ProxyGateway/${NS}/basic` }]);
-    expect(await get(PROXY_GATEWAY, 'basic')).toHaveProperty('metadata.finalizers', ['proxyfleet.io/gateway-endpoint']);
+    const { rows } = await db.pool.query('SELECT host, port, source FROM gateway_endpoints WHERE plan = $1', [
+      'basic',
+    ]);
+    expect(rows).toEqual([
+      { host: 'basic.proxy.example.com', port: 12321, source: `ProxyGateway/${NS}/basic` },
+    ]);
+    expect(await get(PROXY_GATEWAY, 'basic')).toHaveProperty('metadata.finalizers', [
+      'proxyfleet.io/gateway-endpoint',
+    ]);
   });
 
   test('spec changes flow into the objects; fixed scaling removes the HPA and sets replicas', async () => {
@@ -132,14 +175,20 @@ describeKube('ProxyGateway controller on a real API server', () => {
     });
     expect(deployment.spec.template.metadata.annotations['proxyfleet.io/config-sha256']).not.toBe(hashBefore);
     expect(deployment.spec.template.spec.containers[0].ports[0].containerPort).toBe(12400);
-    await eventually(async () => (await get(RESOURCES.hpa, 'basic-gateway')) === undefined, 10_000, 'HPA deleted');
+    await eventually(
+      async () => (await get(RESOURCES.hpa, 'basic-gateway')) === undefined,
+      10_000,
+      'HPA deleted',
+    );
     const service = (await get(RESOURCES.service, 'basic-gateway'))!;
     expect(service.spec.type).toBe('LoadBalancer');
     expect(service.spec.ports[0].port).toBe(12400);
     expect(service.metadata.annotations).toEqual(expect.objectContaining({ 'example.com/lb': 'external' }));
     expect((await get(RESOURCES.configMap, 'basic-gateway'))!.data['gateway.yaml']).toContain('port: 12400');
     await eventually(async () => {
-      const { rows } = await db.pool.query('SELECT host, port FROM gateway_endpoints WHERE plan = $1', ['basic']);
+      const { rows } = await db.pool.query('SELECT host, port FROM gateway_endpoints WHERE plan = $1', [
+        'basic',
+      ]);
       return rows[0]?.port === 12400 && rows[0]?.host === 'gw.example.net';
     });
     const status = await eventually(async () => {
@@ -158,7 +207,13 @@ describeKube('ProxyGateway controller on a real API server', () => {
         apiVersion: 'apps/v1',
         kind: 'Deployment',
         metadata: { name: 'basic-gateway', namespace: NS },
-        status: { observedGeneration: d.metadata.generation, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3 },
+        status: {
+          observedGeneration: d.metadata.generation,
+          replicas: 3,
+          updatedReplicas: 3,
+          readyReplicas: 3,
+          availableReplicas: 3,
+        },
       } as KubeObject,
       { fieldManager: 'test-deployment-controller', subresource: 'status' },
     );
@@ -174,7 +229,10 @@ describeKube('ProxyGateway controller on a real API server', () => {
       ]),
     );
     const events = await eventually(async () => {
-      const list = await admin.list<Obj & { reason?: string; involvedObject?: { name: string } }>(RESOURCES.event, { namespace: NS });
+      const list = await admin.list<Obj & { reason?: string; involvedObject?: { name: string } }>(
+        RESOURCES.event,
+        { namespace: NS },
+      );
       const ready = list.items.filter((e) => e.reason === 'Ready' && e.involvedObject?.name === 'basic');
       return ready.length ? ready : undefined;
     });
@@ -182,13 +240,27 @@ describeKube('ProxyGateway controller on a real API server', () => {
   });
 
   test('while an HPA owns replicas the operator never writes them', async () => {
-    await applyPgw('scaled', { ...baseSpec, plan: 'advanced', port: 61236, advertisedHost: 'adv.example.com', replicas: { min: 2, max: 8 } });
+    await applyPgw('scaled', {
+      ...baseSpec,
+      plan: 'advanced',
+      port: 61236,
+      advertisedHost: 'adv.example.com',
+      replicas: { min: 2, max: 8 },
+    });
     await eventually(() => get(RESOURCES.hpa, 'scaled-gateway'), 20_000, 'HPA');
     // The HPA scales through the scale subresource; emulate it with its own field manager.
     await admin.mergePatch(RESOURCES.deployment, NS, 'scaled-gateway', { spec: { replicas: 7 } });
     // Any change to the CR makes the operator apply the Deployment again.
-    await applyPgw('scaled', { ...baseSpec, plan: 'advanced', port: 61236, advertisedHost: 'adv2.example.com', replicas: { min: 2, max: 8 } });
-    await eventually(async () => (await get(PROXY_GATEWAY, 'scaled'))?.status?.endpoint === 'adv2.example.com:61236');
+    await applyPgw('scaled', {
+      ...baseSpec,
+      plan: 'advanced',
+      port: 61236,
+      advertisedHost: 'adv2.example.com',
+      replicas: { min: 2, max: 8 },
+    });
+    await eventually(
+      async () => (await get(PROXY_GATEWAY, 'scaled'))?.status?.endpoint === 'adv2.example.com:61236',
+    );
     const d = (await get(RESOURCES.deployment, 'scaled-gateway'))!;
     expect(d.spec.replicas).toBe(7);
   });
@@ -197,29 +269,45 @@ describeKube('ProxyGateway controller on a real API server', () => {
     const reject = async (spec: Record<string, unknown>, message: RegExp) => {
       await expect(applyPgw('invalid', spec)).rejects.toThrow(message);
     };
-    await reject({ ...baseSpec, exits: [{ name: 'x', country: 'us', sourceAddress: '10.0.0.1', upstream: { url: 'http://u:3128' } }] }, /sourceAddress or an upstream, not both/);
+    await reject(
+      {
+        ...baseSpec,
+        exits: [{ name: 'x', country: 'us', sourceAddress: '10.0.0.1', upstream: { url: 'http://u:3128' } }],
+      },
+      /sourceAddress or an upstream, not both/,
+    );
     await reject({ ...baseSpec, replicas: { min: 5, max: 2 } }, /replicas.min must not exceed replicas.max/);
     await reject({ ...baseSpec, exits: [{ name: 'x', country: 'USA' }] }, /country/);
     await reject({ ...baseSpec, plan: 'premium' }, /plan/);
     await reject({ ...baseSpec, exits: [] }, /exits/);
-    await reject({ ...baseSpec, session: { defaultMinutes: 60, maxMinutes: 30 } }, /defaultMinutes must not exceed/);
+    await reject(
+      { ...baseSpec, session: { defaultMinutes: 60, maxMinutes: 30 } },
+      /defaultMinutes must not exceed/,
+    );
     await expect(applyPgw('basic', { ...baseSpec, plan: 'light' })).rejects.toThrow(/plan is immutable/);
     expect(await get(PROXY_GATEWAY, 'invalid')).toBeUndefined();
   });
 
   test('deleting a ProxyGateway removes its gateway_endpoints row, then the finalizer', async () => {
     await admin.delete(PROXY_GATEWAY, NS, 'scaled');
-    await eventually(async () => (await get(PROXY_GATEWAY, 'scaled')) === undefined, 20_000, 'ProxyGateway gone');
+    await eventually(
+      async () => (await get(PROXY_GATEWAY, 'scaled')) === undefined,
+      20_000,
+      'ProxyGateway gone',
+    );
     const { rows } = await db.pool.query('SELECT plan FROM gateway_endpoints ORDER BY plan');
     expect(rows).toEqual([{ plan: 'basic' }]);
   });
 
   test('metrics: reconcile durations, queue depth and watch silence are exported', async () => {
-    const registry = (operator as unknown as { o: { registry: import('prom-client').Registry } }).o.registry;
-    const text = await registry.metrics();
-    expect(text).toMatch(/proxyfleet_controller_reconcile_duration_seconds_count\{[^}]*controller="proxygateway",result="success"\} [1-9]/);
+    const text = await operator.registry.metrics();
+    expect(text).toMatch(
+      /proxyfleet_controller_reconcile_duration_seconds_count\{[^}]*controller="proxygateway",result="success"\} [1-9]/,
+    );
     expect(text).toMatch(/proxyfleet_controller_queue_depth\{controller="proxygateway"[^}]*\} 0/);
-    expect(text).toMatch(/proxyfleet_controller_watch_silence_seconds\{resource="proxygateways.proxyfleet.io"[^}]*\} \d/);
+    expect(text).toMatch(
+      /proxyfleet_controller_watch_silence_seconds\{resource="proxygateways.proxyfleet.io"[^}]*\} \d/,
+    );
   });
 });
 

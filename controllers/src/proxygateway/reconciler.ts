@@ -41,7 +41,9 @@ export interface ProxyGatewayReconcilerDeps {
 
 const endpointSource = (pgw: ProxyGateway) => `ProxyGateway/${pgw.metadata.namespace}/${pgw.metadata.name}`;
 
-export function proxyGatewayReconciler(deps: ProxyGatewayReconcilerDeps): (key: string) => Promise<ReconcileResult | void> {
+export function proxyGatewayReconciler(
+  deps: ProxyGatewayReconcilerDeps,
+): (key: string) => Promise<ReconcileResult | void> {
   const { client, pool, recorder } = deps;
 
   return async (key) => {
@@ -49,7 +51,10 @@ export function proxyGatewayReconciler(deps: ProxyGatewayReconcilerDeps): (key: 
     if (!cached) return;
     if (cached.metadata.deletionTimestamp) {
       if (hasFinalizer(cached, PGW_FINALIZER)) {
-        await pool.query('DELETE FROM gateway_endpoints WHERE plan = $1 AND source = $2', [cached.spec.plan, endpointSource(cached)]);
+        await pool.query('DELETE FROM gateway_endpoints WHERE plan = $1 AND source = $2', [
+          cached.spec.plan,
+          endpointSource(cached),
+        ]);
         await removeFinalizer(client, PROXY_GATEWAY, cached, PGW_FINALIZER);
       }
       return;
@@ -64,16 +69,30 @@ export function proxyGatewayReconciler(deps: ProxyGatewayReconcilerDeps): (key: 
       for (const { resource, name } of desired.absent) {
         await client.delete(resource, pgw.metadata.namespace, name);
       }
-      await upsertGatewayEndpoint(pool, { plan: pgw.spec.plan, host: pgw.spec.advertisedHost, port: pgw.spec.port }, endpointSource(pgw));
+      await upsertGatewayEndpoint(
+        pool,
+        { plan: pgw.spec.plan, host: pgw.spec.advertisedHost, port: pgw.spec.port },
+        endpointSource(pgw),
+      );
     } catch (err) {
-      await writeStatus(pgw, undefined, { type: 'Degraded', status: 'True', reason: 'ApplyFailed', message: (err as Error).message.slice(0, 512) });
+      await writeStatus(pgw, undefined, {
+        type: 'Degraded',
+        status: 'True',
+        reason: 'ApplyFailed',
+        message: (err as Error).message.slice(0, 512),
+      });
       throw err;
     }
-    const deployment = deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`) as Deployment | undefined;
+    const deployment = deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`) as
+      Deployment | undefined;
     await writeStatus(pgw, deployment);
   };
 
-  async function writeStatus(pgw: ProxyGateway, deployment: Deployment | undefined, failure?: ConditionInput): Promise<void> {
+  async function writeStatus(
+    pgw: ProxyGateway,
+    deployment: Deployment | undefined,
+    failure?: ConditionInput,
+  ): Promise<void> {
     const ds = deployment?.status ?? {};
     const replicas = deployment?.spec?.replicas ?? ds.replicas ?? 0;
     const ready = ds.readyReplicas ?? 0;
@@ -83,18 +102,45 @@ export function proxyGatewayReconciler(deps: ProxyGatewayReconcilerDeps): (key: 
       (ds.updatedReplicas ?? 0) >= replicas &&
       ready >= replicas;
     const failed = ds.conditions?.find(
-      (c) => (c.type === 'ReplicaFailure' && c.status === 'True') || (c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
+      (c) =>
+        (c.type === 'ReplicaFailure' && c.status === 'True') ||
+        (c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
     );
     const updates: ConditionInput[] = [
       ready > 0
-        ? { type: 'Ready', status: 'True', reason: 'PodsReady', message: `${ready}/${replicas} gateway pods ready` }
-        : { type: 'Ready', status: 'False', reason: 'NoReadyPods', message: `0/${replicas} gateway pods ready` },
+        ? {
+            type: 'Ready',
+            status: 'True',
+            reason: 'PodsReady',
+            message: `${ready}/${replicas} gateway pods ready`,
+          }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: 'NoReadyPods',
+            message: `0/${replicas} gateway pods ready`,
+          },
       rolloutDone
-        ? { type: 'Progressing', status: 'False', reason: 'RolledOut', message: 'every pod runs the current configuration' }
-        : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `${ds.updatedReplicas ?? 0}/${replicas} pods updated, ${ready} ready` },
+        ? {
+            type: 'Progressing',
+            status: 'False',
+            reason: 'RolledOut',
+            message: 'every pod runs the current configuration',
+          }
+        : {
+            type: 'Progressing',
+            status: 'True',
+            reason: 'RollingOut',
+            message: `${ds.updatedReplicas ?? 0}/${replicas} pods updated, ${ready} ready`,
+          },
       failure ??
         (failed
-          ? { type: 'Degraded', status: 'True', reason: failed.reason ?? failed.type, message: failed.message ?? '' }
+          ? {
+              type: 'Degraded',
+              status: 'True',
+              reason: failed.reason ?? failed.type,
+              message: failed.message ?? '',
+            }
           : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'objects applied' }),
     ];
     const conditions = setConditions(pgw.status?.conditions, updates, pgw.metadata.generation);
@@ -108,7 +154,12 @@ export function proxyGatewayReconciler(deps: ProxyGatewayReconcilerDeps): (key: 
     };
     await client.apply(
       PROXY_GATEWAY,
-      { apiVersion: API_VERSION, kind: 'ProxyGateway', metadata: { name: pgw.metadata.name, namespace: pgw.metadata.namespace }, status } as KubeObject,
+      {
+        apiVersion: API_VERSION,
+        kind: 'ProxyGateway',
+        metadata: { name: pgw.metadata.name, namespace: pgw.metadata.namespace },
+        status,
+      } as KubeObject,
       { fieldManager: FIELD_MANAGER, subresource: 'status', force: true },
     );
     for (const c of transitions(pgw.status?.conditions, conditions)) {
@@ -117,7 +168,8 @@ export function proxyGatewayReconciler(deps: ProxyGatewayReconcilerDeps): (key: 
       if (c.type === 'Ready' && c.status === 'False' && findCondition(pgw.status?.conditions, 'Ready')) {
         await recorder.record(pgw, 'Warning', 'NotReady', c.message);
       }
-      if (c.type === 'Degraded' && c.status === 'True') await recorder.record(pgw, 'Warning', c.reason, c.message);
+      if (c.type === 'Degraded' && c.status === 'True')
+        await recorder.record(pgw, 'Warning', c.reason, c.message);
     }
   }
 }

@@ -25,17 +25,26 @@ export function setConditions(
     out.set(u.type, {
       ...u,
       observedGeneration: generation,
-      lastTransitionTime: prev && prev.status === u.status ? prev.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z'),
+      lastTransitionTime:
+        prev && prev.status === u.status
+          ? prev.lastTransitionTime
+          : now.toISOString().replace(/\.\d+Z$/, 'Z'),
     });
   }
   return [...out.values()];
 }
 
-export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
 
 /** Condition types whose status differs between two lists (for Events on transitions). */
-export function transitions(before: readonly Condition[] | undefined, after: readonly Condition[]): Condition[] {
+export function transitions(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[],
+): Condition[] {
   return after.filter((c) => findCondition(before, c.type)?.status !== c.status);
 }

@@ -58,7 +58,10 @@ export class Controller<T extends KubeObject> {
   }
 
   get informers(): Informer<KubeObject>[] {
-    return [this.opts.primary as unknown as Informer<KubeObject>, ...(this.opts.owned ?? []).map((o) => o.informer)];
+    return [
+      this.opts.primary as unknown as Informer<KubeObject>,
+      ...(this.opts.owned ?? []).map((o) => o.informer),
+    ];
   }
 
   async start(): Promise<void> {
@@ -66,7 +69,9 @@ export class Controller<T extends KubeObject> {
     const { metrics } = this.opts;
     metrics.sources.queues.set(this.opts.name, () => this.queue.length);
     for (const inf of this.informers) {
-      metrics.sources.informers.set(`${inf.resource.plural}.${inf.resource.group || 'core'}`, () => inf.silenceSeconds());
+      metrics.sources.informers.set(`${inf.resource.plural}.${inf.resource.group || 'core'}`, () =>
+        inf.silenceSeconds(),
+      );
     }
     // Owned objects first, so the first reconcile of each primary sees what already exists.
     await Promise.all(this.informers.slice(1).map((i) => i.start()));
@@ -100,13 +105,17 @@ export class Controller<T extends KubeObject> {
       try {
         const result = await this.opts.reconcile(key);
         this.queue.forget(key);
-        if (result?.requeueAfterMs !== undefined && this.running) this.queue.addAfter(key, result.requeueAfterMs);
+        if (result?.requeueAfterMs !== undefined && this.running)
+          this.queue.addAfter(key, result.requeueAfterMs);
         end({ result: result?.requeueAfterMs !== undefined ? 'requeue' : 'success' });
       } catch (err) {
         end({ result: 'error' });
         metrics.reconcileErrors.inc({ controller: name });
         const retryMs = this.queue.addRateLimited(key);
-        this.logger.warn({ err, object: key, retryMs, failures: this.queue.failuresOf(key) }, 'reconcile failed');
+        this.logger.warn(
+          { err, object: key, retryMs, failures: this.queue.failuresOf(key) },
+          'reconcile failed',
+        );
       } finally {
         this.queue.done(key);
       }

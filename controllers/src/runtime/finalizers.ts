@@ -5,16 +5,32 @@ import type { KubeClient, KubeObject, Resource } from './kube.ts';
 
 export const hasFinalizer = (o: KubeObject, name: string) => (o.metadata.finalizers ?? []).includes(name);
 
-export async function addFinalizer<T extends KubeObject>(client: KubeClient, r: Resource, o: T, name: string): Promise<T> {
+export async function addFinalizer<T extends KubeObject>(
+  client: KubeClient,
+  r: Resource,
+  o: T,
+  name: string,
+): Promise<T> {
   if (hasFinalizer(o, name)) return o;
   return client.mergePatch<T>(r, o.metadata.namespace, o.metadata.name, {
-    metadata: { finalizers: [...(o.metadata.finalizers ?? []), name], resourceVersion: o.metadata.resourceVersion },
+    metadata: {
+      finalizers: [...(o.metadata.finalizers ?? []), name],
+      resourceVersion: o.metadata.resourceVersion,
+    },
   });
 }
 
-export async function removeFinalizer<T extends KubeObject>(client: KubeClient, r: Resource, o: T, name: string): Promise<void> {
+export async function removeFinalizer<T extends KubeObject>(
+  client: KubeClient,
+  r: Resource,
+  o: T,
+  name: string,
+): Promise<void> {
   if (!hasFinalizer(o, name)) return;
   await client.mergePatch<T>(r, o.metadata.namespace, o.metadata.name, {
-    metadata: { finalizers: (o.metadata.finalizers ?? []).filter((f) => f !== name), resourceVersion: o.metadata.resourceVersion },
+    metadata: {
+      finalizers: (o.metadata.finalizers ?? []).filter((f) => f !== name),
+      resourceVersion: o.metadata.resourceVersion,
+    },
   });
 }

@@ -195,8 +195,14 @@ export class Informer<T extends KubeObject> {
     if (this.stopped) return;
     this.failures += 1;
     this.restarts += 1;
-    const delay = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** Math.min(this.failures - 1, 20));
-    this.logger.warn({ err: err instanceof Error ? err.message : String(err), retryMs: delay, relist }, 'watch ended, restarting');
+    const delay = Math.min(
+      this.options.maxBackoffMs,
+      this.options.minBackoffMs * 2 ** Math.min(this.failures - 1, 20),
+    );
+    this.logger.warn(
+      { err: err instanceof Error ? err.message : String(err), retryMs: delay, relist },
+      'watch ended, restarting',
+    );
     clearTimeout(this.timer);
     this.timer = setTimeout(() => void (relist ? this.relist() : this.watch()), delay);
     this.timer.unref();

@@ -98,7 +98,10 @@ export interface WatchOptions {
 
 export interface KubeClient {
   get<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string): Promise<T | undefined>;
-  list<T extends KubeObject>(r: Resource, options?: { namespace?: string; labelSelector?: string }): Promise<ListResult<T>>;
+  list<T extends KubeObject>(
+    r: Resource,
+    options?: { namespace?: string; labelSelector?: string },
+  ): Promise<ListResult<T>>;
   /**
    * Starts a watch. `onDone(undefined)` when the server ended it normally, `onDone(err)` on any
    * failure (HTTP errors carry the status; a 410 in an ERROR event arrives as KubeApiError 410).
@@ -110,9 +113,18 @@ export interface KubeClient {
     onDone: (err: Error | undefined) => void,
   ): Promise<WatchHandle>;
   /** Server-side apply (application/apply-patch+yaml; JSON is YAML) with our field manager. */
-  apply<T extends KubeObject>(r: Resource, object: KubeObject, options: { fieldManager: string; subresource?: 'status'; force?: boolean }): Promise<T>;
+  apply<T extends KubeObject>(
+    r: Resource,
+    object: KubeObject,
+    options: { fieldManager: string; subresource?: 'status'; force?: boolean },
+  ): Promise<T>;
   /** JSON merge patch; include metadata.resourceVersion in the patch for an optimistic lock. */
-  mergePatch<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string, patch: unknown): Promise<T>;
+  mergePatch<T extends KubeObject>(
+    r: Resource,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+  ): Promise<T>;
   create<T extends KubeObject>(r: Resource, object: KubeObject): Promise<T>;
   /** PUT; object.metadata.resourceVersion makes it conditional. */
   replace<T extends KubeObject>(r: Resource, object: KubeObject): Promise<T>;
@@ -167,12 +179,17 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
       } catch {
         // not a Status object
       }
-      throw new KubeApiError(res.httpStatusCode, reason, `${method} ${path}: ${res.httpStatusCode} ${message}`);
+      throw new KubeApiError(
+        res.httpStatusCode,
+        reason,
+        `${method} ${path}: ${res.httpStatusCode} ${message}`,
+      );
     }
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
-  const selectorQuery = (labelSelector?: string): Record<string, string> => (labelSelector ? { labelSelector } : {});
+  const selectorQuery = (labelSelector?: string): Record<string, string> =>
+    labelSelector ? { labelSelector } : {};
 
   return {
     async get<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string) {
@@ -183,7 +200,10 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
         throw err;
       }
     },
-    async list<T extends KubeObject>(r: Resource, options: { namespace?: string; labelSelector?: string } = {}) {
+    async list<T extends KubeObject>(
+      r: Resource,
+      options: { namespace?: string; labelSelector?: string } = {},
+    ) {
       const items: T[] = [];
       let resourceVersion = '';
       let cont: string | undefined;
@@ -220,7 +240,13 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
           if (finished) return;
           if (type === 'ERROR') {
             const status = object as { code?: number; reason?: string; message?: string };
-            done(new KubeApiError(status.code ?? 500, status.reason, `watch ${r.plural}: ${status.message ?? 'error event'}`));
+            done(
+              new KubeApiError(
+                status.code ?? 500,
+                status.reason,
+                `watch ${r.plural}: ${status.message ?? 'error event'}`,
+              ),
+            );
             controller?.abort();
             return;
           }
@@ -231,7 +257,9 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
           // as a server-side close, so the informer resumes at once rather than backing off.
           if (!err || (err as { name?: string }).name === 'TimeoutError') return done(undefined);
           const status = (err as { statusCode?: number }).statusCode;
-          done(status ? new KubeApiError(status, undefined, `watch ${r.plural}: ${String(err)}`) : asError(err));
+          done(
+            status ? new KubeApiError(status, undefined, `watch ${r.plural}: ${String(err)}`) : asError(err),
+          );
         },
       );
       return {
@@ -241,7 +269,11 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
         },
       };
     },
-    apply<T extends KubeObject>(r: Resource, object: KubeObject, options: { fieldManager: string; subresource?: 'status'; force?: boolean }) {
+    apply<T extends KubeObject>(
+      r: Resource,
+      object: KubeObject,
+      options: { fieldManager: string; subresource?: 'status'; force?: boolean },
+    ) {
       const { name, namespace } = object.metadata;
       return call<T>(
         HttpMethod.PATCH,
@@ -251,18 +283,39 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
         'application/apply-patch+yaml',
       );
     },
-    mergePatch<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string, patch: unknown) {
-      return call<T>(HttpMethod.PATCH, resourcePath(r, namespace, name), {}, patch, 'application/merge-patch+json');
+    mergePatch<T extends KubeObject>(
+      r: Resource,
+      namespace: string | undefined,
+      name: string,
+      patch: unknown,
+    ) {
+      return call<T>(
+        HttpMethod.PATCH,
+        resourcePath(r, namespace, name),
+        {},
+        patch,
+        'application/merge-patch+json',
+      );
     },
     create<T extends KubeObject>(r: Resource, object: KubeObject) {
       return call<T>(HttpMethod.POST, resourcePath(r, object.metadata.namespace), {}, object);
     },
     replace<T extends KubeObject>(r: Resource, object: KubeObject) {
-      return call<T>(HttpMethod.PUT, resourcePath(r, object.metadata.namespace, object.metadata.name), {}, object);
+      return call<T>(
+        HttpMethod.PUT,
+        resourcePath(r, object.metadata.namespace, object.metadata.name),
+        {},
+        object,
+      );
     },
     async delete(r, namespace, name) {
       try {
-        await call(HttpMethod.DELETE, resourcePath(r, namespace, name), {}, { propagationPolicy: 'Background' });
+        await call(
+          HttpMethod.DELETE,
+          resourcePath(r, namespace, name),
+          {},
+          { propagationPolicy: 'Background' },
+        );
         return true;
       } catch (err) {
         if (isNotFound(err)) return false;

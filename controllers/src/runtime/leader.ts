@@ -73,7 +73,9 @@ export class LeaderElector {
     if (this.leading) {
       this.leading = false;
       await this.o.onStoppedLeading();
-      await this.release().catch((err: Error) => this.o.logger.warn({ err: err.message }, 'could not release the lease'));
+      await this.release().catch((err: Error) =>
+        this.o.logger.warn({ err: err.message }, 'could not release the lease'),
+      );
     }
   }
 
@@ -100,7 +102,8 @@ export class LeaderElector {
       }
     } catch (err) {
       this.o.logger.warn({ err: (err as Error).message }, 'lease update failed');
-      if (this.leading && Date.now() - this.lastRenew > this.o.renewDeadlineMs) this.lose('renew deadline exceeded');
+      if (this.leading && Date.now() - this.lastRenew > this.o.renewDeadlineMs)
+        this.lose('renew deadline exceeded');
     }
     this.schedule();
   }
@@ -122,7 +125,13 @@ export class LeaderElector {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: { name, namespace },
-          spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+          spec: {
+            holderIdentity: identity,
+            leaseDurationSeconds,
+            acquireTime: microTime(now),
+            renewTime: microTime(now),
+            leaseTransitions: 0,
+          },
         } as Lease);
         return true;
       } catch (err) {
@@ -132,10 +141,12 @@ export class LeaderElector {
     }
     const spec = lease.spec ?? {};
     const rv = lease.metadata.resourceVersion ?? '';
-    if (!this.observed || this.observed.rv !== rv) this.observed = { rv, holder: spec.holderIdentity, at: Date.now() };
+    if (!this.observed || this.observed.rv !== rv)
+      this.observed = { rv, holder: spec.holderIdentity, at: Date.now() };
     const holder = spec.holderIdentity;
     const heldByUs = holder === identity;
-    const expired = !holder || Date.now() - this.observed.at > (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
+    const expired =
+      !holder || Date.now() - this.observed.at > (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
     if (!heldByUs && !expired) return false;
     const next: Lease = {
       ...lease,
@@ -164,7 +175,12 @@ export class LeaderElector {
     if (!lease || lease.spec?.holderIdentity !== identity) return;
     await client.replace(RESOURCES.lease, {
       ...lease,
-      spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime(new Date()) },
+      spec: {
+        ...lease.spec,
+        holderIdentity: null,
+        leaseDurationSeconds: 1,
+        renewTime: microTime(new Date()),
+      },
     } as Lease);
   }
 }

@@ -1,7 +1,9 @@
 import { afterEach, expect, jest, test } from '@jest/globals';
 import { WorkQueue } from './queue.ts';
 
-afterEach(() => jest.useRealTimers());
+afterEach(() => {
+  jest.useRealTimers();
+});
 
 test('a key added many times is queued once', async () => {
   const q = new WorkQueue();

@@ -8,12 +8,21 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { describeKube } from '../../../test/kube/describe-kube.ts';
-import { eventually, kubeconfigYaml, OPERATOR_USER, RELEASE_NAMESPACE, startKube, type KubeEnv } from '../../../test/kube/env.ts';
+import {
+  eventually,
+  kubeconfigYaml,
+  OPERATOR_USER,
+  RELEASE_NAMESPACE,
+  startKube,
+  type KubeEnv,
+} from '../../../test/kube/env.ts';
 import { createTestOperator, kubeClientFor } from '../../../test/kube/operator.ts';
 import type { Operator } from '../operator.ts';
 import { LEASE_NAME } from '../operator.ts';
 import type { KubeClient, KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
+import { LeaderElector } from './leader.ts';
+import { createLogger } from '../../../common/src/logger.ts';
 import { PROXY_GATEWAY } from '../crds/resources.ts';
 
 const NS = 'runtime';
@@ -76,19 +85,40 @@ describeKube('controller runtime on a real API server', () => {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',
         metadata: { name, namespace: NS },
-        spec: { plan, port, advertisedHost: `${name}.example.com`, exits: [{ name: 'direct', country: '*' }] },
+        spec: {
+          plan,
+          port,
+          advertisedHost: `${name}.example.com`,
+          exits: [{ name: 'direct', country: '*' }],
+        },
       } as KubeObject,
       { fieldManager: 'test' },
     );
   const holder = async () =>
-    (await admin.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(RESOURCES.lease, RELEASE_NAMESPACE, LEASE_NAME))?.spec?.holderIdentity;
+    (
+      await admin.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(
+        RESOURCES.lease,
+        RELEASE_NAMESPACE,
+        LEASE_NAME,
+      )
+    )?.spec?.holderIdentity;
 
   test('leader election: of two instances one leads; when it stops the other takes over', async () => {
-    const a = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool, leaseNamespace: RELEASE_NAMESPACE, identity: 'a' });
+    const a = createTestOperator({
+      kubeconfig: kube.operatorKubeconfig,
+      pool: db.pool,
+      leaseNamespace: RELEASE_NAMESPACE,
+      identity: 'a',
+    });
     operators.push(a);
     await a.start();
     await eventually(async () => (await holder()) === 'a' && a.leading, 15_000, 'a leads');
-    const b = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool, leaseNamespace: RELEASE_NAMESPACE, identity: 'b' });
+    const b = createTestOperator({
+      kubeconfig: kube.operatorKubeconfig,
+      pool: db.pool,
+      leaseNamespace: RELEASE_NAMESPACE,
+      identity: 'b',
+    });
     operators.push(b);
     await b.start();
     await pgw('led', 'basic', 12321);
@@ -102,30 +132,93 @@ describeKube('controller runtime on a real API server', () => {
     await eventually(async () => (await holder()) === 'b' && b.leading, 15_000, 'b takes over');
     expect(a.leading).toBe(false);
     await pgw('after-failover', 'advanced', 61236);
-    await eventually(() => admin.get(RESOURCES.deployment, NS, 'after-failover-gateway'), 15_000, 'new leader reconciles');
+    await eventually(
+      () => admin.get(RESOURCES.deployment, NS, 'after-failover-gateway'),
+      15_000,
+      'new leader reconciles',
+    );
     await b.stop();
+  }, 60_000);
+
+  test('a leader cut off from the API server stops within its renew deadline; a peer takes over after the lease duration', async () => {
+    const proxy = await cuttableProxy(new URL(kube.server));
+    const kubeconfig = path.join(os.tmpdir(), `proxyfleet-crash-${process.pid}.kubeconfig`);
+    await writeFile(
+      kubeconfig,
+      kubeconfigYaml(`https://127.0.0.1:${proxy.port}`, kube.operatorToken, OPERATOR_USER),
+    );
+    const timeline: string[] = [];
+    const elector = (identity: string, client: KubeClient) =>
+      new LeaderElector({
+        client,
+        namespace: RELEASE_NAMESPACE,
+        name: 'crash-test',
+        identity,
+        logger: createLogger('controller', 'silent'),
+        // The margin between the renew deadline and the lease duration (2.5 s) is what keeps
+        // two leaders from overlapping, as in client-go (15 s / 10 s by default).
+        leaseDurationMs: 4_000,
+        renewDeadlineMs: 1_500,
+        retryPeriodMs: 300,
+        onStartedLeading: () => void timeline.push(`${identity} leads`),
+        onStoppedLeading: () => void timeline.push(`${identity} stops`),
+      });
+    const a = elector('a', kubeClientFor(kubeconfig));
+    const b = elector('b', kubeClientFor(kube.operatorKubeconfig));
+    try {
+      a.start();
+      await eventually(async () => a.isLeader, 10_000, 'a leads');
+      b.start();
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(b.isLeader).toBe(false);
+      await proxy.close(); // a can no longer renew: as if its node lost the network
+      await eventually(async () => b.isLeader, 20_000, 'b takes over');
+      expect(timeline).toEqual(['a leads', 'a stops', 'b leads']);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
   }, 60_000);
 
   test('watches cut under the informers restart with backoff and the controller keeps reconciling', async () => {
     const proxy = await cuttableProxy(new URL(kube.server));
     const kubeconfig = path.join(os.tmpdir(), `proxyfleet-cut-${process.pid}.kubeconfig`);
-    await writeFile(kubeconfig, kubeconfigYaml(`https://127.0.0.1:${proxy.port}`, kube.operatorToken, OPERATOR_USER));
+    await writeFile(
+      kubeconfig,
+      kubeconfigYaml(`https://127.0.0.1:${proxy.port}`, kube.operatorToken, OPERATOR_USER),
+    );
     const op = createTestOperator({ kubeconfig, pool: db.pool });
     operators.push(op);
     try {
       await op.start();
       await pgw('before-cut', 'light', 10080);
-      await eventually(() => admin.get(RESOURCES.deployment, NS, 'before-cut-gateway'), 15_000, 'reconciled before the cut');
+      await eventually(
+        () => admin.get(RESOURCES.deployment, NS, 'before-cut-gateway'),
+        15_000,
+        'reconciled before the cut',
+      );
       const restartsBefore = op.informers.reduce((n, i) => n + i.restarts, 0);
       expect(proxy.cut()).toBeGreaterThan(0);
-      await eventually(async () => op.informers.reduce((n, i) => n + i.restarts, 0) > restartsBefore, 10_000, 'watch restarts seen');
+      await eventually(
+        async () => op.informers.reduce((n, i) => n + i.restarts, 0) > restartsBefore,
+        10_000,
+        'watch restarts seen',
+      );
       // A change made after the cut arrives over a restarted watch.
       await pgw('after-cut', 'mobile', 10081);
-      await eventually(() => admin.get(RESOURCES.deployment, NS, 'after-cut-gateway'), 15_000, 'reconciled after the cut');
+      await eventually(
+        () => admin.get(RESOURCES.deployment, NS, 'after-cut-gateway'),
+        15_000,
+        'reconciled after the cut',
+      );
       // And again: a second cut is survived as well.
       proxy.cut();
       await pgw('after-second-cut', 'datacenter', 10082);
-      await eventually(() => admin.get(RESOURCES.deployment, NS, 'after-second-cut-gateway'), 15_000, 'reconciled after the second cut');
+      await eventually(
+        () => admin.get(RESOURCES.deployment, NS, 'after-second-cut-gateway'),
+        15_000,
+        'reconciled after the second cut',
+      );
       for (const inf of op.informers) expect(inf.silenceSeconds()).toBeGreaterThanOrEqual(0);
     } finally {
       await op.stop();
