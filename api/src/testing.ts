@@ -57,9 +57,13 @@ export async function spawnApi(databaseUrl: string, overrides: Record<string, st
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
+    const fail = (err: Error) => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      reject(err);
+    };
     let buffered = '';
     let stderr = '';
-    const timer = setTimeout(() => reject(new Error(`api child did not start: ${stderr}`)), 20_000);
+    const timer = setTimeout(() => fail(new Error(`api child did not start: ${stderr}`)), 20_000);
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     child.stdout!.on('data', (d: Buffer) => {
       buffered += d.toString();
