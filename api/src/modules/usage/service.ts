@@ -5,6 +5,7 @@
 import type { Pool } from '../../../../common/src/db/pool.ts';
 import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
 import { BYTES_PER_GB, BYTES_PER_MB, PRODUCTS, type Product } from '../../../../common/src/products.ts';
+import { TRUST_SILENCE_MS } from '../auth/key-cache.ts';
 import { readFreshSnapshot, recomputeSnapshot, type SnapshotRow } from './repo.ts';
 import type { UsageResponse } from './schemas.ts';
 
@@ -22,10 +23,12 @@ const mb = (bytes: number) => round(bytes / BYTES_PER_MB, 2);
 export class UsageService {
   private readonly cache = new Map<string, Snapshot>();
   private readonly pool: Pool;
+  private readonly feed: ChangeFeed;
   private readonly refreshSeconds: number;
 
   constructor(pool: Pool, feed: ChangeFeed, refreshSeconds: number) {
     this.pool = pool;
+    this.feed = feed;
     this.refreshSeconds = refreshSeconds;
     feed.onChanges((changes) => this.apply(changes));
   }
@@ -35,7 +38,9 @@ export class UsageService {
   }
 
   async snapshot(accountId: string): Promise<Snapshot> {
-    const cached = this.cache.get(accountId);
+    // Without a healthy feed a purchase might not evict the copy: read the shared row instead.
+    const trusted = this.feed.connected && this.feed.silenceMs() < TRUST_SILENCE_MS;
+    const cached = trusted ? this.cache.get(accountId) : undefined;
     if (cached && cached.expiresAt > Date.now()) return cached;
     const row =
       (await readFreshSnapshot(this.pool, accountId, this.refreshSeconds)) ??
