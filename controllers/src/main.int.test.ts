@@ -7,8 +7,7 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
 import { describeKube } from '../../test/kube/describe-kube.ts';
 import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '../../test/kube/env.ts';
-import { kubeClientFor } from '../../test/kube/operator.ts';
-import { LEASE_NAME } from './operator.ts';
+import { kubeClientFor, leaseHolder } from '../../test/kube/operator.ts';
 import type { KubeObject } from './runtime/kube.ts';
 import { RESOURCES } from './runtime/resources.ts';
 import { PROXY_GATEWAY } from './crds/resources.ts';
@@ -48,14 +47,7 @@ describeKube('controller entrypoint (node controllers/src/main.ts)', () => {
     child.stderr?.on('data', (c: Buffer) => logs.push(c.toString()));
     const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
     const admin = kubeClientFor(kube.adminKubeconfig);
-    const holder = async () =>
-      (
-        await admin.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(
-          RESOURCES.lease,
-          RELEASE_NAMESPACE,
-          LEASE_NAME,
-        )
-      )?.spec?.holderIdentity;
+    const holder = () => leaseHolder(admin);
     try {
       await eventually(async () => (await holder()) === 'proxyfleet-controller-0', 30_000, 'lease taken');
       await admin.apply(
@@ -84,7 +76,7 @@ describeKube('controller entrypoint (node controllers/src/main.ts)', () => {
     }
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect((await holder()) ?? null).toBeNull(); // released: holderIdentity cleared
+    expect(await holder()).toBeUndefined(); // released: holderIdentity cleared
     expect(logs.join('')).toMatch(/became leader/);
   }, 60_000);
 });

@@ -8,6 +8,9 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
+import { loadApiConfig } from '../../api/src/config.ts';
+import { loadControllerConfig } from '../../controllers/src/config.ts';
+import { loadWorkerConfig } from '../../worker/src/config.ts';
 import { describeKube } from './describe-kube.ts';
 import {
   CHART_DIR,
@@ -139,5 +142,38 @@ describeKube('Helm chart charts/proxyfleet', () => {
       { input: dev },
     );
     expect(out.match(/serverside-applied \(server dry run\)/g)).toHaveLength(5);
+  });
+
+  test("each Deployment's environment is a valid configuration for its entrypoint", async () => {
+    const docs = (await helmTemplate()) as Doc[];
+    const SECRET_VALUES: Record<string, string> = {
+      DATABASE_URL: 'postgresql://proxyfleet@db:5432/proxyfleet',
+      PROXYFLEET_ADMIN_TOKEN: 'a'.repeat(32),
+      PROXYFLEET_CREDENTIALS_KEY: '0'.repeat(64),
+    };
+    const loaders: Record<string, (env: Record<string, string>) => unknown> = {
+      'proxyfleet-api': loadApiConfig,
+      'proxyfleet-worker': loadWorkerConfig,
+      'proxyfleet-controller': loadControllerConfig,
+    };
+    for (const d of docs.filter((x) => x.kind === 'Deployment')) {
+      const container = (
+        d as unknown as {
+          spec: {
+            template: {
+              spec: {
+                containers: Array<{ command: string[]; env: Array<{ name: string; value?: string }> }>;
+              };
+            };
+          };
+        }
+      ).spec.template.spec.containers[0]!;
+      // Values from the downward API or a Secret get a stand-in of the right form.
+      const env = Object.fromEntries(
+        container.env.map((e) => [e.name, e.value ?? SECRET_VALUES[e.name] ?? `${d.metadata.name}-0`]),
+      );
+      expect(() => loaders[d.metadata.name]!(env)).not.toThrow();
+      expect(container.command[1]).toMatch(/^(api|worker|controllers)\/src\/main\.ts$/);
+    }
   });
 });

@@ -4,7 +4,14 @@ import { createLogger } from '../../common/src/logger.ts';
 import { createRegistry } from '../../common/src/metrics.ts';
 import type { Pool } from '../../common/src/db/pool.ts';
 import { Operator, LEASE_NAME, type OperatorOptions } from '../../controllers/src/operator.ts';
-import { createKubeClient, loadKubeConfig, type KubeClient } from '../../controllers/src/runtime/kube.ts';
+import {
+  createKubeClient,
+  loadKubeConfig,
+  type KubeClient,
+  type KubeObject,
+} from '../../controllers/src/runtime/kube.ts';
+import { RESOURCES } from '../../controllers/src/runtime/resources.ts';
+import { RELEASE_NAMESPACE } from './env.ts';
 
 export const TEST_GATEWAY_OPTIONS = {
   image: 'proxyfleet:test',
@@ -49,4 +56,14 @@ export function createTestOperator(o: TestOperatorOptions): Operator {
       : false,
     ...o.overrides,
   });
+}
+
+/** Who holds the operator's Lease (undefined when nobody: a released Lease has no holder). */
+export async function leaseHolder(client: KubeClient, name = LEASE_NAME): Promise<string | undefined> {
+  const lease = await client.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(
+    RESOURCES.lease,
+    RELEASE_NAMESPACE,
+    name,
+  );
+  return lease?.spec?.holderIdentity ?? undefined;
 }

@@ -22,6 +22,7 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalize
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
+import { applyStatus, rfc3339 } from '../runtime/status.ts';
 import { API_KEY, API_VERSION, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
 import type { ApiKey, ApiKeyStatus } from '../crds/types.generated.ts';
 import {
@@ -270,19 +271,10 @@ export function apiKeyReconciler(
       conditions,
       ...(mapping?.apiKeyId ? { keyId: mapping.apiKeyId } : {}),
       ...(mapping?.key ? { prefix: mapping.key.prefix, fingerprint: fingerprint(mapping.key.hash) } : {}),
-      ...(mapping ? { lastRotationTime: mapping.rotatedAt.toISOString().replace(/\.\d+Z$/, 'Z') } : {}),
+      ...(mapping ? { lastRotationTime: rfc3339(mapping.rotatedAt) } : {}),
       ...(mapping?.changeId ? { changeId: mapping.changeId } : {}),
     };
-    await client.apply(
-      API_KEY,
-      {
-        apiVersion: API_VERSION,
-        kind: 'ApiKey',
-        metadata: { name: ak.metadata.name, namespace: ak.metadata.namespace },
-        status,
-      } as KubeObject,
-      { fieldManager: FIELD_MANAGER, subresource: 'status', force: true },
-    );
+    await applyStatus(client, API_KEY, ak, status, FIELD_MANAGER);
     for (const c of transitions(ak.status?.conditions, conditions)) {
       if (c.type === 'Ready' && c.status === 'False' && c.reason !== 'Revoked')
         await recorder.record(ak, 'Warning', c.reason, c.message);

@@ -5,6 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import { parse, stringify } from 'yaml';
+import { loadGatewayConfig } from '../../../gateway/src/config.ts';
 import { proxyGatewaySchema } from '../../../gateway/src/spec.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
 import { desiredObjects, gatewayConfigYaml, type GatewayOptions } from './desired.ts';
@@ -82,11 +83,14 @@ describe('desiredObjects golden files', () => {
   for (const [name, gateway] of Object.entries(CASES)) {
     test(name, async () => {
       const desired = desiredObjects(gateway, OPTIONS);
-      const rendered = stringify({
-        autoscaled: desired.autoscaled,
-        absent: desired.absent.map((a) => `${a.resource.kind}/${a.name}`),
-        objects: desired.objects.map((o) => o.object),
-      });
+      const rendered = stringify(
+        {
+          autoscaled: desired.autoscaled,
+          absent: desired.absent.map((a) => `${a.resource.kind}/${a.name}`),
+          objects: desired.objects.map((o) => o.object),
+        },
+        { singleQuote: true },
+      );
       const file = path.join(import.meta.dirname, 'testdata', `${name}.golden.yaml`);
       if (process.env.UPDATE_GOLDEN) await writeFile(file, rendered);
       expect(rendered).toBe(await readFile(file, 'utf8'));
@@ -138,5 +142,24 @@ describe('desiredObjects invariants', () => {
     expect(hash({ ...base, spec: { ...base.spec, exits: [{ name: 'direct', country: 'us' }] } })).not.toBe(
       hash(base),
     );
+  });
+
+  test("the gateway container's environment is a valid gateway configuration", () => {
+    const deployment = desiredObjects(CASES['basic-autoscaled']!, OPTIONS).objects.find(
+      (o) => o.object.kind === 'Deployment',
+    )!.object as unknown as {
+      spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+    };
+    const standIns: Record<string, string> = {
+      DATABASE_URL: 'postgresql://proxyfleet@db:5432/proxyfleet',
+      PROXYFLEET_GATEWAY_ID: 'basic-gateway-0',
+    };
+    const env = Object.fromEntries(
+      deployment.spec.template.spec.containers[0]!.env.map((e) => [e.name, e.value ?? standIns[e.name]!]),
+    );
+    const config = loadGatewayConfig(env);
+    expect(config.PROXYFLEET_GATEWAY_CONFIG).toBe('/etc/proxyfleet/gateway.yaml');
+    expect(config.PROXYFLEET_HEALTH_PORT).toBe(9090);
+    expect(config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS).toBe(300);
   });
 });

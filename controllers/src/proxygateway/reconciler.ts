@@ -12,7 +12,8 @@ import type { EventRecorder } from '../runtime/events.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalizers.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube.ts';
-import { API_VERSION, FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
+import { applyStatus } from '../runtime/status.ts';
+import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ProxyGateway, ProxyGatewayStatus } from '../crds/types.generated.ts';
 import { childName, desiredObjects, type GatewayOptions } from './desired.ts';
 
@@ -152,16 +153,7 @@ export function proxyGatewayReconciler(
       endpoint: `${pgw.spec.advertisedHost}:${pgw.spec.port}`,
       conditions,
     };
-    await client.apply(
-      PROXY_GATEWAY,
-      {
-        apiVersion: API_VERSION,
-        kind: 'ProxyGateway',
-        metadata: { name: pgw.metadata.name, namespace: pgw.metadata.namespace },
-        status,
-      } as KubeObject,
-      { fieldManager: FIELD_MANAGER, subresource: 'status', force: true },
-    );
+    await applyStatus(client, PROXY_GATEWAY, pgw, status, FIELD_MANAGER);
     for (const c of transitions(pgw.status?.conditions, conditions)) {
       if (c.type === 'Ready' && c.status === 'True') await recorder.record(pgw, 'Normal', 'Ready', c.message);
       // Not ready at creation is expected; losing readiness is the notable transition.

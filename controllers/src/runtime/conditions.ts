@@ -1,4 +1,5 @@
 // Status conditions (metav1.Condition): lastTransitionTime changes only when status changes.
+import { rfc3339 } from './status.ts';
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 export interface Condition {
@@ -25,10 +26,7 @@ export function setConditions(
     out.set(u.type, {
       ...u,
       observedGeneration: generation,
-      lastTransitionTime:
-        prev && prev.status === u.status
-          ? prev.lastTransitionTime
-          : now.toISOString().replace(/\.\d+Z$/, 'Z'),
+      lastTransitionTime: prev && prev.status === u.status ? prev.lastTransitionTime : rfc3339(now),
     });
   }
   return [...out.values()];

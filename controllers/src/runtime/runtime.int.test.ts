@@ -16,9 +16,8 @@ import {
   startKube,
   type KubeEnv,
 } from '../../../test/kube/env.ts';
-import { createTestOperator, kubeClientFor } from '../../../test/kube/operator.ts';
+import { createTestOperator, kubeClientFor, leaseHolder } from '../../../test/kube/operator.ts';
 import type { Operator } from '../operator.ts';
-import { LEASE_NAME } from '../operator.ts';
 import type { KubeClient, KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
 import { LeaderElector } from './leader.ts';
@@ -94,14 +93,7 @@ describeKube('controller runtime on a real API server', () => {
       } as KubeObject,
       { fieldManager: 'test' },
     );
-  const holder = async () =>
-    (
-      await admin.get<KubeObject & { spec?: { holderIdentity?: string | null } }>(
-        RESOURCES.lease,
-        RELEASE_NAMESPACE,
-        LEASE_NAME,
-      )
-    )?.spec?.holderIdentity;
+  const holder = () => leaseHolder(admin);
 
   test('leader election: of two instances one leads; when it stops the other takes over', async () => {
     const a = createTestOperator({
