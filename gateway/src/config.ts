@@ -9,6 +9,8 @@ export const gatewayEnv = {
   PROXYFLEET_HEALTH_PORT: port(9090),
   /** Overrides spec.port (0 = any free port; tests). */
   PROXYFLEET_GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  /** Benchmark only: "bare" turns authentication and metering off (docs/benchmarks.md). */
+  PROXYFLEET_GATEWAY_FEATURES: z.enum(['full', 'bare']).default('full'),
   /** Address the proxy listens on. */
   PROXYFLEET_GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */

@@ -31,6 +31,7 @@ runMain('gateway', loadGatewayConfig, async (config, { logger, registry, health,
     health,
     // Keep a few seconds of the grace period for the final usage flush.
     drainMs: Math.max(1, config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS - 7) * 1000,
+    bare: config.PROXYFLEET_GATEWAY_FEATURES === 'bare',
   });
   const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
   shutdown.add({ name: 'gateway', run: () => running.close() });

@@ -3,16 +3,14 @@ import http from 'node:http';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import { basicAuth, fold, gatewaySpec, spawnGateway, startOrigin, type GatewayProcess, type Origin } from '../testing/harness.ts';
-import { OVERDRAFT_BYTES } from './ledger.ts';
+import { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from './ledger.ts';
 
 // Five gateway processes drain one small budget at once (docs/adr/0020 states the bound).
 const PODS = 5;
 const CLIENTS_PER_POD = 3;
 const BUDGET = 20_000_000;
 const DOWNLOAD = 1_000_000;
-/** Per connection: one socket read (64 KiB) in each direction past the cut, plus one header block. */
-const PER_CONNECTION_SLACK = 2 * 64 * 1024 + 16 * 1024;
-const BOUND = PODS * (OVERDRAFT_BYTES + CLIENTS_PER_POD * PER_CONNECTION_SLACK);
+const BOUND = PODS * (OVERDRAFT_BYTES + CLIENTS_PER_POD * PER_CONNECTION_SLACK_BYTES);
 /** Without enforcement every client would download this many times. */
 const MAX_DOWNLOADS_PER_CLIENT = 40;
 

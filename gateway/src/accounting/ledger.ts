@@ -10,6 +10,7 @@
 // tick replaces the estimates with the exact counts.
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
+import type { Readable } from 'node:stream';
 import type { Logger } from '../../../common/src/logger.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
 import type { Plan } from '../spec.ts';
@@ -26,6 +27,13 @@ export const LEASE_TTL_SECONDS = 300;
 const LEASE_RENEW_MARGIN_MS = 30_000;
 /** How far a budget may run past its leases while the next grant is on its way. */
 export const OVERDRAFT_BYTES = 256 * 1024;
+/**
+ * What one open connection can add beyond that (docs/adr/0020): the chunk that crosses the limit
+ * in each direction (a socket read is at most 64 KiB), what sits queued in its write buffer when
+ * a tick replaces estimates with delivered counts (16 KiB high-water mark plus one chunk), and
+ * one header block (16 KiB, Node's maxHeaderSize).
+ */
+export const PER_CONNECTION_SLACK_BYTES = 2 * 64 * 1024 + (16 + 64) * 1024 + 16 * 1024;
 /** After "nothing free", admissions are refused without asking again for this long (or until a purchase). */
 const DENIAL_RECHECK_MS = 2_000;
 /** A budget with no connections for this long returns its leases (so other pods can use them). */
@@ -39,6 +47,8 @@ const CONTENDED_POLL_MS = 200;
 /** During a database outage a known customer may spend at most this much on credit, per budget. */
 export const OUTAGE_CREDIT_BYTES = 64 * 1024 * 1024;
 export const TICK_MS = 250;
+/** A lease spent faster than this makes the next request four times larger. */
+const FAST_SPEND_MS = 2_000;
 export const FLUSH_MS = 2_000;
 
 interface LocalLease {
@@ -56,6 +66,8 @@ export class Metered {
   budget: Budget | undefined;
   /** The other side (upstream) to destroy with it when the budget is cut. */
   peer: net.Socket | undefined;
+  /** The streams whose data is relayed to the customer or from them: paused while a grant is pending. */
+  sources: Readable[] = [];
   kind: 'http' | 'tunnel' = 'http';
   billedIn = 0;
   billedOut = 0;
@@ -111,6 +123,9 @@ export class Budget {
   everGranted = false;
   /** The last denial came while other gateways held leases (they may come back). */
   contended = false;
+  lastGrantAt = 0;
+  /** Streams paused while a grant is on its way. */
+  readonly held = new Set<Readable>();
   wanted = INITIAL_LEASE_BYTES;
   lastActive = Date.now();
   bytesUp = 0;
@@ -252,20 +267,49 @@ export class Ledger {
     }
   }
 
-  /** The estimate crossed the trigger: ask for more, or cut when past what may be spent. */
+  /**
+   * The estimate crossed the trigger. Past what may be spent: after a denial, cut; while a grant
+   * is on its way, hold the budget's streams (back-pressure, no cut) until it arrives. Otherwise
+   * ask for the next lease.
+   */
   pressure(b: Budget): void {
     const limit = b.deniedAt ? b.available : b.available + OVERDRAFT_BYTES;
-    if (b.estimate > limit && (b.deniedAt || b.pending)) {
+    if (b.estimate > limit && b.deniedAt) {
       this.cut(b);
+      return;
+    }
+    if (b.estimate > limit && b.pending) {
+      this.hold(b);
       return;
     }
     if (!b.pending && !b.deniedAt) void this.acquire(b);
   }
 
+  private hold(b: Budget): void {
+    for (const conn of b.conns) {
+      for (const stream of conn.sources) {
+        if (!stream.isPaused()) {
+          stream.pause();
+          b.held.add(stream);
+        }
+      }
+    }
+  }
+
+  private release(b: Budget): void {
+    for (const stream of b.held) if (!stream.destroyed) stream.resume();
+    b.held.clear();
+  }
+
   private acquire(b: Budget): Promise<void> {
+    // A lease spent within a couple of seconds was too small: ask for more at once rather than
+    // waiting for the rate estimate of the next tick.
+    if (b.lastGrantAt && Date.now() - b.lastGrantAt < FAST_SPEND_MS) b.wanted = Math.min(MAX_LEASE_BYTES, b.wanted * 4);
     b.pending ??= this.requestLease(b).finally(() => {
       b.pending = undefined;
       b.recompute();
+      if (b.estimate > (b.deniedAt ? b.available : b.available + OVERDRAFT_BYTES) && b.deniedAt) this.cut(b);
+      this.release(b);
       if (b.estimate > b.trigger && b.conns.size) this.pressure(b);
     });
     b.recompute();
@@ -296,6 +340,7 @@ export class Ledger {
       });
       b.everGranted = true;
       b.creditUsed = false;
+      b.lastGrantAt = Date.now();
       m.leaseGrants.inc({ plan: b.product });
       m.leaseGrantedBytes.inc({ plan: b.product }, row.out_granted);
     } catch (err) {

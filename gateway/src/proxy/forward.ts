@@ -102,6 +102,7 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
     if (budget) {
       budget.spend(ctx.ledger, headBytes(upstreamRes.rawHeaders, 32));
       upstreamRes.on('data', (chunk: Buffer) => budget.spend(ctx.ledger, chunk.length));
+      if (a.conn) a.conn.sources = [upstreamRes];
     }
     upstreamRes.on('error', () => res.destroy());
     res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, endToEndHeaders(upstreamRes.rawHeaders));

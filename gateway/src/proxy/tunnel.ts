@@ -67,6 +67,7 @@ async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.
   if (conn && budget) {
     conn.kind = 'tunnel';
     conn.peer = upstream;
+    conn.sources = [socket, upstream];
     budget.requests++;
     const ledger = ctx.ledger;
     socket.on('data', (chunk: Buffer) => budget.spend(ledger, chunk.length));

@@ -1,0 +1,413 @@
+// `npm run bench:gateway`: one run, on this machine, against one local origin, of
+//   direct (no proxy), proxyfleet's gateway (everything on), the same gateway with auth and
+//   metering off ("bare"), and proxy-chain with an equivalent auth callback;
+// measuring keep-alive 1 KiB req/s and p99 at 50 connections, CONNECT tunnels/s at 50 concurrent
+// (one request per tunnel), MiB/s of 1 MiB downloads at 8 connections, and RSS per 1,000 idle
+// tunnels (fresh process each). Each process is separate: origin, proxy, and this load generator
+// (raw sockets, minimal parsing). DATABASE_URL: a server to create a scratch database on;
+// unset: an embedded PostgreSQL in a temporary directory. BENCH_SECONDS: seconds per measurement
+// (default 6). BENCH_PROFILE=1: the gateway runs with --cpu-prof (profiles in /tmp/pf-bench-prof).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { stringify } from 'yaml';
+import { createAccount, recordPurchase } from '../common/src/accounts/accounts.ts';
+import { startEmbeddedPostgres } from '../common/src/db/embedded.ts';
+import { migrate } from '../common/src/db/migrate.ts';
+import { createPool } from '../common/src/db/pool.ts';
+import { createLogger } from '../common/src/logger.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
+const WARMUP_MS = 1_000;
+const KEEPALIVE_CONNS = 50;
+const CONNECT_CONCURRENCY = 50;
+const BULK_CONNS = 8;
+const IDLE_TUNNELS = 1_000;
+/** The canned origin's 1 KiB response, head included (loadtest/bench-origin.ts). */
+const ORIGIN_1K_RESPONSE_BYTES = Buffer.byteLength('HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1024\r\n\r\n') + 1024;
+const root = path.resolve(import.meta.dirname, '..');
+const logger = createLogger('bench', 'warn');
+const children: ChildProcess[] = [];
+
+interface Target {
+  name: string;
+  port: number;
+  /** Proxy-Authorization value, or undefined for the direct target. */
+  auth: string | undefined;
+  pid: number | undefined;
+  stop(): Promise<void>;
+}
+
+function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = ready.exec(out);
+      if (m) {
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve({ child, match: m });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out.slice(-2000)}`)));
+  });
+}
+
+const stopChild = (child: ChildProcess) =>
+  new Promise<void>((r) => {
+    if (child.exitCode !== null || child.signalCode !== null) return r();
+    child.once('exit', () => r());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
+  });
+
+async function rssKiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+// ---- load generators -------------------------------------------------------------------------
+
+function connect(port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ port, host: '127.0.0.1', noDelay: true });
+    s.once('connect', () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+/** Reads HTTP/1.1 responses with Content-Length off a socket, calling back at each end. */
+function responseReader(socket: net.Socket, onResponse: (bodyBytes: number) => void): void {
+  let headBuf: Buffer | undefined;
+  let remaining = -1;
+  let bodyBytes = 0;
+  socket.on('data', (chunk: Buffer) => {
+    let offset = 0;
+    while (offset < chunk.length) {
+      if (remaining < 0) {
+        const piece = chunk.subarray(offset);
+        const buf = headBuf ? Buffer.concat([headBuf, piece]) : piece;
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) {
+          headBuf = Buffer.from(buf);
+          offset = chunk.length;
+          continue;
+        }
+        const cl = /content-length:\s*(\d+)/i.exec(buf.toString('latin1', 0, end));
+        if (!cl) throw new Error(`response without content-length: ${buf.toString('latin1', 0, 200)}`);
+        offset += end + 4 - (headBuf ? headBuf.length : 0);
+        headBuf = undefined;
+        remaining = bodyBytes = Number(cl[1]);
+      }
+      const take = Math.min(remaining, chunk.length - offset);
+      remaining -= take;
+      offset += take;
+      if (remaining === 0) {
+        remaining = -1;
+        onResponse(bodyBytes);
+      }
+    }
+  });
+}
+
+interface LoadResult {
+  count: number;
+  bodyBytes: number;
+  latencies: number[];
+  seconds: number;
+  errors: number;
+}
+
+function requestText(target: Target, originPort: number, pathName: string): Buffer {
+  return Buffer.from(
+    target.auth
+      ? `GET http://127.0.0.1:${originPort}${pathName} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`
+      : `GET ${pathName} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`,
+  );
+}
+
+/** `conns` keep-alive connections each sending one request after the other. */
+async function keepAlive(target: Target, originPort: number, conns: number, pathName: string, seconds: number): Promise<LoadResult> {
+  const request = requestText(target, originPort, pathName);
+  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, errors: 0 };
+  let measuring = false;
+  let running = true;
+  const sockets = await Promise.all(Array.from({ length: conns }, () => connect(target.port)));
+  for (const socket of sockets) {
+    let sentAt = 0;
+    socket.on('error', () => result.errors++);
+    responseReader(socket, (bytes) => {
+      if (measuring) {
+        result.count++;
+        result.bodyBytes += bytes;
+        result.latencies.push(performance.now() - sentAt);
+      }
+      if (!running) return;
+      sentAt = performance.now();
+      socket.write(request);
+    });
+    sentAt = performance.now();
+    socket.write(request);
+  }
+  await sleep(WARMUP_MS);
+  measuring = true;
+  const started = performance.now();
+  await sleep(seconds * 1000);
+  measuring = false;
+  result.seconds = (performance.now() - started) / 1000;
+  running = false;
+  for (const s of sockets) s.destroy();
+  return result;
+}
+
+/** `concurrency` loops of: new connection, CONNECT (proxies), one 1 KiB request, close. */
+async function tunnels(target: Target, originPort: number, concurrency: number, seconds: number): Promise<LoadResult> {
+  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, errors: 0 };
+  const get = Buffer.from(`GET /1k HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`);
+  const connectHead = Buffer.from(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`);
+  let measuring = false;
+  let running = true;
+  const once = () =>
+    new Promise<void>((resolve) => {
+      const started = performance.now();
+      const socket = net.connect({ port: target.auth ? target.port : originPort, host: '127.0.0.1', noDelay: true });
+      let phase: 'connect' | 'request' = target.auth ? 'connect' : 'request';
+      let head = '';
+      const done = (ok: boolean) => {
+        if (measuring && ok) {
+          result.count++;
+          result.latencies.push(performance.now() - started);
+        } else if (!ok) result.errors++;
+        socket.resetAndDestroy();
+        resolve();
+      };
+      socket.on('error', () => done(false));
+      socket.once('connect', () => socket.write(phase === 'connect' ? connectHead : get));
+      let got = 0;
+      socket.on('data', (chunk: Buffer) => {
+        if (phase === 'connect') {
+          head += chunk.toString('latin1');
+          const end = head.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          if (!head.startsWith('HTTP/1.1 200')) return done(false);
+          phase = 'request';
+          socket.write(get);
+          got = head.length - end - 4;
+          return;
+        }
+        got += chunk.length;
+        if (got >= ORIGIN_1K_RESPONSE_BYTES) done(true);
+      });
+    });
+  const loops = Array.from({ length: concurrency }, async () => {
+    while (running) await once();
+  });
+  await sleep(WARMUP_MS);
+  measuring = true;
+  const started = performance.now();
+  await sleep(seconds * 1000);
+  measuring = false;
+  result.seconds = (performance.now() - started) / 1000;
+  running = false;
+  await Promise.all(loops);
+  return result;
+}
+
+/** Opens `n` CONNECT tunnels and keeps them idle; returns the proxy's RSS growth per tunnel. */
+async function idleTunnelMemory(target: Target, originPort: number, n: number): Promise<number> {
+  const open = async () => {
+    const s = await connect(target.port);
+    s.on('error', () => undefined);
+    s.write(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${target.auth}\r\n\r\n`);
+    await new Promise<void>((r) => s.once('data', () => r()));
+    return s;
+  };
+  // Warm the process (code paths, pools) before measuring.
+  const warm = [];
+  for (let i = 0; i < 20; i++) warm.push(await open());
+  await sleep(1_000);
+  const before = await rssKiB(target.pid!);
+  const sockets: net.Socket[] = [];
+  for (let i = 0; i < n; i += 50) sockets.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, open))));
+  await sleep(2_000);
+  const after = await rssKiB(target.pid!);
+  for (const s of [...warm, ...sockets]) s.destroy();
+  return (after - before) / n;
+}
+
+// ---- targets ---------------------------------------------------------------------------------
+
+async function startGatewayTarget(name: string, databaseUrl: string, auth: string, features: 'full' | 'bare', dir: string): Promise<Target> {
+  const file = path.join(dir, 'gateway.yaml');
+  await writeFile(
+    file,
+    stringify({
+      apiVersion: 'proxyfleet.io/v1alpha1',
+      kind: 'ProxyGateway',
+      metadata: { name: 'bench' },
+      spec: { plan: 'basic', port: 12321, advertisedHost: '127.0.0.1', exits: [{ name: 'direct', country: '*' }] },
+    }),
+  );
+  const args = ['gateway/src/main.ts'];
+  if (process.env.BENCH_PROFILE === '1') args.unshift('--cpu-prof', '--cpu-prof-dir=/tmp/pf-bench-prof');
+  const { child, match } = await startProcess(
+    args,
+    {
+      DATABASE_URL: databaseUrl,
+      PROXYFLEET_GATEWAY_CONFIG: file,
+      PROXYFLEET_GATEWAY_PORT: '0',
+      PROXYFLEET_GATEWAY_HOST: '127.0.0.1',
+      PROXYFLEET_GATEWAY_ALLOW_CIDRS: '127.0.0.0/8',
+      PROXYFLEET_GATEWAY_FEATURES: features,
+      PROXYFLEET_GATEWAY_ID: `bench-${features}-${randomBytes(3).toString('hex')}`,
+      PROXYFLEET_HEALTH_PORT: '0',
+      PROXYFLEET_HEALTH_HOST: '127.0.0.1',
+      PROXYFLEET_LOG_LEVEL: 'info',
+      PROXYFLEET_SHUTDOWN_GRACE_SECONDS: '8',
+    },
+    /"port":(\d+)[^\n]*"msg":"gateway listening"/,
+  );
+  return { name, port: Number(match[1]), auth, pid: child.pid, stop: () => stopChild(child) };
+}
+
+async function startProxyChainTarget(user: string, pass: string, auth: string): Promise<Target> {
+  const { child, match } = await startProcess(['loadtest/bench-proxy-chain.ts', `${user}:${pass}`], {}, /^(\d+)\n/);
+  return { name: 'proxy-chain', port: Number(match[1]), auth, pid: child.pid, stop: () => stopChild(child) };
+}
+
+// ---- report ----------------------------------------------------------------------------------
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function p99(latencies: number[]): number {
+  if (!latencies.length) return NaN;
+  const sorted = Float64Array.from(latencies).sort();
+  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)]!;
+}
+
+interface Row {
+  target: string;
+  keepAliveRps: number;
+  keepAliveP99Ms: number;
+  tunnelsPerSecond: number;
+  bulkMiBps: number;
+  idleTunnelKiB: number | undefined;
+  errors: number;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pf-bench-'));
+  let databaseUrl: string;
+  let cleanup: () => Promise<void>;
+  if (process.env.DATABASE_URL) {
+    const name = `gateway_bench_${randomBytes(4).toString("hex")}`;
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const url = new URL(process.env.DATABASE_URL);
+    url.pathname = `/${name}`;
+    databaseUrl = url.toString();
+    cleanup = async () => {
+      const c = new pg.Client({ connectionString: process.env.DATABASE_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    };
+  } else {
+    const embedded = await startEmbeddedPostgres(path.join(dir, 'pg'), logger);
+    databaseUrl = embedded.url;
+    cleanup = () => embedded.stop();
+  }
+  try {
+    await migrate(databaseUrl);
+    const pool = createPool({ url: databaseUrl, max: 2, applicationName: 'bench', logger });
+    const account = await createAccount(pool, { email: `bench-${randomBytes(3).toString('hex')}@example.test` }, randomBytes(32));
+    await recordPurchase(pool, { accountId: account.id, product: 'basic', bytes: 10 ** 13 });
+    await pool.end();
+    const auth = `Basic ${Buffer.from(`${account.proxyUsername}:${account.proxyPassword}`).toString('base64')}`;
+    const { child: originChild, match } = await startProcess(['loadtest/bench-origin.ts'], {}, /^(\d+)\n/);
+    const originPort = Number(match[1]);
+
+    const makers: [string, () => Promise<Target>][] = [
+      ['direct', async () => ({ name: 'direct', port: originPort, auth: undefined, pid: undefined, stop: async () => undefined })],
+      ['gateway (full)', () => startGatewayTarget('gateway (full)', databaseUrl, auth, 'full', dir)],
+      ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
+      ['proxy-chain', () => startProxyChainTarget(account.proxyUsername, account.proxyPassword, auth)],
+    ];
+    const rows: Row[] = [];
+    // For profiling one thing: BENCH_TARGETS=full,bare BENCH_SCENARIOS=connect (default: all).
+    const onlyTargets = process.env.BENCH_TARGETS?.split(',');
+    const scenarios = new Set(process.env.BENCH_SCENARIOS?.split(',') ?? ['keepalive', 'connect', 'bulk', 'idle']);
+    const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: 1, errors: 0 };
+    for (const [name, make] of makers) {
+      if (onlyTargets && !onlyTargets.some((t) => name.includes(t))) continue;
+      process.stderr.write(`${name}: keep-alive, CONNECT, bulk...\n`);
+      const target = await make();
+      const ka = scenarios.has('keepalive') ? await keepAlive(target, originPort, KEEPALIVE_CONNS, '/1k', SECONDS) : none;
+      const tu = scenarios.has('connect') ? await tunnels(target, originPort, CONNECT_CONCURRENCY, SECONDS) : none;
+      const bulk = scenarios.has('bulk') ? await keepAlive(target, originPort, BULK_CONNS, '/1m', SECONDS) : none;
+      await target.stop();
+      let idle: number | undefined;
+      if (target.pid !== undefined && scenarios.has('idle')) {
+        process.stderr.write(`${name}: idle tunnels...\n`);
+        const fresh = await make();
+        idle = await idleTunnelMemory(fresh, originPort, IDLE_TUNNELS);
+        await fresh.stop();
+      }
+      rows.push({
+        target: name,
+        keepAliveRps: ka.count / ka.seconds,
+        keepAliveP99Ms: p99(ka.latencies),
+        tunnelsPerSecond: tu.count / tu.seconds,
+        bulkMiBps: bulk.bodyBytes / bulk.seconds / 2 ** 20,
+        idleTunnelKiB: idle,
+        errors: ka.errors + tu.errors + bulk.errors,
+      });
+    }
+    await stopChild(originChild);
+    report(rows);
+  } finally {
+    await Promise.all(children.map(stopChild));
+    await cleanup();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function report(rows: Row[]): void {
+  const base = rows.find((r) => r.target === 'proxy-chain') ?? rows[0]!;
+  const bare = rows.find((r) => r.target === 'gateway (bare)') ?? rows[0]!;
+  const ratio = (v: number | undefined, b: number | undefined) => (v === undefined || b === undefined ? '' : ` (${(v / b).toFixed(2)}x)`);
+  const f0 = (n: number) => n.toFixed(0);
+  const lines = [
+    `| target | keep-alive 1 KiB req/s @${KEEPALIVE_CONNS} | p99 ms | CONNECT tunnels/s @${CONNECT_CONCURRENCY} | 1 MiB MiB/s @${BULK_CONNS} | RSS KiB per idle tunnel | errors |`,
+    '|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.target} | ${f0(r.keepAliveRps)}${r.target === 'direct' ? '' : ratio(r.keepAliveRps, base.keepAliveRps)} | ${r.keepAliveP99Ms.toFixed(1)} | ${f0(r.tunnelsPerSecond)}${r.target === 'direct' ? '' : ratio(r.tunnelsPerSecond, base.tunnelsPerSecond)} | ${f0(r.bulkMiBps)}${r.target === 'direct' ? '' : ratio(r.bulkMiBps, base.bulkMiBps)} | ${r.idleTunnelKiB === undefined ? 'n/a' : r.idleTunnelKiB.toFixed(1) + ratio(r.idleTunnelKiB, base.idleTunnelKiB)} | ${r.errors} |`,
+    ),
+  ];
+  const full = rows.find((r) => r.target === 'gateway (full)') ?? rows[0]!;
+  lines.push(
+    '',
+    `full features vs features off: keep-alive ${(full.keepAliveRps / bare.keepAliveRps * 100).toFixed(0)} %, CONNECT ${(full.tunnelsPerSecond / bare.tunnelsPerSecond * 100).toFixed(0)} %, bulk ${(full.bulkMiBps / bare.bulkMiBps * 100).toFixed(0)} %`,
+    `(ratios in parentheses are to proxy-chain; ${SECONDS} s per measurement after ${WARMUP_MS / 1000} s warm-up; ${new Date().toISOString()})`,
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+process.on('SIGINT', () => {
+  for (const c of children) c.kill('SIGKILL');
+  process.exit(130);
+});
+
+await main();
