@@ -259,6 +259,7 @@ export async function spawnGateway(
   await writeFile(file, stringify(gateway));
   const child = spawn(process.execPath, [new URL('../main.ts', import.meta.url).pathname], {
     env: {
+      // eslint-disable-next-line no-restricted-properties -- a test harness: the child needs PATH only
       PATH: process.env.PATH ?? '',
       DATABASE_URL: databaseUrl,
       PROXYFLEET_GATEWAY_CONFIG: file,
