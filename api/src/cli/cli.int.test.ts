@@ -1,23 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../test/fixtures.ts';
-import { call, startTestApi, type TestApi } from '../testing.ts';
+import { call } from '../testing.ts';
+import { useTestApi } from '../test-hooks.ts';
 import { runCli } from './main.ts';
 
-let db: TestDatabase;
-let api: TestApi;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  api = await startTestApi(db);
-});
-afterAll(async () => {
-  await api.close();
-  await db.drop();
-});
+const fx = useTestApi();
 
 async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -26,7 +16,7 @@ async function cli(...argv: string[]): Promise<{ code: number; out: string; err:
     out: (t) => (out += t),
     err: (t) => (err += t),
     fetch,
-    env: { PROXYFLEET_API_URL: api.url, PROXYFLEET_ADMIN_TOKEN: TEST_ADMIN_TOKEN },
+    env: { PROXYFLEET_API_URL: fx.api.url, PROXYFLEET_ADMIN_TOKEN: TEST_ADMIN_TOKEN },
   });
   return { code, out, err };
 }
@@ -38,9 +28,9 @@ describe('proxyfleet admin', () => {
     expect(account.apiKey).toMatch(/^svc_live_/);
     expect(json(await cli('admin', 'purchases', 'create', account.id, '--product', 'basic', '--gb', '0.25'))).toMatchObject({ bytes: 250_000_000 });
     const key = json(await cli('admin', 'keys', 'create', account.id, '--name', 'ci')) as { id: string; apiKey: string };
-    expect((await call(api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(200);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(200);
     expect(await cli('admin', 'keys', 'revoke', account.id, key.id)).toMatchObject({ code: 0, out: 'done\n' });
-    expect((await call(api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(401);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(401);
     const rotated = json(await cli('admin', 'keys', 'regenerate-primary', account.id)) as { apiKey: string };
     expect(rotated.apiKey).not.toBe(account.apiKey);
     expect(json(await cli('admin', 'accounts', 'suspend', account.id))).toEqual({ id: account.id, status: 'suspended' });

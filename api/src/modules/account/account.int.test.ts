@@ -1,21 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
+import { describe, expect, test } from '@jest/globals';
 import { accountWithBandwidth } from '../../../../test/fixtures.ts';
 import { createNamedKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
 import { recordPurchase } from '../../../../common/src/accounts/accounts.ts';
-import { call, startTestApi, type TestApi } from '../../testing.ts';
+import { call } from '../../testing.ts';
+import { useTestApi } from '../../test-hooks.ts';
 
-let db: TestDatabase;
-let api: TestApi;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  api = await startTestApi(db);
-});
-afterAll(async () => {
-  await api.close();
-  await db.drop();
-});
+const fx = useTestApi();
 
 /** Changes made straight in the database reach the cache through the change feed within moments. */
 async function eventually(check: () => Promise<boolean>): Promise<void> {
@@ -28,9 +18,9 @@ async function eventually(check: () => Promise<boolean>): Promise<void> {
 
 describe('GET /api/v1/account', () => {
   test('the record: identity, balances, settings and keys by name and prefix, never a key', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1e9 });
-    const named = await createNamedKey(db.pool, account.id, 'scraper');
-    const res = await call(api.url, '/api/v1/account', { key: account.apiKey });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1e9 });
+    const named = await createNamedKey(fx.db.pool, account.id, 'scraper');
+    const res = await call(fx.api.url, '/api/v1/account', { key: account.apiKey });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       success: true,
@@ -55,14 +45,14 @@ describe('GET /api/v1/account', () => {
   });
 
   test('changes made elsewhere (keys, purchases) replace the cached record', async () => {
-    const account = await accountWithBandwidth(db.pool);
-    expect((await call(api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys).toHaveLength(1);
-    const named = await createNamedKey(db.pool, account.id, 'late');
-    await eventually(async () => (await call(api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 2);
-    await revokeKey(db.pool, account.id, named.id);
-    await eventually(async () => (await call(api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 1);
-    await recordPurchase(db.pool, { accountId: account.id, product: 'mobile', bytes: 2e9 });
-    await db.pool.query('DELETE FROM api_usage_snapshots WHERE account_id = $1', [account.id]);
-    await eventually(async () => (await call(api.url, '/api/v1/account', { key: account.apiKey })).body.products.mobile.totalGb === 2);
+    const account = await accountWithBandwidth(fx.db.pool);
+    expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys).toHaveLength(1);
+    const named = await createNamedKey(fx.db.pool, account.id, 'late');
+    await eventually(async () => (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 2);
+    await revokeKey(fx.db.pool, account.id, named.id);
+    await eventually(async () => (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 1);
+    await recordPurchase(fx.db.pool, { accountId: account.id, product: 'mobile', bytes: 2e9 });
+    await fx.db.pool.query('DELETE FROM api_usage_snapshots WHERE account_id = $1', [account.id]);
+    await eventually(async () => (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.products.mobile.totalGb === 2);
   });
 });

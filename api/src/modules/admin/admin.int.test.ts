@@ -1,21 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
+import { describe, expect, test } from '@jest/globals';
 import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
 import { API_KEY_PATTERN } from '../../../../common/src/secrets.ts';
-import { call, startTestApi, type TestApi } from '../../testing.ts';
+import { call } from '../../testing.ts';
+import { useTestApi } from '../../test-hooks.ts';
 
-let db: TestDatabase;
-let api: TestApi;
-const admin = (path: string, options: Parameters<typeof call>[2] = {}) => call(api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  api = await startTestApi(db);
-});
-afterAll(async () => {
-  await api.close();
-  await db.drop();
-});
+const fx = useTestApi();
+const admin = (path: string, options: Parameters<typeof call>[2] = {}) => call(fx.api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
 
 async function newAccount() {
   const res = await admin('/accounts', { body: { email: exampleEmail() } });
@@ -33,7 +23,7 @@ describe('POST /admin/v1/accounts', () => {
     expect(res.body.apiKey).toMatch(API_KEY_PATTERN);
     expect(res.body.proxyUsername).toMatch(/^[a-z0-9]{4,32}$/);
     expect(res.body.proxyPassword).toMatch(/^[A-Za-z0-9]+$/);
-    expect((await call(api.url, '/api/v1/account', { key: res.body.apiKey })).status).toBe(200);
+    expect((await call(fx.api.url, '/api/v1/account', { key: res.body.apiKey })).status).toBe(200);
     const listed = await admin(`/accounts?email=${encodeURIComponent(email)}`);
     expect(listed.body.accounts).toEqual([expect.objectContaining({ id: res.body.id, email })]);
   });
@@ -49,15 +39,15 @@ describe('POST /admin/v1/accounts', () => {
 describe('purchases', () => {
   test('fractional GB buys exact bytes and returns an invoice; usage shows it at once', async () => {
     const account = await newAccount();
-    await call(api.url, '/api/v1/usage', { key: account.apiKey }); // a snapshot exists before the purchase
+    await call(fx.api.url, '/api/v1/usage', { key: account.apiKey }); // a snapshot exists before the purchase
     const res = await admin(`/accounts/${account.id}/purchases`, { body: { product: 'basic', gb: 0.5 } });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ accountId: account.id, product: 'basic', bytes: 500_000_000, gb: 0.5, status: 'issued' });
     expect(res.body.number).toEqual(expect.any(Number));
     expect(res.headers.get('proxyfleet-cache-sync')).toBe('1/1');
-    const usage = await call(api.url, '/api/v1/usage', { key: account.apiKey });
+    const usage = await call(fx.api.url, '/api/v1/usage', { key: account.apiKey });
     expect(usage.body.products.basic).toEqual({ totalGb: 0.5, usedGb: 0, remainingGb: 0.5 });
-    const outbox = await db.pool.query('SELECT kind FROM email_outbox WHERE account_id = $1', [account.id]);
+    const outbox = await fx.db.pool.query('SELECT kind FROM email_outbox WHERE account_id = $1', [account.id]);
     expect(outbox.rows).toEqual([{ kind: 'new_invoice' }]);
   });
   test('an idempotency key buys once', async () => {
@@ -65,7 +55,7 @@ describe('purchases', () => {
     const first = await admin(`/accounts/${account.id}/purchases`, { body: { product: 'light', gb: 1 }, headers: { 'idempotency-key': `k-${account.id}` } });
     const again = await admin(`/accounts/${account.id}/purchases`, { body: { product: 'light', gb: 1 }, headers: { 'idempotency-key': `k-${account.id}` } });
     expect(again.body.id).toBe(first.body.id);
-    const { rows } = await db.pool.query('SELECT total_bytes FROM balances WHERE account_id = $1', [account.id]);
+    const { rows } = await fx.db.pool.query('SELECT total_bytes FROM balances WHERE account_id = $1', [account.id]);
     expect(rows).toEqual([{ total_bytes: 1e9 }]);
   });
   test.each([
@@ -94,8 +84,8 @@ describe('keys', () => {
     const res = await admin(`/accounts/${account.id}/keys/primary/regenerate`, { method: 'POST' });
     expect(res.status).toBe(200);
     expect(res.body.apiKey).toMatch(API_KEY_PATTERN);
-    expect((await call(api.url, '/api/v1/account', { key: account.apiKey })).status).toBe(401);
-    expect((await call(api.url, '/api/v1/account', { key: res.body.apiKey })).status).toBe(200);
+    expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).status).toBe(401);
+    expect((await call(fx.api.url, '/api/v1/account', { key: res.body.apiKey })).status).toBe(200);
   });
   test('named keys: create, list without the key, revoke; the 11th active is refused', async () => {
     const account = await newAccount();
@@ -109,11 +99,11 @@ describe('keys', () => {
     const eleventh = await admin(`/accounts/${account.id}/keys`, { body: { name: 'int-11' } });
     expect(eleventh).toMatchObject({ status: 409, body: { success: false, error: 'An account can have at most 10 named API keys' } });
     expect((await admin(`/accounts/${account.id}/keys`, { body: { name: 'int-1' } })).status).toBe(409);
-    expect((await call(api.url, '/api/v1/usage', { key: created[0]!.apiKey })).status).toBe(200);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: created[0]!.apiKey })).status).toBe(200);
 
     const del = await admin(`/accounts/${account.id}/keys/${created[0]!.id}`, { method: 'DELETE' });
     expect(del.status).toBe(204);
-    expect((await call(api.url, '/api/v1/usage', { key: created[0]!.apiKey })).status).toBe(401);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: created[0]!.apiKey })).status).toBe(401);
     expect((await admin(`/accounts/${account.id}/keys/${created[0]!.id}`, { method: 'DELETE' })).status).toBe(404);
     expect((await admin(`/accounts/${account.id}/keys`, { body: { name: 'int-11' } })).status).toBe(201);
 
@@ -133,7 +123,7 @@ describe('keys', () => {
     const b = await newAccount();
     const key = await admin(`/accounts/${b.id}/keys`, { body: { name: 'x' } });
     expect((await admin(`/accounts/${a.id}/keys/${key.body.id}`, { method: 'DELETE' })).status).toBe(404);
-    expect((await call(api.url, '/api/v1/usage', { key: key.body.apiKey })).status).toBe(200);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: key.body.apiKey })).status).toBe(200);
   });
   test('a bad key name is 400', async () => {
     const account = await newAccount();
@@ -145,11 +135,11 @@ describe('keys', () => {
 describe('suspend and reactivate', () => {
   test('a suspended account is refused with 401 until reactivated', async () => {
     const account = await newAccount();
-    expect((await call(api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(200);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(200);
     expect(await admin(`/accounts/${account.id}/suspend`, { method: 'POST' })).toMatchObject({ status: 200, body: { id: account.id, status: 'suspended' } });
-    expect((await call(api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(401);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(401);
     expect(await admin(`/accounts/${account.id}/reactivate`, { method: 'POST' })).toMatchObject({ status: 200, body: { status: 'active' } });
-    expect((await call(api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(200);
+    expect((await call(fx.api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(200);
   });
   test('an unknown account is 404', async () => {
     expect((await admin('/accounts/00000000-0000-4000-8000-000000000000/suspend', { method: 'POST' })).status).toBe(404);
@@ -159,7 +149,7 @@ describe('suspend and reactivate', () => {
 describe('alerts and auto-refill', () => {
   test('toggles show in the account record at once', async () => {
     const account = await newAccount();
-    expect((await call(api.url, '/api/v1/account', { key: account.apiKey })).body.alerts).toEqual({
+    expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.alerts).toEqual({
       lowBandwidth: true,
       newInvoice: true,
       serverAlerts: false,
@@ -167,13 +157,13 @@ describe('alerts and auto-refill', () => {
     });
     const res = await admin(`/accounts/${account.id}/alerts`, { method: 'PUT', body: { lowBandwidth: false, newInvoice: false, serverAlerts: true } });
     expect(res.body).toEqual({ lowBandwidth: false, newInvoice: false, serverAlerts: true, lowBandwidthPercent: 10 });
-    expect((await call(api.url, '/api/v1/account', { key: account.apiKey })).body.alerts).toMatchObject({ lowBandwidth: false, serverAlerts: true });
+    expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.alerts).toMatchObject({ lowBandwidth: false, serverAlerts: true });
     expect((await admin(`/accounts/${account.id}/alerts`, { method: 'PUT', body: {} })).status).toBe(400);
     expect((await admin(`/accounts/${account.id}/alerts`, { method: 'PUT', body: { serverAlerts: 'yes' } })).status).toBe(400);
 
     const refill = await admin(`/accounts/${account.id}/auto-refill/basic`, { method: 'PUT', body: { enabled: true, thresholdGb: 0.5, refillGb: 5 } });
     expect(refill.status).toBe(200);
-    expect((await call(api.url, '/api/v1/account', { key: account.apiKey })).body.autoRefill).toEqual([
+    expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.autoRefill).toEqual([
       { product: 'basic', enabled: true, thresholdGb: 0.5, refillGb: 5, maxRefillsPerMonth: 5 },
     ]);
   });
@@ -191,7 +181,7 @@ describe('ISP proxies and the proxy password', () => {
     expect((await admin(`/accounts/${account.id}/isp-proxies`, { body: { host: '203.0.113.8', port: 0, username: 'isp1', country: 'us' } })).status).toBe(400);
     const generated = await admin(`/accounts/${account.id}/isp-proxies`, { body: { host: 'isp.example.com', port: 9000, username: 'isp2', country: 'de', expiresAt: '2020-01-01T00:00:00Z' } });
     expect(generated.body.password).toMatch(/^[A-Za-z0-9]{20}$/);
-    const list = await call(api.url, '/api/v1/proxies/list', { key: account.apiKey });
+    const list = await call(fx.api.url, '/api/v1/proxies/list', { key: account.apiKey });
     expect(list.body.proxies).toHaveLength(2);
     expect(list.body.proxies[1]).toMatchObject({ host: 'isp.example.com', status: 'expired', expiresAt: '2020-01-01T00:00:00.000Z' });
     expect((await admin(`/accounts/${account.id}/isp-proxies/${res.body.id}`, { method: 'DELETE' })).status).toBe(204);

@@ -44,16 +44,24 @@ export function presentedKey(req: Request): string | undefined {
 
 const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
+/**
+ * The address's failed-authentication bucket; undefined (after answering 429) when this process
+ * already knows the address used up its failures.
+ */
+function refusedAddress(deps: AuthDeps, req: Request, res: Response): string | undefined {
+  const bucket = `authfail:${clientAddress(req)}`;
+  const blockedFor = deps.failureLimiter.isBlocked(bucket);
+  if (blockedFor === undefined) return bucket;
+  deps.metrics.rateLimited.inc({ limiter: 'auth_failure' });
+  setRateLimitHeaders(res, deps.failureLimiter, { allowed: false, limit: 0, retryAfterSeconds: blockedFor });
+  sendError(res, new AppError('RATE_LIMITED', { retryAfter: blockedFor }));
+  return undefined;
+}
+
 export function apiKeyAuth(deps: AuthDeps): RequestHandler {
   return async (req, res, next) => {
-    const address = clientAddress(req);
-    const failureBucket = `authfail:${address}`;
-    const blockedFor = deps.failureLimiter.isBlocked(failureBucket);
-    if (blockedFor !== undefined) {
-      deps.metrics.rateLimited.inc({ limiter: 'auth_failure' });
-      setRateLimitHeaders(res, deps.failureLimiter, { allowed: false, limit: 0, retryAfterSeconds: blockedFor });
-      return sendError(res, new AppError('RATE_LIMITED', { retryAfter: blockedFor }));
-    }
+    const failureBucket = refusedAddress(deps, req, res);
+    if (!failureBucket) return;
     const key = presentedKey(req);
     let reason: AuthFailureReason | undefined;
     let found: Principal | undefined;
@@ -82,14 +90,8 @@ export function apiKeyAuth(deps: AuthDeps): RequestHandler {
 /** Admin token in Authorization: Bearer, compared in constant time. A customer key never matches. */
 export function adminAuth(deps: AuthDeps): RequestHandler {
   return async (req, res, next) => {
-    const address = clientAddress(req);
-    const failureBucket = `authfail:${address}`;
-    const blockedFor = deps.failureLimiter.isBlocked(failureBucket);
-    if (blockedFor !== undefined) {
-      deps.metrics.rateLimited.inc({ limiter: 'auth_failure' });
-      setRateLimitHeaders(res, deps.failureLimiter, { allowed: false, limit: 0, retryAfterSeconds: blockedFor });
-      return sendError(res, new AppError('RATE_LIMITED', { retryAfter: blockedFor }));
-    }
+    const failureBucket = refusedAddress(deps, req, res);
+    if (!failureBucket) return;
     const authorization = req.headers.authorization;
     const token = authorization ? BEARER.exec(authorization)?.[1] : undefined;
     // API keys are refused before comparing, even if an operator configured one as the token.
