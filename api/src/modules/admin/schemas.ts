@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PRODUCTS } from '../../../../common/src/products.ts';
+import { keySummarySchema } from '../account/schemas.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const uuid = z.string().regex(UUID);
@@ -67,13 +68,7 @@ export const createKeySchema = z.object({
     .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'must be letters, digits, space, dot, underscore or hyphen'),
 });
 export const createdKeySchema = z.object({ id: z.string(), name: z.string(), apiKey: z.string(), prefix: z.string() });
-export const keyRecordSchema = z.object({
-  id: z.string(),
-  kind: z.enum(['primary', 'named']),
-  name: z.string(),
-  prefix: z.string(),
-  last4: z.string(),
-  createdAt: z.string(),
+export const keyRecordSchema = keySummarySchema.extend({
   revokedAt: z.string().nullable(),
   lastUsedAt: z.string().nullable(),
 });
