@@ -43,3 +43,24 @@ export function gatewayMetrics(registry: Registry): GatewayMetrics {
   byRegistry.set(registry, m);
   return m;
 }
+
+/** Children bound to one plan for the per-request counters (no label hashing on the hot path). */
+export interface PlanMetrics {
+  connections: { inc(): void; dec(): void };
+  tunnels: { inc(): void; dec(): void };
+  httpRequests: { inc(): void };
+  connectRequests: { inc(): void };
+  bytesUp: { inc(n: number): void };
+  bytesDown: { inc(n: number): void };
+}
+
+export function planMetrics(m: GatewayMetrics, plan: string): PlanMetrics {
+  return {
+    connections: m.connections.labels({ plan }),
+    tunnels: m.tunnels.labels({ plan }),
+    httpRequests: m.requests.labels({ plan, kind: 'http' }),
+    connectRequests: m.requests.labels({ plan, kind: 'connect' }),
+    bytesUp: m.bytes.labels({ plan, direction: 'up' }),
+    bytesDown: m.bytes.labels({ plan, direction: 'down' }),
+  };
+}

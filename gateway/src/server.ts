@@ -14,7 +14,7 @@ import { Ledger, type Metered } from './accounting/ledger.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
-import { gatewayMetrics } from './metrics.ts';
+import { gatewayMetrics, planMetrics } from './metrics.ts';
 import type { ProxyContext } from './proxy/context.ts';
 import { ExitPool } from './proxy/exits.ts';
 import { handleRequest } from './proxy/forward.ts';
@@ -93,6 +93,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const plan = spec.plan;
   const logger = deps.logger;
   const metrics = gatewayMetrics(deps.registry);
+  const hot = planMetrics(metrics, plan);
   let sharedPromise = sharedByPool.get(deps.pool);
   if (!sharedPromise) {
     sharedPromise = openShared(deps);
@@ -108,6 +109,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     plan,
     logger,
     metrics,
+    hot,
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
   });
@@ -121,6 +123,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     exits: new ExitPool(spec.exits),
     sessions: new SessionStore(deps.pool),
     metrics,
+    hot,
     logger,
     meters: new WeakMap<net.Socket, Metered>(),
     bare: deps.bare ?? false,
@@ -147,10 +150,10 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   server.on('connection', (socket: net.Socket) => {
     socket.on('error', () => socket.destroy());
     open.add(socket);
-    metrics.connections.inc({ plan });
+    hot.connections.inc();
     socket.once('close', () => {
       open.delete(socket);
-      metrics.connections.dec({ plan });
+      hot.connections.dec();
     });
   });
 

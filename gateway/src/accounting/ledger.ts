@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../../../common/src/logger.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
 import type { Plan } from '../spec.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 
 /** Smallest lease asked for (the database grants less only when less is left). */
 export const MIN_LEASE_BYTES = 256 * 1024;
@@ -202,6 +202,7 @@ export interface LedgerOptions {
   plan: Plan;
   logger: Logger;
   metrics: GatewayMetrics;
+  hot: PlanMetrics;
   /** Called for a connection idle or older than the limits (tick-driven; no timer per socket). */
   idleMs: number;
   maxLifetimeMs: number;
@@ -421,9 +422,8 @@ export class Ledger {
     b.bytesUp += up;
     b.bytesDown += down;
     b.allocate(up + down);
-    const m = this.opts.metrics;
-    if (up) m.bytes.inc({ plan: b.product, direction: 'up' }, up);
-    if (down) m.bytes.inc({ plan: b.product, direction: 'down' }, down);
+    if (up) this.opts.hot.bytesUp.inc(up);
+    if (down) this.opts.hot.bytesDown.inc(down);
   }
 
   /** Exact counts replace the estimates; idle and over-age connections are closed. */

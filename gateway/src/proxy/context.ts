@@ -5,7 +5,7 @@ import type { Logger } from '../../../common/src/logger.ts';
 import type { Budget, Ledger, Metered } from '../accounting/ledger.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { ParsedCredentials } from '../auth/credentials.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import type { Plan, ProxyGatewaySpec } from '../spec.ts';
 import type { Exit, ExitPool } from './exits.ts';
 import type { DestinationGuard } from './guard.ts';
@@ -21,6 +21,7 @@ export interface ProxyContext {
   exits: ExitPool;
   sessions: SessionStore;
   metrics: GatewayMetrics;
+  hot: PlanMetrics;
   logger: Logger;
   meters: WeakMap<net.Socket, Metered>;
   /** Benchmark only: no authentication and no metering ("features off"). */

@@ -46,7 +46,7 @@ async function forward(ctx: ProxyContext, req: http.IncomingMessage, res: http.S
   if (exits.length === 0) return refuse(NO_EXIT);
 
   const { budget, conn } = admitted;
-  ctx.metrics.requests.inc({ plan: ctx.plan, kind: 'http' });
+  ctx.hot.httpRequests.inc();
   if (budget) {
     budget.requests++;
     budget.spend(ctx.ledger, headBytes(req.rawHeaders, url.length + 16));

@@ -67,13 +67,25 @@ export class DestinationGuard {
     this.resolve = resolve ?? ((host) => lookup(host, { all: true, verbatim: true }));
   }
 
-  /** Whether connecting to this literal address is allowed. */
+  private readonly verdicts = new Map<string, boolean>();
+
+  /** Whether connecting to this literal address is allowed (memoised: the lists never change). */
   addressAllowed(address: string): boolean {
+    let verdict = this.verdicts.get(address);
+    if (verdict === undefined) {
+      verdict = this.judge(address);
+      if (this.verdicts.size >= DNS_CACHE_LIMIT) this.verdicts.clear();
+      this.verdicts.set(address, verdict);
+    }
+    return verdict;
+  }
+
+  private judge(address: string): boolean {
     const family = net.isIP(address);
     if (family === 4) return this.allowed.check(address, 'ipv4') || !this.blocked.check(address, 'ipv4');
     if (family !== 6) return false;
     const embedded = embeddedIPv4(address);
-    if (embedded) return this.addressAllowed(embedded);
+    if (embedded) return this.judge(embedded);
     return this.allowed.check(address, 'ipv6') || !this.blocked.check(address, 'ipv6');
   }
 
@@ -130,6 +142,12 @@ export function embeddedIPv4(address: string): string | undefined {
  * the way URLs are (so 2130706433, 0x7f.1 and 017700000001 all become 127.0.0.1).
  */
 export function parseAuthority(authority: string): { host: string; port: number } | undefined {
+  // Fast path: a canonical dotted-quad IPv4 address needs no URL parsing.
+  const quad = /^((?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}):(\d{1,5})$/.exec(authority);
+  if (quad) {
+    const port = Number(quad[2]);
+    return port >= 1 && port <= 65_535 ? { host: quad[1]!, port } : undefined;
+  }
   const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@[\]]+):(\d{1,5})$/.exec(authority);
   if (!m) return undefined;
   const port = Number(m[2]);

@@ -62,8 +62,8 @@ async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.
     return;
   }
   const { conn, budget } = admitted;
-  ctx.metrics.requests.inc({ plan: ctx.plan, kind: 'connect' });
-  ctx.metrics.tunnels.inc({ plan: ctx.plan });
+  ctx.hot.connectRequests.inc();
+  ctx.hot.tunnels.inc();
   if (conn && budget) {
     conn.kind = 'tunnel';
     conn.peer = upstream;
@@ -79,11 +79,15 @@ async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.
   // ended it); an error on either side tears both down.
   up.on('error', () => socket.destroy());
   up.on('close', (hadError) => (hadError ? socket.destroy() : socket.end()));
+  // A reset from the customer is passed on as a reset (no TIME_WAIT left on this side per tunnel).
+  let reset = false;
+  socket.on('error', () => (reset = true));
   socket.on('close', () => {
     if (closed) return;
     closed = true;
-    ctx.metrics.tunnels.dec({ plan: ctx.plan });
-    up.destroy();
+    ctx.hot.tunnels.dec();
+    if (reset && !up.destroyed) up.resetAndDestroy();
+    else up.destroy();
   });
   socket.write(ESTABLISHED);
   if (head.length) up.write(head);
