@@ -135,6 +135,16 @@ function requestText(target: Target, originPort: number, pathName: string): Buff
   );
 }
 
+/** Warms up, then measures for `seconds`; returns the measured seconds. */
+async function window(seconds: number, setMeasuring: (on: boolean) => void): Promise<number> {
+  await sleep(WARMUP_MS);
+  setMeasuring(true);
+  const started = performance.now();
+  await sleep(seconds * 1000);
+  setMeasuring(false);
+  return (performance.now() - started) / 1000;
+}
+
 /** `conns` keep-alive connections each sending one request after the other. */
 async function keepAlive(target: Target, originPort: number, conns: number, pathName: string, seconds: number): Promise<LoadResult> {
   const request = requestText(target, originPort, pathName);
@@ -158,12 +168,7 @@ async function keepAlive(target: Target, originPort: number, conns: number, path
     sentAt = performance.now();
     socket.write(request);
   }
-  await sleep(WARMUP_MS);
-  measuring = true;
-  const started = performance.now();
-  await sleep(seconds * 1000);
-  measuring = false;
-  result.seconds = (performance.now() - started) / 1000;
+  result.seconds = await window(seconds, (on) => (measuring = on));
   running = false;
   for (const s of sockets) s.destroy();
   return result;
@@ -211,12 +216,7 @@ async function tunnels(target: Target, originPort: number, concurrency: number, 
   const loops = Array.from({ length: concurrency }, async () => {
     while (running) await once();
   });
-  await sleep(WARMUP_MS);
-  measuring = true;
-  const started = performance.now();
-  await sleep(seconds * 1000);
-  measuring = false;
-  result.seconds = (performance.now() - started) / 1000;
+  result.seconds = await window(seconds, (on) => (measuring = on));
   running = false;
   await Promise.all(loops);
   return result;
