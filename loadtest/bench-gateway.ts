@@ -280,7 +280,9 @@ async function startGatewayTarget(name: string, databaseUrl: string, auth: strin
 }
 
 async function startProxyChainTarget(user: string, pass: string, auth: string): Promise<Target> {
-  const { child, match } = await startProcess(['loadtest/bench-proxy-chain.ts', `${user}:${pass}`], {}, /^(\d+)\n/);
+  const args = ['loadtest/bench-proxy-chain.ts', `${user}:${pass}`];
+  if (process.env.BENCH_PROFILE === '1') args.unshift('--cpu-prof', '--cpu-prof-dir=/tmp/pf-bench-prof');
+  const { child, match } = await startProcess(args, {}, /^(\d+)\n/);
   return { name: 'proxy-chain', port: Number(match[1]), auth, pid: child.pid, stop: () => stopChild(child) };
 }
 

@@ -11,3 +11,4 @@ const server = new Server({
 });
 await server.listen();
 process.stdout.write(`${server.port}\n`);
+process.on('SIGTERM', () => void server.close(true).then(() => process.exit(0)));
