@@ -6,7 +6,6 @@
 import http from 'node:http';
 import { admit, chooseExits, guardRefusal, NO_EXIT, refusal, statusClass, type Admitted, type ProxyContext } from './context.ts';
 import type { Exit } from './exits.ts';
-import { normaliseHost } from './guard.ts';
 import { endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
 import { MAX_EXIT_ATTEMPTS } from './tunnel.ts';
 
@@ -38,7 +37,7 @@ async function forward(ctx: ProxyContext, req: http.IncomingMessage, res: http.S
   }
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
   if ('status' in admitted) return refuse(admitted);
-  const host = normaliseHost(target.host.replace(/:\d+$/, '')) ?? target.hostname;
+  const host = target.hostname;
   const port = target.port ? Number(target.port) : 80;
   const dest = await ctx.guard.check(host, port);
   if (!dest.ok) return refuse(guardRefusal(dest.reason));
@@ -52,7 +51,10 @@ async function forward(ctx: ProxyContext, req: http.IncomingMessage, res: http.S
     budget.spend(ctx.ledger, headBytes(req.rawHeaders, url.length + 16));
     req.on('data', (chunk: Buffer) => budget.spend(ctx.ledger, chunk.length));
   }
-  const headers = endToEndHeaders(req.rawHeaders);
+  // RFC 9112 section 3.2.2: with an absolute-form target the received Host is ignored and
+  // replaced by the target's authority.
+  const headers = endToEndHeaders(req.rawHeaders, 'host');
+  headers.push('Host', target.host);
   if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
   const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
   if (conn) res.on('finish', () => conn.mark());
@@ -92,7 +94,6 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
         timeout: timeoutMs,
         ...(exit.sourceAddress ? { localAddress: exit.sourceAddress } : {}),
       };
-  if (!req.headers.host) out.headers.push('Host', out.url.host);
   const proxyReq = http.request(options);
   let responded = false;
   proxyReq.on('response', (upstreamRes) => {

@@ -67,6 +67,16 @@ describe('plain HTTP', () => {
     expect(after.requests - before.requests).toBe(3);
   });
 
+  it('replaces Host with the target authority (RFC 9112 section 3.2.2)', async () => {
+    const target = `127.0.0.1:${origin.port}`;
+    const { responses } = await rawExchange(gateway.port, [
+      `GET http://${target}/headers HTTP/1.1\r\nHost: internal.example\r\nProxy-Authorization: ${auth()}\r\n\r\n`,
+    ]);
+    const raw = JSON.parse(responses[0]!.body.toString()) as string[];
+    expect(raw.filter((_, i) => i % 2 === 0 && raw[i]!.toLowerCase() === 'host').length).toBe(1);
+    expect(raw[raw.findIndex((h) => h.toLowerCase() === 'host') + 1]).toBe(target);
+  });
+
   it('bills exactly what was delivered when the origin dies mid-transfer', async () => {
     const before = await usageAfterFlush(account.id);
     const { responses, written, read } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/kill/100000`, auth())]);

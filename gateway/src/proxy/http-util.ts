@@ -73,8 +73,8 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
-/** Removes hop-by-hop headers and those the Connection header names; returns a flat raw list. */
-export function endToEndHeaders(raw: readonly string[]): string[] {
+/** Removes hop-by-hop headers, those the Connection header names and `drop`; returns a flat raw list. */
+export function endToEndHeaders(raw: readonly string[], drop?: string): string[] {
   let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
@@ -86,7 +86,7 @@ export function endToEndHeaders(raw: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
-    if (HOP_BY_HOP.has(name) || named?.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || named?.has(name) || name === drop) continue;
     out.push(raw[i]!, raw[i + 1]!);
   }
   return out;
