@@ -24,7 +24,7 @@ import { createLogger } from '../common/src/logger.ts';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const WARMUP_MS = 1_000;
 const KEEPALIVE_CONNS = 50;
-const CONNECT_CONCURRENCY = 50;
+const CONNECT_CONCURRENCY = Number(process.env.BENCH_CONNECT_CONCURRENCY ?? 50);
 const BULK_CONNS = 8;
 const IDLE_TUNNELS = 1_000;
 /** The canned origin's 1 KiB response, head included (loadtest/bench-origin.ts). */
