@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from '../accounting/ledger.ts';
+import { FAILURES_ALLOWED } from '../auth/backoff.ts';
+import { basicAuth, fold, gatewaySpec, get, openTunnel, rawExchange, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+
+let db: TestDatabase;
+let origin: Origin;
+let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+let tlsOrigin: https.Server;
+let certDir: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  origin = await startOrigin();
+  gateway = await startTestGateway(
+    db.pool,
+    db.url,
+    gatewaySpec('basic', undefined, { limits: { maxConnectionsPerAccount: 2 }, timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 1, maxLifetimeSeconds: 60 } }),
+  );
+  // A throwaway certificate for an HTTPS origin: the bytes billed inside a tunnel are TLS records.
+  certDir = mkdtempSync(path.join(tmpdir(), 'pf-tls-'));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', path.join(certDir, 'key.pem'), '-out', path.join(certDir, 'cert.pem')], { stdio: 'ignore' });
+  tlsOrigin = https.createServer({ key: readFileSync(path.join(certDir, 'key.pem')), cert: readFileSync(path.join(certDir, 'cert.pem')) }, (req, res) => {
+    res.end(Buffer.alloc(Number(req.url?.slice(1) || 1000), 65));
+  });
+  await new Promise<void>((r) => tlsOrigin.listen(0, '127.0.0.1', r));
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  tlsOrigin?.closeAllConnections();
+  await new Promise((r) => tlsOrigin?.close(r));
+  await origin?.close();
+  await db?.drop();
+  if (certDir) rmSync(certDir, { recursive: true, force: true });
+});
+
+const closed = (socket: import('node:net').Socket) => new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
+
+describe('protection', () => {
+  it('bills TLS inside a tunnel byte for byte', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const t = await openTunnel(gateway.port, `127.0.0.1:${(tlsOrigin.address() as AddressInfo).port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(t.status).toBe(200);
+    const secure = tls.connect({ socket: t.socket, rejectUnauthorized: false, servername: 'localhost' });
+    secure.on('error', () => undefined);
+    secure.write('GET /25000 HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    // Read the whole response, then drop the connection without a TLS close_notify, so every
+    // byte the client sent was read by the gateway (an alert sent after the gateway closed is not).
+    let received = Buffer.alloc(0);
+    await new Promise<void>((r) =>
+      secure.on('data', (c: Buffer) => {
+        received = Buffer.concat([received, c]);
+        const end = received.indexOf('\r\n\r\n');
+        if (end >= 0 && received.length - end - 4 >= 25_000) r();
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    t.socket.destroy();
+    await closed(t.socket);
+    await gateway.ledger.flush();
+    const usage = await recordedUsage(db.pool, account.id);
+    expect(usage.up).toBe(t.socket.bytesWritten);
+    expect(usage.down).toBe(t.socket.bytesRead);
+  });
+
+  it('cuts a live tunnel when the budget is spent, within the bound', async () => {
+    const budget = 1_000_000;
+    const account = await accountWithBandwidth(db.pool, { basic: budget });
+    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(t.status).toBe(200);
+    let read = 0;
+    t.socket.on('data', (c: Buffer) => (read += c.length));
+    t.socket.write('GET /bytes/50000000 HTTP/1.1\r\nHost: x\r\n\r\n');
+    await closed(t.socket);
+    expect(read).toBeLessThan(50_000_000);
+    await gateway.ledger.flush();
+    await fold(db.pool);
+    const { rows } = await db.pool.query<{ used_bytes: number }>(`SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`, [account.id]);
+    expect(rows[0]!.used_bytes).toBeLessThanOrEqual(budget + OVERDRAFT_BYTES + PER_CONNECTION_SLACK_BYTES);
+    const again = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(again.status).toBe(402);
+  });
+
+  it('refuses a third concurrent connection of one account with 429', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    const a = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
+    const b = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
+    const c = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
+    expect([a.status, b.status, c.status]).toEqual([200, 200, 429]);
+    expect(c.headers).toMatch(/proxy-status: proxyfleet; error=connection_limit_reached/i);
+    for (const t of [a, b, c]) t.socket.destroy();
+  });
+
+  it('closes idle tunnels after idleSeconds', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(t.status).toBe(200);
+    const started = Date.now();
+    await closed(t.socket);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it('backs off an address after repeated failed authentication, even with right credentials', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const url = `http://127.0.0.1:${origin.port}/peer`;
+    for (let i = 0; i < FAILURES_ALLOWED; i++) {
+      const r = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, 'wrong'))], { sourceAddress: '127.0.3.1' });
+      expect(r.responses[0]!.status).toBe(407);
+    }
+    const blocked = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, account.proxyPassword))], { sourceAddress: '127.0.3.1' });
+    expect(blocked.responses[0]!.status).toBe(429);
+    expect(Number(blocked.responses[0]!.headers['retry-after'])).toBeGreaterThan(0);
+    const other = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, account.proxyPassword))], { sourceAddress: '127.0.3.2' });
+    expect(other.responses[0]!.status).toBe(200);
+  });
+});
