@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -44,7 +44,7 @@ afterAll(async () => {
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
-const closed = (socket: import('node:net').Socket) => new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
+const closed = (socket: Socket) => new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
 
 describe('protection', () => {
   it('bills TLS inside a tunnel byte for byte', async () => {
