@@ -67,58 +67,41 @@ interface Grammar {
   slots: readonly Slot[];
 }
 
+// The parts, as they are written in the password ('_' between parts, city attached to state with
+// '-') and in the username ('-' everywhere).
+const IN_PASSWORD = {
+  country: { key: 'country', sep: '_' },
+  state: { key: 'state', sep: '_', after: 'country' },
+  city: { key: 'city', sep: '-', after: 'state' },
+  session: { key: 'session', sep: '_', after: 'country' },
+  lifetime: { key: 'lifetime', sep: '_', after: 'session' },
+} as const satisfies Record<string, Slot>;
+const IN_USERNAME = {
+  country: { key: 'country', sep: '-' },
+  state: { key: 'state', sep: '-', after: 'country' },
+  city: { key: 'city', sep: '-', after: 'state' },
+  session: { key: 'session', sep: '-', after: 'country' },
+  sessionduration: { key: 'sessionduration', sep: '-', after: 'session' },
+} as const satisfies Record<string, Slot>;
+
 // The grammars as data, one per plan (docs/gateway.md shows them to customers).
 export const GRAMMARS: Readonly<Record<Plan, Grammar>> = {
   // <USERNAME>:<PASSWORD>_country-<cc>[_state-<STATE>[-city-<CITY>]][_session-<ID>]
-  light: {
-    side: 'password',
-    slots: [
-      { key: 'country', sep: '_' },
-      { key: 'state', sep: '_', after: 'country' },
-      { key: 'city', sep: '-', after: 'state' },
-      { key: 'session', sep: '_', after: 'country' },
-    ],
-  },
+  light: { side: 'password', slots: [IN_PASSWORD.country, IN_PASSWORD.state, IN_PASSWORD.city, IN_PASSWORD.session] },
   // <USERNAME>:<PASSWORD>_country-<cc>[_state-<STATE>[-city-<CITY>]][_session-<ID>[_lifetime-<N>m]]
   basic: {
     side: 'password',
-    slots: [
-      { key: 'country', sep: '_' },
-      { key: 'state', sep: '_', after: 'country' },
-      { key: 'city', sep: '-', after: 'state' },
-      { key: 'session', sep: '_', after: 'country' },
-      { key: 'lifetime', sep: '_', after: 'session' },
-    ],
+    slots: [IN_PASSWORD.country, IN_PASSWORD.state, IN_PASSWORD.city, IN_PASSWORD.session, IN_PASSWORD.lifetime],
   },
   // <USERNAME>-country-<cc>[-session-<ID>[-sessionduration-<MINUTES>]]:<PASSWORD>
-  advanced: {
-    side: 'username',
-    slots: [
-      { key: 'country', sep: '-' },
-      { key: 'session', sep: '-', after: 'country' },
-      { key: 'sessionduration', sep: '-', after: 'session' },
-    ],
-  },
+  advanced: { side: 'username', slots: [IN_USERNAME.country, IN_USERNAME.session, IN_USERNAME.sessionduration] },
   // <USERNAME>-country-<cc>[-state-<STATE>[-city-<CITY>]][-session-<ID>[-sessionduration-<MINUTES>]]:<PASSWORD>
   mobile: {
     side: 'username',
-    slots: [
-      { key: 'country', sep: '-' },
-      { key: 'state', sep: '-', after: 'country' },
-      { key: 'city', sep: '-', after: 'state' },
-      { key: 'session', sep: '-', after: 'country' },
-      { key: 'sessionduration', sep: '-', after: 'session' },
-    ],
+    slots: [IN_USERNAME.country, IN_USERNAME.state, IN_USERNAME.city, IN_USERNAME.session, IN_USERNAME.sessionduration],
   },
   // <USERNAME>:<PASSWORD>_country-<cc>[_session-<ID>[_lifetime-<N>m]]
-  datacenter: {
-    side: 'password',
-    slots: [
-      { key: 'country', sep: '_' },
-      { key: 'session', sep: '_', after: 'country' },
-      { key: 'lifetime', sep: '_', after: 'session' },
-    ],
-  },
+  datacenter: { side: 'password', slots: [IN_PASSWORD.country, IN_PASSWORD.session, IN_PASSWORD.lifetime] },
 };
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set<Key>(['country', 'state', 'city', 'session', 'lifetime', 'sessionduration']);
