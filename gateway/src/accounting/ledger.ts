@@ -25,8 +25,10 @@ const LEASE_TARGET_SECONDS = 10;
 export const LEASE_TTL_SECONDS = 300;
 /** Leases are returned this long before they expire, and replaced. */
 const LEASE_RENEW_MARGIN_MS = 30_000;
-/** How far a budget may run past its leases while the next grant is on its way. */
+/** How far a budget may run past its leases while the next grant is on its way (then: cut). */
 export const OVERDRAFT_BYTES = 256 * 1024;
+/** Past this much overdraft the budget's streams are paused until the grant arrives. */
+const HOLD_AT_BYTES = OVERDRAFT_BYTES / 2;
 /**
  * What one open connection can add beyond that (docs/adr/0020): the chunk that crosses the limit
  * in each direction (a socket read is at most 64 KiB), what sits queued in its write buffer when
@@ -172,7 +174,7 @@ export class Budget {
     for (const lease of this.leases) available += Math.max(0, lease.granted - lease.spent);
     this.available = available;
     if (this.deniedAt) this.trigger = available;
-    else if (this.pending) this.trigger = available + OVERDRAFT_BYTES;
+    else if (this.pending) this.trigger = available + HOLD_AT_BYTES;
     else this.trigger = Math.floor(available / 2);
   }
 
@@ -269,17 +271,17 @@ export class Ledger {
   }
 
   /**
-   * The estimate crossed the trigger. Past what may be spent: after a denial, cut; while a grant
-   * is on its way, hold the budget's streams (back-pressure, no cut) until it arrives. Otherwise
-   * ask for the next lease.
+   * The estimate crossed the trigger. After a denial, past what the leases hold: cut. While a
+   * grant is on its way: past half the overdraft, hold the budget's streams (back-pressure) until
+   * it arrives; past the whole overdraft, cut anyway (pipe() resumes a source on every 'drain'
+   * of its destination, so holding alone is no hard bound). Otherwise ask for the next lease.
    */
   pressure(b: Budget): void {
-    const limit = b.deniedAt ? b.available : b.available + OVERDRAFT_BYTES;
-    if (b.estimate > limit && b.deniedAt) {
+    if (b.deniedAt ? b.estimate > b.available : b.estimate > b.available + OVERDRAFT_BYTES) {
       this.cut(b);
       return;
     }
-    if (b.estimate > limit && b.pending) {
+    if (b.pending && b.estimate > b.available + HOLD_AT_BYTES) {
       this.hold(b);
       return;
     }
@@ -309,7 +311,7 @@ export class Ledger {
     b.pending ??= this.requestLease(b).finally(() => {
       b.pending = undefined;
       b.recompute();
-      if (b.estimate > (b.deniedAt ? b.available : b.available + OVERDRAFT_BYTES) && b.deniedAt) this.cut(b);
+      if (b.deniedAt && b.estimate > b.available) this.cut(b);
       this.release(b);
       if (b.estimate > b.trigger && b.conns.size) this.pressure(b);
     });

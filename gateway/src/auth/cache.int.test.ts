@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { recordPurchase, resetProxyPassword, setAccountStatus } from '../../../common/src/accounts/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
-import { basicAuth, gatewaySpec, get, rawExchange, spawnGateway, startOrigin, type GatewayProcess, type Origin } from '../testing/harness.ts';
+import { basicAuth, cacheSynced, gatewaySpec, get, rawExchange, spawnGateway, startOrigin, type GatewayProcess, type Origin } from '../testing/harness.ts';
 
 // Password resets, suspensions and purchases reach every gateway process through LISTEN/NOTIFY.
 const PODS = 3;
@@ -51,6 +51,7 @@ async function propagation(started: number, user: string, password: string, expe
 describe('credential cache', () => {
   it('sees password resets, suspensions and purchases in every gateway process', async () => {
     const account = await accountWithBandwidth(db.pool, { advanced: 1_000_000 });
+    await cacheSynced(db.pool, PODS);
     let password = account.proxyPassword;
     const user = account.proxyUsername;
     const samples: number[] = [];

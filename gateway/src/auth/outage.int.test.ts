@@ -5,7 +5,7 @@ import { createPool, type Pool } from '../../../common/src/db/pool.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, fold, gatewaySpec, get, rawExchange, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+import { basicAuth, cacheSynced, fold, gatewaySpec, get, rawExchange, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut
 // (docs/adr/0021: known customers keep being served; usage and the cache catch up afterwards).
@@ -69,7 +69,7 @@ describe('database outage', () => {
   it('keeps serving known customers, then catches up on usage and changes', async () => {
     const known = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     const later = await accountWithBandwidth(db.pool, { advanced: 1_000 });
-    await new Promise((r) => setTimeout(r, 300));
+    await cacheSynced(db.pool, [gateway]);
     const url = `http://127.0.0.1:${origin.port}/bytes/1000`;
     const knownAuth = basicAuth(known.proxyUsername, known.proxyPassword);
     const first = await rawExchange(gateway.port, [get(url, knownAuth)]);

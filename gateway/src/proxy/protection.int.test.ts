@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from '../accounting/ledger.ts';
 import { FAILURES_ALLOWED } from '../auth/backoff.ts';
-import { basicAuth, fold, gatewaySpec, get, openTunnel, rawExchange, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+import { basicAuth, cacheSynced, fold, gatewaySpec, get, openTunnel, rawExchange, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
 
 let db: TestDatabase;
 let origin: Origin;
@@ -49,6 +49,7 @@ const closed = (socket: Socket) => new Promise<void>((r) => (socket.destroyed ? 
 describe('protection', () => {
   it('bills TLS inside a tunnel byte for byte', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
     const t = await openTunnel(gateway.port, `127.0.0.1:${(tlsOrigin.address() as AddressInfo).port}`, basicAuth(account.proxyUsername, account.proxyPassword));
     expect(t.status).toBe(200);
     const secure = tls.connect({ socket: t.socket, rejectUnauthorized: false, servername: 'localhost' });
@@ -76,6 +77,7 @@ describe('protection', () => {
   it('cuts a live tunnel when the budget is spent, within the bound', async () => {
     const budget = 1_000_000;
     const account = await accountWithBandwidth(db.pool, { basic: budget });
+    await cacheSynced(db.pool, [gateway]);
     const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
     expect(t.status).toBe(200);
     let read = 0;
@@ -93,6 +95,7 @@ describe('protection', () => {
 
   it('refuses a third concurrent connection of one account with 429', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     const a = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
     const b = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
@@ -104,6 +107,7 @@ describe('protection', () => {
 
   it('closes idle tunnels after idleSeconds', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
     const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
     expect(t.status).toBe(200);
     const started = Date.now();
@@ -113,6 +117,7 @@ describe('protection', () => {
 
   it('backs off an address after repeated failed authentication, even with right credentials', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
     const url = `http://127.0.0.1:${origin.port}/peer`;
     for (let i = 0; i < FAILURES_ALLOWED; i++) {
       const r = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, 'wrong'))], { sourceAddress: '127.0.3.1' });

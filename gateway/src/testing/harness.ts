@@ -299,3 +299,20 @@ export async function spawnGateway(
     },
   };
 }
+
+/** Waits until gateways have applied every change so far (new accounts become usable then). */
+export async function cacheSynced(pool: Pool, gateways: number | { cacheVersion(): number }[]): Promise<void> {
+  const { rows } = await pool.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
+  const head = rows[0]!.head;
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (typeof gateways === 'number') {
+      const acks = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM cache_acks WHERE component = 'gateway' AND version >= $1`, [head]);
+      if (acks.rows[0]!.n >= gateways) return;
+    } else if (gateways.every((g) => g.cacheVersion() >= head)) {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`gateways did not apply change ${head} within 10 s`);
+}
