@@ -155,6 +155,10 @@ async function keepAlive(target: Target, originPort: number, conns: number, path
   for (const socket of sockets) {
     let sentAt = 0;
     socket.on('error', () => result.errors++);
+    // A connection the proxy closes mid-run (a refusal, a budget cut) is an error too.
+    socket.on('close', () => {
+      if (running) result.errors++;
+    });
     responseReader(socket, (bytes) => {
       if (measuring) {
         result.count++;
