@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { baseEnv, cidrList, encryptionKey, parseConfig, port, positiveInt, type Env } from '../common/src/config.ts';
+import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '../common/src/config.ts';
+import { apiTuningEnv } from '../api/src/config.ts';
 
 // `npm start`: everything in one process. The secrets that production requires are optional
 // here: unset, they are generated once and kept in the data directory.
@@ -9,7 +10,7 @@ export const devSchema = z.object({
   PROXYFLEET_API_PORT: port(8080),
   PROXYFLEET_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
   PROXYFLEET_CREDENTIALS_KEY: encryptionKey.optional(),
-  PROXYFLEET_USAGE_REFRESH_SECONDS: positiveInt(30),
+  ...apiTuningEnv,
   PROXYFLEET_GATEWAY_ALLOW_CIDRS: cidrList,
   PROXYFLEET_GATEWAY_HOST: z.string().default('127.0.0.1'),
   PROXYFLEET_DEV_GATEWAYS: z.string().default('dev/gateways.yaml'),

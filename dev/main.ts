@@ -3,19 +3,19 @@
 // dev/gateways.yaml. No Kubernetes: the controller is not part of dev.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { closeOnShutdown, openDatabase } from '../common/src/db/open.ts';
+import { openEntrypointDatabase } from '../common/src/db/open.ts';
 import { runMain } from '../common/src/runtime.ts';
 import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
 import { upsertGatewayEndpoint } from '../common/src/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
-import { loadApiTuning } from '../api/src/config.ts';
 import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
 import { startWorker } from '../worker/src/server.ts';
 import { loadDevConfig } from './config.ts';
 
-runMain('dev', loadDevConfig, async (config, { logger, registry, health, shutdown }) => {
+runMain('dev', loadDevConfig, async (config, runtime) => {
+  const { logger, registry, health, shutdown } = runtime;
   const dataDir = path.resolve(config.PROXYFLEET_DATA_DIR);
 
   const adminToken =
@@ -36,16 +36,7 @@ runMain('dev', loadDevConfig, async (config, { logger, registry, health, shutdow
       'hex',
     );
 
-  const db = await openDatabase({
-    databaseUrl: config.DATABASE_URL,
-    dataDir,
-    poolSize: config.PROXYFLEET_DB_POOL_SIZE,
-    component: 'dev',
-    logger,
-    registry,
-  });
-  closeOnShutdown(db, shutdown);
-  health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
+  const db = await openEntrypointDatabase('dev', { ...config, PROXYFLEET_DATA_DIR: dataDir }, runtime);
 
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs: allJobs() });
 
@@ -70,7 +61,6 @@ runMain('dev', loadDevConfig, async (config, { logger, registry, health, shutdow
 
   const api = await startApi({
     config: {
-      ...loadApiTuning(),
       ...config,
       PROXYFLEET_ADMIN_TOKEN: adminToken,
       PROXYFLEET_CREDENTIALS_KEY: credentialsKey,

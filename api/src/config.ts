@@ -36,6 +36,3 @@ export const apiSchema = z.object({ ...baseEnv, ...apiEnv });
 export type ApiConfig = z.infer<typeof apiSchema>;
 
 export const loadApiConfig = (env?: Env) => parseConfig(apiSchema, env);
-
-/** For `npm start`, which has its own schema for the rest: the API's tuning variables. */
-export const loadApiTuning = (env?: Env) => parseConfig(z.object(apiTuningEnv), env);

@@ -1,24 +1,16 @@
 // Composition root of the controller entrypoint: database, kube client, the operator (leader
 // election, then the ProxyGateway and ApiKey controllers), health and metrics.
 import { startHealthServer } from '../../common/src/health.ts';
-import { closeOnShutdown, openDatabase } from '../../common/src/db/open.ts';
+import { openEntrypointDatabase } from '../../common/src/db/open.ts';
 import { runMain } from '../../common/src/runtime.ts';
 import { SHUTDOWN_ORDER } from '../../common/src/shutdown.ts';
 import { loadControllerConfig } from './config.ts';
 import { LEASE_NAME, Operator } from './operator.ts';
 import { createKubeClient, loadKubeConfig } from './runtime/kube.ts';
 
-runMain('controller', loadControllerConfig, async (config, { logger, registry, health, shutdown }) => {
-  const db = await openDatabase({
-    databaseUrl: config.DATABASE_URL,
-    dataDir: config.PROXYFLEET_DATA_DIR,
-    poolSize: config.PROXYFLEET_DB_POOL_SIZE,
-    component: 'controller',
-    logger,
-    registry,
-  });
-  closeOnShutdown(db, shutdown);
-  health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
+runMain('controller', loadControllerConfig, async (config, runtime) => {
+  const { logger, registry, health, shutdown } = runtime;
+  const db = await openEntrypointDatabase('controller', config, runtime);
   const client = createKubeClient(loadKubeConfig(config.KUBECONFIG));
   const operator = new Operator({
     client,

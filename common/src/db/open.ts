@@ -2,6 +2,7 @@
 // in the data directory. Applies pending migrations (under their advisory lock) before the pool
 // serves anything, and registers the pool and the embedded server with the shutdown, last.
 import type { Registry } from 'prom-client';
+import type { Health } from '../health.ts';
 import type { Logger } from '../logger.ts';
 import { safeUrl } from '../logger.ts';
 import { SHUTDOWN_ORDER, type Shutdown } from '../shutdown.ts';
@@ -64,4 +65,28 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
 /** Registers the database's close as a shutdown step. */
 export function closeOnShutdown(db: Database, shutdown: Shutdown): void {
   shutdown.add({ name: 'database', run: () => db.close(), order: SHUTDOWN_ORDER.LAST });
+}
+
+/**
+ * What each composition root does with its database: open it from the entrypoint's config,
+ * close it as the last shutdown step and, unless the component must keep serving through a
+ * database outage (the gateway), report it in /readyz.
+ */
+export async function openEntrypointDatabase(
+  component: string,
+  config: { DATABASE_URL?: string | undefined; PROXYFLEET_DATA_DIR: string; PROXYFLEET_DB_POOL_SIZE: number },
+  runtime: { logger: Logger; registry: Registry; health: Health; shutdown: Shutdown },
+  options: { readinessCheck: boolean } = { readinessCheck: true },
+): Promise<Database> {
+  const db = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: config.PROXYFLEET_DATA_DIR,
+    poolSize: config.PROXYFLEET_DB_POOL_SIZE,
+    component,
+    logger: runtime.logger,
+    registry: runtime.registry,
+  });
+  closeOnShutdown(db, runtime.shutdown);
+  if (options.readinessCheck) runtime.health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
+  return db;
 }
