@@ -27,6 +27,14 @@ describe('dev (npm start) on the embedded database', () => {
     expect(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).toContain('proxyfleet_db_pool_clients');
     const token = (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim();
     expect(proc.lines.join('\n')).toContain(token);
+    const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const created = await fetch(`http://127.0.0.1:${port}/admin/v1/accounts`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ email: 'restart@example.test' }),
+    });
+    expect(created.status).toBe(201);
+    const account = (await created.json()) as { id: string; apiKey: string };
     proc.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
     await proc.waitForLog('embedded PostgreSQL stopped');
@@ -36,6 +44,10 @@ describe('dev (npm start) on the embedded database', () => {
     expect((await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim()).toBe(token);
     const migrated = await proc.waitForLog(/schema up to date|migrations applied/);
     expect(migrated.msg).toBe('schema up to date');
+    // The account, its key and the credentials key survived the restart.
+    const again = await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { 'x-api-key': account.apiKey } });
+    expect(again.status).toBe(200);
+    expect(JSON.stringify(await again.json())).toContain(account.id);
     proc.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
   }, 120_000);
