@@ -78,7 +78,13 @@ async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.
   // An upstream that finished cleanly lets the customer's socket flush what is queued (pipe has
   // ended it); an error on either side tears both down.
   up.on('error', () => socket.destroy());
-  up.on('close', (hadError) => (hadError ? socket.destroy() : socket.end()));
+  // (Skipped once the customer's socket is gone: end() on a destroyed socket builds an error,
+  // with its stack trace, that nobody reads; that was 3 % of a CONNECT profile.)
+  up.on('close', (hadError) => {
+    if (socket.destroyed) return;
+    if (hadError) socket.destroy();
+    else socket.end();
+  });
   // A reset from the customer is passed on as a reset (no TIME_WAIT left on this side per tunnel).
   let reset = false;
   socket.on('error', () => (reset = true));
