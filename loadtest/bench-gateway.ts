@@ -5,8 +5,9 @@
 // (one request per tunnel), MiB/s of 1 MiB downloads at 8 connections, and RSS per 1,000 idle
 // tunnels (fresh process each). Each process is separate: origin, proxy, and this load generator
 // (raw sockets, minimal parsing). DATABASE_URL: a server to create a scratch database on;
-// unset: an embedded PostgreSQL in a temporary directory. BENCH_SECONDS: seconds per measurement
-// (default 6). BENCH_PROFILE=1: the gateway runs with --cpu-prof (profiles in /tmp/pf-bench-prof).
+// unset: an embedded PostgreSQL in a temporary directory. All proxies run side by side and take
+// turns: BENCH_ROUNDS (default 3) rounds, rotating order, medians reported. BENCH_SECONDS:
+// seconds per measurement per round (default 2). BENCH_PROFILE=1: the gateway runs with --cpu-prof (profiles in /tmp/pf-bench-prof).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -21,7 +22,8 @@ import { migrate } from '../common/src/db/migrate.ts';
 import { createPool } from '../common/src/db/pool.ts';
 import { createLogger } from '../common/src/logger.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const WARMUP_MS = 1_000;
 const KEEPALIVE_CONNS = 50;
 const CONNECT_CONCURRENCY = Number(process.env.BENCH_CONNECT_CONCURRENCY ?? 50);
@@ -308,6 +310,15 @@ interface Row {
   bulkMiBps: number;
   idleTunnelKiB: number | undefined;
   errors: number;
+  /** Per round: keep-alive req/s, tunnels/s, bulk MiB/s. */
+  rounds: { ka: number[]; tu: number[]; bulk: number[] };
+}
+
+function median(values: number[]): number {
+  if (!values.length) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 async function main(): Promise<void> {
@@ -350,34 +361,50 @@ async function main(): Promise<void> {
       ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
       ['proxy-chain', () => startProxyChainTarget(account.proxyUsername, account.proxyPassword, auth)],
     ];
-    const rows: Row[] = [];
     // For profiling one thing: BENCH_TARGETS=full,bare BENCH_SCENARIOS=connect (default: all).
     const onlyTargets = process.env.BENCH_TARGETS?.split(',');
     const scenarios = new Set(process.env.BENCH_SCENARIOS?.split(',') ?? ['keepalive', 'connect', 'bulk', 'idle']);
+    const chosen = makers.filter(([name]) => !onlyTargets || onlyTargets.some((t) => name.includes(t)));
+    // Every proxy runs for the whole measurement, and the targets take turns: ROUNDS rounds of
+    // every scenario on every target, the order rotating each round, each figure the median of
+    // its rounds. A one-pass run (each target measured once, one after the other) compared
+    // targets measured minutes apart, under whatever else the 2 shared cores were doing then
+    // (and after the TIME_WAIT sockets the previous target's tunnels left): the same code moved
+    // 0.58x-1.48x between consecutive runs.
+    process.stderr.write(`starting ${chosen.map(([n]) => n).join(', ')}...\n`);
+    const targets = await Promise.all(chosen.map(([, make]) => make()));
+    const samples = targets.map(() => ({ ka: [] as LoadResult[], tu: [] as LoadResult[], bulk: [] as LoadResult[] }));
     const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: 1, errors: 0 };
-    for (const [name, make] of makers) {
-      if (onlyTargets && !onlyTargets.some((t) => name.includes(t))) continue;
-      process.stderr.write(`${name}: keep-alive, CONNECT, bulk...\n`);
-      const target = await make();
-      const ka = scenarios.has('keepalive') ? await keepAlive(target, originPort, KEEPALIVE_CONNS, '/1k', SECONDS) : none;
-      const tu = scenarios.has('connect') ? await tunnels(target, originPort, CONNECT_CONCURRENCY, SECONDS) : none;
-      const bulk = scenarios.has('bulk') ? await keepAlive(target, originPort, BULK_CONNS, '/1m', SECONDS) : none;
-      await target.stop();
+    for (let round = 0; round < ROUNDS; round++) {
+      process.stderr.write(`round ${round + 1}/${ROUNDS}: keep-alive, CONNECT, bulk...\n`);
+      const order = targets.map((_, i) => (i + round) % targets.length);
+      for (const i of order) samples[i]!.ka.push(scenarios.has('keepalive') ? await keepAlive(targets[i]!, originPort, KEEPALIVE_CONNS, '/1k', SECONDS) : none);
+      for (const i of order) samples[i]!.tu.push(scenarios.has('connect') ? await tunnels(targets[i]!, originPort, CONNECT_CONCURRENCY, SECONDS) : none);
+      for (const i of order) samples[i]!.bulk.push(scenarios.has('bulk') ? await keepAlive(targets[i]!, originPort, BULK_CONNS, '/1m', SECONDS) : none);
+    }
+    await Promise.all(targets.map((t) => t.stop()));
+    const rows: Row[] = [];
+    for (const [i, [name, make]] of chosen.entries()) {
       let idle: number | undefined;
-      if (target.pid !== undefined && scenarios.has('idle')) {
+      if (targets[i]!.pid !== undefined && scenarios.has('idle')) {
         process.stderr.write(`${name}: idle tunnels...\n`);
         const fresh = await make();
         idle = await idleTunnelMemory(fresh, originPort, IDLE_TUNNELS);
         await fresh.stop();
       }
+      const s = samples[i]!;
+      const ka = s.ka.map((r) => r.count / r.seconds);
+      const tu = s.tu.map((r) => r.count / r.seconds);
+      const bulk = s.bulk.map((r) => r.bodyBytes / r.seconds / 2 ** 20);
       rows.push({
         target: name,
-        keepAliveRps: ka.count / ka.seconds,
-        keepAliveP99Ms: p99(ka.latencies),
-        tunnelsPerSecond: tu.count / tu.seconds,
-        bulkMiBps: bulk.bodyBytes / bulk.seconds / 2 ** 20,
+        keepAliveRps: median(ka),
+        keepAliveP99Ms: median(s.ka.map((r) => p99(r.latencies))),
+        tunnelsPerSecond: median(tu),
+        bulkMiBps: median(bulk),
         idleTunnelKiB: idle,
-        errors: ka.errors + tu.errors + bulk.errors,
+        errors: [...s.ka, ...s.tu, ...s.bulk].reduce((n, r) => n + r.errors, 0),
+        rounds: { ka, tu, bulk },
       });
     }
     await stopChild(originChild);
@@ -406,7 +433,15 @@ function report(rows: Row[]): void {
   lines.push(
     '',
     `full features vs features off: keep-alive ${(full.keepAliveRps / bare.keepAliveRps * 100).toFixed(0)} %, CONNECT ${(full.tunnelsPerSecond / bare.tunnelsPerSecond * 100).toFixed(0)} %, bulk ${(full.bulkMiBps / bare.bulkMiBps * 100).toFixed(0)} %`,
-    `(ratios in parentheses are to proxy-chain; ${SECONDS} s per measurement after ${WARMUP_MS / 1000} s warm-up; ${new Date().toISOString()})`,
+    `(medians of ${ROUNDS} interleaved rounds, ratios in parentheses to proxy-chain's median; ${SECONDS} s per measurement after ${WARMUP_MS / 1000} s warm-up; ${new Date().toISOString()})`,
+    '',
+    'per round, ratio to proxy-chain in the same round (keep-alive / CONNECT / bulk):',
+    ...rows
+      .filter((r) => r !== base && r.target !== 'direct')
+      .map((r) => {
+        const per = (mine: number[], theirs: number[]) => mine.map((v, i) => (v / theirs[i]!).toFixed(2)).join(' ');
+        return `  ${r.target}: ${per(r.rounds.ka, base.rounds.ka)} / ${per(r.rounds.tu, base.rounds.tu)} / ${per(r.rounds.bulk, base.rounds.bulk)}`;
+      }),
   );
   process.stdout.write(`${lines.join('\n')}\n`);
 }
