@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '../common/src/config.ts';
 import { apiTuningEnv } from '../api/src/config.ts';
+import { emailEnv } from '../worker/src/config.ts';
 
 // `npm start`: everything in one process. The secrets that production requires are optional
 // here: unset, they are generated once and kept in the data directory.
@@ -16,6 +17,7 @@ export const devSchema = z.object({
   PROXYFLEET_DEV_GATEWAYS: z.string().default('dev/gateways.yaml'),
   /** Set to false to run without gateways (the API and worker only). */
   PROXYFLEET_DEV_START_GATEWAYS: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
+  ...emailEnv,
 });
 export type DevConfig = z.infer<typeof devSchema>;
 export const loadDevConfig = (env?: Env) => parseConfig(devSchema, env);

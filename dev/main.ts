@@ -38,7 +38,8 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
 
   const db = await openEntrypointDatabase('dev', { ...config, PROXYFLEET_DATA_DIR: dataDir }, runtime);
 
-  const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs: allJobs() });
+  const jobs = allJobs({ config, logger, registry });
+  const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
 
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS) : [];
   const runningGateways: RunningGateway[] = [];
