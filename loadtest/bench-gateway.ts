@@ -87,6 +87,8 @@ function connect(port: number): Promise<net.Socket> {
   });
 }
 
+let reportedRefusal = false;
+
 /** Reads HTTP/1.1 responses with Content-Length off a socket, calling back at each end. */
 function responseReader(socket: net.Socket, onResponse: (bodyBytes: number) => void): void {
   let headBuf: Buffer | undefined;
@@ -104,7 +106,12 @@ function responseReader(socket: net.Socket, onResponse: (bodyBytes: number) => v
           offset = chunk.length;
           continue;
         }
-        const cl = /content-length:\s*(\d+)/i.exec(buf.toString('latin1', 0, end));
+        const headText = buf.toString('latin1', 0, end);
+        if (!headText.startsWith('HTTP/1.1 200') && !reportedRefusal) {
+          reportedRefusal = true;
+          process.stderr.write(`unexpected response: ${headText.slice(0, 300)}\n`);
+        }
+        const cl = /content-length:\s*(\d+)/i.exec(headText);
         if (!cl) throw new Error(`response without content-length: ${buf.toString('latin1', 0, 200)}`);
         offset += end + 4 - (headBuf ? headBuf.length : 0);
         headBuf = undefined;
@@ -126,6 +133,8 @@ interface LoadResult {
   bodyBytes: number;
   latencies: number[];
   seconds: number;
+  /** CPU seconds the proxy process used in the measured seconds. */
+  cpu: number;
   errors: number;
 }
 
@@ -137,20 +146,31 @@ function requestText(target: Target, originPort: number, pathName: string): Buff
   );
 }
 
-/** Warms up, then measures for `seconds`; returns the measured seconds. */
-async function window(seconds: number, setMeasuring: (on: boolean) => void): Promise<number> {
+/** CPU seconds (user + system) a process has used so far; 0 without a pid. */
+async function cpuSeconds(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return 0;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 per second here).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Warms up, then measures for `seconds`: the measured seconds and the proxy's CPU seconds in them. */
+async function window(seconds: number, setMeasuring: (on: boolean) => void, pid: number | undefined): Promise<{ seconds: number; cpu: number }> {
   await sleep(WARMUP_MS);
+  const cpuBefore = await cpuSeconds(pid);
   setMeasuring(true);
   const started = performance.now();
   await sleep(seconds * 1000);
   setMeasuring(false);
-  return (performance.now() - started) / 1000;
+  const elapsed = (performance.now() - started) / 1000;
+  return { seconds: elapsed, cpu: (await cpuSeconds(pid)) - cpuBefore };
 }
 
 /** `conns` keep-alive connections each sending one request after the other. */
 async function keepAlive(target: Target, originPort: number, conns: number, pathName: string, seconds: number): Promise<LoadResult> {
   const request = requestText(target, originPort, pathName);
-  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, errors: 0 };
+  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, cpu: 0, errors: 0 };
   let measuring = false;
   let running = true;
   const sockets = await Promise.all(Array.from({ length: conns }, () => connect(target.port)));
@@ -174,7 +194,7 @@ async function keepAlive(target: Target, originPort: number, conns: number, path
     sentAt = performance.now();
     socket.write(request);
   }
-  result.seconds = await window(seconds, (on) => (measuring = on));
+  ({ seconds: result.seconds, cpu: result.cpu } = await window(seconds, (on) => (measuring = on), target.pid));
   running = false;
   for (const s of sockets) s.destroy();
   return result;
@@ -182,7 +202,7 @@ async function keepAlive(target: Target, originPort: number, conns: number, path
 
 /** `concurrency` loops of: new connection, CONNECT (proxies), one 1 KiB request, close. */
 async function tunnels(target: Target, originPort: number, concurrency: number, seconds: number): Promise<LoadResult> {
-  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, errors: 0 };
+  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, cpu: 0, errors: 0 };
   const get = Buffer.from(`GET /1k HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`);
   const connectHead = Buffer.from(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`);
   let measuring = false;
@@ -222,7 +242,7 @@ async function tunnels(target: Target, originPort: number, concurrency: number, 
   const loops = Array.from({ length: concurrency }, async () => {
     while (running) await once();
   });
-  result.seconds = await window(seconds, (on) => (measuring = on));
+  ({ seconds: result.seconds, cpu: result.cpu } = await window(seconds, (on) => (measuring = on), target.pid));
   running = false;
   await Promise.all(loops);
   return result;
@@ -310,6 +330,8 @@ interface Row {
   bulkMiBps: number;
   idleTunnelKiB: number | undefined;
   errors: number;
+  /** Proxy CPU (median of rounds): microseconds per keep-alive request, per tunnel, milliseconds per MiB. */
+  cpu: { ka: number; tu: number; bulk: number };
   /** Per round: keep-alive req/s, tunnels/s, bulk MiB/s. */
   rounds: { ka: number[]; tu: number[]; bulk: number[] };
 }
@@ -374,7 +396,7 @@ async function main(): Promise<void> {
     process.stderr.write(`starting ${chosen.map(([n]) => n).join(', ')}...\n`);
     const targets = await Promise.all(chosen.map(([, make]) => make()));
     const samples = targets.map(() => ({ ka: [] as LoadResult[], tu: [] as LoadResult[], bulk: [] as LoadResult[] }));
-    const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: 1, errors: 0 };
+    const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: 1, cpu: 0, errors: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       process.stderr.write(`round ${round + 1}/${ROUNDS}: keep-alive, CONNECT, bulk...\n`);
       const order = targets.map((_, i) => (i + round) % targets.length);
@@ -405,6 +427,11 @@ async function main(): Promise<void> {
         idleTunnelKiB: idle,
         errors: [...s.ka, ...s.tu, ...s.bulk].reduce((n, r) => n + r.errors, 0),
         rounds: { ka, tu, bulk },
+        cpu: {
+          ka: median(s.ka.map((r) => (r.cpu / r.count) * 1e6)),
+          tu: median(s.tu.map((r) => (r.cpu / r.count) * 1e6)),
+          bulk: median(s.bulk.map((r) => (r.cpu / (r.bodyBytes / 2 ** 20)) * 1e3)),
+        },
       });
     }
     await stopChild(originChild);
@@ -434,6 +461,16 @@ function report(rows: Row[]): void {
     '',
     `full features vs features off: keep-alive ${(full.keepAliveRps / bare.keepAliveRps * 100).toFixed(0)} %, CONNECT ${(full.tunnelsPerSecond / bare.tunnelsPerSecond * 100).toFixed(0)} %, bulk ${(full.bulkMiBps / bare.bulkMiBps * 100).toFixed(0)} %`,
     `(medians of ${ROUNDS} interleaved rounds, ratios in parentheses to proxy-chain's median; ${SECONDS} s per measurement after ${WARMUP_MS / 1000} s warm-up; ${new Date().toISOString()})`,
+    '',
+    // Throughput on 2 shared cores also depends on the load generator and the origin; the proxy's
+    // own CPU per unit of work does not, and is the steadier comparison.
+    'proxy CPU (user + system, from /proc/PID/stat) per unit of work, lower is better:',
+    '| target | µs per keep-alive request | µs per tunnel | ms per MiB bulk |',
+    '|---|---|---|---|',
+    ...rows
+      .filter((r) => r.target !== 'direct')
+      .map((r) => `| ${r.target} | ${r.cpu.ka.toFixed(0)}${ratio(base.cpu.ka, r.cpu.ka)} | ${r.cpu.tu.toFixed(0)}${ratio(base.cpu.tu, r.cpu.tu)} | ${r.cpu.bulk.toFixed(2)}${ratio(base.cpu.bulk, r.cpu.bulk)} |`),
+    '(ratios: proxy-chain CPU / this CPU, so above 1 means cheaper than proxy-chain)',
     '',
     'per round, ratio to proxy-chain in the same round (keep-alive / CONNECT / bulk):',
     ...rows
