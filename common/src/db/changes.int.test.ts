@@ -67,6 +67,43 @@ describe('ChangeFeed', () => {
     await until(() => seen.some((c) => c.kind === 'account' && c.accountId === account.id && c.subject === 'active'), 'the reactivation');
   });
 
+  it('replays a batch whose handler failed, and reports it applied only after it succeeded', async () => {
+    const account = await accountWithBandwidth(db.pool);
+    let failuresLeft = 1;
+    const applied: Change[] = [];
+    const flaky = new ChangeFeed({
+      url: db.url,
+      logger: createLogger('test', 'silent'),
+      component: 'flaky',
+      heartbeatMs: 200,
+      maxBackoffMs: 200,
+      ack: { instance: 'flaky-pod', component: 'api' },
+    });
+    flaky.onChanges((changes) => {
+      if (changes.some((c) => c.accountId === account.id) && failuresLeft-- > 0) {
+        throw new Error('refresh query timed out');
+      }
+      applied.push(...changes);
+    });
+    await flaky.start();
+    try {
+      const before = flaky.version;
+      await setAccountStatus(db.pool, account.id, 'suspended');
+      const { rows } = await db.pool.query<{ id: number }>(
+        `SELECT max(id)::bigint AS id FROM change_log WHERE account_id = $1`,
+        [account.id],
+      );
+      const changeId = rows[0]!.id;
+      await until(() => applied.some((c) => c.id === changeId), 'the replayed suspension');
+      expect(failuresLeft).toBe(-1);
+      await until(() => flaky.version >= changeId, 'the version to pass the change');
+      expect(before).toBeLessThan(changeId);
+      await until(async () => (await countCacheAcks(db.pool, 'api', changeId)).synced === 1, 'the ack');
+    } finally {
+      await flaky.close();
+    }
+  });
+
   it('no longer counts a process once its feed is closed', async () => {
     const other = new ChangeFeed({
       url: db.url,

@@ -61,6 +61,7 @@ export async function countCacheAcks(
 const DEFAULT_HEARTBEAT_MS = 5_000;
 const DEFAULT_MAX_BACKOFF_MS = 5_000;
 const DEFAULT_CATCH_UP_OVERLAP = 1_000;
+const QUERY_TIMEOUT_MS = 5_000;
 
 export class ChangeFeed {
   private client: pg.Client | undefined;
@@ -166,6 +167,8 @@ export class ChangeFeed {
       application_name: `proxyfleet-${this.opts.component}-listen`,
       keepAlive: true,
       connectionTimeoutMillis: 5_000,
+      // A heartbeat on a dead connection must fail, not hang with `connected` still true.
+      query_timeout: QUERY_TIMEOUT_MS,
       types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
     });
     client.on('error', (err) => this.lost(client, err));
@@ -262,18 +265,31 @@ export class ChangeFeed {
   }
 
   private deliver(changes: Change[]): void {
-    this.queue = this.queue.then(() => this.apply(changes));
+    const client = this.client;
+    this.queue = this.queue.then(() =>
+      this.apply(changes).catch((err: Error) => {
+        if (client) this.lost(client, err);
+      }),
+    );
   }
 
+  /**
+   * Runs every handler on the batch. If one fails (its refresh query timed out, say), the version
+   * does not advance and the caller drops the connection: the catch-up after the reconnect
+   * replays the batch, so a change is never reported applied before every cache has it.
+   */
   private async apply(changes: Change[]): Promise<void> {
     if (changes.length === 0) return;
+    let failure: unknown;
     for (const handler of this.handlers) {
       try {
         await handler(changes);
       } catch (err) {
-        this.opts.logger.error({ err }, 'change handler failed');
+        failure ??= err;
+        this.opts.logger.error({ err }, 'change handler failed; the batch will be replayed');
       }
     }
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
     for (const c of changes) this.appliedVersion = Math.max(this.appliedVersion, c.id);
     const client = this.client;
     if (client) await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));
