@@ -45,6 +45,17 @@ describe('accounts', () => {
     expect(mails.rows).toEqual([{ kind: 'new_invoice' }, { kind: 'new_invoice' }]);
   });
 
+  it('scopes a purchase idempotency key to its account', async () => {
+    const a = await createAccount(db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
+    const b = await createAccount(db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
+    const first = await recordPurchase(db.pool, { accountId: a.id, product: 'basic', bytes: 1_000, idempotencyKey: 'shared-key' });
+    const second = await recordPurchase(db.pool, { accountId: b.id, product: 'basic', bytes: 2_000, idempotencyKey: 'shared-key' });
+    expect(second.id).not.toBe(first.id);
+    expect(second.accountId).toBe(b.id);
+    const balance = await db.pool.query('SELECT total_bytes FROM balances WHERE account_id = $1', [b.id]);
+    expect(balance.rows[0].total_bytes).toBe(2_000);
+  });
+
   it('queues no invoice email when the account turned that alert off', async () => {
     const account = await createAccount(db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
     await db.pool.query('UPDATE alert_settings SET new_invoice = false WHERE account_id = $1', [account.id]);

@@ -77,8 +77,9 @@ export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput)
   if (!owner) throw new AppError('ACCOUNT_NOT_FOUND');
   if (input.idempotencyKey) {
     const existing = await client.query<InvoiceRow>(
-      `SELECT i.* FROM invoices i JOIN purchases p ON p.id = i.purchase_id WHERE p.idempotency_key = $1`,
-      [input.idempotencyKey],
+      `SELECT i.* FROM invoices i JOIN purchases p ON p.id = i.purchase_id
+        WHERE p.account_id = $1 AND p.idempotency_key = $2`,
+      [input.accountId, input.idempotencyKey],
     );
     if (existing.rows[0]) return toInvoice(existing.rows[0]);
   }
