@@ -8,6 +8,7 @@ import type { Logger } from '../../common/src/logger.ts';
 const WORKER_LOCK_KEY = 0x7066776f726b6572n;
 const RETRY_MS = 2_000;
 const CHECK_MS = 5_000;
+const LEADER_QUERY_TIMEOUT_MS = 5_000;
 
 export interface Leadership {
   readonly leading: boolean;
@@ -47,7 +48,18 @@ export function acquireLeadership(
     if (stopped) return;
     try {
       if (!client) {
-        const c = new pg.Client({ connectionString: url, application_name: 'proxyfleet-worker-leader' });
+        const c = new pg.Client({
+          connectionString: url,
+          application_name: 'proxyfleet-worker-leader',
+          // A dead network must not hang the leadership check: the advisory lock would stay with
+          // a session nobody can reach until TCP gives up (hours), and no other worker could lead.
+          keepAlive: true,
+          keepAliveInitialDelayMillis: 10_000,
+          connectionTimeoutMillis: 5_000,
+          query_timeout: LEADER_QUERY_TIMEOUT_MS,
+          // And the server side: drop (and unlock) a session whose worker vanished within ~25 s.
+          options: '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3',
+        });
         c.on('error', (err) => {
           if (client === c) lose(err.message);
         });
