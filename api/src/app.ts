@@ -35,8 +35,6 @@ export function createApp(deps: AppDeps): express.Express {
   app.use((req, res, next) => {
     if (!deps.health.handle(req, res)) next();
   });
-  app.use(requireJsonBody);
-  app.use(express.json({ limit: deps.bodyLimitBytes, strict: true }));
 
   const groups: RouteGroup[] = [
     { prefix: API_PREFIX, routes: deps.apiRoutes },
@@ -49,13 +47,15 @@ export function createApp(deps: AppDeps): express.Express {
     none: [],
   };
 
+  const bodyParsers = [requireJsonBody, express.json({ limit: deps.bodyLimitBytes, strict: true })];
+
   const api = express.Router();
   api.get('/openapi.json', (_req, res) => void res.json(document));
-  mountRoutes(api, deps.apiRoutes, auth);
+  mountRoutes(api, deps.apiRoutes, auth, bodyParsers);
   app.use(API_PREFIX, api);
 
   const admin = express.Router();
-  mountRoutes(admin, deps.adminRoutes, auth);
+  mountRoutes(admin, deps.adminRoutes, auth, bodyParsers);
   app.use(ADMIN_PREFIX, admin);
 
   app.use(notFound(groups));

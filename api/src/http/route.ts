@@ -57,9 +57,18 @@ export function validationError(error: z.ZodError): AppError {
   return new AppError('VALIDATION_FAILED', { detail });
 }
 
-export function mountRoutes(router: Router, routes: RouteDef[], auth: Record<AuthKind, RequestHandler[]>): void {
+/**
+ * Mounts each route behind its authentication and only then the body parsers, so an
+ * unauthenticated caller gets 401 whatever it sends, and no unauthenticated body is parsed.
+ */
+export function mountRoutes(
+  router: Router,
+  routes: RouteDef[],
+  auth: Record<AuthKind, RequestHandler[]>,
+  bodyParsers: RequestHandler[],
+): void {
   for (const route of routes) {
-    router[route.method](route.path, ...auth[route.auth], async (req: Request, res: Response) => {
+    router[route.method](route.path, ...auth[route.auth], ...bodyParsers, async (req: Request, res: Response) => {
       let params: unknown = req.params;
       if (route.params) {
         const parsed = route.params.safeParse(req.params);

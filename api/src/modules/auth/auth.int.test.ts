@@ -71,6 +71,25 @@ describe.each(CUSTOMER_ROUTES)('%s %s', (method, path, body) => {
   });
 });
 
+describe('authentication comes before the body', () => {
+  test.each([
+    ['malformed JSON', '{bad', 'application/json'],
+    ['a non-JSON content type', 'provider=basic', 'text/plain'],
+  ])('an unauthenticated POST with %s gets 401, not 400 or 415', async (_name, body, contentType) => {
+    for (const path of ['/api/v1/proxies/generate', '/admin/v1/accounts']) {
+      const res = await call(api.url, path, { method: 'POST', body, headers: { 'content-type': contentType } });
+      expect(res.status).toBe(401);
+      expect(res.body).toMatchObject({ success: false });
+    }
+  });
+
+  test('an authenticated POST with malformed JSON still gets the JSON 400', async () => {
+    const res = await call(api.url, '/api/v1/proxies/generate', { key: keys.valid!, body: '{bad' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ success: false });
+  });
+});
+
 describe('admin token', () => {
   test.each([
     ['no token', undefined],
