@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TRUST_SILENCE_MS } from './modules/auth/key-cache.ts';
 import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
 
 /** The variables of the API (also understood by `npm start`, which runs the API in-process). */
@@ -15,7 +16,14 @@ export const apiTuningEnv = {
   /** Request body limit in bytes. */
   PROXYFLEET_API_BODY_LIMIT_BYTES: positiveInt(16_384),
   /** How long an admin change waits for every API process to apply it before answering. */
-  PROXYFLEET_API_SYNC_TIMEOUT_MS: positiveInt(5_000),
+  // Longer than a process trusts its caches without hearing from the database (TRUST_SILENCE_MS):
+  // otherwise a revoke could answer while a process whose feed died unnoticed still trusts a
+  // cache holding the old key.
+  PROXYFLEET_API_SYNC_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(TRUST_SILENCE_MS + 1_000, `must exceed the cache trust window (${TRUST_SILENCE_MS} ms) by at least a second`)
+    .default(TRUST_SILENCE_MS + 2_000),
   /** Reverse-proxy hops whose X-Forwarded-For is believed for the client address (0: none). */
   PROXYFLEET_API_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   /** This process's name in cache_acks (the pod name in Kubernetes); random when unset. */
