@@ -17,6 +17,7 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
     pool: db.pool,
     logger,
     registry,
+    operatorNamespace: config.PROXYFLEET_NAMESPACE,
     watchNamespace: config.PROXYFLEET_WATCH_NAMESPACE,
     resyncMs: config.PROXYFLEET_RESYNC_SECONDS * 1000,
     gateway: {

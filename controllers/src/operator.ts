@@ -23,6 +23,8 @@ export interface OperatorOptions {
   logger: Logger;
   registry: Registry;
   gateway: GatewayOptions;
+  /** The operator's own namespace: its ApiKeys may name any account (others need a bound namespace). */
+  operatorNamespace?: string;
   /** Watch one namespace only; unset: all namespaces. */
   watchNamespace?: string;
   resyncMs?: number;
@@ -137,7 +139,14 @@ export class Operator {
       primary: apiKeys,
       // No informer on Secrets: list/watch on every Secret in the cluster is more privilege than
       // it is worth; a changed or deleted key Secret shows at the next status refresh.
-      reconcile: apiKeyReconciler({ client, pool, apiKeys, recorder, logger }),
+      reconcile: apiKeyReconciler({
+        client,
+        pool,
+        apiKeys,
+        recorder,
+        logger,
+        operatorNamespace: this.o.operatorNamespace,
+      }),
       logger,
       metrics: this.metrics,
       resyncMs: this.o.resyncMs,

@@ -42,6 +42,7 @@ export function createTestOperator(o: TestOperatorOptions): Operator {
     ),
     registry: createRegistry('controller', false),
     gateway: { ...TEST_GATEWAY_OPTIONS },
+    operatorNamespace: RELEASE_NAMESPACE,
     resyncMs: 60_000,
     informer: { minBackoffMs: 100, maxBackoffMs: 2_000 },
     leaderElection: o.leaseNamespace

@@ -9,7 +9,7 @@ import { call, startTestApi, type TestApi } from '../../../api/src/testing.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import { describeKube } from '../../../test/kube/describe-kube.ts';
-import { eventually, startKube, type KubeEnv } from '../../../test/kube/env.ts';
+import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '../../../test/kube/env.ts';
 import { createTestOperator, kubeClientFor } from '../../../test/kube/operator.ts';
 import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
 import type { Operator } from '../operator.ts';
@@ -41,8 +41,8 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     });
     await gatewayCache.start();
     admin = kubeClientFor(kube.adminKubeconfig);
-    await kube.apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NS}\n`);
     account = await accountWithBandwidth(db.pool, { basic: 1e9 });
+    await kube.apply(namespaceYaml(NS, account.id));
     operator = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool });
     await operator.start();
   }, 120_000);
@@ -55,24 +55,28 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     await db?.drop();
   });
 
-  const applyKey = (name: string, spec: Record<string, unknown>) =>
+  /** A Namespace, bound to an account by its proxyfleet.io/account-id label when one is given. */
+  const namespaceYaml = (name: string, accountId?: string) =>
+    `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${name}\n` +
+    (accountId ? `  labels:\n    proxyfleet.io/account-id: ${accountId}\n` : '');
+  const applyKey = (name: string, spec: Record<string, unknown>, namespace = NS) =>
     admin.apply(
       API_KEY,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ApiKey',
-        metadata: { name, namespace: NS },
+        metadata: { name, namespace },
         spec,
       } as KubeObject,
       {
         fieldManager: 'test',
       },
     );
-  const getKey = (name: string) => admin.get<ApiKey>(API_KEY, NS, name);
-  const secretKey = async (secretName: string) => {
+  const getKey = (name: string, namespace = NS) => admin.get<ApiKey>(API_KEY, namespace, name);
+  const secretKey = async (secretName: string, namespace = NS) => {
     const s = await admin.get<KubeObject & { data?: Record<string, string> }>(
       RESOURCES.secret,
-      NS,
+      namespace,
       secretName,
     );
     return s?.data?.apiKey ? Buffer.from(s.data.apiKey, 'base64').toString() : undefined;
@@ -212,12 +216,60 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     expect((await getKey('primary'))?.status?.keyName).toBe('primary');
   });
 
-  test('the 10-named-key limit surfaces as Ready=False, reason NamedKeyLimit', async () => {
+  test('an ApiKey in a namespace not bound to the account never touches its keys', async () => {
+    const keysOf = async () =>
+      (
+        await db.pool.query(
+          'SELECT id, kind, name, encode(key_hash, $2) AS hash, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY id',
+          [account.id, 'hex'],
+        )
+      ).rows;
+    const before = await keysOf();
+    const attacker = await accountWithBandwidth(db.pool);
+    // One namespace with no binding, one bound to the attacker's own account.
+    await kube.apply(namespaceYaml('intruder'));
+    await kube.apply(namespaceYaml('intruder-bound', attacker.id));
+    for (const ns of ['intruder', 'intruder-bound']) {
+      await applyKey('steal', { accountId: account.id, primary: true, secretName: 'stolen' }, ns);
+      await applyKey('steal-named', { accountId: account.id, name: 'stolen', secretName: 'stolen-named' }, ns);
+    }
+    for (const ns of ['intruder', 'intruder-bound']) {
+      for (const name of ['steal', 'steal-named']) {
+        const ready = await eventually(
+          async () => (await getKey(name, ns))?.status?.conditions?.find((c) => c.type === 'Ready'),
+          20_000,
+          `${ns}/${name} Ready`,
+        );
+        expect(ready).toMatchObject({ status: 'False', reason: 'AccountNotBoundToNamespace' });
+        const ak = (await getKey(name, ns))!;
+        expect(ak.metadata.finalizers ?? []).toEqual([]);
+        expect(ak.status?.keyId).toBeUndefined();
+      }
+      expect(await secretKey('stolen', ns)).toBeUndefined();
+      expect(await secretKey('stolen-named', ns)).toBeUndefined();
+    }
+    expect(await keysOf()).toEqual(before);
+    const { rows } = await db.pool.query(
+      "SELECT count(*)::int AS n FROM operator_api_keys WHERE namespace LIKE 'intruder%'",
+    );
+    expect(rows[0].n).toBe(0);
+    const events = await admin.list<KubeObject & { reason?: string }>(RESOURCES.event, {
+      namespace: 'intruder',
+    });
+    expect(events.items.map((e) => e.reason)).toContain('AccountNotBoundToNamespace');
+  });
+
+  test("the 10-named-key limit surfaces as Ready=False, reason NamedKeyLimit (in the operator's namespace, any account)", async () => {
     const other = await accountWithBandwidth(db.pool);
     for (let i = 0; i < 10; i++) await createNamedKey(db.pool, other.id, `k${i}`);
-    await applyKey('eleventh', { accountId: other.id, name: 'eleventh', secretName: 'eleventh-api-key' });
+    await applyKey(
+      'eleventh',
+      { accountId: other.id, name: 'eleventh', secretName: 'eleventh-api-key' },
+      RELEASE_NAMESPACE,
+    );
     const ready = await eventually(
-      async () => (await getKey('eleventh'))?.status?.conditions?.find((c) => c.type === 'Ready'),
+      async () =>
+        (await getKey('eleventh', RELEASE_NAMESPACE))?.status?.conditions?.find((c) => c.type === 'Ready'),
       20_000,
       'Ready',
     );

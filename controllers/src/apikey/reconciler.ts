@@ -45,6 +45,12 @@ export const SYNC_POLL_MS = 1_000;
 export const SYNCED_REFRESH_MS = 30_000;
 /** Retry for conditions a person must fix (key limit, unknown account): not an error backoff. */
 export const BLOCKED_RETRY_MS = 30_000;
+/**
+ * The label binding a namespace to one account: its ApiKeys may act on that account only. Only
+ * whoever may edit the Namespace object (a cluster-scoped write, usually the cluster admin) can
+ * set it, so rights in a namespace never reach another customer's keys.
+ */
+export const ACCOUNT_ID_LABEL = 'proxyfleet.io/account-id';
 
 interface Secret extends KubeObject {
   data?: Record<string, string>;
@@ -56,6 +62,8 @@ export interface ApiKeyReconcilerDeps {
   apiKeys: Informer<ApiKey>;
   recorder: EventRecorder;
   logger: Logger;
+  /** The operator's own namespace (PROXYFLEET_NAMESPACE): its ApiKeys may name any account. */
+  operatorNamespace?: string;
 }
 
 const keyName = (ak: ApiKey) => (ak.spec.primary ? 'primary' : ak.spec.name!);
@@ -81,6 +89,16 @@ export function apiKeyReconciler(
         logger.info({ apiKey: key }, 'api key revoked on deletion');
       }
       return;
+    }
+    // Before anything is written (finalizer, Secret, api_keys): may this namespace act on the account?
+    if (!(await accountBound(namespace, cached.spec.accountId))) {
+      await report(cached, await readMapping(pool, uid), {
+        type: 'Ready',
+        status: 'False',
+        reason: 'AccountNotBoundToNamespace',
+        message: `namespace ${namespace} is not bound to account ${cached.spec.accountId}: its label ${ACCOUNT_ID_LABEL} must equal spec.accountId`,
+      });
+      return { requeueAfterMs: BLOCKED_RETRY_MS };
     }
     const ak = await addFinalizer(client, API_KEY, cached, APIKEY_FINALIZER);
     let mapping = await readMapping(pool, uid);
@@ -174,6 +192,13 @@ export function apiKeyReconciler(
     );
     return report(ak, mapping, readyCondition(ak, mapping!));
   };
+
+  /** The operator's namespace, or a namespace labelled with exactly this account id. */
+  async function accountBound(namespace: string, accountId: string): Promise<boolean> {
+    if (deps.operatorNamespace !== undefined && namespace === deps.operatorNamespace) return true;
+    const ns = await client.get(RESOURCES.namespace, undefined, namespace);
+    return ns?.metadata.labels?.[ACCOUNT_ID_LABEL] === accountId;
+  }
 
   /** The key for spec.rotation: the one already in the Secret for it (an interrupted attempt), else a new one written there. */
   async function keyForRotation(ak: ApiKey): Promise<IssuedKey> {
