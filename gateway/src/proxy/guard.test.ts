@@ -37,6 +37,12 @@ describe('DestinationGuard', () => {
     ['[fe80::1]', 80, false],
     ['[ff02::1]', 80, false],
     ['[2002:7f00:1::]', 80, false],
+    // IPv4-compatible ::a.b.c.d, which the URL parser rewrites to hex (::7f00:1), and the
+    // local-use NAT64 prefix of RFC 8215.
+    ['[::7f00:1]', 80, false],
+    ['[::a9fe:a9fe]', 80, false],
+    ['[64:ff9b:1::7f00:1]', 80, false],
+    ['[64:ff9b:1:abcd::1]', 80, false],
     ['public.example', 80, true],
     ['public.example', 25, false],
     ['public.example', 587, false],

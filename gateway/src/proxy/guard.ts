@@ -27,6 +27,8 @@ const BLOCKED_V4: readonly [string, number][] = [
 const BLOCKED_V6: readonly [string, number][] = [
   ['::', 128], // unspecified
   ['::1', 128], // loopback
+  ['::', 96], // IPv4-compatible (deprecated, RFC 4291 2.5.5.1): embeds an IPv4 address
+  ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215): embeds IPv4 addresses at operator-chosen places
   ['100::', 64], // discard
   ['2001::', 23], // IETF protocol assignments (Teredo, ORCHID...)
   ['2001:db8::', 32], // documentation
@@ -128,7 +130,7 @@ export function embeddedIPv4(address: string): string | undefined {
   const lower = address.toLowerCase();
   const m = /^(?:::ffff:(?:0:)?|::|64:ff9b::)((?:\d+\.){3}\d+)$/.exec(lower);
   if (m && net.isIPv4(m[1]!)) return m[1];
-  const hex = /^(?:::ffff:(?:0:)?|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+  const hex = /^(?:::ffff:(?:0:)?|::|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
   if (hex) {
     const hi = parseInt(hex[1]!, 16);
     const lo = parseInt(hex[2]!, 16);
