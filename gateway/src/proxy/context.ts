@@ -52,13 +52,16 @@ export async function admit(ctx: ProxyContext, header: string | undefined, socke
   }
   const budget = ctx.ledger.budget(auth.account.accountId);
   let conn = ctx.meters.get(socket);
-  if (budget.conns.size >= ctx.spec.limits.maxConnectionsPerAccount && !(conn && budget.conns.has(conn))) {
-    return refusal(429, 'connection_limit_reached', 'connection_limit', 'too many connections for this account', 1);
-  }
+  const overCap = () =>
+    budget.conns.size >= ctx.spec.limits.maxConnectionsPerAccount && !(conn && budget.conns.has(conn));
+  const CAP = refusal(429, 'connection_limit_reached', 'connection_limit', 'too many connections for this account', 1);
+  if (overCap()) return CAP;
   if (!budget.canAdmit() && !(await ctx.ledger.admit(budget))) {
     return refusal(402, 'http_request_denied', 'no_bandwidth', `no ${ctx.plan} bandwidth left: buy ${ctx.plan} bandwidth`);
   }
   if (socket.destroyed) return refusal(400, 'http_request_error', 'client_gone', 'client went away');
+  // Again after the wait for a lease: connections that arrived meanwhile were attached.
+  if (overCap()) return CAP;
   if (!conn) {
     conn = ctx.ledger.track(socket);
     ctx.meters.set(socket, conn);

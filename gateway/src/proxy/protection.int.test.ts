@@ -105,6 +105,19 @@ describe('protection', () => {
     for (const t of [a, b, c]) t.socket.destroy();
   });
 
+  it('holds the connection cap for a burst that arrives while the first lease is pending', async () => {
+    // A fresh account: its budget has no lease yet, so every tunnel of the burst waits for the
+    // same grant; the cap must still count the ones attached meanwhile.
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
+    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    const burst = await Promise.all(Array.from({ length: 10 }, () => openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth)));
+    const statuses = burst.map((t) => t.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(8);
+    for (const t of burst) t.socket.destroy();
+  });
+
   it('closes idle tunnels after idleSeconds', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     await cacheSynced(db.pool, [gateway]);
