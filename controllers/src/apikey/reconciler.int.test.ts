@@ -231,7 +231,11 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     await kube.apply(namespaceYaml('intruder-bound', attacker.id));
     for (const ns of ['intruder', 'intruder-bound']) {
       await applyKey('steal', { accountId: account.id, primary: true, secretName: 'stolen' }, ns);
-      await applyKey('steal-named', { accountId: account.id, name: 'stolen', secretName: 'stolen-named' }, ns);
+      await applyKey(
+        'steal-named',
+        { accountId: account.id, name: 'stolen', secretName: 'stolen-named' },
+        ns,
+      );
     }
     for (const ns of ['intruder', 'intruder-bound']) {
       for (const name of ['steal', 'steal-named']) {
