@@ -109,6 +109,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     kind: 'Deployment',
     metadata: meta(),
     spec: {
+      // Autoscaled: the HPA owns replicas (the reconciler hands them off first, see handOffReplicas).
       ...(autoscaled ? {} : { replicas: min }),
       revisionHistoryLimit: 5,
       selector: { matchLabels: selectorLabels(pgw) },

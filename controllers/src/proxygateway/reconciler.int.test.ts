@@ -265,6 +265,38 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(d.spec.replicas).toBe(7);
   });
 
+  test('switching from fixed replicas to autoscaling keeps spec.replicas (handed off, not defaulted to 1)', async () => {
+    const spec = { ...baseSpec, plan: 'mobile', port: 10090, advertisedHost: 'switch.example.com' };
+    await applyPgw('switch', { ...spec, replicas: { min: 4, max: 4 } });
+    // The operator's Deployment cache has seen replicas: 4 once status reports them.
+    await eventually(
+      async () => (await get(PROXY_GATEWAY, 'switch'))?.status?.replicas === 4,
+      20_000,
+      '4 replicas',
+    );
+    await applyPgw('switch', { ...spec, replicas: { min: 2, max: 6 } });
+    await eventually(() => get(RESOURCES.hpa, 'switch-gateway'), 20_000, 'HPA');
+    await eventually(
+      async () => (await get(PROXY_GATEWAY, 'switch'))?.status?.observedGeneration === 2,
+      20_000,
+      'generation 2 reconciled',
+    );
+    const d = (await get(RESOURCES.deployment, 'switch-gateway'))!;
+    expect(d.spec.replicas).toBe(4);
+    const { managedFields = [] } = d.metadata as {
+      managedFields?: Array<{ manager: string; fieldsV1: { 'f:spec'?: Record<string, unknown> } }>;
+    };
+    const owners = managedFields
+      .filter((f) => f.fieldsV1['f:spec']?.['f:replicas'] !== undefined)
+      .map((f) => f.manager);
+    expect(owners).toEqual(['proxyfleet-handoff']);
+    // And back to fixed: our apply takes replicas over again.
+    await applyPgw('switch', { ...spec, replicas: { min: 3, max: 3 } });
+    await eventually(async () => (await get(RESOURCES.deployment, 'switch-gateway'))?.spec.replicas === 3);
+    await admin.delete(PROXY_GATEWAY, NS, 'switch');
+    await eventually(async () => (await get(PROXY_GATEWAY, 'switch')) === undefined, 20_000, 'switch gone');
+  });
+
   test('the schema and CEL rules reject invalid ProxyGateways', async () => {
     const reject = async (spec: Record<string, unknown>, message: RegExp) => {
       await expect(applyPgw('invalid', spec)).rejects.toThrow(message);

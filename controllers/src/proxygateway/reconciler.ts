@@ -12,14 +12,20 @@ import type { EventRecorder } from '../runtime/events.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalizers.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube.ts';
+import { RESOURCES } from '../runtime/resources.ts';
 import { applyStatus } from '../runtime/status.ts';
 import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ProxyGateway, ProxyGatewayStatus } from '../crds/types.generated.ts';
 import { childName, desiredObjects, type GatewayOptions } from './desired.ts';
 
 export const PGW_FINALIZER = 'proxyfleet.io/gateway-endpoint';
+/** Takes spec.replicas over from our field manager when an HPA starts owning it. */
+export const HANDOFF_FIELD_MANAGER = 'proxyfleet-handoff';
 
 interface Deployment extends KubeObject {
+  metadata: KubeObject['metadata'] & {
+    managedFields?: Array<{ manager?: string; operation?: string; fieldsV1?: Record<string, unknown> }>;
+  };
   spec?: { replicas?: number };
   status?: {
     observedGeneration?: number;
@@ -65,6 +71,7 @@ export function proxyGatewayReconciler(
     const desired = desiredObjects(pgw, deps.options);
     try {
       for (const { resource, object } of desired.objects) {
+        if (resource === RESOURCES.deployment) await handOffReplicas(pgw, object);
         await client.apply(resource, object, { fieldManager: FIELD_MANAGER, force: true });
       }
       for (const { resource, name } of desired.absent) {
@@ -88,6 +95,41 @@ export function proxyGatewayReconciler(
       Deployment | undefined;
     await writeStatus(pgw, deployment);
   };
+
+  /**
+   * Fixed -> autoscaled: our apply no longer sets spec.replicas. Were we still its only owner, the
+   * apply would remove the field and the apiserver would default it to 1 until the HPA scales
+   * back up. As the Kubernetes docs describe for migrating to an HPA, first give the current
+   * value to another field manager, so dropping it from our apply leaves it in place.
+   */
+  async function handOffReplicas(pgw: ProxyGateway, desired: KubeObject): Promise<void> {
+    if ((desired as Deployment).spec?.replicas !== undefined) return;
+    const live = deps.deployments.get(`${pgw.metadata.namespace}/${desired.metadata.name}`) as
+      Deployment | undefined;
+    const replicas = live?.spec?.replicas;
+    if (replicas === undefined) return;
+    const ownedByUs = live!.metadata.managedFields?.some(
+      (f) =>
+        f.manager === FIELD_MANAGER &&
+        f.operation === 'Apply' &&
+        (f.fieldsV1?.['f:spec'] as Record<string, unknown> | undefined)?.['f:replicas'] !== undefined,
+    );
+    if (!ownedByUs) return;
+    await client.apply(
+      RESOURCES.deployment,
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: desired.metadata.name, namespace: desired.metadata.namespace },
+        spec: { replicas },
+      } as KubeObject,
+      { fieldManager: HANDOFF_FIELD_MANAGER, force: true },
+    );
+    deps.logger.info(
+      { proxyGateway: `${pgw.metadata.namespace}/${pgw.metadata.name}`, replicas },
+      'spec.replicas handed off before autoscaling takes over',
+    );
+  }
 
   async function writeStatus(
     pgw: ProxyGateway,
