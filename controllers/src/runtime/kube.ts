@@ -96,8 +96,18 @@ export interface WatchOptions {
   timeoutSeconds: number;
 }
 
+/** Per call: a signal that aborts it earlier than the client's own request timeout. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
 export interface KubeClient {
-  get<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string): Promise<T | undefined>;
+  get<T extends KubeObject>(
+    r: Resource,
+    namespace: string | undefined,
+    name: string,
+    options?: CallOptions,
+  ): Promise<T | undefined>;
   list<T extends KubeObject>(
     r: Resource,
     options?: { namespace?: string; labelSelector?: string },
@@ -125,9 +135,9 @@ export interface KubeClient {
     name: string,
     patch: unknown,
   ): Promise<T>;
-  create<T extends KubeObject>(r: Resource, object: KubeObject): Promise<T>;
+  create<T extends KubeObject>(r: Resource, object: KubeObject, options?: CallOptions): Promise<T>;
   /** PUT; object.metadata.resourceVersion makes it conditional. */
-  replace<T extends KubeObject>(r: Resource, object: KubeObject): Promise<T>;
+  replace<T extends KubeObject>(r: Resource, object: KubeObject, options?: CallOptions): Promise<T>;
   /** true when deleted, false when it did not exist. */
   delete(r: Resource, namespace: string | undefined, name: string): Promise<boolean>;
 }
@@ -155,6 +165,7 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
     query: Record<string, string> = {},
     body?: unknown,
     contentType = 'application/json',
+    signal?: AbortSignal,
   ): Promise<T> {
     const url = new URL(server() + path);
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
@@ -164,8 +175,8 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
       ctx.setHeaderParam('Content-Type', contentType);
       ctx.setBody(JSON.stringify(body));
     }
-    const abort = AbortSignal.timeout(timeoutMs);
-    ctx.setSignal(abort);
+    const timeout = AbortSignal.timeout(timeoutMs);
+    ctx.setSignal(signal ? AbortSignal.any([timeout, signal]) : timeout);
     await kc.applySecurityAuthentication(ctx);
     const res = await http.send(ctx).toPromise();
     const text = await res.body.text();
@@ -192,9 +203,21 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
     labelSelector ? { labelSelector } : {};
 
   return {
-    async get<T extends KubeObject>(r: Resource, namespace: string | undefined, name: string) {
+    async get<T extends KubeObject>(
+      r: Resource,
+      namespace: string | undefined,
+      name: string,
+      options: CallOptions = {},
+    ) {
       try {
-        return await call<T>(HttpMethod.GET, resourcePath(r, namespace, name));
+        return await call<T>(
+          HttpMethod.GET,
+          resourcePath(r, namespace, name),
+          {},
+          undefined,
+          undefined,
+          options.signal,
+        );
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
@@ -297,15 +320,24 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
         'application/merge-patch+json',
       );
     },
-    create<T extends KubeObject>(r: Resource, object: KubeObject) {
-      return call<T>(HttpMethod.POST, resourcePath(r, object.metadata.namespace), {}, object);
+    create<T extends KubeObject>(r: Resource, object: KubeObject, options: CallOptions = {}) {
+      return call<T>(
+        HttpMethod.POST,
+        resourcePath(r, object.metadata.namespace),
+        {},
+        object,
+        undefined,
+        options.signal,
+      );
     },
-    replace<T extends KubeObject>(r: Resource, object: KubeObject) {
+    replace<T extends KubeObject>(r: Resource, object: KubeObject, options: CallOptions = {}) {
       return call<T>(
         HttpMethod.PUT,
         resourcePath(r, object.metadata.namespace, object.metadata.name),
         {},
         object,
+        undefined,
+        options.signal,
       );
     },
     async delete(r, namespace, name) {

@@ -2,7 +2,10 @@
 // holder renews every retryPeriod; another candidate takes the Lease only when it has seen the
 // same record unchanged for leaseDuration by its own clock (no clock-skew assumptions between
 // pods); a holder that cannot renew within renewDeadline stops leading before anyone else may
-// start. Writes are conditional on resourceVersion, so two candidates never both win.
+// start. Writes are conditional on resourceVersion, so two candidates never both win. Each
+// attempt runs against its own deadline timer (the end of the renew deadline while leading),
+// which aborts its API calls: a call that hangs (the server accepts but never answers) cannot
+// keep a holder acting as leader after a peer may have taken the expired Lease.
 import type { Logger } from '../../../common/src/logger.ts';
 import { isConflict, type KubeClient, type KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
@@ -45,6 +48,7 @@ export class LeaderElector {
   private timer: NodeJS.Timeout | undefined;
   private observed: { rv: string; holder: string | null | undefined; at: number } | undefined;
   private lastRenew = 0;
+  private attempt: AbortController | undefined;
   private transition: Promise<void> = Promise.resolve();
 
   constructor(options: LeaderElectionOptions) {
@@ -69,11 +73,12 @@ export class LeaderElector {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.attempt?.abort(new Error('elector stopped'));
     await this.transition;
     if (this.leading) {
       this.leading = false;
       await this.o.onStoppedLeading();
-      await this.release().catch((err: Error) =>
+      await this.release(AbortSignal.timeout(this.o.renewDeadlineMs)).catch((err: Error) =>
         this.o.logger.warn({ err: err.message }, 'could not release the lease'),
       );
     }
@@ -88,8 +93,23 @@ export class LeaderElector {
 
   private async tick(): Promise<void> {
     if (this.stopped) return;
+    // The attempt's budget: what is left of the renew deadline while leading, else one deadline.
+    const budgetMs = this.leading
+      ? Math.max(0, this.lastRenew + this.o.renewDeadlineMs - Date.now())
+      : this.o.renewDeadlineMs;
+    const attempt = new AbortController();
+    this.attempt = attempt;
+    const timer = setTimeout(
+      () => attempt.abort(new Error(`no answer within ${budgetMs} ms (renew deadline)`)),
+      budgetMs,
+    );
+    // Enforced here as well, in case an HTTP call does not honour its signal.
+    const deadline = new Promise<never>((_, reject) =>
+      attempt.signal.addEventListener('abort', () => reject(attempt.signal.reason as Error), { once: true }),
+    );
     try {
-      const ok = await this.tryAcquireOrRenew();
+      const ok = await Promise.race([this.tryAcquireOrRenew(attempt.signal), deadline]);
+      if (this.stopped) return;
       if (ok) {
         this.lastRenew = Date.now();
         if (!this.leading) {
@@ -101,9 +121,14 @@ export class LeaderElector {
         this.lose('another holder has the lease');
       }
     } catch (err) {
+      if (this.stopped) return;
       this.o.logger.warn({ err: (err as Error).message }, 'lease update failed');
-      if (this.leading && Date.now() - this.lastRenew > this.o.renewDeadlineMs)
+      if (this.leading && (attempt.signal.aborted || Date.now() - this.lastRenew >= this.o.renewDeadlineMs))
         this.lose('renew deadline exceeded');
+    } finally {
+      clearTimeout(timer);
+      attempt.abort(); // settles the deadline promise; a no-op once the attempt is done
+      if (this.attempt === attempt) this.attempt = undefined;
     }
     this.schedule();
   }
@@ -114,25 +139,29 @@ export class LeaderElector {
     this.transition = this.transition.then(() => this.o.onStoppedLeading());
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { client, namespace, name, identity } = this.o;
     const now = new Date();
     const leaseDurationSeconds = Math.ceil(this.o.leaseDurationMs / 1000);
-    const lease = await client.get<Lease>(RESOURCES.lease, namespace, name);
+    const lease = await client.get<Lease>(RESOURCES.lease, namespace, name, { signal });
     if (!lease) {
       try {
-        await client.create(RESOURCES.lease, {
-          apiVersion: 'coordination.k8s.io/v1',
-          kind: 'Lease',
-          metadata: { name, namespace },
-          spec: {
-            holderIdentity: identity,
-            leaseDurationSeconds,
-            acquireTime: microTime(now),
-            renewTime: microTime(now),
-            leaseTransitions: 0,
-          },
-        } as Lease);
+        await client.create(
+          RESOURCES.lease,
+          {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name, namespace },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds,
+              acquireTime: microTime(now),
+              renewTime: microTime(now),
+              leaseTransitions: 0,
+            },
+          } as Lease,
+          { signal },
+        );
         return true;
       } catch (err) {
         if (isConflict(err)) return false; // someone created it first
@@ -160,7 +189,7 @@ export class LeaderElector {
       },
     };
     try {
-      const updated = await client.replace<Lease>(RESOURCES.lease, next);
+      const updated = await client.replace<Lease>(RESOURCES.lease, next, { signal });
       this.observed = { rv: updated.metadata.resourceVersion ?? '', holder: identity, at: Date.now() };
       return true;
     } catch (err) {
@@ -169,18 +198,22 @@ export class LeaderElector {
     }
   }
 
-  private async release(): Promise<void> {
+  private async release(signal: AbortSignal): Promise<void> {
     const { client, namespace, name, identity } = this.o;
-    const lease = await client.get<Lease>(RESOURCES.lease, namespace, name);
+    const lease = await client.get<Lease>(RESOURCES.lease, namespace, name, { signal });
     if (!lease || lease.spec?.holderIdentity !== identity) return;
-    await client.replace(RESOURCES.lease, {
-      ...lease,
-      spec: {
-        ...lease.spec,
-        holderIdentity: null,
-        leaseDurationSeconds: 1,
-        renewTime: microTime(new Date()),
-      },
-    } as Lease);
+    await client.replace(
+      RESOURCES.lease,
+      {
+        ...lease,
+        spec: {
+          ...lease.spec,
+          holderIdentity: null,
+          leaseDurationSeconds: 1,
+          renewTime: microTime(new Date()),
+        },
+      } as Lease,
+      { signal },
+    );
   }
 }

@@ -26,17 +26,30 @@ import { PROXY_GATEWAY } from '../crds/resources.ts';
 
 const NS = 'runtime';
 
-/** A TCP proxy to the API server whose connections the test can cut. */
-async function cuttableProxy(target: URL): Promise<{ port: number; cut(): number; close(): Promise<void> }> {
+/**
+ * A TCP proxy to the API server whose connections the test can cut, or hang: after hang() it
+ * forwards nothing more on open connections and accepts new ones without ever answering.
+ */
+async function cuttableProxy(
+  target: URL,
+): Promise<{ port: number; cut(): number; hang(): void; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  let hanging = false;
   const server = net.createServer((client) => {
+    sockets.add(client);
+    client.on('error', () => client.destroy()).on('close', () => sockets.delete(client));
+    if (hanging) return; // accepted, never answered
     const upstream = net.connect(Number(target.port), target.hostname);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
     sockets.add(client).add(upstream);
     const drop = () => {
       client.destroy();
       upstream.destroy();
       sockets.delete(client);
       sockets.delete(upstream);
+      pairs.delete(pair);
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
@@ -45,6 +58,15 @@ async function cuttableProxy(target: URL): Promise<{ port: number; cut(): number
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     port: (server.address() as net.AddressInfo).port,
+    hang() {
+      hanging = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
     cut() {
       const n = sockets.size;
       for (const s of sockets) s.destroy();
@@ -167,6 +189,48 @@ describeKube('controller runtime on a real API server', () => {
       await eventually(async () => b.isLeader, 20_000, 'b takes over');
       expect(timeline).toEqual(['a leads', 'a stops', 'b leads']);
     } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 60_000);
+
+  test('a leader whose renew calls hang (accepted, never answered) steps down at its renew deadline, before a peer takes over', async () => {
+    const proxy = await cuttableProxy(new URL(kube.server));
+    const kubeconfig = path.join(os.tmpdir(), `proxyfleet-hang-${process.pid}.kubeconfig`);
+    await writeFile(
+      kubeconfig,
+      kubeconfigYaml(`https://127.0.0.1:${proxy.port}`, kube.operatorToken, OPERATOR_USER),
+    );
+    const timeline: string[] = [];
+    const elector = (identity: string, client: KubeClient) =>
+      new LeaderElector({
+        client,
+        namespace: RELEASE_NAMESPACE,
+        name: 'hang-test',
+        identity,
+        logger: createLogger('controller', 'silent'),
+        leaseDurationMs: 4_000,
+        renewDeadlineMs: 1_500,
+        retryPeriodMs: 300,
+        onStartedLeading: () => void timeline.push(`${identity} leads`),
+        onStoppedLeading: () => void timeline.push(`${identity} stops`),
+      });
+    // The client's own request timeout (30 s by default) is far beyond the lease duration.
+    const a = elector('a', kubeClientFor(kubeconfig));
+    const b = elector('b', kubeClientFor(kube.operatorKubeconfig));
+    try {
+      a.start();
+      await eventually(async () => a.isLeader, 10_000, 'a leads');
+      b.start();
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(b.isLeader).toBe(false);
+      proxy.hang(); // a's GET/PUT now wait forever
+      await eventually(async () => b.isLeader, 20_000, 'b takes over');
+      // a stopped on its own timer, before b could take the expired Lease.
+      expect(timeline).toEqual(['a leads', 'a stops', 'b leads']);
+      expect(a.isLeader).toBe(false);
+    } finally {
+      await proxy.close();
       await a.stop();
       await b.stop();
     }
