@@ -100,14 +100,24 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
     responded = true;
     ctx.exits.markHealthy(exit);
     const budget = a.budget;
+    const ledger = ctx.ledger;
     if (budget) {
-      budget.spend(ctx.ledger, headBytes(upstreamRes.rawHeaders, 32));
-      upstreamRes.on('data', (chunk: Buffer) => budget.spend(ctx.ledger, chunk.length));
+      budget.spend(ledger, headBytes(upstreamRes.rawHeaders, 32));
       if (a.conn) a.conn.sources = [upstreamRes];
     }
     upstreamRes.on('error', () => res.destroy());
     res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, endToEndHeaders(upstreamRes.rawHeaders));
-    upstreamRes.pipe(res);
+    // The relay, by hand rather than pipe(): one 'data' listener that feeds the budget's estimate
+    // and writes, pausing on back-pressure; a drain resumes the answer unless the ledger holds it
+    // (a budget waiting for its next lease). pipe() adds and removes eight listeners per request.
+    upstreamRes.on('data', (chunk: Buffer) => {
+      if (budget) budget.spend(ledger, chunk.length);
+      if (!res.write(chunk)) upstreamRes.pause();
+    });
+    res.on('drain', () => {
+      if (!budget?.held.has(upstreamRes)) upstreamRes.resume();
+    });
+    upstreamRes.on('end', () => res.end());
   });
   proxyReq.on('timeout', () => {
     proxyReq.destroy();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import net from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
@@ -65,6 +66,61 @@ describe('plain HTTP', () => {
     expect(after.up - before.up).toBe(written);
     expect(after.down - before.down).toBe(read);
     expect(after.requests - before.requests).toBe(3);
+  });
+
+  it('relays a large answer to a reader that stalls (back-pressure), byte for byte, then serves the next request on the connection', async () => {
+    const before = await usageAfterFlush(account.id);
+    const url = `http://127.0.0.1:${origin.port}`;
+    const size = 8_000_000;
+    const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
+    await new Promise<void>((r, j) => {
+      socket.once('connect', () => r());
+      socket.once('error', j);
+    });
+    socket.pause();
+    socket.write(get(`${url}/bytes/${size}`, auth()));
+    // Not reading: the kernel buffers and the gateway's write buffer fill, the relay pauses the
+    // origin's answer; reading again must resume it from 'drain'.
+    await new Promise((r) => setTimeout(r, 300));
+    const chunks: Buffer[] = [];
+    let got = 0;
+    let wake = () => undefined as void;
+    // (Explicitly paused above, so this listener does not start the flow by itself.)
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      got += chunk.length;
+      wake();
+    });
+    const waitFor = async (done: () => boolean) => {
+      while (!done()) {
+        if (socket.destroyed) throw new Error(`closed after ${got} bytes`);
+        await new Promise<void>((r) => (wake = r));
+      }
+    };
+    socket.resume();
+    const all = () => Buffer.concat(chunks);
+    await waitFor(() => all().indexOf('\r\n\r\n') >= 0);
+    const headEnd = all().indexOf('\r\n\r\n');
+    const firstTotal = headEnd + 4 + size;
+    await waitFor(() => got >= firstTotal);
+    const first = all();
+    expect(first.subarray(0, 12).toString()).toBe('HTTP/1.1 200');
+    expect(first.length).toBe(firstTotal);
+    expect(first.subarray(headEnd + 4).every((b) => b === 120)).toBe(true);
+    socket.write(get(`${url}/bytes/10`, auth()));
+    await waitFor(() => all().subarray(firstTotal).indexOf('\r\n\r\n') >= 0);
+    const secondTotal = firstTotal + all().subarray(firstTotal).indexOf('\r\n\r\n') + 4 + 10;
+    await waitFor(() => got >= secondTotal);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got).toBe(secondTotal);
+    const written = socket.bytesWritten;
+    const read = socket.bytesRead;
+    socket.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    const after = await usageAfterFlush(account.id);
+    expect(after.up - before.up).toBe(written);
+    expect(after.down - before.down).toBe(read);
+    expect(after.requests - before.requests).toBe(2);
   });
 
   it('replaces Host with the target authority (RFC 9112 section 3.2.2)', async () => {
