@@ -154,9 +154,17 @@ describeKube('controller runtime on a real API server', () => {
     await b.stop();
   }, 60_000);
 
-  test('a leader cut off from the API server stops within its renew deadline; a peer takes over after the lease duration', async () => {
+  /**
+   * Two electors on one Lease: a reaches the API server through a fault-injecting proxy, b
+   * directly. Once a leads (and b stands by), `fault` breaks a's path; returns, once b leads,
+   * the order in which both started and stopped leading, and whether a still thinks it leads.
+   */
+  async function failover(
+    leaseName: string,
+    fault: (proxy: Awaited<ReturnType<typeof cuttableProxy>>) => Promise<void> | void,
+  ): Promise<{ timeline: string[]; aLeading: boolean }> {
     const proxy = await cuttableProxy(new URL(kube.server));
-    const kubeconfig = path.join(os.tmpdir(), `proxyfleet-crash-${process.pid}.kubeconfig`);
+    const kubeconfig = path.join(os.tmpdir(), `proxyfleet-${leaseName}-${process.pid}.kubeconfig`);
     await writeFile(
       kubeconfig,
       kubeconfigYaml(`https://127.0.0.1:${proxy.port}`, kube.operatorToken, OPERATOR_USER),
@@ -166,7 +174,7 @@ describeKube('controller runtime on a real API server', () => {
       new LeaderElector({
         client,
         namespace: RELEASE_NAMESPACE,
-        name: 'crash-test',
+        name: leaseName,
         identity,
         logger: createLogger('controller', 'silent'),
         // The margin between the renew deadline and the lease duration (2.5 s) is what keeps
@@ -177,6 +185,7 @@ describeKube('controller runtime on a real API server', () => {
         onStartedLeading: () => void timeline.push(`${identity} leads`),
         onStoppedLeading: () => void timeline.push(`${identity} stops`),
       });
+    // The client's own request timeout (30 s) is far beyond the lease duration.
     const a = elector('a', kubeClientFor(kubeconfig));
     const b = elector('b', kubeClientFor(kube.operatorKubeconfig));
     try {
@@ -185,55 +194,27 @@ describeKube('controller runtime on a real API server', () => {
       b.start();
       await new Promise((r) => setTimeout(r, 1_000));
       expect(b.isLeader).toBe(false);
-      await proxy.close(); // a can no longer renew: as if its node lost the network
+      await fault(proxy);
       await eventually(async () => b.isLeader, 20_000, 'b takes over');
-      expect(timeline).toEqual(['a leads', 'a stops', 'b leads']);
-    } finally {
-      await a.stop();
-      await b.stop();
-    }
-  }, 60_000);
-
-  test('a leader whose renew calls hang (accepted, never answered) steps down at its renew deadline, before a peer takes over', async () => {
-    const proxy = await cuttableProxy(new URL(kube.server));
-    const kubeconfig = path.join(os.tmpdir(), `proxyfleet-hang-${process.pid}.kubeconfig`);
-    await writeFile(
-      kubeconfig,
-      kubeconfigYaml(`https://127.0.0.1:${proxy.port}`, kube.operatorToken, OPERATOR_USER),
-    );
-    const timeline: string[] = [];
-    const elector = (identity: string, client: KubeClient) =>
-      new LeaderElector({
-        client,
-        namespace: RELEASE_NAMESPACE,
-        name: 'hang-test',
-        identity,
-        logger: createLogger('controller', 'silent'),
-        leaseDurationMs: 4_000,
-        renewDeadlineMs: 1_500,
-        retryPeriodMs: 300,
-        onStartedLeading: () => void timeline.push(`${identity} leads`),
-        onStoppedLeading: () => void timeline.push(`${identity} stops`),
-      });
-    // The client's own request timeout (30 s by default) is far beyond the lease duration.
-    const a = elector('a', kubeClientFor(kubeconfig));
-    const b = elector('b', kubeClientFor(kube.operatorKubeconfig));
-    try {
-      a.start();
-      await eventually(async () => a.isLeader, 10_000, 'a leads');
-      b.start();
-      await new Promise((r) => setTimeout(r, 1_000));
-      expect(b.isLeader).toBe(false);
-      proxy.hang(); // a's GET/PUT now wait forever
-      await eventually(async () => b.isLeader, 20_000, 'b takes over');
-      // a stopped on its own timer, before b could take the expired Lease.
-      expect(timeline).toEqual(['a leads', 'a stops', 'b leads']);
-      expect(a.isLeader).toBe(false);
+      return { timeline: [...timeline], aLeading: a.isLeader };
     } finally {
       await proxy.close();
       await a.stop();
       await b.stop();
     }
+  }
+
+  test('a leader cut off from the API server stops within its renew deadline; a peer takes over after the lease duration', async () => {
+    // a can no longer renew: as if its node lost the network.
+    const { timeline } = await failover('crash-test', (proxy) => proxy.close());
+    expect(timeline).toEqual(['a leads', 'a stops', 'b leads']);
+  }, 60_000);
+
+  test('a leader whose renew calls hang (accepted, never answered) steps down at its renew deadline, before a peer takes over', async () => {
+    // a's GET/PUT now wait forever; only its own deadline timer can end them.
+    const { timeline, aLeading } = await failover('hang-test', (proxy) => proxy.hang());
+    expect(timeline).toEqual(['a leads', 'a stops', 'b leads']);
+    expect(aLeading).toBe(false);
   }, 60_000);
 
   test('watches cut under the informers restart with backoff and the controller keeps reconciling', async () => {
