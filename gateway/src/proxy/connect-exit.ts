@@ -39,8 +39,9 @@ export function openThroughExit(exit: Exit, dest: { host: string; address: strin
         resolve(socket);
         return;
       }
-      // Chain: CONNECT to the upstream with the destination name (the upstream resolves it where
-      // it is; our guard has already checked what the name means here).
+      // Chain: CONNECT to the upstream with the destination name, so the name resolves where the
+      // exit is (geo DNS answers for the exit's country). Our guard checked what the name means
+      // here; what it means at the upstream is the upstream's to guard (docs/adr/0022).
       const authority = dest.host.includes(':') && !dest.host.startsWith('[') ? `[${dest.host}]:${dest.port}` : `${dest.host}:${dest.port}`;
       const auth = exit.upstream!.authorization ? `Proxy-Authorization: ${exit.upstream!.authorization}\r\n` : '';
       socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
@@ -52,6 +53,10 @@ export function openThroughExit(exit: Exit, dest: { host: string; address: strin
           if (head.length > MAX_UPSTREAM_HEAD) fail(new ExitError('upstream_refused', 'upstream response head too large'));
           return;
         }
+        // Pause first: without a 'data' listener a flowing socket drops what unshift() puts back
+        // (the destination's first bytes, when they came in the same packet as the 200). The
+        // tunnel's pipe() resumes it.
+        socket.pause();
         socket.off('data', onData);
         const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.subarray(0, Math.min(end, 64)).toString('latin1'));
         if (!status || status[1] !== '200') {
