@@ -1,6 +1,6 @@
 // `npm start` on the embedded database: healthy within the start-up budget, /metrics served on
 // the API port, a clean exit on SIGTERM, and a restart that keeps the data directory's state.
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
@@ -9,10 +9,14 @@ import { startEntrypoint, stopProcess, waitForHttp, type RunningProcess } from '
 
 describe('dev (npm start) on the embedded database', () => {
   let proc: RunningProcess | undefined;
-  afterAll(() => stopProcess(proc));
+  let dataDir: string | undefined;
+  afterAll(async () => {
+    await stopProcess(proc);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
 
   it('starts healthy, stops on SIGTERM, and keeps its state across a restart', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'pf-dev-'));
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'pf-dev-'));
     const port = await freePort();
     const env = {
       PROXYFLEET_DATA_DIR: dataDir,

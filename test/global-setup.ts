@@ -11,12 +11,14 @@ import { createLogger } from '../common/src/logger.ts';
 
 declare global {
   var __PROXYFLEET_EMBEDDED__: EmbeddedDatabase | undefined;
+  var __PROXYFLEET_EMBEDDED_DIR__: string | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'proxyfleet-test-'));
+    globalThis.__PROXYFLEET_EMBEDDED_DIR__ = dir;
     globalThis.__PROXYFLEET_EMBEDDED__ = await startEmbeddedPostgres(dir, createLogger('test', 'warn'));
     serverUrl = globalThis.__PROXYFLEET_EMBEDDED__.url;
   }

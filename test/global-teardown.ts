@@ -1,4 +1,5 @@
 // Drops the databases this run created and stops the embedded server, if one was started.
+import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { withDatabase } from './global-setup.ts';
 
@@ -21,4 +22,6 @@ export default async function globalTeardown(): Promise<void> {
     }
   }
   await globalThis.__PROXYFLEET_EMBEDDED__?.stop();
+  const dir = globalThis.__PROXYFLEET_EMBEDDED_DIR__;
+  if (dir) await rm(dir, { recursive: true, force: true });
 }

