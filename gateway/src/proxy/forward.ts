@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { admit, chooseExits, guardRefusal, NO_EXIT, refusal, statusClass, type Admitted, type ProxyContext } from './context.ts';
 import type { Exit } from './exits.ts';
-import { endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
+import { connectionNamesFraming, endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
 import { MAX_EXIT_ATTEMPTS } from './tunnel.ts';
 
 export function handleRequest(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -34,6 +34,9 @@ async function forward(ctx: ProxyContext, req: http.IncomingMessage, res: http.S
     target = new URL(url);
   } catch {
     return refuse(refusal(400, 'http_request_error', 'bad_destination', 'malformed URL'));
+  }
+  if (connectionNamesFraming(req.rawHeaders)) {
+    return refuse(refusal(400, 'http_request_error', 'bad_connection_header', 'Connection must not name Content-Length, Transfer-Encoding or Host'));
   }
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
   if ('status' in admitted) return refuse(admitted);

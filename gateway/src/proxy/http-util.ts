@@ -73,6 +73,23 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+/** Headers that frame or route the message: a Connection header may not name them. */
+const FRAMING = new Set(['content-length', 'transfer-encoding', 'host']);
+
+/**
+ * Whether the Connection (or Proxy-Connection) header names a framing header. RFC 9110 7.6.1
+ * makes a proxy drop what Connection names; dropping Content-Length would forward the body
+ * unframed and let it be read as a second request (smuggling), so such a request is refused.
+ */
+export function connectionNamesFraming(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name !== 'connection' && name !== 'proxy-connection') continue;
+    for (const token of raw[i + 1]!.split(',')) if (FRAMING.has(token.trim().toLowerCase())) return true;
+  }
+  return false;
+}
+
 /** Removes hop-by-hop headers, those the Connection header names and `drop`; returns a flat raw list. */
 export function endToEndHeaders(raw: readonly string[], drop?: string): string[] {
   let named: Set<string> | undefined;

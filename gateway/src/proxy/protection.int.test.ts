@@ -118,6 +118,19 @@ describe('protection', () => {
     for (const t of burst) t.socket.destroy();
   });
 
+  it('refuses a request whose Connection header names Content-Length (request smuggling)', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
+    const smuggled = 'GET /bytes/7 HTTP/1.1\r\nHost: victim\r\n\r\n';
+    const request =
+      get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, account.proxyPassword), `Connection: keep-alive, content-length\r\nContent-Length: ${smuggled.length}\r\n`) +
+      smuggled;
+    const r = await rawExchange(gateway.port, [request]);
+    expect(r.responses).toHaveLength(1);
+    expect(r.responses[0]!.status).toBe(400);
+    expect(r.responses[0]!.headers['proxy-status']).toMatch(/error=http_request_error/);
+  });
+
   it('closes idle tunnels after idleSeconds', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     await cacheSynced(db.pool, [gateway]);
