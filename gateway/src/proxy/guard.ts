@@ -1,8 +1,10 @@
 // The destination guard: customers may not reach loopback, private, link-local, cloud metadata,
 // CGNAT, multicast or reserved addresses, in any spelling (IPv4-mapped IPv6, decimal, hex and
 // octal IPv4 forms are normalised by the WHATWG URL parser first), nor names that resolve to
-// them. The check runs on the resolved address and the proxy connects to exactly that address,
-// so DNS rebinding between check and connect is impossible. PROXYFLEET_GATEWAY_ALLOW_CIDRS
+// them. The check runs on the resolved address and a direct exit connects to exactly that
+// address, so DNS rebinding between check and connect is impossible there. A chained exit sends
+// the name to its upstream proxy, so that it resolves where the exit is (geo DNS); what the name
+// means inside the upstream's network is the upstream's to guard. PROXYFLEET_GATEWAY_ALLOW_CIDRS
 // exempts ranges (tests, demos). Port policy: no outbound mail ports (docs/gateway.md).
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
