@@ -540,7 +540,10 @@ export class Ledger {
     clearInterval(this.tickTimer);
     clearInterval(this.flushTimer);
     for (const conn of this.conns) this.settle(conn);
+    // flush() hands back a flush already in flight, whose batch was built before the last bytes
+    // settled and which releases no lease: wait for it, then run the final one ourselves.
     while (true) {
+      while (this.flushing) await this.flushing;
       await this.flush(true);
       if (this.queue.length === 0 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createPool, type Pool } from '../../../common/src/db/pool.ts';
+import { createLogger } from '../../../common/src/logger.ts';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { basicAuth, gatewaySpec, openTunnel, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+
+let db: TestDatabase;
+let origin: Origin;
+let pool: Pool;
+/** While set, the next usage write waits for it: a periodic flush held in flight. */
+let gate: Promise<void> | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  origin = await startOrigin();
+  pool = createPool({ url: db.url, max: 4, applicationName: 'final-flush-test', logger: createLogger('test', 'silent') });
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+    if (typeof args[0] === 'string' && args[0].includes('usage_record') && gate) {
+      const wait = gate;
+      gate = undefined;
+      await wait;
+    }
+    return query(...args);
+  };
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await origin?.close();
+  await db?.drop();
+});
+
+describe('final flush', () => {
+  it('closing while a periodic flush is in flight still writes every settled byte and returns every lease', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    const tunnel = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(tunnel.status).toBe(200);
+    // A periodic flush builds its batch now and then waits on the database.
+    let release!: () => void;
+    gate = new Promise<void>((r) => (release = r));
+    const inFlight = gateway.ledger.flush();
+    // 60 KB through the tunnel, settled after that batch was built.
+    const closed = new Promise<void>((r) => tunnel.socket.on('close', () => r()));
+    tunnel.socket.on('data', () => undefined);
+    tunnel.socket.write(`GET /bytes/60000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    await closed;
+    const closing = gateway.close();
+    // Let close() reach the ledger (it waits for the drain first), then let the held write go.
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    await inFlight;
+    await closing;
+    const usage = await recordedUsage(db.pool, account.id);
+    expect({ up: Number(usage.up), down: Number(usage.down) }).toEqual({ up: tunnel.socket.bytesWritten, down: tunnel.socket.bytesRead });
+    const open = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL');
+    expect(open.rows[0]!.n).toBe(0);
+  }, 30_000);
+});
