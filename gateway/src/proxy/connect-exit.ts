@@ -5,10 +5,26 @@ import type { Exit } from './exits.ts';
 
 export class ExitError extends Error {
   readonly kind: 'timeout' | 'refused' | 'upstream_refused';
-  constructor(kind: ExitError['kind'], message: string) {
+  /**
+   * True when the exit itself is at fault (its upstream proxy unreachable or refusing, its source
+   * address unusable): the exit is marked failed and the next one is tried. False when the
+   * destination refused or did not answer: that says nothing about the exit, which other
+   * customers share, so the customer gets a 502/504 and the exit stays as it is.
+   */
+  readonly exitFault: boolean;
+  constructor(kind: ExitError['kind'], message: string, exitFault: boolean) {
     super(message);
     this.kind = kind;
+    this.exitFault = exitFault;
   }
+}
+
+/** Errors binding an exit's source address: the exit's fault, whatever the destination. */
+const BIND_ERRORS = new Set(['EADDRNOTAVAIL', 'EADDRINUSE', 'EACCES', 'EPERM', 'EINVAL']);
+
+/** Whether a socket error on a direct exit (or on the way to an upstream) is the exit's fault. */
+export function isExitFault(err: NodeJS.ErrnoException, throughUpstream: boolean): boolean {
+  return throughUpstream || err.syscall === 'bind' || BIND_ERRORS.has(err.code ?? '');
 }
 
 /** Largest upstream CONNECT response head accepted. */
@@ -28,9 +44,11 @@ export function openThroughExit(exit: Exit, dest: { host: string; address: strin
       socket.destroy();
       reject(err);
     };
-    const timer = setTimeout(() => fail(new ExitError('timeout', `connect through ${exit.name} timed out`)), timeoutMs);
-    socket.on('error', (err) => fail(new ExitError('refused', err.message)));
-    socket.once('close', () => fail(new ExitError('refused', 'closed during connect')));
+    // Before the TCP connect completes on an upstream exit, it is the upstream that failed; after
+    // it, a timeout is the destination being slow to answer the upstream's CONNECT.
+    const timer = setTimeout(() => fail(new ExitError('timeout', `connect through ${exit.name} timed out`, !direct && socket.connecting)), timeoutMs);
+    socket.on('error', (err: NodeJS.ErrnoException) => fail(new ExitError('refused', err.message, isExitFault(err, !direct))));
+    socket.once('close', () => fail(new ExitError('refused', 'closed during connect', !direct)));
     socket.once('connect', () => {
       if (direct) {
         done = true;
@@ -50,7 +68,7 @@ export function openThroughExit(exit: Exit, dest: { host: string; address: strin
         head = Buffer.concat([head, chunk]);
         const end = head.indexOf('\r\n\r\n');
         if (end < 0) {
-          if (head.length > MAX_UPSTREAM_HEAD) fail(new ExitError('upstream_refused', 'upstream response head too large'));
+          if (head.length > MAX_UPSTREAM_HEAD) fail(new ExitError('upstream_refused', 'upstream response head too large', true));
           return;
         }
         // Pause first: without a 'data' listener a flowing socket drops what unshift() puts back
@@ -60,7 +78,7 @@ export function openThroughExit(exit: Exit, dest: { host: string; address: strin
         socket.off('data', onData);
         const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.subarray(0, Math.min(end, 64)).toString('latin1'));
         if (!status || status[1] !== '200') {
-          fail(new ExitError('upstream_refused', `upstream answered ${status?.[1] ?? 'garbage'}`));
+          fail(new ExitError('upstream_refused', `upstream answered ${status?.[1] ?? 'garbage'}`, true));
           return;
         }
         const rest = head.subarray(end + 4);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
@@ -131,6 +132,30 @@ describe('exits', () => {
     expect(t.status).toBe(200);
     t.socket.destroy();
     expect(upstreamRequests).toBeGreaterThan(before);
+  });
+
+  it('answers a destination refusing with a 502 for that customer only: the shared exit is not marked failed', async () => {
+    const closedPort = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as net.AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+    const failures = async () => (await gateway.registry.getSingleMetric('proxyfleet_gateway_exit_failures_total')!.get()).values.reduce((n, v) => n + v.value, 0);
+    const password = `${account.proxyPassword}_country-us_session-closed`;
+    const exit = await peer(password);
+    const before = await failures();
+    const t = await openTunnel(gateway.port, `127.0.0.1:${closedPort}`, basicAuth(account.proxyUsername, password));
+    t.socket.destroy();
+    expect(await failures()).toBe(before);
+    expect(t.status).toBe(502);
+    expect(t.headers).toContain('refused the connection');
+    const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${closedPort}/`, basicAuth(account.proxyUsername, password))]);
+    expect(responses[0]!.status).toBe(502);
+    expect(String(responses[0]!.headers['proxy-status'])).toContain('refused or closed the connection');
+    expect(await failures()).toBe(before);
+    // The session and every other customer on that exit keep it.
+    expect(await peer(password)).toBe(exit);
   });
 
   it('fails over to another matching exit when the upstream exit dies, keeping sessions working', async () => {

@@ -5,6 +5,7 @@
 // any byte of it was sent, and that has no body, is retried on the next matching exit.
 import http from 'node:http';
 import { admit, chooseExits, guardRefusal, NO_EXIT, refusal, statusClass, type Admitted, type ProxyContext } from './context.ts';
+import { isExitFault } from './connect-exit.ts';
 import type { Exit } from './exits.ts';
 import { connectionNamesFraming, endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
 import { MAX_EXIT_ATTEMPTS } from './tunnel.ts';
@@ -132,17 +133,24 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
       res.destroy();
       return;
     }
-    ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused' });
-    // A failure before the destination answered: a connect failure marks the exit as failed.
-    if (!proxyReq.reusedSocket) ctx.exits.markFailed(exit);
+    // A failure before the destination answered. Only the exit's own failure (its upstream proxy
+    // unreachable, its source address unusable) marks it and moves on to the next exit: the
+    // destination refusing or not answering would do the same on every exit, and the exit is shared.
+    const exitFault = !proxyReq.reusedSocket && isExitFault(err, exit.upstream !== undefined);
+    if (exitFault) {
+      ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused' });
+      ctx.exits.markFailed(exit);
+    }
     // Without a body the request can be sent again: on the same exit when a pooled keep-alive
-    // socket had gone stale, otherwise on the next exit.
-    const next = proxyReq.reusedSocket ? exits : exits.slice(1);
+    // socket had gone stale, on the next exit when this one failed.
+    const next = proxyReq.reusedSocket ? exits : exitFault ? exits.slice(1) : [];
     if (!out.hasBody && next.length > 0 && !res.headersSent && !req.socket.destroyed) {
       send(ctx, req, res, a, next, out);
       return;
     }
-    fail(refusal(502, 'connection_refused', 'exit_failed', 'the destination could not be reached'));
+    if (exitFault) fail(refusal(502, 'connection_refused', 'exit_failed', 'the destination could not be reached'));
+    else if (err.code === 'ETIMEDOUT') fail(refusal(504, 'connection_timeout', 'destination_timeout', 'connecting to the destination timed out'));
+    else fail(refusal(502, 'connection_refused', 'destination_refused', 'the destination refused or closed the connection'));
   });
   res.on('close', () => {
     if (!res.writableFinished) proxyReq.destroy();

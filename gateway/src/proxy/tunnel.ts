@@ -47,12 +47,20 @@ async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.
       ctx.exits.markHealthy(exit);
       break;
     } catch (err) {
-      lastError = err instanceof ExitError ? err : new ExitError('refused', String(err));
+      lastError = err instanceof ExitError ? err : new ExitError('refused', String(err), true);
+      // Only the exit's own failure marks it and moves on to the next exit: the destination
+      // refusing or not answering would do the same on every exit, and the exit is shared.
+      if (!lastError.exitFault) break;
       ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: lastError.kind });
       ctx.exits.markFailed(exit);
     }
   }
   if (!upstream) {
+    if (lastError && !lastError.exitFault) {
+      return refuse(lastError.kind === 'timeout'
+        ? refusal(504, 'connection_timeout', 'destination_timeout', 'connecting to the destination timed out')
+        : refusal(502, 'connection_refused', 'destination_refused', 'the destination refused the connection'));
+    }
     return refuse(lastError?.kind === 'timeout'
       ? refusal(504, 'connection_timeout', 'exit_timeout', 'connecting to the destination timed out')
       : refusal(502, 'connection_refused', 'exit_failed', 'the destination could not be reached'));
