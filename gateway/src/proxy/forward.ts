@@ -123,12 +123,23 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
     });
     upstreamRes.on('end', () => res.end());
   });
+  // destroy() below makes the request emit ECONNRESET 'socket hang up': the timeout has already
+  // answered, so that error must neither refuse a second time (cutting the 504 off) nor count.
+  let timedOut = false;
   proxyReq.on('timeout', () => {
+    timedOut = true;
+    // Still connecting to an upstream proxy: the exit's fault (no fail-over, the 504 is sent).
+    const exitFault = !responded && exit.upstream !== undefined && proxyReq.socket?.connecting === true;
+    if (exitFault) {
+      ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: 'timeout' });
+      ctx.exits.markFailed(exit);
+    }
     proxyReq.destroy();
-    if (!responded) fail(refusal(504, 'http_response_timeout', 'exit_timeout', 'the destination did not answer in time'));
+    if (!responded) fail(refusal(504, 'http_response_timeout', exitFault ? 'exit_timeout' : 'destination_timeout', 'the destination did not answer in time'));
     else res.destroy();
   });
   proxyReq.on('error', (err: NodeJS.ErrnoException) => {
+    if (timedOut) return;
     if (responded) {
       res.destroy();
       return;
