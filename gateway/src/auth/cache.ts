@@ -52,8 +52,12 @@ export class CredentialCache {
     const ids = new Set<string>();
     for (const c of changes) if (c.kind === 'proxy_credentials' || c.kind === 'account') ids.add(c.accountId);
     if (ids.size === 0) return;
-    const { rows } = await this.pool.query<Row>(`${SELECT} WHERE c.account_id = ANY($1::uuid[])`, [[...ids]]);
+    // Fail closed: forget the changed accounts first, so that if the refresh below fails (the
+    // change feed then replays this batch) a suspension or password reset is not outlived by the
+    // old entry; those customers are refused until the replay succeeds.
     for (const id of ids) this.remove(id);
+    this.generation++;
+    const { rows } = await this.pool.query<Row>(`${SELECT} WHERE c.account_id = ANY($1::uuid[])`, [[...ids]]);
     for (const row of rows) this.put(row);
     this.generation++;
   }

@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
+import type { Pool } from '../../../common/src/db/pool.ts';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { CredentialCache } from './cache.ts';
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+describe('credential cache refresh', () => {
+  it('drops the changed accounts before refreshing, so a failed refresh refuses a suspended account until the batch is replayed', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000 });
+    let failNext = false;
+    const pool = {
+      query: (...args: Parameters<Pool['query']>) => {
+        if (failNext) {
+          failNext = false;
+          return Promise.reject(new Error('connection terminated'));
+        }
+        return (db.pool.query as (...a: unknown[]) => unknown)(...args);
+      },
+    } as unknown as Pool;
+    const cache = new CredentialCache(pool);
+    await cache.loadAll();
+    expect(cache.get(account.proxyUsername)?.status).toBe('active');
+    const generation = cache.generation;
+
+    await setAccountStatus(db.pool, account.id, 'suspended');
+    const batch = [{ id: 1, kind: 'account' as const, accountId: account.id, subject: null }];
+    failNext = true;
+    await expect(cache.apply(batch)).rejects.toThrow('connection terminated');
+    // Not served from the stale entry (which still said active): unknown until the replay.
+    expect(cache.get(account.proxyUsername)).toBeUndefined();
+    expect(cache.generation).toBeGreaterThan(generation);
+
+    // The change feed replays the batch.
+    await cache.apply(batch);
+    expect(cache.get(account.proxyUsername)?.status).toBe('suspended');
+  });
+});
