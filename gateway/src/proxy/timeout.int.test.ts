@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, gatewaySpec, get, startTestGateway } from '../testing/harness.ts';
+import { basicAuth, cacheSynced, gatewaySpec, get, startTestGateway } from '../testing/harness.ts';
 
 // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
 let db: TestDatabase;
@@ -37,6 +37,7 @@ const total = async (name: string) => (await gateway.registry.getSingleMetric(na
 describe('forward timeout', () => {
   it('answers a destination that does not answer with one complete 504, refused once and not blamed on the exit', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
     const refusalsBefore = await total('proxyfleet_gateway_refusals_total');
     const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
     socket.on('error', () => undefined);
