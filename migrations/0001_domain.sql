@@ -92,11 +92,14 @@ CREATE TABLE purchases (
   product text NOT NULL REFERENCES products (name),
   bytes bigint NOT NULL CHECK (bytes > 0),
   source text NOT NULL DEFAULT 'admin' CHECK (source IN ('admin', 'auto_refill')),
-  -- An auto-refill or a retried admin call carries one, so it cannot buy twice.
-  idempotency_key text UNIQUE,
+  -- An auto-refill or a retried admin call carries one, so it cannot buy twice. The key is the
+  -- caller's, scoped to its account: the same key on two accounts is two purchases.
+  idempotency_key text,
   created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX purchases_account_idx ON purchases (account_id, created_at);
+CREATE UNIQUE INDEX purchases_account_idempotency_key ON purchases (account_id, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
 
 CREATE TABLE invoices (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -79,6 +79,11 @@ END $$;
 -- One gateway flush, in one round trip: the batch (skipped entirely if its idempotency key is
 -- already there: a retried flush), its lines, its spends per lease, and the leases it releases.
 -- Lines of accounts deleted meanwhile are dropped instead of failing the batch forever.
+-- Lock order, shared with usage_fold: every lease the batch spends on or releases, by id, then
+-- their balances, by (account, product), and only then the writes (a flush releasing leases
+-- A < B and a fold holding B that then updates A's balance would deadlock otherwise). The spends
+-- count because their foreign key takes a KEY SHARE lock on the lease, which conflicts with the
+-- fold's FOR UPDATE.
 CREATE FUNCTION usage_record(p_key text, p_gateway text, p_lines jsonb, p_spends jsonb, p_releases jsonb) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -90,6 +95,15 @@ BEGIN
   IF v_batch IS NULL THEN
     RETURN false;
   END IF;
+  PERFORM 1 FROM bandwidth_leases
+   WHERE id IN (SELECT x.lease_id FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid)
+                UNION SELECT x.lease_id FROM jsonb_to_recordset(p_spends) AS x (lease_id uuid))
+   ORDER BY id FOR UPDATE;
+  PERFORM 1 FROM balances b
+   WHERE (b.account_id, b.product) IN (
+           SELECT l.account_id, l.product FROM bandwidth_leases l
+            WHERE l.id IN (SELECT x.lease_id FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid)))
+   ORDER BY b.account_id, b.product FOR UPDATE;
   INSERT INTO usage_batch_lines (batch_id, account_id, product, bytes_up, bytes_down, requests)
   SELECT v_batch, x.account_id, x.product, x.bytes_up, x.bytes_down, x.requests
     FROM jsonb_to_recordset(p_lines) AS x (account_id uuid, product text, bytes_up bigint, bytes_down bigint, requests bigint)

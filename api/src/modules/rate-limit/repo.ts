@@ -6,7 +6,7 @@ export interface TakeResult {
   retryAfterMs: number;
 }
 
-/** One statement: GCRA on the database clock (migrations/0011, api_rate_limit_take). */
+/** One statement: GCRA on the database clock (migrations/0010, api_rate_limit_take). */
 export async function takeTokens(
   pool: Pool,
   bucket: string,
