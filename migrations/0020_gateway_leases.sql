@@ -185,14 +185,25 @@ LANGUAGE plpgsql AS $$
 DECLARE
   r record;
   n integer := 0;
+  v_ids uuid[];
 BEGIN
+  -- The lock order of usage_fold and usage_record: the leases by id, then their balances.
+  SELECT array_agg(x.id ORDER BY x.id) INTO v_ids FROM (
+    SELECT id FROM bandwidth_leases WHERE released_at IS NULL AND expires_at < now()
+     ORDER BY id LIMIT p_limit FOR UPDATE) x;
+  IF v_ids IS NULL THEN
+    RETURN 0;
+  END IF;
+  PERFORM 1 FROM balances b
+   WHERE (b.account_id, b.product) IN (SELECT l.account_id, l.product FROM bandwidth_leases l WHERE l.id = ANY (v_ids))
+   ORDER BY b.account_id, b.product FOR UPDATE;
   FOR r IN
     SELECT l.id, l.charged_bytes + coalesce((
              SELECT sum(s.bytes) FROM usage_batch_lease_spend s JOIN usage_batches ub ON ub.id = s.batch_id
               WHERE s.lease_id = l.id AND ub.folded_at IS NULL), 0)::bigint AS spent
       FROM bandwidth_leases l
-     WHERE l.released_at IS NULL AND l.expires_at < now()
-     ORDER BY l.id LIMIT p_limit
+     WHERE l.id = ANY (v_ids)
+     ORDER BY l.id
   LOOP
     IF lease_release(r.id, r.spent) THEN
       n := n + 1;
