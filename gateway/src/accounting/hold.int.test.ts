@@ -1,0 +1,74 @@
+// A fast customer whose next lease is slow to arrive is held (paused) until the grant and then
+// resumed: the download completes, nothing is cut. (A benchmark run once saw a budget cut in
+// this situation under heavy load; this test has not reproduced it: docs/adr/0020.)
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createPool, type Pool } from '../../../common/src/db/pool.ts';
+import { createLogger } from '../../../common/src/logger.ts';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { basicAuth, gatewaySpec, openTunnel, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+
+const LEASE_DELAY_MS = 300;
+const DOWNLOAD_BYTES = 20_000_000;
+
+let db: TestDatabase;
+let origin: Origin;
+let pool: Pool;
+let leaseCalls = 0;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  origin = await startOrigin();
+  pool = createPool({ url: db.url, max: 4, applicationName: 'hold-test', logger: createLogger('test', 'silent') });
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  // Every lease after the first answers late, as a loaded database would.
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+    if (typeof args[0] === 'string' && args[0].includes('lease_acquire') && leaseCalls++ > 0) {
+      await new Promise((r) => setTimeout(r, LEASE_DELAY_MS));
+    }
+    return query(...args);
+  };
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await origin?.close();
+  await db?.drop();
+});
+
+describe('a budget waiting for its next lease', () => {
+  it('holds a fast tunnel until the late grant, then completes it', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    try {
+      const tunnel = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+      expect(tunnel.status).toBe(200);
+      let received = 0;
+      let closedEarly = false;
+      tunnel.socket.on('close', () => (closedEarly = received < DOWNLOAD_BYTES));
+      const done = new Promise<void>((resolve) => {
+        let sincePause = 0;
+        tunnel.socket.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+          if (received >= DOWNLOAD_BYTES) resolve();
+          // A reader slower than loopback: the gateway's writes meet back-pressure and drains.
+          sincePause += chunk.length;
+          if (sincePause >= 256 * 1024) {
+            sincePause = 0;
+            tunnel.socket.pause();
+            setTimeout(() => tunnel.socket.resume(), 5);
+          }
+        });
+        tunnel.socket.on('close', () => resolve());
+      });
+      tunnel.socket.write(`GET /bytes/${DOWNLOAD_BYTES} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await done;
+      expect(closedEarly).toBe(false);
+      expect(received).toBeGreaterThanOrEqual(DOWNLOAD_BYTES);
+      expect(leaseCalls).toBeGreaterThan(1);
+      tunnel.socket.destroy();
+    } finally {
+      await gateway.close();
+    }
+  }, 30_000);
+});
