@@ -8,14 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
 import type { Job } from './jobs.ts';
 import { maintenanceJob } from './jobs/maintenance.ts';
 import { startWorker, type RunningWorker } from './server.ts';
-
-async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+import { until } from '../../test/process.ts';
 
 describe('worker', () => {
   let db: TestDatabase;

@@ -7,14 +7,10 @@ import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import { setAccountStatus } from '../accounts/accounts.ts';
 import { createLogger } from '../logger.ts';
 import { ChangeFeed, countCacheAcks, type Change } from './changes.ts';
+import { until as untilWithin } from '../../../test/process.ts';
 
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** The feed's waits keep their 15 s limit. */
+const until = (check: () => boolean | Promise<boolean>, what: string) => untilWithin(check, what, 15_000);
 
 describe('ChangeFeed', () => {
   let db: TestDatabase;

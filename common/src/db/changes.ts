@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../logger.ts';
-import { parseInt8 } from './pool.ts';
+import { PG_TYPES } from './pool.ts';
 
 export const CHANGES_CHANNEL = 'proxyfleet_changes';
 
@@ -169,7 +169,7 @@ export class ChangeFeed {
       connectionTimeoutMillis: 5_000,
       // A heartbeat on a dead connection must fail, not hang with `connected` still true.
       query_timeout: QUERY_TIMEOUT_MS,
-      types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
+      types: PG_TYPES,
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('connection ended')));

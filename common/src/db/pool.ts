@@ -20,7 +20,8 @@ export function parseInt8(text: string): number {
   return value;
 }
 
-const types = {
+/** pg type parsers with int8 as a checked number; every client we create uses them. */
+export const PG_TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8_OID && format !== 'binary'
       ? parseInt8
@@ -40,7 +41,7 @@ export function createPool(options: PoolOptions): Pool {
     connectionString: options.url,
     max: options.max,
     application_name: options.applicationName,
-    types,
+    types: PG_TYPES,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     // Fail a query that waits on a lock or a dead server instead of hanging a request forever.
