@@ -62,11 +62,6 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   };
 }
 
-/** Registers the database's close as a shutdown step. */
-export function closeOnShutdown(db: Database, shutdown: Shutdown): void {
-  shutdown.add({ name: 'database', run: () => db.close(), order: SHUTDOWN_ORDER.LAST });
-}
-
 /**
  * What each composition root does with its database: open it from the entrypoint's config,
  * close it as the last shutdown step and, unless the component must keep serving through a
@@ -86,7 +81,7 @@ export async function openEntrypointDatabase(
     logger: runtime.logger,
     registry: runtime.registry,
   });
-  closeOnShutdown(db, runtime.shutdown);
+  runtime.shutdown.add({ name: 'database', run: () => db.close(), order: SHUTDOWN_ORDER.LAST });
   if (options.readinessCheck) runtime.health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
   return db;
 }
