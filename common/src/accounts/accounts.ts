@@ -49,6 +49,8 @@ export interface Invoice {
   purchaseId: string;
   product: Product;
   bytes: number;
+  amountCents: number | null;
+  currency: string;
   status: 'issued' | 'paid' | 'void';
   issuedAt: Date;
 }
@@ -62,59 +64,29 @@ export interface PurchaseInput {
   idempotencyKey?: string;
 }
 
-/** Buys bandwidth: purchase, invoice, balance and (if on) the new-invoice email, atomically. */
+/** Buys bandwidth: purchase, invoice (priced), balance and (if on) the new-invoice email, atomically. */
 export async function recordPurchase(pool: Pool, input: PurchaseInput): Promise<Invoice> {
   return withTransaction(pool, (client) => recordPurchaseIn(client, input));
 }
 
 export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput): Promise<Invoice> {
-  const account = await client.query<{ email: string; new_invoice: boolean | null }>(
-    `SELECT a.email, s.new_invoice FROM accounts a LEFT JOIN alert_settings s ON s.account_id = a.id
-      WHERE a.id = $1 FOR UPDATE OF a`,
-    [input.accountId],
-  );
-  const owner = account.rows[0];
-  if (!owner) throw new AppError('ACCOUNT_NOT_FOUND');
-  if (input.idempotencyKey) {
-    const existing = await client.query<InvoiceRow>(
-      `SELECT i.* FROM invoices i JOIN purchases p ON p.id = i.purchase_id
-        WHERE p.account_id = $1 AND p.idempotency_key = $2`,
-      [input.accountId, input.idempotencyKey],
-    );
-    if (existing.rows[0]) return toInvoice(existing.rows[0]);
+  // No account row lock: purchase_record (migrations/0060) is also called by a gateway's draw,
+  // which holds the balance row lock; the unique idempotency index serialises equal keys.
+  const exists = await client.query('SELECT 1 FROM accounts WHERE id = $1', [input.accountId]);
+  if (exists.rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+  try {
+    const { rows } = await client.query<InvoiceRow>('SELECT * FROM purchase_record($1, $2, $3, $4, $5)', [
+      input.accountId,
+      input.product,
+      input.bytes,
+      input.source ?? 'admin',
+      input.idempotencyKey ?? null,
+    ]);
+    return toInvoice(rows[0]!);
+  } catch (err) {
+    if (sqlState(err) === SQLSTATE.FOREIGN_KEY_VIOLATION) throw new AppError('ACCOUNT_NOT_FOUND');
+    throw err;
   }
-  const purchase = await client.query<{ id: string }>(
-    `INSERT INTO purchases (account_id, product, bytes, source, idempotency_key) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-    [input.accountId, input.product, input.bytes, input.source ?? 'admin', input.idempotencyKey ?? null],
-  );
-  const purchaseId = purchase.rows[0]!.id;
-  const invoice = await client.query<InvoiceRow>(
-    `INSERT INTO invoices (account_id, purchase_id, product, bytes) VALUES ($1, $2, $3, $4) RETURNING *`,
-    [input.accountId, purchaseId, input.product, input.bytes],
-  );
-  await client.query(
-    `INSERT INTO balances (account_id, product, total_bytes) VALUES ($1, $2, $3)
-     ON CONFLICT (account_id, product) DO UPDATE SET total_bytes = balances.total_bytes + EXCLUDED.total_bytes, updated_at = now()`,
-    [input.accountId, input.product, input.bytes],
-  );
-  const row = invoice.rows[0]!;
-  if (owner.new_invoice !== false) {
-    const gb = (input.bytes / 1e9).toLocaleString('en-US', { maximumFractionDigits: 3 });
-    await client.query(
-      `INSERT INTO email_outbox (account_id, kind, dedupe_key, to_address, subject, body_text, message_id)
-       VALUES ($1, 'new_invoice', $2, $3, $4, $5, $6) ON CONFLICT (dedupe_key) DO NOTHING`,
-      [
-        input.accountId,
-        `new_invoice:${row.id}`,
-        owner.email,
-        `Invoice #${row.number}: ${gb} GB of ${input.product} bandwidth`,
-        `Invoice #${row.number} was issued for ${gb} GB of ${input.product} bandwidth.\n` +
-          `The bandwidth is available now.\n`,
-        `<invoice-${row.id}@proxyfleet>`,
-      ],
-    );
-  }
-  return toInvoice(row);
 }
 
 interface InvoiceRow {
@@ -124,6 +96,8 @@ interface InvoiceRow {
   purchase_id: string;
   product: Product;
   bytes: number;
+  amount_cents: number | null;
+  currency: string;
   status: Invoice['status'];
   issued_at: Date;
 }
@@ -136,6 +110,8 @@ function toInvoice(row: InvoiceRow): Invoice {
     purchaseId: row.purchase_id,
     product: row.product,
     bytes: row.bytes,
+    amountCents: row.amount_cents,
+    currency: row.currency,
     status: row.status,
     issuedAt: row.issued_at,
   };

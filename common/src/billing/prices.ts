@@ -1,0 +1,56 @@
+// The price table: per product, the price of one GB in the smallest currency unit's hundredth
+// (cents). Configured with PROXYFLEET_PRICES_PER_GB ("basic=2.5,mobile=8", in currency units per
+// GB, overriding the defaults below) and PROXYFLEET_CURRENCY; the worker writes it to
+// product_prices at start, where purchase_record (migrations/0060) prices each invoice.
+import { z } from 'zod';
+import type { Pool } from '../db/pool.ts';
+import { PRODUCTS, isProduct, type Product } from '../products.ts';
+
+/** Defaults, in currency units per GB (docs/api.md "Invoices"); the migration seeds the same. */
+export const DEFAULT_PRICES_PER_GB: Readonly<Record<Product, number>> = {
+  light: 1,
+  basic: 2,
+  advanced: 3,
+  mobile: 8,
+  datacenter: 0.5,
+};
+
+export interface PriceTable {
+  currency: string;
+  /** Currency units per GB. */
+  perGb: Readonly<Record<Product, number>>;
+}
+
+/** "basic=2.5,mobile=8" -> the defaults with those overridden; every problem is reported. */
+export const pricesPerGb = z
+  .string()
+  .default('')
+  .transform((text, ctx) => {
+    const perGb: Record<Product, number> = { ...DEFAULT_PRICES_PER_GB };
+    for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+      const [name, value, extra] = part.split('=').map((p) => p.trim());
+      const price = Number(value);
+      if (!isProduct(name) || extra !== undefined || value === undefined || value === '' || !Number.isFinite(price) || price < 0 || price > 1_000_000) {
+        ctx.addIssue({ code: 'custom', message: `"${part}": want product=price, product one of ${PRODUCTS.join(', ')}, price 0..1000000` });
+        continue;
+      }
+      perGb[name] = price;
+    }
+    return perGb;
+  });
+
+export const currency = z
+  .string()
+  .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD')
+  .default('USD');
+
+/** Writes the configured table to product_prices (new invoices use it; old ones keep theirs). */
+export async function syncPrices(pool: Pool, table: PriceTable): Promise<void> {
+  await pool.query(
+    `INSERT INTO product_prices (product, cents_per_gb, currency)
+     SELECT p, c, $3 FROM unnest($1::text[], $2::numeric[]) AS x (p, c)
+     ON CONFLICT (product) DO UPDATE SET cents_per_gb = EXCLUDED.cents_per_gb, currency = EXCLUDED.currency, updated_at = now()
+      WHERE product_prices.cents_per_gb <> EXCLUDED.cents_per_gb OR product_prices.currency <> EXCLUDED.currency`,
+    [PRODUCTS, PRODUCTS.map((p) => Math.round(table.perGb[p] * 100 * 1e6) / 1e6), table.currency],
+  );
+}
