@@ -7,16 +7,56 @@ import { maintenanceJob } from './jobs/maintenance.ts';
 import { leaseReaperJob, usageFoldJob } from '../../gateway/src/accounting/jobs.ts';
 import { rateLimitCleanupJob } from '../../api/src/modules/rate-limit/jobs.ts';
 import { emailSenderJob } from './jobs/email.ts';
-import { lowBandwidthJob } from './jobs/low-bandwidth.ts';
+import { emailOutcomeCounter } from './jobs/email.ts';
+import { autoRefillJob, balanceSweepJob, priceSyncJob } from './jobs/auto-refill.ts';
+import { ispHealthJob } from './jobs/isp-health.ts';
+import { paymentMethods, type PaymentMethods } from '../../common/src/billing/payment.ts';
 
 export interface AllJobsOptions {
-  config: Pick<WorkerConfig, 'PROXYFLEET_SMTP_URL' | 'PROXYFLEET_EMAIL_FROM'>;
+  config: Pick<
+    WorkerConfig,
+    | 'PROXYFLEET_SMTP_URL'
+    | 'PROXYFLEET_EMAIL_FROM'
+    | 'PROXYFLEET_PRICES_PER_GB'
+    | 'PROXYFLEET_CURRENCY'
+    | 'PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS'
+    | 'PROXYFLEET_ISP_HEALTH_URL'
+  >;
+  /** Decrypts ISP proxy passwords for the server-alert checks; without it they do not run. */
+  credentialsKey?: Buffer | undefined;
   logger: Logger;
   registry: Registry;
+  /** Auto-refill payment methods; default: the built-in "invoice" only. */
+  payments?: PaymentMethods;
 }
 
-export function allJobs({ config, logger, registry }: AllJobsOptions): Job[] {
-  return [maintenanceJob, usageFoldJob, leaseReaperJob, rateLimitCleanupJob, lowBandwidthJob, ...emailJobs()];
+export function allJobs({ config, credentialsKey, logger, registry, payments }: AllJobsOptions): Job[] {
+  emailOutcomeCounter(registry);
+  return [
+    maintenanceJob,
+    usageFoldJob,
+    leaseReaperJob,
+    rateLimitCleanupJob,
+    priceSyncJob({ currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB }),
+    balanceSweepJob,
+    autoRefillJob(payments ?? paymentMethods()),
+    ...healthJobs(),
+    ...emailJobs(),
+  ];
+
+  function healthJobs(): Job[] {
+    if (credentialsKey) {
+      return [
+        ispHealthJob({
+          intervalSeconds: config.PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS,
+          url: config.PROXYFLEET_ISP_HEALTH_URL,
+          credentialsKey,
+        }),
+      ];
+    }
+    logger.warn('PROXYFLEET_CREDENTIALS_KEY is unset: ISP proxies are not health-checked (no server alerts)');
+    return [];
+  }
 
   function emailJobs(): Job[] {
     const smtpUrl = config.PROXYFLEET_SMTP_URL;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { baseEnv, parseConfig, port, type Env } from '../../common/src/config.ts';
+import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
+import { currency, pricesPerGb } from '../../common/src/billing/prices.ts';
 
 export const workerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9091),
@@ -12,8 +13,19 @@ export const emailEnv = {
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
     .optional(),
   PROXYFLEET_EMAIL_FROM: z.string().min(1).default('proxyfleet <alerts@localhost>'),
+  /** Price per GB per product, "basic=2.5,mobile=8" over the defaults (docs/api.md "Invoices"). */
+  PROXYFLEET_PRICES_PER_GB: pricesPerGb,
+  PROXYFLEET_CURRENCY: currency,
+  /** Server alerts: how often each ISP proxy is checked, and what is fetched through it. */
+  PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS: positiveInt(60).pipe(z.number().max(86_400)),
+  PROXYFLEET_ISP_HEALTH_URL: z.url({ protocol: /^https?$/ }).default('http://example.com/'),
 };
 
-export const workerSchema = z.object({ ...baseEnv, ...workerEnv, ...emailEnv });
+/** The worker decrypts ISP proxy passwords for the server-alert checks; unset: no checks. */
+export const workerSecretsEnv = {
+  PROXYFLEET_CREDENTIALS_KEY: encryptionKey.optional(),
+};
+
+export const workerSchema = z.object({ ...baseEnv, ...workerEnv, ...emailEnv, ...workerSecretsEnv });
 export type WorkerConfig = z.infer<typeof workerSchema>;
 export const loadWorkerConfig = (env?: Env) => parseConfig(workerSchema, env);

@@ -9,7 +9,7 @@ import { startWorker } from './server.ts';
 runMain('worker', loadWorkerConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
   const db = await openEntrypointDatabase('worker', config, runtime);
-  const jobs = allJobs({ config, logger, registry });
+  const jobs = allJobs({ config, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, logger, registry });
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
   const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
   logger.info({ port: server.port }, 'worker health server listening');

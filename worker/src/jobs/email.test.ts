@@ -53,23 +53,35 @@ describe('allJobs and email', () => {
     return { lines, logger };
   };
   const from = 'proxyfleet <alerts@localhost>';
+  const base = { ...loadWorkerConfig({}), PROXYFLEET_EMAIL_FROM: from };
 
   it('registers no sender and logs once that email is disabled when PROXYFLEET_SMTP_URL is unset', () => {
     const { lines, logger } = capture();
-    const names = allJobs({ config: { PROXYFLEET_EMAIL_FROM: from }, logger, registry: new Registry() }).map(
+    const names = allJobs({ config: base, logger, registry: new Registry() }).map(
       (j) => j.name,
     );
     expect(names).not.toContain('email-sender');
-    expect(names).toContain('low-bandwidth-alerts');
+    expect(names).toContain('balance-sweep');
     expect(lines.filter((l) => l.includes('email is disabled'))).toHaveLength(1);
   });
 
   it('registers the sender when PROXYFLEET_SMTP_URL is set', () => {
     const { lines, logger } = capture();
-    const config = { PROXYFLEET_SMTP_URL: 'smtp://u:p@127.0.0.1:2525', PROXYFLEET_EMAIL_FROM: from };
+    const config = { ...base, PROXYFLEET_SMTP_URL: 'smtp://u:p@127.0.0.1:2525' };
     const names = allJobs({ config, logger, registry: new Registry() }).map((j) => j.name);
     expect(names).toContain('email-sender');
     expect(lines.filter((l) => l.includes('email is disabled'))).toEqual([]);
+  });
+});
+
+describe('emails_total', () => {
+  it('is exported with every outcome at zero before any email, also with email off', async () => {
+    const registry = new Registry();
+    allJobs({ config: loadWorkerConfig({}), logger: createLogger('test', 'silent'), registry });
+    const text = await registry.metrics();
+    for (const outcome of ['sent', 'retry', 'failed', 'dropped']) {
+      expect(text).toContain(`proxyfleet_worker_emails_total{outcome="${outcome}"} 0`);
+    }
   });
 });
 

@@ -13,6 +13,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../../../common/src/logger.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
 import type { Job } from '../jobs.ts';
+import { renderEmail } from './render.ts';
 
 export const EMAIL_SENDER_INTERVAL_MS = 5_000;
 /** Rows claimed per statement; small, so one slow SMTP server holds few rows at a time. */
@@ -86,11 +87,34 @@ export interface EmailSenderOptions {
 
 interface OutboxRow {
   id: number;
+  account_id: string | null;
+  kind: string;
   to_address: string;
-  subject: string;
-  body_text: string;
+  /** null: rendered from payload when sent (./render.ts). */
+  subject: string | null;
+  body_text: string | null;
+  payload: unknown;
   message_id: string;
   attempts: number;
+}
+
+export const EMAIL_OUTCOMES = ['sent', 'retry', 'failed', 'dropped'] as const;
+
+/**
+ * proxyfleet_worker_emails_total, one per registry, every outcome exported at zero from the start
+ * (so a rate() or an alert on it works before the first email, and with email off).
+ */
+export function emailOutcomeCounter(registry: Registry): Counter<'outcome'> {
+  const existing = registry.getSingleMetric('proxyfleet_worker_emails_total');
+  if (existing) return existing as Counter<'outcome'>;
+  const counter = new Counter({
+    name: 'proxyfleet_worker_emails_total',
+    help: 'Outbox emails by outcome of a send attempt (sent, retry, failed, dropped: its alert no longer held)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  for (const outcome of EMAIL_OUTCOMES) counter.inc({ outcome }, 0);
+  return counter;
 }
 
 export function emailSenderJob(options: EmailSenderOptions): Job {
@@ -102,14 +126,7 @@ export function emailSenderJob(options: EmailSenderOptions): Job {
     greetingTimeout: SMTP_GREETING_TIMEOUT_MS,
     socketTimeout: SMTP_SOCKET_TIMEOUT_MS,
   });
-  const outcomes = options.registry
-    ? new Counter({
-        name: 'proxyfleet_worker_emails_total',
-        help: 'Outbox emails by outcome of a send attempt (sent, retry, failed)',
-        labelNames: ['outcome'],
-        registers: [options.registry],
-      })
-    : undefined;
+  const outcomes = options.registry ? emailOutcomeCounter(options.registry) : undefined;
   const logger = options.logger;
 
   const claim = async (pool: Pool): Promise<OutboxRow[]> => {
@@ -118,18 +135,26 @@ export function emailSenderJob(options: EmailSenderOptions): Job {
          FROM (SELECT id FROM email_outbox WHERE status = 'pending' AND next_attempt_at <= now()
                 ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) due
         WHERE o.id = due.id
-        RETURNING o.id, o.to_address, o.subject, o.body_text, o.message_id, o.attempts`,
+        RETURNING o.id, o.account_id, o.kind, o.to_address, o.subject, o.body_text, o.payload, o.message_id, o.attempts`,
       [EMAIL_BATCH_SIZE, EMAIL_CLAIM_LEASE_MS],
     );
     return rows.sort((a, b) => a.id - b.id);
   };
 
-  const markSent = (pool: Pool, id: number) =>
+  /** Records the text that was sent (rendered rows keep what the customer read). */
+  const markSent = (pool: Pool, id: number, subject: string, body: string) =>
     pool.query(
-      `UPDATE email_outbox SET status = 'sent', sent_at = now(), attempts = attempts + 1, last_error = NULL
+      `UPDATE email_outbox SET status = 'sent', sent_at = now(), attempts = attempts + 1, last_error = NULL,
+              subject = $2, body_text = $3
         WHERE id = $1 AND status = 'pending'`,
-      [id],
+      [id, subject, body],
     );
+
+  const markDropped = (pool: Pool, id: number, reason: string) =>
+    pool.query(`UPDATE email_outbox SET status = 'dropped', last_error = $2 WHERE id = $1 AND status = 'pending'`, [
+      id,
+      `dropped: ${reason}`,
+    ]);
 
   /** Records a failed attempt; returns the row's new status. */
   const markFailedAttempt = async (
@@ -167,12 +192,23 @@ export function emailSenderJob(options: EmailSenderOptions): Job {
       for (let batch = 0; batch < EMAIL_MAX_BATCHES_PER_RUN; batch++) {
         const rows = await claim(pool);
         for (const [index, row] of rows.entries()) {
+          let text = { subject: row.subject ?? '', body: row.body_text ?? '' };
           try {
+            if (row.subject === null || row.body_text === null) {
+              const rendered = await renderEmail(pool, row.kind, row.account_id, row.payload);
+              if ('drop' in rendered) {
+                await markDropped(pool, row.id, rendered.drop);
+                outcomes?.inc({ outcome: 'dropped' });
+                logger.info({ outbox: row.id, kind: row.kind, reason: rendered.drop }, 'email dropped: its alert no longer holds');
+                continue;
+              }
+              text = rendered;
+            }
             await transport.sendMail({
               from: options.from,
               to: row.to_address,
-              subject: row.subject,
-              text: row.body_text,
+              subject: text.subject,
+              text: text.body,
               messageId: row.message_id,
             });
           } catch (err) {
@@ -197,7 +233,7 @@ export function emailSenderJob(options: EmailSenderOptions): Job {
             }
             continue;
           }
-          await markSent(pool, row.id);
+          await markSent(pool, row.id, text.subject, text.body);
           outcomes?.inc({ outcome: 'sent' });
         }
         if (rows.length < EMAIL_BATCH_SIZE) return;
