@@ -7,7 +7,7 @@
 //   refill row locked while it charges, then buys in the same transaction, so a worker killed
 //   mid-refill leaves the row pending; the retry charges with the same idempotency key (one per
 //   crossing) and purchase_record cannot buy twice for it.
-import { withTransaction, type Pool } from '../../../common/src/db/pool.ts';
+import type { Pool, PoolClient } from '../../../common/src/db/pool.ts';
 import { recordPurchaseIn } from '../../../common/src/accounts/accounts.ts';
 import { syncPrices, type PriceTable } from '../../../common/src/billing/prices.ts';
 import type { ChargeResult, PaymentMethods } from '../../../common/src/billing/payment.ts';
@@ -63,7 +63,7 @@ export function autoRefillJob(methods: PaymentMethods): Job {
 
 /** Pays one due pending refill; false when none was due. */
 export async function payOne(pool: Pool, methods: PaymentMethods, logger: Logger): Promise<boolean> {
-  return withTransaction(pool, async (client) => {
+  return inTransaction(pool, async (client) => {
     const { rows } = await client.query<PendingRefill>(
       `SELECT r.id, r.account_id, r.product, r.idempotency_key, r.bytes, r.payment_method, r.attempts,
               coalesce(round(r.bytes * p.cents_per_gb / 1000000000), 0)::bigint AS cents, coalesce(p.currency, 'USD') AS currency
@@ -132,6 +132,31 @@ export async function payOne(pool: Pool, methods: PaymentMethods, logger: Logger
     logger.warn({ refill: refill.id, reason }, 'auto-refill failed; nothing bought');
     return true;
   });
+}
+
+/**
+ * A transaction that may sit idle while a payment method answers: a connection lost meanwhile
+ * (the database restarted, the session was killed) makes the idle client emit 'error', which
+ * would kill the worker unhandled; here it fails this refill's transaction instead (retried).
+ */
+async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (err: Error) => (lost = err);
+  client.on('error', onError);
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    if (lost) throw lost;
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.off('error', onError);
+    client.release(lost ?? false);
+  }
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

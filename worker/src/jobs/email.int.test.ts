@@ -74,7 +74,7 @@ describe('email outbox sender', () => {
     await db.drop();
   });
 
-  it('delivers the new-invoice email with the stored To, Subject, body and Message-ID', async () => {
+  it('delivers the new-invoice email, priced, with the stored To and Message-ID, and keeps the text it sent', async () => {
     const server = await smtp();
     const account = await accountWithBandwidth(db.pool, { basic: 10 * GB });
     const [queued] = await rows(account.id);
@@ -86,12 +86,14 @@ describe('email outbox sender', () => {
     const mail = server.messages[0]!;
     expect(addresses(mail.to)).toEqual([account.email]);
     expect(addresses(mail.from)).toEqual(['alerts@proxyfleet.test']);
-    expect(mail.subject).toBe(queued!.subject);
+    // Queued with its cause only; rendered when sent, and the sent text is kept.
+    expect(queued!.subject).toBeNull();
     expect(mail.subject).toMatch(/^Invoice #\d+: 10 GB of basic bandwidth$/);
+    expect(mail.text).toMatch(/^Invoice #\d+ was issued for 10 GB of basic bandwidth: 20\.00 USD\.\nThe bandwidth is available now\./);
     expect(mail.messageId).toBe(queued!.message_id);
-    expect(mail.text?.trim()).toBe(queued!.body_text.trim());
     const [sent] = await rows(account.id);
-    expect(sent).toMatchObject({ status: 'sent', attempts: 1, last_error: null });
+    expect(sent).toMatchObject({ status: 'sent', attempts: 1, last_error: null, subject: mail.subject });
+    expect(sent!.body_text.trim()).toBe(mail.text?.trim());
     expect(sent!.sent_at).toBeInstanceOf(Date);
 
     // Sent rows are not sent again.
