@@ -21,6 +21,7 @@ import { AccountService } from './modules/account/service.ts';
 import { accountRoutes } from './modules/account/routes.ts';
 import { proxiesRoutes } from './modules/proxies/routes.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
+import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 
 export interface ApiDeps {
@@ -83,13 +84,17 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...accountRoutes(accounts),
       ...usageRoutes(usage),
       ...proxiesRoutes({ pool, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST }),
+      ...billingRoutes(pool),
     ],
-    adminRoutes: adminRoutes({
-      pool,
-      credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
-      accounts,
-      waitForApiCaches: cacheSync(pool, logger, config.PROXYFLEET_API_SYNC_TIMEOUT_MS),
-    }),
+    adminRoutes: [
+      ...adminRoutes({
+        pool,
+        credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
+        accounts,
+        waitForApiCaches: cacheSync(pool, logger, config.PROXYFLEET_API_SYNC_TIMEOUT_MS),
+      }),
+      ...adminBillingRoutes(pool),
+    ],
   });
 
   const server = http.createServer(app);

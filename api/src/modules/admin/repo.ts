@@ -54,21 +54,6 @@ export async function updateAlerts(pool: Pool, accountId: string, u: AlertsUpdat
   return rows[0];
 }
 
-export async function upsertAutoRefill(
-  pool: Pool,
-  accountId: string,
-  product: Product,
-  s: { enabled: boolean; thresholdBytes: number; refillBytes: number; maxRefillsPerMonth: number },
-): Promise<void> {
-  await pool.query(
-    `INSERT INTO auto_refill_settings (account_id, product, enabled, threshold_bytes, refill_bytes, max_refills_per_month)
-     VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (account_id, product) DO UPDATE SET enabled = EXCLUDED.enabled, threshold_bytes = EXCLUDED.threshold_bytes,
-        refill_bytes = EXCLUDED.refill_bytes, max_refills_per_month = EXCLUDED.max_refills_per_month, updated_at = now()`,
-    [accountId, product, s.enabled, s.thresholdBytes, s.refillBytes, s.maxRefillsPerMonth],
-  );
-}
-
 const ISP_COLUMNS = `id, host, port, username, password_enc, country, city, isp, status, expires_at, created_at,
   (expires_at IS NOT NULL AND expires_at <= now()) AS expired`;
 

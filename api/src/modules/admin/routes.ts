@@ -19,7 +19,8 @@ import type { AccountService } from '../account/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { gb } from '../usage/service.ts';
 import * as s from './schemas.ts';
-import { accountExists, activeKeyKind, deleteIspProxy, insertIspProxy, listAccounts, updateAlerts, upsertAutoRefill } from './repo.ts';
+import { accountExists, activeKeyKind, deleteIspProxy, insertIspProxy, listAccounts, updateAlerts } from './repo.ts';
+import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '../../../../common/src/billing/auto-refill.ts';
 
 export interface AdminDeps {
   pool: Pool;
@@ -220,24 +221,18 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
         return synced({ body: alerts });
       },
     }),
-    defineRoute<s.AutoRefillUpdate, z.infer<typeof s.autoRefillParams>>({
+    defineRoute<AutoRefillUpdate, z.infer<typeof s.autoRefillParams>>({
       method: 'put',
       path: '/accounts/:id/auto-refill/:product',
       tag,
-      summary: 'Auto-refill settings of one product',
+      summary: 'Auto-refill settings of one product (as PUT /api/v1/auto-refill/:product)',
       auth: 'admin',
       params: s.autoRefillParams,
-      body: s.autoRefillUpdateSchema,
+      body: autoRefillUpdateSchema,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
       handler: async ({ params, body }) => {
         await mustExist(params.id);
-        const settings = {
-          enabled: body.enabled,
-          thresholdBytes: Math.round(body.thresholdGb * 1e9),
-          refillBytes: gbToBytes(body.refillGb),
-          maxRefillsPerMonth: body.maxRefillsPerMonth,
-        };
-        await upsertAutoRefill(pool, params.id, params.product, settings);
+        await putAutoRefill(pool, params.id, params.product, body);
         return synced({ body: { product: params.product, ...body } });
       },
     }),

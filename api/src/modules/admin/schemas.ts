@@ -85,14 +85,6 @@ export const alertsUpdateSchema = z
   .refine((v) => Object.values(v).some((x) => x !== undefined), 'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent');
 export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
 
-export const autoRefillUpdateSchema = z.object({
-  enabled: z.boolean(),
-  thresholdGb: z.number().min(0).max(MAX_PURCHASE_GB),
-  refillGb: z.number().positive().max(MAX_PURCHASE_GB),
-  maxRefillsPerMonth: z.number().int().min(1).max(100).default(5),
-});
-export type AutoRefillUpdate = z.infer<typeof autoRefillUpdateSchema>;
-
 export const createIspProxySchema = z.object({
   host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:[\]-]+$/, 'must be a host name or IP address'),
   port: z.number().int().min(1).max(65_535),

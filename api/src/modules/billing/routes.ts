@@ -1,0 +1,86 @@
+// Auto-refill settings and invoices (docs/api.md "Auto-refill", "Invoices"): the customer's
+// /api/v1 routes and the operators' invoice listing, over common/src/billing.
+import { z } from 'zod';
+import { AppError } from '../../../../common/src/errors.ts';
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import { autoRefillSettingsSchema, autoRefillUpdateSchema, getAutoRefill, putAutoRefill, type AutoRefillUpdate } from '../../../../common/src/billing/auto-refill.ts';
+import { invoiceListQuery, invoiceListSchema, listInvoices } from '../../../../common/src/billing/invoices.ts';
+import { PRODUCTS } from '../../../../common/src/products.ts';
+import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
+import { principal } from '../auth/middleware.ts';
+import { accountParams } from '../admin/schemas.ts';
+
+const productParams = z.object({ product: z.enum(PRODUCTS) });
+type ProductParams = z.infer<typeof productParams>;
+
+function parseQuery(query: unknown) {
+  const parsed = invoiceListQuery.safeParse(query);
+  if (!parsed.success) throw validationError(parsed.error);
+  return parsed.data;
+}
+
+export function billingRoutes(pool: Pool): RouteDef[] {
+  return [
+    defineRoute<undefined, ProductParams>({
+      method: 'get',
+      path: '/auto-refill/:product',
+      tag: 'billing',
+      summary: 'Auto-refill settings of one product',
+      description: 'Additive to the spec. thresholdGb and refillGb are null when never configured.',
+      auth: 'apiKey',
+      params: productParams,
+      paramsError: 'NOT_FOUND',
+      response: autoRefillSettingsSchema,
+      handler: async ({ params, res }) => ({ body: await getAutoRefill(pool, principal(res).accountId, params.product) }),
+    }),
+    defineRoute<AutoRefillUpdate, ProductParams>({
+      method: 'put',
+      path: '/auto-refill/:product',
+      tag: 'billing',
+      summary: 'Turn auto-refill of one product on or off, with its threshold, refill amount and monthly cap',
+      description:
+        'Additive to the spec. When the remaining bandwidth drops below thresholdGb, refillGb is bought (an invoice, ' +
+        'source "auto-refill"), at most maxRefillsPerMonth times per calendar month (UTC). thresholdGb must be less than refillGb.',
+      auth: 'apiKey',
+      params: productParams,
+      paramsError: 'NOT_FOUND',
+      body: autoRefillUpdateSchema,
+      response: autoRefillSettingsSchema,
+      errors: ['VALIDATION_FAILED'],
+      handler: async ({ params, body, res }) => ({
+        body: await putAutoRefill(pool, principal(res).accountId, params.product, body),
+      }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/invoices',
+      tag: 'billing',
+      summary: 'Invoices, newest first (?limit=20, 1-100; ?before=<nextBefore> for the next page)',
+      auth: 'apiKey',
+      response: invoiceListSchema,
+      errors: ['VALIDATION_FAILED'],
+      handler: async ({ req, res }) => ({ body: await listInvoices(pool, principal(res).accountId, parseQuery(req.query)) }),
+    }),
+  ];
+}
+
+export function adminBillingRoutes(pool: Pool): RouteDef[] {
+  return [
+    defineRoute<undefined, z.infer<typeof accountParams>>({
+      method: 'get',
+      path: '/accounts/:id/invoices',
+      tag: 'admin',
+      summary: "The account's invoices, newest first (?limit=20, 1-100; ?before=<nextBefore>)",
+      auth: 'admin',
+      params: accountParams,
+      paramsError: 'ACCOUNT_NOT_FOUND',
+      response: invoiceListSchema,
+      errors: ['ACCOUNT_NOT_FOUND', 'VALIDATION_FAILED'],
+      handler: async ({ params, req }) => {
+        const { rowCount } = await pool.query('SELECT 1 FROM accounts WHERE id = $1', [params.id]);
+        if (rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+        return { body: await listInvoices(pool, params.id, parseQuery(req.query)) };
+      },
+    }),
+  ];
+}
