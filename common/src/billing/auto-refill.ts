@@ -21,7 +21,10 @@ export const autoRefillUpdateSchema = z
     refillGb: gbAmount.describe('GB bought per refill; more than thresholdGb'),
     maxRefillsPerMonth: z.number().int().min(1).max(100).default(5).describe('Per calendar month (UTC)'),
   })
-  .refine((v) => v.thresholdGb < v.refillGb, { message: 'thresholdGb must be less than refillGb', path: ['thresholdGb'] });
+  .refine((v) => v.thresholdGb < v.refillGb, {
+    message: 'thresholdGb must be less than refillGb',
+    path: ['thresholdGb'],
+  });
 export type AutoRefillUpdate = z.infer<typeof autoRefillUpdateSchema>;
 
 export const autoRefillSettingsSchema = z.object({
@@ -37,7 +40,11 @@ export type AutoRefillSettings = z.infer<typeof autoRefillSettingsSchema>;
 
 const gb = (bytes: number) => Math.round((bytes / BYTES_PER_GB) * 1e9) / 1e9;
 
-export async function getAutoRefill(pool: Pool, accountId: string, product: Product): Promise<AutoRefillSettings> {
+export async function getAutoRefill(
+  pool: Pool,
+  accountId: string,
+  product: Product,
+): Promise<AutoRefillSettings> {
   const { rows } = await pool.query<{
     enabled: boolean | null;
     threshold_bytes: number | null;

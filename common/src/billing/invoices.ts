@@ -6,7 +6,12 @@ import { BYTES_PER_GB, PRODUCTS, type Product } from '../products.ts';
 
 export const invoiceListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
-  before: z.coerce.number().int().positive().optional().describe('Only invoices numbered below this (the previous page\'s nextBefore)'),
+  before: z.coerce
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("Only invoices numbered below this (the previous page's nextBefore)"),
 });
 export type InvoiceListQuery = z.infer<typeof invoiceListQuery>;
 

@@ -27,11 +27,25 @@ export const pricesPerGb = z
   .default('')
   .transform((text, ctx) => {
     const perGb: Record<Product, number> = { ...DEFAULT_PRICES_PER_GB };
-    for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    for (const part of text
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)) {
       const [name, value, extra] = part.split('=').map((p) => p.trim());
       const price = Number(value);
-      if (!isProduct(name) || extra !== undefined || value === undefined || value === '' || !Number.isFinite(price) || price < 0 || price > 1_000_000) {
-        ctx.addIssue({ code: 'custom', message: `"${part}": want product=price, product one of ${PRODUCTS.join(', ')}, price 0..1000000` });
+      if (
+        !isProduct(name) ||
+        extra !== undefined ||
+        value === undefined ||
+        value === '' ||
+        !Number.isFinite(price) ||
+        price < 0 ||
+        price > 1_000_000
+      ) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${part}": want product=price, product one of ${PRODUCTS.join(', ')}, price 0..1000000`,
+        });
         continue;
       }
       perGb[name] = price;

@@ -89,7 +89,10 @@ export async function payOne(pool: Pool, methods: PaymentMethods, logger: Logger
         }),
         CHARGE_TIMEOUT_MS,
       ).catch((err: unknown) => {
-        logger.warn({ refill: refill.id, err: err instanceof Error ? err.message : String(err) }, 'auto-refill charge failed; will retry');
+        logger.warn(
+          { refill: refill.id, err: err instanceof Error ? err.message : String(err) },
+          'auto-refill charge failed; will retry',
+        );
         return 'retry' as const;
       });
     }

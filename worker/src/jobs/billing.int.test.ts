@@ -6,7 +6,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { Registry } from 'prom-client';
 import { recordPurchase } from '../../../common/src/accounts/accounts.ts';
 import { autoRefillUpdateSchema, putAutoRefill } from '../../../common/src/billing/auto-refill.ts';
-import { paymentMethods, type ChargeRequest, type PaymentMethod } from '../../../common/src/billing/payment.ts';
+import {
+  paymentMethods,
+  type ChargeRequest,
+  type PaymentMethod,
+} from '../../../common/src/billing/payment.ts';
 import { listInvoices } from '../../../common/src/billing/invoices.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import { createPool } from '../../../common/src/db/pool.ts';
@@ -31,7 +35,12 @@ describe('billing decided on the draw', () => {
     db = await createTestDatabase();
     ctx = { pool: db.pool, logger: createLogger('test', 'silent') };
     server = await startTestSmtpServer();
-    sender = emailSenderJob({ smtpUrl: server.url, from: 'proxyfleet <alerts@localhost>', logger: ctx.logger, registry: new Registry() });
+    sender = emailSenderJob({
+      smtpUrl: server.url,
+      from: 'proxyfleet <alerts@localhost>',
+      logger: ctx.logger,
+      registry: new Registry(),
+    });
   });
   beforeEach(() => {
     server.messages.length = 0;
@@ -57,7 +66,12 @@ describe('billing decided on the draw', () => {
     ).rows;
   const outbox = async (accountId: string, kind: string) =>
     (
-      await db.pool.query<{ status: string; subject: string | null; body_text: string | null; last_error: string | null }>(
+      await db.pool.query<{
+        status: string;
+        subject: string | null;
+        body_text: string | null;
+        last_error: string | null;
+      }>(
         'SELECT status, subject, body_text, last_error FROM email_outbox WHERE account_id = $1 AND kind = $2 ORDER BY id',
         [accountId, kind],
       )
@@ -72,10 +86,17 @@ describe('billing decided on the draw', () => {
 
   it('refills exactly once per crossing while three gateways draw leases concurrently', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 100 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', { enabled: true, thresholdGb: 0.03, refillGb: 0.06, maxRefillsPerMonth: 5 });
+    await putAutoRefill(db.pool, account.id, 'basic', {
+      enabled: true,
+      thresholdGb: 0.03,
+      refillGb: 0.06,
+      maxRefillsPerMonth: 5,
+    });
     // Three gateways, each on its own connection, draw 2 MB leases until each holds 50 MB: 150 MB
     // in all, so the remaining bandwidth crosses 30 MB twice (at 100 MB and at 160 MB bought).
-    const pools = [0, 1, 2].map(() => createPool({ url: db.url, max: 2, applicationName: 'gw', logger: ctx.logger }));
+    const pools = [0, 1, 2].map(() =>
+      createPool({ url: db.url, max: 2, applicationName: 'gw', logger: ctx.logger }),
+    );
     try {
       await Promise.all(
         pools.map(async (pool, i) => {
@@ -91,7 +112,10 @@ describe('billing decided on the draw', () => {
       await Promise.all(pools.map((p) => p.end()));
     }
     const bought = await refills(account.id);
-    expect(bought.map((r) => r.idempotency_key)).toEqual(['auto-refill:basic:100000000', 'auto-refill:basic:160000000']);
+    expect(bought.map((r) => r.idempotency_key)).toEqual([
+      'auto-refill:basic:100000000',
+      'auto-refill:basic:160000000',
+    ]);
     expect(bought.every((r) => r.bytes === 60 * MB)).toBe(true);
     expect((await balance(account.id)).total_bytes).toBe(220 * MB);
     // Each refill is a purchase with an invoice (source auto-refill) and the new-invoice email.
@@ -103,13 +127,22 @@ describe('billing decided on the draw', () => {
     ]);
     expect(await outbox(account.id, 'new_invoice')).toHaveLength(3);
     await sender.run(ctx);
-    const refillMail = server.messages.find((m) => m.subject === `Invoice #${invoices[0]!.number}: 60 MB of basic bandwidth`);
-    expect(refillMail?.text).toContain('Auto-refill bought it: your remaining basic bandwidth dropped below 30 MB.');
+    const refillMail = server.messages.find(
+      (m) => m.subject === `Invoice #${invoices[0]!.number}: 60 MB of basic bandwidth`,
+    );
+    expect(refillMail?.text).toContain(
+      'Auto-refill bought it: your remaining basic bandwidth dropped below 30 MB.',
+    );
   });
 
   it('stops at maxRefillsPerMonth; then traffic stops as without auto-refill', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 10 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', { enabled: true, thresholdGb: 0.004, refillGb: 0.01, maxRefillsPerMonth: 2 });
+    await putAutoRefill(db.pool, account.id, 'basic', {
+      enabled: true,
+      thresholdGb: 0.004,
+      refillGb: 0.01,
+      maxRefillsPerMonth: 2,
+    });
     let granted = 0;
     for (;;) {
       const lease = await draw(account.id, 'gw', 4 * MB);
@@ -125,7 +158,12 @@ describe('billing decided on the draw', () => {
   it('refills a balance that was already dry when auto-refill was turned on (the sweep)', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1 * MB });
     while ((await draw(account.id, 'gw', MB)).out_lease_id);
-    await putAutoRefill(db.pool, account.id, 'basic', { enabled: true, thresholdGb: 0.001, refillGb: 0.005, maxRefillsPerMonth: 5 });
+    await putAutoRefill(db.pool, account.id, 'basic', {
+      enabled: true,
+      thresholdGb: 0.001,
+      refillGb: 0.005,
+      maxRefillsPerMonth: 5,
+    });
     expect((await draw(account.id, 'gw', MB)).out_lease_id).toBeNull();
     await balanceSweepJob.run(ctx);
     expect(await refills(account.id)).toHaveLength(1);
@@ -143,7 +181,13 @@ describe('billing decided on the draw', () => {
         return Promise.resolve({ ok: false, reason: 'card declined' });
       },
     };
-    await putAutoRefill(db.pool, account.id, 'basic', { enabled: true, thresholdGb: 0.001, refillGb: 0.005, maxRefillsPerMonth: 5 }, 'card');
+    await putAutoRefill(
+      db.pool,
+      account.id,
+      'basic',
+      { enabled: true, thresholdGb: 0.001, refillGb: 0.005, maxRefillsPerMonth: 5 },
+      'card',
+    );
     while ((await draw(account.id, 'gw', MB)).out_lease_id);
     await autoRefillJob(paymentMethods(card)).run(ctx);
     await autoRefillJob(paymentMethods(card)).run(ctx);
@@ -174,13 +218,26 @@ describe('billing decided on the draw', () => {
         return Promise.resolve({ ok: true });
       },
     };
-    await putAutoRefill(db.pool, account.id, 'basic', { enabled: true, thresholdGb: 0.001, refillGb: 0.005, maxRefillsPerMonth: 5 }, 'card');
+    await putAutoRefill(
+      db.pool,
+      account.id,
+      'basic',
+      { enabled: true, thresholdGb: 0.001, refillGb: 0.005, maxRefillsPerMonth: 5 },
+      'card',
+    );
     while ((await draw(account.id, 'gw', MB)).out_lease_id);
-    const workerPool = createPool({ url: db.url, max: 1, applicationName: 'doomed-worker', logger: ctx.logger });
+    const workerPool = createPool({
+      url: db.url,
+      max: 1,
+      applicationName: 'doomed-worker',
+      logger: ctx.logger,
+    });
     const first = payOne(workerPool, paymentMethods(card), ctx.logger);
     await until(() => keys.length === 1);
     // The worker dies while the payment is in flight: its database session goes with it.
-    await db.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'doomed-worker'`);
+    await db.pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'doomed-worker'`,
+    );
     hang!();
     await expect(first).rejects.toThrow();
     await workerPool.end().catch(() => undefined);
@@ -214,7 +271,10 @@ describe('billing decided on the draw', () => {
     await draw(account.id, 'gw', 1 * MB);
     expect(await outbox(account.id, 'low_bandwidth')).toHaveLength(1);
     await recordPurchase(db.pool, { accountId: account.id, product: 'basic', bytes: 1 * GB });
-    while ((await draw(account.id, 'gw', 200 * MB)).out_lease_id && (await outbox(account.id, 'low_bandwidth')).length < 2);
+    while (
+      (await draw(account.id, 'gw', 200 * MB)).out_lease_id &&
+      (await outbox(account.id, 'low_bandwidth')).length < 2
+    );
     expect(await outbox(account.id, 'low_bandwidth')).toHaveLength(2);
   });
 
@@ -224,13 +284,24 @@ describe('billing decided on the draw', () => {
     expect(await outbox(account.id, 'low_bandwidth')).toMatchObject([{ status: 'pending' }]);
     await recordPurchase(db.pool, { accountId: account.id, product: 'basic', bytes: 1 * GB });
     await sender.run(ctx);
-    expect(server.messages.filter((m) => addresses(m.to).includes(account.email) && m.subject?.includes('Low basic'))).toEqual([]);
-    expect(await outbox(account.id, 'low_bandwidth')).toMatchObject([{ status: 'dropped', last_error: 'dropped: bandwidth no longer low' }]);
+    expect(
+      server.messages.filter(
+        (m) => addresses(m.to).includes(account.email) && m.subject?.includes('Low basic'),
+      ),
+    ).toEqual([]);
+    expect(await outbox(account.id, 'low_bandwidth')).toMatchObject([
+      { status: 'dropped', last_error: 'dropped: bandwidth no longer low' },
+    ]);
   });
 
   it('says "used up" only when nothing is left, and gives no auto-refill advice when it is on', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 10 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', { enabled: true, thresholdGb: 0.001, refillGb: 0.002, maxRefillsPerMonth: 1 });
+    await putAutoRefill(db.pool, account.id, 'basic', {
+      enabled: true,
+      thresholdGb: 0.001,
+      refillGb: 0.002,
+      maxRefillsPerMonth: 1,
+    });
     while ((await draw(account.id, 'gw', 4 * MB)).out_lease_id);
     await sender.run(ctx);
     const mail = server.messages.find((m) => m.subject === 'Your basic bandwidth is used up');

@@ -89,7 +89,9 @@ describe('email outbox sender', () => {
     // Queued with its cause only; rendered when sent, and the sent text is kept.
     expect(queued!.subject).toBeNull();
     expect(mail.subject).toMatch(/^Invoice #\d+: 10 GB of basic bandwidth$/);
-    expect(mail.text).toMatch(/^Invoice #\d+ was issued for 10 GB of basic bandwidth: 20\.00 USD\.\nThe bandwidth is available now\./);
+    expect(mail.text).toMatch(
+      /^Invoice #\d+ was issued for 10 GB of basic bandwidth: 20\.00 USD\.\nThe bandwidth is available now\./,
+    );
     expect(mail.messageId).toBe(queued!.message_id);
     const [sent] = await rows(account.id);
     expect(sent).toMatchObject({ status: 'sent', attempts: 1, last_error: null, subject: mail.subject });

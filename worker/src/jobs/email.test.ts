@@ -57,9 +57,7 @@ describe('allJobs and email', () => {
 
   it('registers no sender and logs once that email is disabled when PROXYFLEET_SMTP_URL is unset', () => {
     const { lines, logger } = capture();
-    const names = allJobs({ config: base, logger, registry: new Registry() }).map(
-      (j) => j.name,
-    );
+    const names = allJobs({ config: base, logger, registry: new Registry() }).map((j) => j.name);
     expect(names).not.toContain('email-sender');
     expect(names).toContain('balance-sweep');
     expect(lines.filter((l) => l.includes('email is disabled'))).toHaveLength(1);

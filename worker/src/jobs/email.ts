@@ -151,10 +151,10 @@ export function emailSenderJob(options: EmailSenderOptions): Job {
     );
 
   const markDropped = (pool: Pool, id: number, reason: string) =>
-    pool.query(`UPDATE email_outbox SET status = 'dropped', last_error = $2 WHERE id = $1 AND status = 'pending'`, [
-      id,
-      `dropped: ${reason}`,
-    ]);
+    pool.query(
+      `UPDATE email_outbox SET status = 'dropped', last_error = $2 WHERE id = $1 AND status = 'pending'`,
+      [id, `dropped: ${reason}`],
+    );
 
   /** Records a failed attempt; returns the row's new status. */
   const markFailedAttempt = async (
@@ -199,7 +199,10 @@ export function emailSenderJob(options: EmailSenderOptions): Job {
               if ('drop' in rendered) {
                 await markDropped(pool, row.id, rendered.drop);
                 outcomes?.inc({ outcome: 'dropped' });
-                logger.info({ outbox: row.id, kind: row.kind, reason: rendered.drop }, 'email dropped: its alert no longer holds');
+                logger.info(
+                  { outbox: row.id, kind: row.kind, reason: rendered.drop },
+                  'email dropped: its alert no longer holds',
+                );
                 continue;
               }
               text = rendered;

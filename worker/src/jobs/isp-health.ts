@@ -30,7 +30,8 @@ export interface IspHealthOptions {
   requestTimeoutMs?: number;
 }
 
-export type CheckOutcome = { kind: 'ok' } | { kind: 'connect-failed'; detail: string } | { kind: 'error'; detail: string };
+export type CheckOutcome =
+  { kind: 'ok' } | { kind: 'connect-failed'; detail: string } | { kind: 'error'; detail: string };
 
 interface DueProxy {
   id: string;
@@ -68,7 +69,10 @@ export function ispHealthJob(options: IspHealthOptions): Job {
             const outcome = await checkIspProxy(proxy.host, proxy.port, proxy.username, password, options);
             await record(pool, proxy, outcome, options.intervalSeconds, logger);
           } catch (err) {
-            logger.warn({ proxy: proxy.id, err: err instanceof Error ? err.message : String(err) }, 'ISP proxy check failed to run');
+            logger.warn(
+              { proxy: proxy.id, err: err instanceof Error ? err.message : String(err) },
+              'ISP proxy check failed to run',
+            );
           }
         }
       };
@@ -97,15 +101,23 @@ export function nextState(
 ): { state: HealthState; connectFailures: number; email: 'offline' | 'error' | 'recovered' | null } {
   if (outcome.kind === 'connect-failed') {
     const failures = connectFailures + 1;
-    if (failures < OFFLINE_AFTER_FAILED_CONNECTS) return { state: previous, connectFailures: failures, email: null };
+    if (failures < OFFLINE_AFTER_FAILED_CONNECTS)
+      return { state: previous, connectFailures: failures, email: null };
     return { state: 'offline', connectFailures: failures, email: previous === 'offline' ? null : 'offline' };
   }
-  if (outcome.kind === 'error') return { state: 'error', connectFailures: 0, email: previous === 'error' ? null : 'error' };
+  if (outcome.kind === 'error')
+    return { state: 'error', connectFailures: 0, email: previous === 'error' ? null : 'error' };
   const recovered = previous === 'offline' || previous === 'error';
   return { state: 'online', connectFailures: 0, email: recovered ? 'recovered' : null };
 }
 
-async function record(pool: Pool, proxy: DueProxy, outcome: CheckOutcome, intervalSeconds: number, logger: Logger): Promise<void> {
+async function record(
+  pool: Pool,
+  proxy: DueProxy,
+  outcome: CheckOutcome,
+  intervalSeconds: number,
+  logger: Logger,
+): Promise<void> {
   const next = nextState(proxy.state, proxy.connect_failures, outcome);
   const detail = outcome.kind === 'ok' ? null : outcome.detail;
   const changed = next.state !== proxy.state;
@@ -139,7 +151,8 @@ async function record(pool: Pool, proxy: DueProxy, outcome: CheckOutcome, interv
       proxy.account_id,
     ],
   );
-  if (changed) logger.info({ proxy: proxy.id, from: proxy.state, to: next.state, detail }, 'ISP proxy health changed');
+  if (changed)
+    logger.info({ proxy: proxy.id, from: proxy.state, to: next.state, detail }, 'ISP proxy health changed');
 }
 
 /** One check: TCP connect, then a request through the proxy with its credentials. */
@@ -203,7 +216,9 @@ export async function checkIspProxy(
       res.resume();
       judge(res.statusCode ?? 0);
     });
-    req.once('error', (err: NodeJS.ErrnoException) => done({ kind: 'error', detail: `the proxied request failed: ${err.code ?? err.message}` }));
+    req.once('error', (err: NodeJS.ErrnoException) =>
+      done({ kind: 'error', detail: `the proxied request failed: ${err.code ?? err.message}` }),
+    );
     req.end();
   });
 }

@@ -44,7 +44,12 @@ const serverPayload = z.object({
   detail: z.string().optional(),
 });
 
-export async function renderEmail(pool: Pool, kind: string, accountId: string | null, payload: unknown): Promise<Rendering> {
+export async function renderEmail(
+  pool: Pool,
+  kind: string,
+  accountId: string | null,
+  payload: unknown,
+): Promise<Rendering> {
   switch (kind) {
     case 'new_invoice':
       return renderInvoice(pool, invoicePayload.parse(payload).invoiceId);
@@ -135,10 +140,12 @@ export async function renderLowBandwidth(pool: Pool, accountId: string, product:
 }
 
 async function renderRefillFailed(pool: Pool, refillId: string): Promise<Rendering> {
-  const { rows } = await pool.query<{ product: string; bytes: number; payment_method: string; error: string | null }>(
-    'SELECT product, bytes, payment_method, error FROM auto_refills WHERE id = $1',
-    [refillId],
-  );
+  const { rows } = await pool.query<{
+    product: string;
+    bytes: number;
+    payment_method: string;
+    error: string | null;
+  }>('SELECT product, bytes, payment_method, error FROM auto_refills WHERE id = $1', [refillId]);
   const r = rows[0];
   if (!r) return { drop: 'refill gone' };
   return {
@@ -151,7 +158,11 @@ async function renderRefillFailed(pool: Pool, refillId: string): Promise<Renderi
   };
 }
 
-async function renderServerAlert(pool: Pool, accountId: string, p: z.infer<typeof serverPayload>): Promise<Rendering> {
+async function renderServerAlert(
+  pool: Pool,
+  accountId: string,
+  p: z.infer<typeof serverPayload>,
+): Promise<Rendering> {
   const { rows } = await pool.query<{ on: boolean | null }>(
     `SELECT s.server_alerts AS on FROM isp_proxies i LEFT JOIN alert_settings s ON s.account_id = i.account_id
       WHERE i.id = $1 AND i.account_id = $2`,

@@ -3,8 +3,18 @@
 import { z } from 'zod';
 import { AppError } from '../../../../common/src/errors.ts';
 import type { Pool } from '../../../../common/src/db/pool.ts';
-import { autoRefillSettingsSchema, autoRefillUpdateSchema, getAutoRefill, putAutoRefill, type AutoRefillUpdate } from '../../../../common/src/billing/auto-refill.ts';
-import { invoiceListQuery, invoiceListSchema, listInvoices } from '../../../../common/src/billing/invoices.ts';
+import {
+  autoRefillSettingsSchema,
+  autoRefillUpdateSchema,
+  getAutoRefill,
+  putAutoRefill,
+  type AutoRefillUpdate,
+} from '../../../../common/src/billing/auto-refill.ts';
+import {
+  invoiceListQuery,
+  invoiceListSchema,
+  listInvoices,
+} from '../../../../common/src/billing/invoices.ts';
 import { PRODUCTS } from '../../../../common/src/products.ts';
 import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
@@ -31,7 +41,9 @@ export function billingRoutes(pool: Pool): RouteDef[] {
       params: productParams,
       paramsError: 'NOT_FOUND',
       response: autoRefillSettingsSchema,
-      handler: async ({ params, res }) => ({ body: await getAutoRefill(pool, principal(res).accountId, params.product) }),
+      handler: async ({ params, res }) => ({
+        body: await getAutoRefill(pool, principal(res).accountId, params.product),
+      }),
     }),
     defineRoute<AutoRefillUpdate, ProductParams>({
       method: 'put',
@@ -59,7 +71,9 @@ export function billingRoutes(pool: Pool): RouteDef[] {
       auth: 'apiKey',
       response: invoiceListSchema,
       errors: ['VALIDATION_FAILED'],
-      handler: async ({ req, res }) => ({ body: await listInvoices(pool, principal(res).accountId, parseQuery(req.query)) }),
+      handler: async ({ req, res }) => ({
+        body: await listInvoices(pool, principal(res).accountId, parseQuery(req.query)),
+      }),
     }),
   ];
 }
