@@ -83,11 +83,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     apiRoutes: [
       ...accountRoutes(accounts),
       ...usageRoutes(usage),
-      ...proxiesRoutes({
-        pool,
-        credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
-        fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST,
-      }),
+      ...proxiesRoutes({ pool, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST }),
       ...billingRoutes(pool),
     ],
     adminRoutes: [

@@ -18,11 +18,7 @@ export interface NewAccount {
   proxyPassword: string;
 }
 
-export async function createAccount(
-  pool: Pool,
-  input: { email: string },
-  credentialsKey: Buffer,
-): Promise<NewAccount> {
+export async function createAccount(pool: Pool, input: { email: string }, credentialsKey: Buffer): Promise<NewAccount> {
   try {
     return await withTransaction(pool, async (client) => {
       const { rows } = await client.query<{ id: string; email: string; status: AccountStatus }>(
@@ -122,11 +118,7 @@ function toInvoice(row: InvoiceRow): Invoice {
 }
 
 /** Suspends or reactivates; false when the account does not exist. */
-export async function setAccountStatus(
-  pool: Pool,
-  accountId: string,
-  status: AccountStatus,
-): Promise<boolean> {
+export async function setAccountStatus(pool: Pool, accountId: string, status: AccountStatus): Promise<boolean> {
   const { rowCount } = await pool.query('UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1', [
     accountId,
     status,
@@ -135,11 +127,7 @@ export async function setAccountStatus(
 }
 
 /** Issues a new proxy password; the old one stops working on every gateway within a second. */
-export async function resetProxyPassword(
-  pool: Pool,
-  accountId: string,
-  credentialsKey: Buffer,
-): Promise<string> {
+export async function resetProxyPassword(pool: Pool, accountId: string, credentialsKey: Buffer): Promise<string> {
   const password = newProxyPassword();
   const { rowCount } = await pool.query(
     `UPDATE proxy_credentials SET password_enc = $2, password_sha256 = $3, updated_at = now() WHERE account_id = $1`,

@@ -5,19 +5,8 @@
 import { z } from 'zod';
 import { AppError } from '../../../../common/src/errors.ts';
 import { SQLSTATE, sqlState, type Pool } from '../../../../common/src/db/pool.ts';
-import {
-  createAccount,
-  recordPurchase,
-  resetProxyPassword,
-  setAccountStatus,
-  readProxyCredentials,
-} from '../../../../common/src/accounts/accounts.ts';
-import {
-  createNamedKey,
-  listKeys,
-  regeneratePrimaryKey,
-  revokeKey,
-} from '../../../../common/src/accounts/keys.ts';
+import { createAccount, recordPurchase, resetProxyPassword, setAccountStatus, readProxyCredentials } from '../../../../common/src/accounts/accounts.ts';
+import { createNamedKey, listKeys, regeneratePrimaryKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
 import { gbToBytes } from '../../../../common/src/products.ts';
 import { newProxyPassword, seal } from '../../../../common/src/secrets.ts';
 import { defineRoute, type RouteDef, type RouteResult } from '../../http/route.ts';
@@ -30,19 +19,8 @@ import type { AccountService } from '../account/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { gb } from '../usage/service.ts';
 import * as s from './schemas.ts';
-import {
-  accountExists,
-  activeKeyKind,
-  deleteIspProxy,
-  insertIspProxy,
-  listAccounts,
-  updateAlerts,
-} from './repo.ts';
-import {
-  autoRefillUpdateSchema,
-  putAutoRefill,
-  type AutoRefillUpdate,
-} from '../../../../common/src/billing/auto-refill.ts';
+import { accountExists, activeKeyKind, deleteIspProxy, insertIspProxy, listAccounts, updateAlerts } from './repo.ts';
+import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '../../../../common/src/billing/auto-refill.ts';
 
 export interface AdminDeps {
   pool: Pool;
@@ -58,10 +36,7 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
   /** Answers once every API process applied the change. */
   const synced = async (result: RouteResult): Promise<RouteResult> => {
     const sync = await deps.waitForApiCaches();
-    return {
-      ...result,
-      headers: { ...result.headers, 'Proxyfleet-Cache-Sync': `${sync.synced}/${sync.total}` },
-    };
+    return { ...result, headers: { ...result.headers, 'Proxyfleet-Cache-Sync': `${sync.synced}/${sync.total}` } };
   };
   const mustExist = async (id: string) => {
     if (!(await accountExists(pool, id))) throw new AppError('ACCOUNT_NOT_FOUND');
@@ -94,21 +69,9 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       response: z.object({ accounts: z.array(s.accountSummarySchema) }),
       handler: async ({ req }) => {
         const parsed = s.listAccountsQuery.safeParse(req.query);
-        if (!parsed.success)
-          throw new AppError('VALIDATION_FAILED', {
-            detail: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
-          });
+        if (!parsed.success) throw new AppError('VALIDATION_FAILED', { detail: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
         const rows = await listAccounts(pool, parsed.data);
-        return {
-          body: {
-            accounts: rows.map((r) => ({
-              id: r.id,
-              email: r.email,
-              status: r.status,
-              createdAt: r.created_at.toISOString(),
-            })),
-          },
-        };
+        return { body: { accounts: rows.map((r) => ({ id: r.id, email: r.email, status: r.status, createdAt: r.created_at.toISOString() })) } };
       },
     }),
     defineRoute<undefined, IdParams>({
@@ -341,8 +304,7 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       status: 204,
       errors: ['ISP_PROXY_NOT_FOUND'],
       handler: async ({ params }) => {
-        if (!(await deleteIspProxy(pool, params.id, params.proxyId)))
-          throw new AppError('ISP_PROXY_NOT_FOUND');
+        if (!(await deleteIspProxy(pool, params.id, params.proxyId))) throw new AppError('ISP_PROXY_NOT_FOUND');
         return { status: 204 };
       },
     }),
