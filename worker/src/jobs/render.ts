@@ -41,7 +41,7 @@ const serverPayload = z.object({
   proxyId: z.string(),
   state: z.enum(['offline', 'error', 'recovered']),
   endpoint: z.string(),
-  detail: z.string().optional(),
+  detail: z.string().nullish(),
 });
 
 export async function renderEmail(

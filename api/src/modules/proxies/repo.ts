@@ -23,13 +23,19 @@ export interface IspProxyRow {
   expires_at: Date | null;
   created_at: Date;
   expired: boolean;
+  /** Server alerts (docs/alerts.md): the last health check; null when never checked. */
+  health_state?: 'unknown' | 'online' | 'offline' | 'error' | null;
+  health_checked_at?: Date | null;
+  health_changed_at?: Date | null;
 }
 
 export async function listIspProxies(pool: Pool, accountId: string): Promise<IspProxyRow[]> {
   const { rows } = await pool.query<IspProxyRow>(
     `SELECT id, host, port, username, password_enc, country, city, isp, status, expires_at, created_at,
-            (expires_at IS NOT NULL AND expires_at <= now()) AS expired
-       FROM isp_proxies WHERE account_id = $1 ORDER BY created_at, id`,
+            (expires_at IS NOT NULL AND expires_at <= now()) AS expired,
+            h.state AS health_state, h.checked_at AS health_checked_at, h.changed_at AS health_changed_at
+       FROM isp_proxies LEFT JOIN isp_proxy_health h ON h.proxy_id = id
+      WHERE account_id = $1 ORDER BY created_at, id`,
     [accountId],
   );
   return rows;

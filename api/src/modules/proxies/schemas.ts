@@ -72,6 +72,13 @@ export const ispProxySchema = z.object({
   status: z.enum(['active', 'suspended', 'expired']),
   expiresAt: z.string().nullable(),
   createdAt: z.string(),
+  health: z
+    .object({
+      state: z.enum(['unchecked', 'unknown', 'online', 'offline', 'error']),
+      checkedAt: z.string().nullable(),
+      since: z.string().nullable().describe('When the state last changed'),
+    })
+    .describe('Additive to the spec: the server-alert health check (docs/alerts.md); "unchecked" while server alerts are off'),
 });
 export type IspProxy = z.infer<typeof ispProxySchema>;
 

@@ -56,5 +56,10 @@ export function toIspProxy(row: IspProxyRow, credentialsKey: Buffer): IspProxy {
     status: row.status === 'active' && row.expired ? 'expired' : row.status,
     expiresAt: row.expires_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
+    health: {
+      state: row.health_state ?? 'unchecked',
+      checkedAt: row.health_checked_at?.toISOString() ?? null,
+      since: row.health_changed_at?.toISOString() ?? null,
+    },
   };
 }
