@@ -13,6 +13,7 @@ import { readProxyGateways } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
 import { startWorker } from '../worker/src/server.ts';
 import { loadDevConfig } from './config.ts';
+import { startMailSink } from './mail-sink.ts';
 
 runMain('dev', loadDevConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
@@ -38,7 +39,10 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
 
   const db = await openEntrypointDatabase('dev', { ...config, PROXYFLEET_DATA_DIR: dataDir }, runtime);
 
-  const jobs = allJobs({ config, logger, registry });
+  // No SMTP configured: a local sink keeps every email as a file (`npx proxyfleet mail list`).
+  const mailSink = config.PROXYFLEET_SMTP_URL ? undefined : await startMailSink(path.join(dataDir, 'mail'));
+  if (mailSink) process.stdout.write(`emails are kept in ${mailSink.dir} (npx proxyfleet mail list)\n`);
+  const jobs = allJobs({ config: { ...config, PROXYFLEET_SMTP_URL: config.PROXYFLEET_SMTP_URL ?? mailSink?.url }, credentialsKey, logger, registry });
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
 
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS) : [];
@@ -80,4 +84,5 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   shutdown.add({ name: 'api', run: () => api.close() });
   shutdown.add({ name: 'gateways', run: async () => void (await Promise.all(runningGateways.map((g) => g.close()))) });
   shutdown.add({ name: 'worker', run: () => worker.close() });
+  if (mailSink) shutdown.add({ name: 'mail-sink', run: () => mailSink.close() });
 });

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadCliConfig } from './config.ts';
+import { runMailCli } from './mail.ts';
 
 interface Command {
   usage: string;
@@ -142,6 +143,20 @@ export const COMMANDS: Record<string, Command> = {
       },
     }),
   },
+  'invoices list': {
+    usage: 'invoices list <accountId> [--limit <n>] [--before <number>]',
+    summary: "An account's invoices, newest first",
+    args: ['accountId'],
+    options: {
+      limit: { type: 'string', help: 'Page size, 1-100 (default 20)' },
+      before: { type: 'string', help: 'Only invoices numbered below this (nextBefore of the previous page)' },
+    },
+    request: (a, o) => {
+      const q = new URLSearchParams();
+      for (const k of ['limit', 'before']) if (typeof o[k] === 'string') q.set(k, o[k]);
+      return { method: 'GET', path: `/accounts/${a.accountId}/invoices${q.size ? `?${q}` : ''}` };
+    },
+  },
   'proxy-password reset': {
     usage: 'proxy-password reset <accountId>',
     summary: 'Issue a new proxy password',
@@ -213,6 +228,7 @@ export interface CliIo {
 /** Runs the CLI; returns the exit code. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [area, ...rest] = argv;
+  if (area === 'mail') return runMailCli(rest, io);
   if (area !== 'admin' || rest.length === 0 || rest[0] === '--help' || rest[0] === '-h' || rest[0] === 'help') {
     io[area === 'admin' || area === undefined || area === '--help' || area === '-h' ? 'out' : 'err'](helpText());
     return area === 'admin' || area === undefined || area === '--help' || area === '-h' ? 0 : 2;
