@@ -56,6 +56,8 @@ export const invoiceSchema = z.object({
   product: z.enum(PRODUCTS),
   gb: z.number(),
   bytes: z.number().int(),
+  amountCents: z.number().int().nullable().describe('Priced from PROXYFLEET_PRICES_PER_GB when issued'),
+  currency: z.string(),
   status: z.enum(['issued', 'paid', 'void']),
   issuedAt: z.string(),
 });
