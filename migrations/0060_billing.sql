@@ -208,7 +208,11 @@ BEGIN
      WHERE b.total_bytes > 0
        AND ((r.account_id IS NOT NULL AND b.total_bytes - b.used_bytes - b.leased_bytes < r.threshold_bytes
              AND NOT EXISTS (SELECT 1 FROM auto_refills x WHERE x.account_id = b.account_id
-                              AND x.idempotency_key = 'auto-refill:' || b.product || ':' || b.total_bytes))
+                              AND x.idempotency_key = 'auto-refill:' || b.product || ':' || b.total_bytes)
+             -- Capped for the month: not a candidate (else they would fill every batch).
+             AND (SELECT count(*) FROM auto_refills x WHERE x.account_id = b.account_id AND x.product = b.product
+                     AND x.status IN ('pending', 'succeeded')
+                     AND x.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') < r.max_refills_per_month)
          OR (s.account_id IS NOT NULL AND coalesce(st.armed, true)
              AND (b.total_bytes - b.used_bytes - b.leased_bytes) * 100 <= b.total_bytes * s.low_bandwidth_percent))
      ORDER BY b.account_id, b.product
