@@ -110,6 +110,7 @@ export function emailSenderJob(options: EmailSenderOptions): Job {
         registers: [options.registry],
       })
     : undefined;
+  for (const outcome of ['sent', 'retry', 'failed']) outcomes?.inc({ outcome }, 0);
   const logger = options.logger;
 
   const claim = async (pool: Pool): Promise<OutboxRow[]> => {
