@@ -292,15 +292,17 @@ async function scenario(fleet: Fleet): Promise<number> {
   const k6BasicBytes = metric(basic.summary, 'data_sent') + metric(basic.summary, 'data_received');
   const billedBasic = await prom.scalar(`sum(increase(proxyfleet_gateway_billed_bytes_total{plan="basic"}[${range}]))`, at);
 
-  // 3. No refusal the scenario did not cause.
-  const refusals = await prom.query(`sum by (plan, reason, status_class) (increase(proxyfleet_gateway_refusals_total[${range}])) > 0`, at);
-  const authFailures = await prom.query(`sum by (plan, reason) (increase(proxyfleet_gateway_auth_failures_total[${range}])) > 0`, at);
-  const apiAuthFailures = await prom.query(`sum by (reason) (increase(proxyfleet_api_auth_failures_total[${range}])) > 0`, at);
-  const exitFailures = await prom.query(`sum by (plan, reason) (increase(proxyfleet_gateway_exit_failures_total[${range}])) > 0`, at);
+  // 3. No refusal the scenario did not cause. The fleet is fresh, so any counter above zero moved
+  // during the run; max_over_time also sees a series whose first scrape already shows its final
+  // value (increase() would call that 0) and the counts of the gateway killed mid-run.
+  const refusals = await prom.query(`sum by (instance_name, plan, reason, status_class) (max_over_time(proxyfleet_gateway_refusals_total[${range}])) > 0`, at);
+  const authFailures = await prom.query(`sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_auth_failures_total[${range}])) > 0`, at);
+  const apiAuthFailures = await prom.query(`sum by (instance_name, reason) (max_over_time(proxyfleet_api_auth_failures_total[${range}])) > 0`, at);
+  const exitFailures = await prom.query(`sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_exit_failures_total[${range}])) > 0`, at);
   const unexpected = [
     ...refusals
       .filter((s) => !(s.labels.reason === 'no_bandwidth' && s.labels.plan === 'basic') && s.labels.reason !== 'wrong_password')
-      .map((s) => `refusal ${JSON.stringify(s.labels)}`),
+      .map((s) => `refusal ${JSON.stringify(s.labels)} x${s.value}`),
     ...authFailures.filter((s) => s.labels.reason !== 'wrong_password').map((s) => `gateway auth ${JSON.stringify(s.labels)}`),
     ...apiAuthFailures.filter((s) => s.labels.reason !== 'revoked').map((s) => `api auth ${JSON.stringify(s.labels)}`),
     ...exitFailures.map((s) => `exit failure ${JSON.stringify(s.labels)}`),
@@ -320,9 +322,9 @@ async function scenario(fleet: Fleet): Promise<number> {
     gwP99 <= REVOCATION_P99_MS,
     `${gatewayLatencies.length} samples, p50 ${quantile(gatewayLatencies, 0.5)} ms, p99 ${gwP99} ms, max ${Math.max(...gatewayLatencies)} ms`,
   );
-  const revokedBy = await prom.query(`sum by (instance_name) (increase(proxyfleet_api_auth_failures_total{reason="revoked"}[${range}])) > 0`, at);
+  const revokedBy = await prom.query(`sum by (instance_name) (max_over_time(proxyfleet_api_auth_failures_total{reason="revoked"}[${range}])) > 0`, at);
   judge('Prometheus: every API process refused a revoked key', revokedBy.length === 2, revokedBy.map((s) => s.labels.instance_name).join(', '));
-  const resetBy = await prom.query(`sum by (instance_name) (increase({__name__=~"proxyfleet_gateway_(auth_failures|refusals)_total", reason="wrong_password"}[${range}])) > 0`, at);
+  const resetBy = await prom.query(`sum by (instance_name) (max_over_time(proxyfleet_gateway_auth_failures_total{reason="wrong_password"}[${range}])) > 0`, at);
   judge('Prometheus: every gateway process refused the old password', resetBy.length === 4, resetBy.map((s) => s.labels.instance_name).join(', '));
 
   // 5. Sticky sessions: the same exit from all 3 gateways (direct), and k6's own check via HAProxy.

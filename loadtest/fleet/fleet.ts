@@ -116,6 +116,7 @@ ${exits}
 `;
 }
 
+// Like a Kubernetes Service, HAProxy sends traffic to a process only while its /readyz answers 200.
 function haproxyConfig(ports: FleetPorts): string {
   const servers = (list: number[], check: string) => list.map((p, i) => `    server s${i + 1} 127.0.0.1:${p} ${check}`).join('\n');
   return `global
@@ -141,6 +142,7 @@ frontend basic
 backend basic
     mode tcp
     balance roundrobin
+    option httpchk GET /readyz
 ${ports.basicGateways.map((p, i) => `    server s${i + 1} 127.0.0.1:${p} check port ${ports.gatewayHealth[i]} inter 1s fall 2 rise 1`).join('\n')}
 frontend advanced
     mode tcp
@@ -148,6 +150,7 @@ frontend advanced
     default_backend advanced
 backend advanced
     mode tcp
+    option httpchk GET /readyz
 ${ports.advancedGateways.map((p, i) => `    server s${i + 1} 127.0.0.1:${p} check port ${ports.gatewayHealth[3 + i]} inter 1s fall 2 rise 1`).join('\n')}
 `;
 }
