@@ -36,6 +36,11 @@ const SMOKE_REVOCATION_MS = 1000;
  * connection's bytes when it reads or writes them, the gateway when they are delivered).
  */
 const BILLING_TOLERANCE = 0.01;
+/**
+ * How a gateway refuses E's old password: wrong_password, or unknown_user while its credential
+ * cache drops the changed account and reads it again (fail closed, a few milliseconds).
+ */
+const OLD_PASSWORD_REASONS = ['wrong_password', 'unknown_user'];
 
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const resultsDir = path.join(REPO_ROOT, 'loadtest/results', `${smoke ? 'smoke-' : ''}${stamp}`);
@@ -345,13 +350,23 @@ async function scenario(fleet: Fleet): Promise<number> {
   const exitFailures = await prom.query(`sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_exit_failures_total[${range}])) > 0`, at);
   const unexpected = [
     ...refusals
-      .filter((s) => !(s.labels.reason === 'no_bandwidth' && s.labels.plan === 'basic') && s.labels.reason !== 'wrong_password')
+      .filter((s) => !(s.labels.reason === 'no_bandwidth' && s.labels.plan === 'basic') && !OLD_PASSWORD_REASONS.includes(s.labels.reason ?? ''))
       .map((s) => `refusal ${JSON.stringify(s.labels)} x${s.value}`),
-    ...authFailures.filter((s) => s.labels.reason !== 'wrong_password').map((s) => `gateway auth ${JSON.stringify(s.labels)}`),
+  ];
+  // When each unexpected refusal first appeared, in seconds after k6 started (for the diagnosis).
+  for (const s of refusals.filter((x) => x.labels.reason !== 'no_bandwidth' && !OLD_PASSWORD_REASONS.includes(x.labels.reason ?? ''))) {
+    const selector = Object.entries(s.labels)
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(',');
+    const first = await prom.scalar(`min_over_time(timestamp(proxyfleet_gateway_refusals_total{${selector}} > 0)[${range}:1s])`, at);
+    unexpected.push(`(${s.labels.reason} on ${s.labels.instance_name} first seen ${(first - runStart).toFixed(1)} s after k6 started; SIGKILL at ${profile.killAt} s)`);
+  }
+  unexpected.push(
+    ...authFailures.filter((s) => !OLD_PASSWORD_REASONS.includes(s.labels.reason ?? '')).map((s) => `gateway auth ${JSON.stringify(s.labels)}`),
     ...apiAuthFailures.filter((s) => s.labels.reason !== 'revoked').map((s) => `api auth ${JSON.stringify(s.labels)}`),
     ...exitFailures.map((s) => `exit failure ${JSON.stringify(s.labels)}`),
-  ];
-  judge('no refusal the scenario did not cause', unexpected.length === 0, unexpected.length ? unexpected.join('; ') : 'only no_bandwidth (B), wrong_password (E) and revoked (D)');
+  );
+  judge('no refusal the scenario did not cause', unexpected.length === 0, unexpected.length ? unexpected.join('; ') : 'only no_bandwidth (B), wrong_password or unknown_user (E) and revoked (D)');
 
   // 4. Revocation seen by every process.
   const apiP99 = quantile(apiLatencies, 0.99);
@@ -370,7 +385,7 @@ async function scenario(fleet: Fleet): Promise<number> {
   );
   const revokedBy = await prom.query(`sum by (instance_name) (max_over_time(proxyfleet_api_auth_failures_total{reason="revoked"}[${range}])) > 0`, at);
   judge('Prometheus: every API process refused a revoked key', revokedBy.length === 2, revokedBy.map((s) => s.labels.instance_name).join(', '));
-  const resetBy = await prom.query(`sum by (instance_name) (max_over_time(proxyfleet_gateway_auth_failures_total{reason="wrong_password"}[${range}])) > 0`, at);
+  const resetBy = await prom.query(`sum by (instance_name) (max_over_time(proxyfleet_gateway_auth_failures_total{reason=~"${OLD_PASSWORD_REASONS.join('|')}"}[${range}])) > 0`, at);
   judge('Prometheus: every gateway process refused the old password', resetBy.length === 4, resetBy.map((s) => s.labels.instance_name).join(', '));
 
   // 5. Sticky sessions: the same exit from all 3 gateways (direct), and k6's own check via HAProxy.
