@@ -19,8 +19,8 @@ import { Prometheus } from './prom.ts';
 const { values: args } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } } });
 const smoke = args.smoke;
 const profile = smoke
-  ? { duration: 30, scale: 2, size: 16_384, budgetB: 12_000_000, exhaustStart: 8, killAt: 12, revocations: 5 }
-  : { duration: 180, scale: 6, size: 65_536, budgetB: 150_000_000, exhaustStart: 40, killAt: 60, revocations: 30 };
+  ? { duration: 30, scale: 2, size: 16_384, budgetB: 20_000_000, exhaustStart: 8, killAt: 12, revocations: 5 }
+  : { duration: 120, scale: 4, size: 65_536, budgetB: 150_000_000, exhaustStart: 45, killAt: 50, revocations: 30 };
 /** Per open connection and per pod (docs/adr/0020-bandwidth-leases-and-overspend-bound.md). */
 const PER_POD_BYTES = 256 * 1024;
 const PER_CONNECTION_BYTES = 352 * 1024;
@@ -135,6 +135,48 @@ const quantile = (xs: number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 };
 
+// --- what the run cost PostgreSQL (docs/scaling.md) -------------------------------------------
+interface DbSnapshot {
+  at: number;
+  commits: number;
+  changes: number;
+  flushes: Record<string, number>;
+  leases: Record<string, number>;
+}
+async function dbSnapshot(url: string): Promise<DbSnapshot> {
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  try {
+    const one = async (sql: string) => Number((await db.query<{ v: string }>(sql)).rows[0]?.v ?? 0);
+    const byGateway = async (table: string) =>
+      Object.fromEntries(
+        (await db.query<{ g: string; n: string }>(`SELECT gateway_id AS g, count(*)::text AS n FROM ${table} GROUP BY gateway_id`)).rows.map((r) => [r.g, Number(r.n)]),
+      );
+    return {
+      at: Date.now() / 1000,
+      commits: await one('SELECT xact_commit::text AS v FROM pg_stat_database WHERE datname = current_database()'),
+      changes: await one('SELECT count(*)::text AS v FROM change_log'),
+      flushes: await byGateway('usage_batches'),
+      leases: await byGateway('bandwidth_leases'),
+    };
+  } finally {
+    await db.end();
+  }
+}
+async function connectionsByApplication(url: string): Promise<Record<string, number>> {
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ app: string; n: string }>(
+      `SELECT regexp_replace(application_name, '-[0-9]+$', '') AS app, count(*)::text AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name LIKE 'proxyfleet-%' GROUP BY 1 ORDER BY 1`,
+    );
+    return Object.fromEntries(rows.map((r) => [r.app, Number(r.n)]));
+  } finally {
+    await db.end();
+  }
+}
+
 // --- k6 -----------------------------------------------------------------------------------------
 const summarySchema = z.object({
   metrics: z.record(z.string(), z.object({ values: z.record(z.string(), z.number()), thresholds: z.record(z.string(), z.object({ ok: z.boolean() })).optional() })),
@@ -235,6 +277,7 @@ async function scenario(fleet: Fleet): Promise<number> {
   const allKnownMs = Date.now() - created;
   say(`customers A-E created; every gateway accepts them ${allKnownMs} ms later`);
 
+  const before = await dbSnapshot(fleet.databaseUrl);
   const runStart = Date.now() / 1000;
   const common = { DURATION: String(profile.duration), SCALE: String(profile.scale), SIZE: String(profile.size), ORIGIN_HTTP: originHttp, ORIGIN_HTTPS: originHttps };
   const basicRun = runK6(
@@ -313,7 +356,9 @@ async function scenario(fleet: Fleet): Promise<number> {
     say(`gateway-basic-3 restarted and ready ${Date.now() - killedAt} ms after the kill`);
     return Date.now() - killedAt;
   })();
-  const [basic, advanced, , restartMs] = await Promise.all([basicRun, advancedRun, revocations, killer]);
+  const connectionsPromise = sleep(profile.duration * 500).then(() => connectionsByApplication(fleet.databaseUrl));
+  const [basic, advanced, , restartMs, connections] = await Promise.all([basicRun, advancedRun, revocations, killer, connectionsPromise]);
+  const after = await dbSnapshot(fleet.databaseUrl);
   const runEnd = Date.now() / 1000;
   say(`k6 done (basic exit ${basic.code}, advanced exit ${advanced.code}); waiting for the last flushes and scrapes`);
   await sleep(6000);
@@ -366,7 +411,18 @@ async function scenario(fleet: Fleet): Promise<number> {
     ...apiAuthFailures.filter((s) => s.labels.reason !== 'revoked').map((s) => `api auth ${JSON.stringify(s.labels)}`),
     ...exitFailures.map((s) => `exit failure ${JSON.stringify(s.labels)}`),
   );
-  judge('no refusal the scenario did not cause', unexpected.length === 0, unexpected.length ? unexpected.join('; ') : 'only no_bandwidth (B), wrong_password or unknown_user (E) and revoked (D)');
+  // In the smoke, on a busy CI machine, a handful (under 0.5 % of requests) is a warning: the full
+  // run tolerates none.
+  const unexpectedCount = refusals
+    .filter((x) => x.labels.reason !== 'no_bandwidth' && !OLD_PASSWORD_REASONS.includes(x.labels.reason ?? ''))
+    .reduce((n, x) => n + x.value, 0);
+  const requests = metric(basic.summary, 'http_reqs') + metric(advanced.summary, 'http_reqs');
+  judge(
+    'no refusal the scenario did not cause',
+    unexpected.length === 0,
+    unexpected.length ? `${unexpectedCount} of ${requests} requests: ${unexpected.join('; ')}` : 'only no_bandwidth (B), wrong_password or unknown_user (E) and revoked (D)',
+    smoke && unexpectedCount <= 0.005 * requests && exitFailures.length === 0 && authFailures.every((x) => OLD_PASSWORD_REASONS.includes(x.labels.reason ?? '')),
+  );
 
   // 4. Revocation seen by every process.
   const apiP99 = quantile(apiLatencies, 0.99);
@@ -460,6 +516,23 @@ async function scenario(fleet: Fleet): Promise<number> {
     smoke,
   );
 
+  // What the run cost the database, per gateway process (docs/scaling.md uses these).
+  const seconds = after.at - before.at;
+  const perGateway = (a: Record<string, number>, b: Record<string, number>) =>
+    Object.fromEntries(Object.keys(a).sort().map((g) => [g, Number((((a[g] ?? 0) - (b[g] ?? 0)) / seconds).toFixed(2))]));
+  const cost = {
+    seconds: Number(seconds.toFixed(1)),
+    transactionsPerSecond: Number(((after.commits - before.commits) / seconds).toFixed(1)),
+    flushesPerSecondPerGateway: perGateway(after.flushes, before.flushes),
+    leasesPerSecondPerGateway: perGateway(after.leases, before.leases),
+    changesPerSecond: Number(((after.changes - before.changes) / seconds).toFixed(2)),
+    listeners: Object.entries(connections).filter(([app]) => app.endsWith('-listen')).reduce((n, [, c]) => n + c, 0),
+    connections,
+    gatewayRequestsPerSecond: Number((metric(basic.summary, 'http_reqs') / profile.duration).toFixed(1)),
+  };
+  await writeFile(path.join(resultsDir, 'database-cost.json'), JSON.stringify(cost, null, 2));
+  say(`database cost: ${JSON.stringify(cost)}`);
+
   const rows = [
     ['bytes billed, advanced (Prometheus)', billedAdvanced],
     ['bytes k6 moved, advanced', k6Advanced],
@@ -473,6 +546,11 @@ async function scenario(fleet: Fleet): Promise<number> {
     ['gateway-basic-3 SIGKILL to ready again, ms', restartMs],
     ['new customers accepted by every gateway after, ms', allKnownMs],
     ['B overspend bytes (k6 moved - bought)', servedB - (balance?.total ?? 0)],
+    ['database transactions/s (whole fleet)', cost.transactionsPerSecond],
+    ['usage flushes/s per gateway', JSON.stringify(cost.flushesPerSecondPerGateway)],
+    ['lease grants/s per gateway', JSON.stringify(cost.leasesPerSecondPerGateway)],
+    ['change_log rows/s (NOTIFY) x listeners', `${cost.changesPerSecond} x ${cost.listeners}`],
+    ['database connections mid-run by process kind', JSON.stringify(cost.connections)],
   ] as const;
   return finish(rows.map(([k, v]) => [k, String(v)]));
 }
