@@ -488,7 +488,7 @@ async function scenario(fleet: Fleet): Promise<number> {
   judge(
     'overspend within the documented bound after the SIGKILL',
     balance !== undefined && servedB <= balance.total + bound && balance.used <= balance.total + bound && got402 > 0,
-    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}; bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 352 KiB)); ${got402} answers 402`,
+    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased}; bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 352 KiB)); ${got402} answers 402`,
   );
 
   // 7. Every dashboard panel's query returns data during the run.
