@@ -5,7 +5,9 @@ const vectorResponse = z.object({
   status: z.literal('success'),
   data: z.object({
     resultType: z.string(),
-    result: z.array(z.object({ metric: z.record(z.string(), z.string()), value: z.tuple([z.number(), z.string()]) })),
+    result: z.array(
+      z.object({ metric: z.record(z.string(), z.string()), value: z.tuple([z.number(), z.string()]) }),
+    ),
   }),
 });
 export type Sample = { labels: Record<string, string>; value: number };
@@ -20,7 +22,9 @@ export class Prometheus {
   async query(expr: string, time?: number): Promise<Sample[]> {
     const params = new URLSearchParams({ query: expr });
     if (time !== undefined) params.set('time', String(time));
-    const res = await fetch(`${this.url}/api/v1/query?${params.toString()}`, { signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${this.url}/api/v1/query?${params.toString()}`, {
+      signal: AbortSignal.timeout(10_000),
+    });
     const body: unknown = await res.json();
     if (!res.ok) throw new Error(`Prometheus ${res.status} for ${expr}: ${JSON.stringify(body)}`);
     const parsed = vectorResponse.parse(body);

@@ -16,11 +16,21 @@ import { z } from 'zod';
 import { REPO_ROOT, removeDir, startFleet, type Fleet } from './fleet/fleet.ts';
 import { Prometheus } from './prom.ts';
 
-const { values: args } = parseArgs({ options: { smoke: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } } });
+const { values: args } = parseArgs({
+  options: { smoke: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } },
+});
 const smoke = args.smoke;
 const profile = smoke
   ? { duration: 30, scale: 2, size: 16_384, budgetB: 20_000_000, exhaustStart: 8, killAt: 12, revocations: 5 }
-  : { duration: 120, scale: 4, size: 65_536, budgetB: 150_000_000, exhaustStart: 45, killAt: 50, revocations: 30 };
+  : {
+      duration: 120,
+      scale: 4,
+      size: 65_536,
+      budgetB: 150_000_000,
+      exhaustStart: 45,
+      killAt: 50,
+      revocations: 30,
+    };
 /** Per open connection and per pod (docs/adr/0020-bandwidth-leases-and-overspend-bound.md). */
 const PER_POD_BYTES = 256 * 1024;
 const PER_CONNECTION_BYTES = 352 * 1024;
@@ -46,7 +56,8 @@ const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const resultsDir = path.join(REPO_ROOT, 'loadtest/results', `${smoke ? 'smoke-' : ''}${stamp}`);
 const toolsBin = process.env.PROXYFLEET_TOOLS_BIN ?? path.join(os.homedir(), '.cache/proxyfleet/tools/bin');
 const k6 = process.env.K6 ?? path.join(toolsBin, 'k6');
-const say = (line: string) => process.stdout.write(`[loadtest ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
+const say = (line: string) =>
+  process.stdout.write(`[loadtest ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
 const startedAt = Date.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,7 +75,12 @@ const judge = (name: string, ok: boolean, detail: string, soft = false) => {
 };
 
 // --- the admin API -------------------------------------------------------------------------
-const accountSchema = z.object({ id: z.string(), apiKey: z.string(), proxyUsername: z.string(), proxyPassword: z.string() });
+const accountSchema = z.object({
+  id: z.string(),
+  apiKey: z.string(),
+  proxyUsername: z.string(),
+  proxyPassword: z.string(),
+});
 const keySchema = z.object({ id: z.string(), apiKey: z.string() });
 const passwordSchema = z.object({ proxyUsername: z.string(), proxyPassword: z.string() });
 type Account = z.infer<typeof accountSchema>;
@@ -82,7 +98,9 @@ async function admin(fleet: Fleet, method: string, route: string, body?: unknown
 }
 
 async function customer(fleet: Fleet, name: string, purchases: Record<string, number>): Promise<Account> {
-  const account = accountSchema.parse(await admin(fleet, 'POST', '/admin/v1/accounts', { email: `${name}-${stamp}@loadtest.example` }));
+  const account = accountSchema.parse(
+    await admin(fleet, 'POST', '/admin/v1/accounts', { email: `${name}-${stamp}@loadtest.example` }),
+  );
   for (const [product, bytes] of Object.entries(purchases)) {
     await admin(fleet, 'POST', `/admin/v1/accounts/${account.id}/purchases`, { product, gb: bytes / 1e9 });
   }
@@ -91,13 +109,20 @@ async function customer(fleet: Fleet, name: string, purchases: Record<string, nu
 
 // --- probes that measure revocation on each process ------------------------------------------
 async function apiStatus(port: number, key: string): Promise<number> {
-  const res = await fetch(`http://127.0.0.1:${port}/api/v1/usage`, { headers: { 'x-api-key': key }, signal: AbortSignal.timeout(5000) });
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/usage`, {
+    headers: { 'x-api-key': key },
+    signal: AbortSignal.timeout(5000),
+  });
   await res.arrayBuffer();
   return res.status;
 }
 
 /** One plain request through one gateway process on a fresh connection: its status and bytes. */
-function gatewayRequest(port: number, credentials: string, target: string): Promise<{ status: number; bytes: number }> {
+function gatewayRequest(
+  port: number,
+  credentials: string,
+  target: string,
+): Promise<{ status: number; bytes: number }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -121,7 +146,11 @@ function gatewayRequest(port: number, credentials: string, target: string): Prom
  * Time from `since` until the sending of the first probe that is answered `refused` (polling, at
  * most 3 s): every request sent that long after the change is refused.
  */
-async function timeUntilRefused(since: number, probe: () => Promise<number>, refused: number): Promise<number> {
+async function timeUntilRefused(
+  since: number,
+  probe: () => Promise<number>,
+  refused: number,
+): Promise<number> {
   while (Date.now() - since < 3000) {
     const sent = Date.now();
     if ((await probe()) === refused) return sent - since;
@@ -150,11 +179,17 @@ async function dbSnapshot(url: string): Promise<DbSnapshot> {
     const one = async (sql: string) => Number((await db.query<{ v: string }>(sql)).rows[0]?.v ?? 0);
     const byGateway = async (table: string) =>
       Object.fromEntries(
-        (await db.query<{ g: string; n: string }>(`SELECT gateway_id AS g, count(*)::text AS n FROM ${table} GROUP BY gateway_id`)).rows.map((r) => [r.g, Number(r.n)]),
+        (
+          await db.query<{ g: string; n: string }>(
+            `SELECT gateway_id AS g, count(*)::text AS n FROM ${table} GROUP BY gateway_id`,
+          )
+        ).rows.map((r) => [r.g, Number(r.n)]),
       );
     return {
       at: Date.now() / 1000,
-      commits: await one('SELECT xact_commit::text AS v FROM pg_stat_database WHERE datname = current_database()'),
+      commits: await one(
+        'SELECT xact_commit::text AS v FROM pg_stat_database WHERE datname = current_database()',
+      ),
       changes: await one('SELECT count(*)::text AS v FROM change_log'),
       flushes: await byGateway('usage_batches'),
       leases: await byGateway('bandwidth_leases'),
@@ -179,17 +214,33 @@ async function connectionsByApplication(url: string): Promise<Record<string, num
 
 // --- k6 -----------------------------------------------------------------------------------------
 const summarySchema = z.object({
-  metrics: z.record(z.string(), z.object({ values: z.record(z.string(), z.number()), thresholds: z.record(z.string(), z.object({ ok: z.boolean() })).optional() })),
+  metrics: z.record(
+    z.string(),
+    z.object({
+      values: z.record(z.string(), z.number()),
+      thresholds: z.record(z.string(), z.object({ ok: z.boolean() })).optional(),
+    }),
+  ),
 });
 type Summary = z.infer<typeof summarySchema>;
 const metric = (s: Summary, name: string, value = 'count') => s.metrics[name]?.values[value] ?? 0;
 
-function runK6(script: string, env: Record<string, string>, name: string): Promise<{ code: number; summary: Summary | undefined }> {
+function runK6(
+  script: string,
+  env: Record<string, string>,
+  name: string,
+): Promise<{ code: number; summary: Summary | undefined }> {
   const summaryPath = path.join(resultsDir, `k6-${name}.json`);
   return new Promise((resolve, reject) => {
     const child = spawn(k6, ['run', '--quiet', '--no-color', path.join(REPO_ROOT, 'loadtest/k6', script)], {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, K6_NO_USAGE_REPORT: 'true', SUMMARY: summaryPath, ...env },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        K6_NO_USAGE_REPORT: 'true',
+        SUMMARY: summaryPath,
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];
@@ -199,7 +250,9 @@ function runK6(script: string, env: Record<string, string>, name: string): Promi
     child.on('exit', (code) => {
       void (async () => {
         await writeFile(path.join(resultsDir, `k6-${name}.log`), Buffer.concat(out));
-        const summary = existsSync(summaryPath) ? summarySchema.parse(JSON.parse(await readFile(summaryPath, 'utf8'))) : undefined;
+        const summary = existsSync(summaryPath)
+          ? summarySchema.parse(JSON.parse(await readFile(summaryPath, 'utf8')))
+          : undefined;
         resolve({ code: code ?? -1, summary });
       })().catch(reject);
     });
@@ -208,12 +261,18 @@ function runK6(script: string, env: Record<string, string>, name: string): Promi
 
 // --- the run ----------------------------------------------------------------------------------
 async function main(): Promise<number> {
-  if (!existsSync(k6)) throw new Error(`k6 not found at ${k6}: bash scripts/install-tools.sh builds it (or set K6)`);
+  if (!existsSync(k6))
+    throw new Error(`k6 not found at ${k6}: bash scripts/install-tools.sh builds it (or set K6)`);
   await mkdir(resultsDir, { recursive: true });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'proxyfleet-loadtest-'));
   const basePort = Number(process.env.FLEET_BASE_PORT ?? 18100);
   say(`${smoke ? 'smoke' : 'full'} run, results in ${path.relative(REPO_ROOT, resultsDir)}`);
-  const fleet = await startFleet({ basePort, databaseUrl: process.env.DATABASE_URL || undefined, dir, onStep: say });
+  const fleet = await startFleet({
+    basePort,
+    databaseUrl: process.env.DATABASE_URL || undefined,
+    dir,
+    onStep: say,
+  });
   const stopOnSignal = () => void fleet.stop().then(() => process.exit(130));
   process.once('SIGINT', stopOnSignal);
   process.once('SIGTERM', stopOnSignal);
@@ -240,36 +299,54 @@ async function scenario(fleet: Fleet): Promise<number> {
   const C = await customer(fleet, 'c', { advanced: 50e9 });
   const D = await customer(fleet, 'd', {});
   const E = await customer(fleet, 'e', { basic: 1e9, advanced: 1e9 });
-  const dKey = keySchema.parse(await admin(fleet, 'POST', `/admin/v1/accounts/${D.id}/keys`, { name: 'k6-polled' }));
+  const dKey = keySchema.parse(
+    await admin(fleet, 'POST', `/admin/v1/accounts/${D.id}/keys`, { name: 'k6-polled' }),
+  );
   // An admin change answers once every API process applied it; gateways learn it through the
   // change feed a moment later. Start the traffic once every gateway has applied the newest change
   // (its /readyz cacheVersion), then check that each accepts each customer at once.
   const created = Date.now();
   const versionDb = new pg.Client({ connectionString: fleet.databaseUrl });
   await versionDb.connect();
-  const newest = Number((await versionDb.query<{ v: string }>('SELECT coalesce(max(id), 0)::text AS v FROM change_log')).rows[0]?.v ?? 0);
+  const newest = Number(
+    (await versionDb.query<{ v: string }>('SELECT coalesce(max(id), 0)::text AS v FROM change_log')).rows[0]
+      ?.v ?? 0,
+  );
   await versionDb.end();
   for (const health of p.gatewayHealth) {
     for (;;) {
       const res = await fetch(`http://127.0.0.1:${health}/readyz`, { signal: AbortSignal.timeout(5000) });
-      const report = z.object({ info: z.object({ cacheVersion: z.number().optional() }).optional() }).parse(await res.json());
+      const report = z
+        .object({ info: z.object({ cacheVersion: z.number().optional() }).optional() })
+        .parse(await res.json());
       if ((report.info?.cacheVersion ?? 0) >= newest) break;
-      if (Date.now() - created > 10_000) throw new Error(`the gateway with health port ${health} has not applied change ${newest} after 10 s`);
+      if (Date.now() - created > 10_000)
+        throw new Error(`the gateway with health port ${health} has not applied change ${newest} after 10 s`);
       await sleep(10);
     }
   }
   /** Bytes this runner moved through the advanced gateway itself (billed too). */
   let advancedProbeBytes = 0;
-  for (const [who, plan] of [[A, 'basic'], [B, 'basic'], [C, 'advanced'], [E, 'basic'], [E, 'advanced']] as const) {
+  for (const [who, plan] of [
+    [A, 'basic'],
+    [B, 'basic'],
+    [C, 'advanced'],
+    [E, 'basic'],
+    [E, 'advanced'],
+  ] as const) {
     for (const port of plan === 'basic' ? p.basicGateways : p.advancedGateways) {
-      const cred = plan === 'basic' ? `${who.proxyUsername}:${who.proxyPassword}_country-us` : `${who.proxyUsername}:${who.proxyPassword}`;
+      const cred =
+        plan === 'basic'
+          ? `${who.proxyUsername}:${who.proxyPassword}_country-us`
+          : `${who.proxyUsername}:${who.proxyPassword}`;
       for (;;) {
         const r = await gatewayRequest(port, cred, `${originHttp}/bytes/0`);
         if (r.status === 200) {
           if (plan === 'advanced') advancedProbeBytes += r.bytes;
           break;
         }
-        if (Date.now() - created > 10_000) throw new Error(`a new customer is still refused by the gateway on ${port} after 10 s`);
+        if (Date.now() - created > 10_000)
+          throw new Error(`a new customer is still refused by the gateway on ${port} after 10 s`);
         await sleep(20);
       }
     }
@@ -279,7 +356,13 @@ async function scenario(fleet: Fleet): Promise<number> {
 
   const before = await dbSnapshot(fleet.databaseUrl);
   const runStart = Date.now() / 1000;
-  const common = { DURATION: String(profile.duration), SCALE: String(profile.scale), SIZE: String(profile.size), ORIGIN_HTTP: originHttp, ORIGIN_HTTPS: originHttps };
+  const common = {
+    DURATION: String(profile.duration),
+    SCALE: String(profile.scale),
+    SIZE: String(profile.size),
+    ORIGIN_HTTP: originHttp,
+    ORIGIN_HTTPS: originHttps,
+  };
   const basicRun = runK6(
     'fleet-basic.js',
     {
@@ -298,7 +381,11 @@ async function scenario(fleet: Fleet): Promise<number> {
     'basic',
   );
   const advancedProxy = `http://${encodeURIComponent(C.proxyUsername)}:${encodeURIComponent(C.proxyPassword)}@127.0.0.1:${p.advanced}`;
-  const advancedRun = runK6('fleet-advanced.js', { ...common, HTTP_PROXY: advancedProxy, HTTPS_PROXY: advancedProxy }, 'advanced');
+  const advancedRun = runK6(
+    'fleet-advanced.js',
+    { ...common, HTTP_PROXY: advancedProxy, HTTPS_PROXY: advancedProxy },
+    'advanced',
+  );
   say(`k6 started (${profile.duration} s, ${profile.scale} VUs per scenario)`);
 
   // Mid-run: revocations, then the SIGKILL.
@@ -309,24 +396,41 @@ async function scenario(fleet: Fleet): Promise<number> {
   const apiLatencies: number[] = [];
   const gatewayLatencies: number[] = [];
   let ePassword = E.proxyPassword;
-  const gatewayPorts = [...p.basicGateways.map((port) => ({ port, plan: 'basic' })), ...p.advancedGateways.map((port) => ({ port, plan: 'advanced' }))];
-  const credentials = (plan: string, password: string) => (plan === 'basic' ? `${E.proxyUsername}:${password}_country-us` : `${E.proxyUsername}:${password}`);
+  const gatewayPorts = [
+    ...p.basicGateways.map((port) => ({ port, plan: 'basic' })),
+    ...p.advancedGateways.map((port) => ({ port, plan: 'advanced' })),
+  ];
+  const credentials = (plan: string, password: string) =>
+    plan === 'basic' ? `${E.proxyUsername}:${password}_country-us` : `${E.proxyUsername}:${password}`;
   const revocationRounds = async () => {
     for (let round = 0; round < profile.revocations; round++) {
-      const key = keySchema.parse(await admin(fleet, 'POST', `/admin/v1/accounts/${D.id}/keys`, { name: `probe-${round}` }));
-      for (const port of p.apis) if ((await apiStatus(port, key.apiKey)) !== 200) throw new Error(`a new key is refused by the API on ${port}`);
+      const key = keySchema.parse(
+        await admin(fleet, 'POST', `/admin/v1/accounts/${D.id}/keys`, { name: `probe-${round}` }),
+      );
+      for (const port of p.apis)
+        if ((await apiStatus(port, key.apiKey)) !== 200)
+          throw new Error(`a new key is refused by the API on ${port}`);
       await admin(fleet, 'DELETE', `/admin/v1/accounts/${D.id}/keys/${key.id}`);
       const since = Date.now();
-      apiLatencies.push(...(await Promise.all(p.apis.map((port) => timeUntilRefused(since, () => apiStatus(port, key.apiKey), 401)))));
+      apiLatencies.push(
+        ...(await Promise.all(
+          p.apis.map((port) => timeUntilRefused(since, () => apiStatus(port, key.apiKey), 401)),
+        )),
+      );
 
       // The proxy password works on every gateway, then is reset: how soon does each refuse it?
       for (const g of gatewayPorts) {
         const r = await gatewayRequest(g.port, credentials(g.plan, ePassword), `${originHttp}/bytes/100`);
-        if (r.status !== 200) throw new Error(`E's password is refused (${r.status}) by the gateway on ${g.port} before its reset`);
+        if (r.status !== 200)
+          throw new Error(
+            `E's password is refused (${r.status}) by the gateway on ${g.port} before its reset`,
+          );
         if (g.plan === 'advanced') advancedProbeBytes += r.bytes;
       }
       const old = ePassword;
-      ePassword = passwordSchema.parse(await admin(fleet, 'POST', `/admin/v1/accounts/${E.id}/proxy-password/reset`)).proxyPassword;
+      ePassword = passwordSchema.parse(
+        await admin(fleet, 'POST', `/admin/v1/accounts/${E.id}/proxy-password/reset`),
+      ).proxyPassword;
       const reset = Date.now();
       gatewayLatencies.push(
         ...(await Promise.all(
@@ -356,17 +460,31 @@ async function scenario(fleet: Fleet): Promise<number> {
     say(`gateway-basic-3 restarted and ready ${Date.now() - killedAt} ms after the kill`);
     return Date.now() - killedAt;
   })();
-  const connectionsPromise = sleep(profile.duration * 500).then(() => connectionsByApplication(fleet.databaseUrl));
-  const [basic, advanced, , restartMs, connections] = await Promise.all([basicRun, advancedRun, revocations, killer, connectionsPromise]);
+  const connectionsPromise = sleep(profile.duration * 500).then(() =>
+    connectionsByApplication(fleet.databaseUrl),
+  );
+  const [basic, advanced, , restartMs, connections] = await Promise.all([
+    basicRun,
+    advancedRun,
+    revocations,
+    killer,
+    connectionsPromise,
+  ]);
   const after = await dbSnapshot(fleet.databaseUrl);
   const runEnd = Date.now() / 1000;
-  say(`k6 done (basic exit ${basic.code}, advanced exit ${advanced.code}); waiting for the last flushes and scrapes`);
+  say(
+    `k6 done (basic exit ${basic.code}, advanced exit ${advanced.code}); waiting for the last flushes and scrapes`,
+  );
   await sleep(6000);
   const at = Date.now() / 1000;
   const range = `${Math.ceil(at - runStart) + 5}s`;
 
   // 1. k6 thresholds.
-  judge('k6 thresholds (basic: keep-alive, sticky, CONNECT, API, revoked key, exhaustion)', basic.code === 0, `k6 exit ${basic.code}`);
+  judge(
+    'k6 thresholds (basic: keep-alive, sticky, CONNECT, API, revoked key, exhaustion)',
+    basic.code === 0,
+    `k6 exit ${basic.code}`,
+  );
   judge('k6 thresholds (advanced: plain and TLS)', advanced.code === 0, `k6 exit ${advanced.code}`);
   if (!basic.summary || !advanced.summary) {
     judge('k6 summaries written', false, 'a k6 summary is missing');
@@ -384,44 +502,81 @@ async function scenario(fleet: Fleet): Promise<number> {
     `billed ${billedAdvanced}, k6 ${k6Advanced} + probes ${advancedProbeBytes} = ${expected} (${(diff * 100).toFixed(3)} %, tolerance ${BILLING_TOLERANCE * 100} %)`,
   );
   const k6BasicBytes = metric(basic.summary, 'data_sent') + metric(basic.summary, 'data_received');
-  const billedBasic = await prom.scalar(`sum(increase(proxyfleet_gateway_billed_bytes_total{plan="basic"}[${range}]))`, at);
+  const billedBasic = await prom.scalar(
+    `sum(increase(proxyfleet_gateway_billed_bytes_total{plan="basic"}[${range}]))`,
+    at,
+  );
 
   // 3. No refusal the scenario did not cause. The fleet is fresh, so any counter above zero moved
   // during the run; max_over_time also sees a series whose first scrape already shows its final
   // value (increase() would call that 0) and the counts of the gateway killed mid-run.
-  const refusals = await prom.query(`sum by (instance_name, plan, reason, status_class) (max_over_time(proxyfleet_gateway_refusals_total[${range}])) > 0`, at);
-  const authFailures = await prom.query(`sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_auth_failures_total[${range}])) > 0`, at);
-  const apiAuthFailures = await prom.query(`sum by (instance_name, reason) (max_over_time(proxyfleet_api_auth_failures_total[${range}])) > 0`, at);
-  const exitFailures = await prom.query(`sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_exit_failures_total[${range}])) > 0`, at);
+  const refusals = await prom.query(
+    `sum by (instance_name, plan, reason, status_class) (max_over_time(proxyfleet_gateway_refusals_total[${range}])) > 0`,
+    at,
+  );
+  const authFailures = await prom.query(
+    `sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_auth_failures_total[${range}])) > 0`,
+    at,
+  );
+  const apiAuthFailures = await prom.query(
+    `sum by (instance_name, reason) (max_over_time(proxyfleet_api_auth_failures_total[${range}])) > 0`,
+    at,
+  );
+  const exitFailures = await prom.query(
+    `sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_exit_failures_total[${range}])) > 0`,
+    at,
+  );
   const unexpected = [
     ...refusals
-      .filter((s) => !(s.labels.reason === 'no_bandwidth' && s.labels.plan === 'basic') && !OLD_PASSWORD_REASONS.includes(s.labels.reason ?? ''))
+      .filter(
+        (s) =>
+          !(s.labels.reason === 'no_bandwidth' && s.labels.plan === 'basic') &&
+          !OLD_PASSWORD_REASONS.includes(s.labels.reason ?? ''),
+      )
       .map((s) => `refusal ${JSON.stringify(s.labels)} x${s.value}`),
   ];
   // When each unexpected refusal first appeared, in seconds after k6 started (for the diagnosis).
-  for (const s of refusals.filter((x) => x.labels.reason !== 'no_bandwidth' && !OLD_PASSWORD_REASONS.includes(x.labels.reason ?? ''))) {
+  for (const s of refusals.filter(
+    (x) => x.labels.reason !== 'no_bandwidth' && !OLD_PASSWORD_REASONS.includes(x.labels.reason ?? ''),
+  )) {
     const selector = Object.entries(s.labels)
       .map(([k, v]) => `${k}="${v}"`)
       .join(',');
-    const first = await prom.scalar(`min_over_time(timestamp(proxyfleet_gateway_refusals_total{${selector}} > 0)[${range}:1s])`, at);
-    unexpected.push(`(${s.labels.reason} on ${s.labels.instance_name} first seen ${(first - runStart).toFixed(1)} s after k6 started; SIGKILL at ${profile.killAt} s)`);
+    const first = await prom.scalar(
+      `min_over_time(timestamp(proxyfleet_gateway_refusals_total{${selector}} > 0)[${range}:1s])`,
+      at,
+    );
+    unexpected.push(
+      `(${s.labels.reason} on ${s.labels.instance_name} first seen ${(first - runStart).toFixed(1)} s after k6 started; SIGKILL at ${profile.killAt} s)`,
+    );
   }
   unexpected.push(
-    ...authFailures.filter((s) => !OLD_PASSWORD_REASONS.includes(s.labels.reason ?? '')).map((s) => `gateway auth ${JSON.stringify(s.labels)}`),
-    ...apiAuthFailures.filter((s) => s.labels.reason !== 'revoked').map((s) => `api auth ${JSON.stringify(s.labels)}`),
+    ...authFailures
+      .filter((s) => !OLD_PASSWORD_REASONS.includes(s.labels.reason ?? ''))
+      .map((s) => `gateway auth ${JSON.stringify(s.labels)}`),
+    ...apiAuthFailures
+      .filter((s) => s.labels.reason !== 'revoked')
+      .map((s) => `api auth ${JSON.stringify(s.labels)}`),
     ...exitFailures.map((s) => `exit failure ${JSON.stringify(s.labels)}`),
   );
   // In the smoke, on a busy CI machine, a handful (under 0.5 % of requests) is a warning: the full
   // run tolerates none.
   const unexpectedCount = refusals
-    .filter((x) => x.labels.reason !== 'no_bandwidth' && !OLD_PASSWORD_REASONS.includes(x.labels.reason ?? ''))
+    .filter(
+      (x) => x.labels.reason !== 'no_bandwidth' && !OLD_PASSWORD_REASONS.includes(x.labels.reason ?? ''),
+    )
     .reduce((n, x) => n + x.value, 0);
   const requests = metric(basic.summary, 'http_reqs') + metric(advanced.summary, 'http_reqs');
   judge(
     'no refusal the scenario did not cause',
     unexpected.length === 0,
-    unexpected.length ? `${unexpectedCount} of ${requests} requests: ${unexpected.join('; ')}` : 'only no_bandwidth (B), wrong_password or unknown_user (E) and revoked (D)',
-    smoke && unexpectedCount <= 0.005 * requests && exitFailures.length === 0 && authFailures.every((x) => OLD_PASSWORD_REASONS.includes(x.labels.reason ?? '')),
+    unexpected.length
+      ? `${unexpectedCount} of ${requests} requests: ${unexpected.join('; ')}`
+      : 'only no_bandwidth (B), wrong_password or unknown_user (E) and revoked (D)',
+    smoke &&
+      unexpectedCount <= 0.005 * requests &&
+      exitFailures.length === 0 &&
+      authFailures.every((x) => OLD_PASSWORD_REASONS.includes(x.labels.reason ?? '')),
   );
 
   // 4. Revocation seen by every process.
@@ -439,10 +594,24 @@ async function scenario(fleet: Fleet): Promise<number> {
     `${gatewayLatencies.length} samples, p50 ${quantile(gatewayLatencies, 0.5)} ms, p99 ${gwP99} ms, max ${Math.max(...gatewayLatencies)} ms`,
     smoke && gwP99 <= SMOKE_REVOCATION_MS,
   );
-  const revokedBy = await prom.query(`sum by (instance_name) (max_over_time(proxyfleet_api_auth_failures_total{reason="revoked"}[${range}])) > 0`, at);
-  judge('Prometheus: every API process refused a revoked key', revokedBy.length === 2, revokedBy.map((s) => s.labels.instance_name).join(', '));
-  const resetBy = await prom.query(`sum by (instance_name) (max_over_time(proxyfleet_gateway_auth_failures_total{reason=~"${OLD_PASSWORD_REASONS.join('|')}"}[${range}])) > 0`, at);
-  judge('Prometheus: every gateway process refused the old password', resetBy.length === 4, resetBy.map((s) => s.labels.instance_name).join(', '));
+  const revokedBy = await prom.query(
+    `sum by (instance_name) (max_over_time(proxyfleet_api_auth_failures_total{reason="revoked"}[${range}])) > 0`,
+    at,
+  );
+  judge(
+    'Prometheus: every API process refused a revoked key',
+    revokedBy.length === 2,
+    revokedBy.map((s) => s.labels.instance_name).join(', '),
+  );
+  const resetBy = await prom.query(
+    `sum by (instance_name) (max_over_time(proxyfleet_gateway_auth_failures_total{reason=~"${OLD_PASSWORD_REASONS.join('|')}"}[${range}])) > 0`,
+    at,
+  );
+  judge(
+    'Prometheus: every gateway process refused the old password',
+    resetBy.length === 4,
+    resetBy.map((s) => s.labels.instance_name).join(', '),
+  );
 
   // 5. Sticky sessions: the same exit from all 3 gateways (direct), and k6's own check via HAProxy.
   const sessions = smoke ? 10 : 40;
@@ -451,7 +620,11 @@ async function scenario(fleet: Fleet): Promise<number> {
   for (let i = 0; i < sessions; i++) {
     const exits = await Promise.all(
       p.basicGateways.map(async (port) => {
-        const r = await fetchThroughProxy(port, `${A.proxyUsername}:${A.proxyPassword}_country-us_session-check${i}`, `${originHttp}/ip`);
+        const r = await fetchThroughProxy(
+          port,
+          `${A.proxyUsername}:${A.proxyPassword}_country-us_session-check${i}`,
+          `${originHttp}/ip`,
+        );
         return r;
       }),
     );
@@ -482,19 +655,32 @@ async function scenario(fleet: Fleet): Promise<number> {
     await sleep(1000);
   }
   await db.end();
-  const servedB = metric(basic.summary, 'data_sent{scenario:exhaust}') + metric(basic.summary, 'data_received{scenario:exhaust}');
+  const servedB =
+    metric(basic.summary, 'data_sent{scenario:exhaust}') +
+    metric(basic.summary, 'data_received{scenario:exhaust}');
   const bound = 3 * (PER_POD_BYTES + profile.scale * PER_CONNECTION_BYTES);
   const got402 = metric(basic.summary, 'gateway_402');
   judge(
     'overspend within the documented bound after the SIGKILL',
-    balance !== undefined && servedB <= balance.total + bound && balance.used <= balance.total + bound && got402 > 0,
+    balance !== undefined &&
+      servedB <= balance.total + bound &&
+      balance.used <= balance.total + bound &&
+      got402 > 0,
     `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased}; bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 352 KiB)); ${got402} answers 402`,
   );
 
   // 7. Every dashboard panel's query returns data during the run.
   const dashboard = z
-    .object({ panels: z.array(z.object({ title: z.string(), targets: z.array(z.object({ expr: z.string() })).optional() })) })
-    .parse(JSON.parse(await readFile(path.join(REPO_ROOT, 'charts/proxyfleet/files/proxyfleet-dashboard.json'), 'utf8')));
+    .object({
+      panels: z.array(
+        z.object({ title: z.string(), targets: z.array(z.object({ expr: z.string() })).optional() }),
+      ),
+    })
+    .parse(
+      JSON.parse(
+        await readFile(path.join(REPO_ROOT, 'charts/proxyfleet/files/proxyfleet-dashboard.json'), 'utf8'),
+      ),
+    );
   const empty: string[] = [];
   let panelQueries = 0;
   // The fleet has no Kubernetes, so no controller: its panels are checked by the chart's tests only.
@@ -519,14 +705,20 @@ async function scenario(fleet: Fleet): Promise<number> {
   // What the run cost the database, per gateway process (docs/scaling.md uses these).
   const seconds = after.at - before.at;
   const perGateway = (a: Record<string, number>, b: Record<string, number>) =>
-    Object.fromEntries(Object.keys(a).sort().map((g) => [g, Number((((a[g] ?? 0) - (b[g] ?? 0)) / seconds).toFixed(2))]));
+    Object.fromEntries(
+      Object.keys(a)
+        .sort()
+        .map((g) => [g, Number((((a[g] ?? 0) - (b[g] ?? 0)) / seconds).toFixed(2))]),
+    );
   const cost = {
     seconds: Number(seconds.toFixed(1)),
     transactionsPerSecond: Number(((after.commits - before.commits) / seconds).toFixed(1)),
     flushesPerSecondPerGateway: perGateway(after.flushes, before.flushes),
     leasesPerSecondPerGateway: perGateway(after.leases, before.leases),
     changesPerSecond: Number(((after.changes - before.changes) / seconds).toFixed(2)),
-    listeners: Object.entries(connections).filter(([app]) => app.endsWith('-listen')).reduce((n, [, c]) => n + c, 0),
+    listeners: Object.entries(connections)
+      .filter(([app]) => app.endsWith('-listen'))
+      .reduce((n, [, c]) => n + c, 0),
     connections,
     gatewayRequestsPerSecond: Number((metric(basic.summary, 'http_reqs') / profile.duration).toFixed(1)),
   };
@@ -538,7 +730,10 @@ async function scenario(fleet: Fleet): Promise<number> {
     ['bytes k6 moved, advanced', k6Advanced],
     ['bytes billed, basic (increase, SIGKILL in the range)', Math.round(billedBasic)],
     ['bytes k6 moved, basic (includes refused requests)', k6BasicBytes],
-    ['plain requests + tunnels (k6, both)', metric(basic.summary, 'http_reqs') + metric(advanced.summary, 'http_reqs')],
+    [
+      'plain requests + tunnels (k6, both)',
+      metric(basic.summary, 'http_reqs') + metric(advanced.summary, 'http_reqs'),
+    ],
     ['http_req_duration p95 ms (basic)', metric(basic.summary, 'http_req_duration', 'p(95)')],
     ['http_req_duration p95 ms (advanced)', metric(advanced.summary, 'http_req_duration', 'p(95)')],
     ['failed requests (basic, SIGKILL)', metric(basic.summary, 'http_req_failed', 'passes')],
@@ -556,17 +751,25 @@ async function scenario(fleet: Fleet): Promise<number> {
 }
 
 /** One plain GET through one gateway process; the origin's x-exit answer (its body for /ip). */
-async function fetchThroughProxy(port: number, credentials: string, target: string): Promise<string | undefined> {
+async function fetchThroughProxy(
+  port: number,
+  credentials: string,
+  target: string,
+): Promise<string | undefined> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
     socket.setTimeout(5000, () => socket.destroy());
     socket.on('connect', () =>
-      socket.write(`GET ${target} HTTP/1.1\r\nHost: ${new URL(target).host}\r\nProxy-Authorization: Basic ${Buffer.from(credentials).toString('base64')}\r\nConnection: close\r\n\r\n`),
+      socket.write(
+        `GET ${target} HTTP/1.1\r\nHost: ${new URL(target).host}\r\nProxy-Authorization: Basic ${Buffer.from(credentials).toString('base64')}\r\nConnection: close\r\n\r\n`,
+      ),
     );
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', () => resolve(undefined));
-    socket.on('close', () => resolve(/\r\nx-exit: ([^\r]+)/i.exec(Buffer.concat(chunks).toString('latin1'))?.[1]));
+    socket.on('close', () =>
+      resolve(/\r\nx-exit: ([^\r]+)/i.exec(Buffer.concat(chunks).toString('latin1'))?.[1]),
+    );
   });
 }
 
@@ -577,7 +780,10 @@ async function finish(rows: string[][]): Promise<number> {
     '',
     '| assertion | result | detail |',
     '|---|---|---|',
-    ...verdicts.map((v) => `| ${v.name} | ${v.ok ? 'PASS' : v.soft ? 'WARN' : 'FAIL'} | ${v.detail.replaceAll('|', '\\|')} |`),
+    ...verdicts.map(
+      (v) =>
+        `| ${v.name} | ${v.ok ? 'PASS' : v.soft ? 'WARN' : 'FAIL'} | ${v.detail.replaceAll('|', '\\|')} |`,
+    ),
     '',
     '| figure | value |',
     '|---|---|',
@@ -585,15 +791,22 @@ async function finish(rows: string[][]): Promise<number> {
     '',
   ].join('\n');
   await writeFile(path.join(resultsDir, 'promql.md'), md);
-  await writeFile(path.join(resultsDir, 'verdicts.json'), JSON.stringify({ ok, profile, verdicts, figures: Object.fromEntries(rows) }, null, 2));
-  say(`${ok ? 'all assertions held' : 'SOME ASSERTIONS FAILED'}; table in ${path.relative(REPO_ROOT, path.join(resultsDir, 'promql.md'))}`);
+  await writeFile(
+    path.join(resultsDir, 'verdicts.json'),
+    JSON.stringify({ ok, profile, verdicts, figures: Object.fromEntries(rows) }, null, 2),
+  );
+  say(
+    `${ok ? 'all assertions held' : 'SOME ASSERTIONS FAILED'}; table in ${path.relative(REPO_ROOT, path.join(resultsDir, 'promql.md'))}`,
+  );
   return ok ? 0 : 1;
 }
 
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`loadtest failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `loadtest failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exit(1);
   },
 );

@@ -38,7 +38,9 @@ const testsSchema = z.object({
   tests: z.array(
     z.object({
       promql_expr_test: z.array(z.object({ expr: z.string() })).optional(),
-      alert_rule_test: z.array(z.object({ alertname: z.string(), exp_alerts: z.array(z.unknown()) })).optional(),
+      alert_rule_test: z
+        .array(z.object({ alertname: z.string(), exp_alerts: z.array(z.unknown()) }))
+        .optional(),
     }),
   ),
 });
@@ -70,15 +72,25 @@ describe('Prometheus rules (charts/proxyfleet/files/proxyfleet.rules.yaml)', () 
   });
 
   it('pass their promtool unit tests', async () => {
-    const { stdout, stderr } = await run(promtool, ['test', 'rules', RULE_TESTS]).catch((err: { stdout?: string; stderr?: string }) => {
-      throw new Error(`promtool test rules failed:\n${err.stdout ?? ''}${err.stderr ?? ''}`);
-    });
+    const { stdout, stderr } = await run(promtool, ['test', 'rules', RULE_TESTS]).catch(
+      (err: { stdout?: string; stderr?: string }) => {
+        throw new Error(`promtool test rules failed:\n${err.stdout ?? ''}${err.stderr ?? ''}`);
+      },
+    );
     expect(`${stdout}${stderr}`).toMatch(/SUCCESS/);
   });
 
   it('test every alert firing and every recording rule', () => {
-    const firing = new Set(tests.tests.flatMap((t) => (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname)));
-    expect(alerts().map((a) => a.alert).filter((a) => !firing.has(a!))).toEqual([]);
+    const firing = new Set(
+      tests.tests.flatMap((t) =>
+        (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname),
+      ),
+    );
+    expect(
+      alerts()
+        .map((a) => a.alert)
+        .filter((a) => !firing.has(a!)),
+    ).toEqual([]);
     const tested = new Set(tests.tests.flatMap((t) => (t.promql_expr_test ?? []).map((e) => e.expr.trim())));
     expect(allRules().flatMap((r) => (r.record && !tested.has(r.record) ? [r.record] : []))).toEqual([]);
   });
@@ -99,15 +111,34 @@ describe('Prometheus rules (charts/proxyfleet/files/proxyfleet.rules.yaml)', () 
 describe('Grafana dashboard (charts/proxyfleet/files/proxyfleet-dashboard.json)', () => {
   it('has the panels the issue asks for', () => {
     const titles = dashboard.panels.map((p) => p.title.toLowerCase()).join('\n');
-    for (const word of ['traffic by plan', 'bytes', 'refusals by reason', 'latency', 'leases', 'flush lag', 'api requests', 'controller']) {
+    for (const word of [
+      'traffic by plan',
+      'bytes',
+      'refusals by reason',
+      'latency',
+      'leases',
+      'flush lag',
+      'api requests',
+      'controller',
+    ]) {
       expect(titles).toContain(word);
     }
   });
 
   it('queries valid PromQL only (each query checked by promtool as a recording rule)', async () => {
-    const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr.replaceAll('$__rate_interval', '1m')));
+    const exprs = dashboard.panels.flatMap((p) =>
+      p.targets.map((t) => t.expr.replaceAll('$__rate_interval', '1m')),
+    );
     const file = path.join(tmp, 'dashboard-queries.rules.yaml');
-    const yaml = ['groups:', '  - name: dashboard', '    rules:', ...exprs.flatMap((e, i) => [`      - record: dashboard:query_${i}`, `        expr: ${JSON.stringify(e)}`])];
+    const yaml = [
+      'groups:',
+      '  - name: dashboard',
+      '    rules:',
+      ...exprs.flatMap((e, i) => [
+        `      - record: dashboard:query_${i}`,
+        `        expr: ${JSON.stringify(e)}`,
+      ]),
+    ];
     await writeFile(file, `${yaml.join('\n')}\n`);
     const { stdout } = await run(promtool, ['check', 'rules', file]);
     expect(stdout).toContain(`SUCCESS: ${exprs.length} rules found`);
@@ -121,13 +152,17 @@ describe('metric names in rules and dashboard', () => {
       for (const entry of await readdir(dir, { withFileTypes: true })) {
         const full = path.join(dir, entry.name);
         if (entry.isDirectory()) await walk(full);
-        else if (entry.name.endsWith('.ts') && !entry.name.includes('.test.')) sources.push(await readFile(full, 'utf8'));
+        else if (entry.name.endsWith('.ts') && !entry.name.includes('.test.'))
+          sources.push(await readFile(full, 'utf8'));
       }
     };
-    for (const tree of ['api/src', 'common/src', 'controllers/src', 'gateway/src', 'worker/src']) await walk(path.join(REPO_ROOT, tree));
+    for (const tree of ['api/src', 'common/src', 'controllers/src', 'gateway/src', 'worker/src'])
+      await walk(path.join(REPO_ROOT, tree));
     const code = sources.join('\n');
     const text = `${await readFile(RULES, 'utf8')}\n${await readFile(DASHBOARD, 'utf8')}`;
-    const names = new Set([...text.matchAll(/\bproxyfleet_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, '')));
+    const names = new Set(
+      [...text.matchAll(/\bproxyfleet_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, '')),
+    );
     const exported = (name: string) => {
       if (code.includes(`'${name}'`)) return true;
       // Per-component names built from a template: proxyfleet_${component}_cache_version.

@@ -30,12 +30,21 @@ const listening = (port: number) =>
 
 it('starts every member and leaves nothing running after Ctrl-C', async () => {
   const basePort = 21_000 + (process.pid % 40) * 100;
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(REPO_ROOT, 'loadtest/fleet/main.ts')], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, FLEET_BASE_PORT: String(basePort), DATABASE_URL: process.env.DATABASE_URL ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // its own process group, like a terminal's foreground job
-  });
+  const child = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', path.join(REPO_ROOT, 'loadtest/fleet/main.ts')],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        FLEET_BASE_PORT: String(basePort),
+        DATABASE_URL: process.env.DATABASE_URL ?? '',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group, like a terminal's foreground job
+    },
+  );
   let output = '';
   child.stdout.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr.on('data', (c: Buffer) => (output += c.toString()));
@@ -43,7 +52,8 @@ it('starts every member and leaves nothing running after Ctrl-C', async () => {
   try {
     const deadline = Date.now() + 90_000;
     while (!output.includes('Ctrl-C stops everything')) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the fleet did not come up:\n${output}`);
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`the fleet did not come up:\n${output}`);
       await new Promise((r) => setTimeout(r, 200));
     }
     const pids = (/\(pids ([\d ]+)\)/.exec(output)?.[1] ?? '').split(' ').map(Number);
@@ -53,7 +63,18 @@ it('starts every member and leaves nothing running after Ctrl-C', async () => {
     expect(pids.every(alive)).toBe(true);
     expect(existsSync(dir)).toBe(true);
     const ports = fleetPorts(basePort);
-    const all = [ports.api, ...ports.apis, ports.basic, ...ports.basicGateways, ports.advanced, ...ports.gatewayHealth, ports.workerHealth, ports.originHttp, ports.originHttps, ports.prometheus];
+    const all = [
+      ports.api,
+      ...ports.apis,
+      ports.basic,
+      ...ports.basicGateways,
+      ports.advanced,
+      ...ports.gatewayHealth,
+      ports.workerHealth,
+      ports.originHttp,
+      ports.originHttps,
+      ports.prometheus,
+    ];
     expect(await Promise.all(all.map(listening))).toEqual(all.map(() => true));
 
     process.kill(-child.pid!, 'SIGINT');
@@ -65,7 +86,9 @@ it('starts every member and leaves nothing running after Ctrl-C', async () => {
     if (process.env.DATABASE_URL) {
       const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
       await db.connect();
-      const { rows } = await db.query('SELECT datname FROM pg_database WHERE datname LIKE $1', [`proxyfleet_fleet_%_${child.pid}`]);
+      const { rows } = await db.query('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+        `proxyfleet_fleet_%_${child.pid}`,
+      ]);
       await db.end();
       expect(rows).toEqual([]);
     }

@@ -102,7 +102,9 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
 }
 
 function gatewayYaml(plan: 'basic' | 'advanced', port: number): string {
-  const exits = EXITS.map((address, i) => `    - name: exit-${i + 1}\n      country: '*'\n      sourceAddress: ${address}`).join('\n');
+  const exits = EXITS.map(
+    (address, i) => `    - name: exit-${i + 1}\n      country: '*'\n      sourceAddress: ${address}`,
+  ).join('\n');
   return `apiVersion: proxyfleet.io/v1alpha1
 kind: ProxyGateway
 metadata:
@@ -118,7 +120,8 @@ ${exits}
 
 // Like a Kubernetes Service, HAProxy sends traffic to a process only while its /readyz answers 200.
 function haproxyConfig(ports: FleetPorts): string {
-  const servers = (list: number[], check: string) => list.map((p, i) => `    server s${i + 1} 127.0.0.1:${p} ${check}`).join('\n');
+  const servers = (list: number[], check: string) =>
+    list.map((p, i) => `    server s${i + 1} 127.0.0.1:${p} ${check}`).join('\n');
   return `global
     maxconn 4096
 defaults
@@ -158,7 +161,11 @@ ${ports.advancedGateways.map((p, i) => `    server s${i + 1} 127.0.0.1:${p} chec
 function prometheusConfig(ports: FleetPorts): string {
   const job = (name: string, targets: { port: number; instance: string }[]) =>
     `  - job_name: ${name}\n    static_configs:\n` +
-    targets.map((t) => `      - targets: ['127.0.0.1:${t.port}']\n        labels: { instance_name: '${t.instance}' }`).join('\n');
+    targets
+      .map(
+        (t) => `      - targets: ['127.0.0.1:${t.port}']\n        labels: { instance_name: '${t.instance}' }`,
+      )
+      .join('\n');
   return `global:
   scrape_interval: 1s
   scrape_timeout: 1s
@@ -166,7 +173,10 @@ function prometheusConfig(ports: FleetPorts): string {
 rule_files:
   - ${RULES_FILE}
 scrape_configs:
-${job('proxyfleet-api', ports.apis.map((port, i) => ({ port, instance: `api-${i + 1}` })))}
+${job(
+  'proxyfleet-api',
+  ports.apis.map((port, i) => ({ port, instance: `api-${i + 1}` })),
+)}
 ${job('proxyfleet-gateway', [
   ...ports.gatewayHealth.slice(0, 3).map((port, i) => ({ port, instance: `gateway-basic-${i + 1}` })),
   { port: ports.gatewayHealth[3]!, instance: 'gateway-advanced-1' },
@@ -180,7 +190,23 @@ function makeCert(dir: string): { key: string; cert: string } {
   const cert = path.join(dir, 'origin-cert.pem');
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=origin.localhost', '-addext', 'subjectAltName=DNS:origin.localhost', '-days', '2', '-keyout', key, '-out', cert],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=origin.localhost',
+      '-addext',
+      'subjectAltName=DNS:origin.localhost',
+      '-days',
+      '2',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
     { stdio: 'ignore' },
   );
   return { key, cert };
@@ -213,7 +239,8 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     stopped = true;
     // The proxies first (no new traffic), then the processes that serve it, Prometheus last.
     const order: Member['kind'][] = ['haproxy', 'gateway', 'api', 'worker', 'prometheus'];
-    for (const kind of order) await Promise.all(members.filter((m) => m.kind === kind).map((m) => stopMember(m)));
+    for (const kind of order)
+      await Promise.all(members.filter((m) => m.kind === kind).map((m) => stopMember(m)));
     await origin?.close();
     await dropDatabase?.();
     await embedded?.stop();
@@ -263,7 +290,11 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
 
     const adminToken = randomBytes(24).toString('hex');
     const credentialsKey = randomBytes(32).toString('hex');
-    const common = { DATABASE_URL: databaseUrl, PROXYFLEET_LOG_LEVEL: options.logLevel ?? 'warn', PROXYFLEET_DB_POOL_SIZE: '5' };
+    const common = {
+      DATABASE_URL: databaseUrl,
+      PROXYFLEET_LOG_LEVEL: options.logLevel ?? 'warn',
+      PROXYFLEET_DB_POOL_SIZE: '5',
+    };
     await writeFile(path.join(dir, 'basic.yaml'), gatewayYaml('basic', ports.basicGateways[0]!));
     await writeFile(path.join(dir, 'advanced.yaml'), gatewayYaml('advanced', ports.advancedGateways[0]!));
 
@@ -306,14 +337,20 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       },
       ready: () => httpOk(`http://127.0.0.1:${health}/readyz`),
     });
-    ports.basicGateways.forEach((port, i) => members.push(gateway('basic', i + 1, port, ports.gatewayHealth[i]!)));
+    ports.basicGateways.forEach((port, i) =>
+      members.push(gateway('basic', i + 1, port, ports.gatewayHealth[i]!)),
+    );
     members.push(gateway('advanced', 1, ports.advancedGateways[0]!, ports.gatewayHealth[3]!));
     members.push({
       name: 'worker',
       kind: 'worker',
       command: node,
       args: [...nodeArgs, 'worker/src/main.ts'],
-      env: { ...common, PROXYFLEET_HEALTH_HOST: '127.0.0.1', PROXYFLEET_HEALTH_PORT: String(ports.workerHealth) },
+      env: {
+        ...common,
+        PROXYFLEET_HEALTH_HOST: '127.0.0.1',
+        PROXYFLEET_HEALTH_PORT: String(ports.workerHealth),
+      },
       ready: () => httpOk(`http://127.0.0.1:${ports.workerHealth}/healthz`),
     });
     await writeFile(path.join(dir, 'haproxy.cfg'), haproxyConfig(ports));
@@ -371,7 +408,12 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       prometheusUrl: `http://127.0.0.1:${ports.prometheus}`,
       origin,
       members: () => members.map((m) => m.name),
-      pids: () => members.flatMap((m) => (m.child?.pid !== undefined && m.child.exitCode === null && m.child.signalCode === null ? [m.child.pid] : [])),
+      pids: () =>
+        members.flatMap((m) =>
+          m.child?.pid !== undefined && m.child.exitCode === null && m.child.signalCode === null
+            ? [m.child.pid]
+            : [],
+        ),
       kill: (name, signal) => stopMember(byName(name), signal),
       async restart(name) {
         const m = byName(name);

@@ -28,7 +28,12 @@ process.on('SIGINT', () => finish(0));
 process.on('SIGTERM', () => finish(0));
 
 try {
-  fleet = await startFleet({ basePort, databaseUrl: process.env.DATABASE_URL || undefined, dir, onStep: say });
+  fleet = await startFleet({
+    basePort,
+    databaseUrl: process.env.DATABASE_URL || undefined,
+    dir,
+    onStep: say,
+  });
 } catch (err) {
   say(`failed to start: ${err instanceof Error ? err.message : String(err)}`);
   finish(1);
@@ -38,8 +43,12 @@ if (fleet && !stopping) {
   say(`up in ${dir} (pids ${fleet.pids().join(' ')})`);
   say(`API (HAProxy, 2 processes)       http://127.0.0.1:${p.api}   admin token ${fleet.adminToken}`);
   say(`basic gateways (HAProxy, 3)      127.0.0.1:${p.basic}   (direct: ${p.basicGateways.join(', ')})`);
-  say(`advanced gateway (HAProxy, 1)    127.0.0.1:${p.advanced}   (direct: ${p.advancedGateways.join(', ')})`);
-  say(`origin                           http://origin.localhost:${p.originHttp}  https://origin.localhost:${p.originHttps}`);
+  say(
+    `advanced gateway (HAProxy, 1)    127.0.0.1:${p.advanced}   (direct: ${p.advancedGateways.join(', ')})`,
+  );
+  say(
+    `origin                           http://origin.localhost:${p.originHttp}  https://origin.localhost:${p.originHttps}`,
+  );
   say(`Prometheus                       http://127.0.0.1:${p.prometheus}`);
   say('Ctrl-C stops everything');
 }

@@ -17,7 +17,12 @@ export interface Origin {
   close(): Promise<void>;
 }
 
-export async function startOrigin(options: { httpPort: number; httpsPort: number; key: string; cert: string }): Promise<Origin> {
+export async function startOrigin(options: {
+  httpPort: number;
+  httpsPort: number;
+  key: string;
+  cert: string;
+}): Promise<Origin> {
   let count = 0;
   const handler: http.RequestListener = (req, res) => {
     count++;
@@ -32,7 +37,10 @@ export async function startOrigin(options: { httpPort: number; httpsPort: number
     res.end(m ? BODY.subarray(0, n) : exit);
   };
   const plain = http.createServer({ keepAliveTimeout: 30_000 }, handler);
-  const secure = https.createServer({ key: readFileSync(options.key), cert: readFileSync(options.cert), keepAliveTimeout: 30_000 }, handler);
+  const secure = https.createServer(
+    { key: readFileSync(options.key), cert: readFileSync(options.cert), keepAliveTimeout: 30_000 },
+    handler,
+  );
   const listen = (server: http.Server, port: number) =>
     new Promise<number>((resolve, reject) => {
       server.once('error', reject);

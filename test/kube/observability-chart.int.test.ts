@@ -23,7 +23,12 @@ const ON = [
   '--set',
   'prometheusRule.runbookBaseUrl=https://runbooks.example/proxyfleet.md',
 ];
-type Doc = { kind: string; metadata: { name: string; labels?: Record<string, string> }; spec?: unknown; data?: Record<string, string> };
+type Doc = {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: unknown;
+  data?: Record<string, string>;
+};
 
 describeKube('Helm chart observability (ServiceMonitor, PodMonitor, PrometheusRule, dashboard)', () => {
   test('helm lint passes with every toggle on', async () => {
@@ -41,7 +46,9 @@ describeKube('Helm chart observability (ServiceMonitor, PodMonitor, PrometheusRu
     // The API Service's port is `http`; the worker's and controller's are `metrics`.
     expect(endpoints.map((e) => e.port).sort()).toEqual(['http', 'metrics']);
     const services = kinds('Service');
-    const ports = services.flatMap((s) => (s.spec as { ports: { name: string }[] }).ports.map((p) => `${s.metadata.name}:${p.name}`));
+    const ports = services.flatMap((s) =>
+      (s.spec as { ports: { name: string }[] }).ports.map((p) => `${s.metadata.name}:${p.name}`),
+    );
     for (const component of ['api', 'worker', 'controller']) {
       expect(ports.some((p) => p.includes(component) && /:(http|metrics)$/.test(p))).toBe(true);
     }
@@ -51,20 +58,29 @@ describeKube('Helm chart observability (ServiceMonitor, PodMonitor, PrometheusRu
 
     const rules = kinds('PrometheusRule');
     expect(rules).toHaveLength(1);
-    const file = parse(await readFile(path.join(CHART_DIR, 'files/proxyfleet.rules.yaml'), 'utf8')) as { groups: unknown[] };
-    const expected = JSON.parse(JSON.stringify(file.groups).replaceAll('docs/runbooks.md', 'https://runbooks.example/proxyfleet.md')) as unknown;
+    const file = parse(await readFile(path.join(CHART_DIR, 'files/proxyfleet.rules.yaml'), 'utf8')) as {
+      groups: unknown[];
+    };
+    const expected = JSON.parse(
+      JSON.stringify(file.groups).replaceAll('docs/runbooks.md', 'https://runbooks.example/proxyfleet.md'),
+    ) as unknown;
     expect((rules[0]!.spec as { groups: unknown }).groups).toEqual(expected);
 
     const dashboards = kinds('ConfigMap').filter((c) => c.metadata.name.endsWith('-dashboard'));
     expect(dashboards).toHaveLength(1);
     expect(dashboards[0]!.metadata.labels?.grafana_dashboard).toBe('1');
-    const json = await readFile(path.join(REPO_ROOT, 'charts/proxyfleet/files/proxyfleet-dashboard.json'), 'utf8');
+    const json = await readFile(
+      path.join(REPO_ROOT, 'charts/proxyfleet/files/proxyfleet-dashboard.json'),
+      'utf8',
+    );
     expect(JSON.parse(dashboards[0]!.data!['proxyfleet.json']!)).toEqual(JSON.parse(json));
   });
 
   test('renders none of it with the toggles off (the default)', async () => {
     const docs = (await helmTemplate()) as unknown as Doc[];
-    expect(docs.filter((d) => ['ServiceMonitor', 'PodMonitor', 'PrometheusRule'].includes(d.kind))).toEqual([]);
+    expect(docs.filter((d) => ['ServiceMonitor', 'PodMonitor', 'PrometheusRule'].includes(d.kind))).toEqual(
+      [],
+    );
     expect(docs.filter((d) => d.kind === 'ConfigMap' && d.metadata.name.endsWith('-dashboard'))).toEqual([]);
   });
 });

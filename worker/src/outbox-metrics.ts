@@ -17,7 +17,11 @@ export function registerOutboxMetrics(registry: Registry, pool: Pool): void {
              FROM email_outbox WHERE status = 'pending'`,
         )
         .then(
-          ({ rows }) => ({ up: 1, pending: Number(rows[0]?.pending ?? 0), oldest: Number(rows[0]?.oldest ?? 0) }),
+          ({ rows }) => ({
+            up: 1,
+            pending: Number(rows[0]?.pending ?? 0),
+            oldest: Number(rows[0]?.oldest ?? 0),
+          }),
           () => ({ up: 0, pending: NaN, oldest: NaN }),
         );
     }
