@@ -654,6 +654,14 @@ async function scenario(fleet: Fleet): Promise<number> {
     if (row && row.pending === '0') break;
     await sleep(1000);
   }
+  // Who still holds B's bytes (a pod killed with SIGKILL keeps its leases until the reaper).
+  const holders = (
+    await db.query<{ g: string; held: string }>(
+      `SELECT gateway_id AS g, sum(granted_bytes - charged_bytes)::text AS held FROM bandwidth_leases
+        WHERE account_id = $1 AND released_at IS NULL GROUP BY gateway_id ORDER BY gateway_id`,
+      [B.id],
+    )
+  ).rows.map((r) => `${r.g} ${r.held}`);
   await db.end();
   const servedB =
     metric(basic.summary, 'data_sent{scenario:exhaust}') +
@@ -666,7 +674,7 @@ async function scenario(fleet: Fleet): Promise<number> {
       servedB <= balance.total + bound &&
       balance.used <= balance.total + bound &&
       got402 > 0,
-    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased}; bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 352 KiB)); ${got402} answers 402`,
+    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased} (open leases: ${holders.join(', ') || 'none'}); bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 352 KiB)); ${got402} answers 402`,
   );
 
   // 7. Every dashboard panel's query returns data during the run.
