@@ -388,7 +388,7 @@ async function scenario(fleet: Fleet): Promise<number> {
   );
   say(`k6 started (${profile.duration} s, ${profile.scale} VUs per scenario)`);
 
-  // Mid-run: revocations, then the SIGKILL.
+  // Mid-run: the polled key's revocation, the SIGKILL, the revocation rounds.
   await sleep(profile.duration * 250);
   await admin(fleet, 'DELETE', `/admin/v1/accounts/${D.id}/keys/${dKey.id}`);
   say('the named key k6 polls is revoked');
@@ -449,7 +449,8 @@ async function scenario(fleet: Fleet): Promise<number> {
       );
     }
   };
-  const revocations = revocationRounds();
+  // The SIGKILL first (while B drains its budget), then the revocation rounds, which probe every
+  // gateway process directly and so must not overlap the killed one's absence.
   const killer = (async () => {
     await sleep(Math.max(0, runStart * 1000 + profile.killAt * 1000 - Date.now()));
     const killedAt = Date.now();
@@ -460,6 +461,7 @@ async function scenario(fleet: Fleet): Promise<number> {
     say(`gateway-basic-3 restarted and ready ${Date.now() - killedAt} ms after the kill`);
     return Date.now() - killedAt;
   })();
+  const revocations = killer.then(() => revocationRounds());
   const connectionsPromise = sleep(profile.duration * 500).then(() =>
     connectionsByApplication(fleet.databaseUrl),
   );
