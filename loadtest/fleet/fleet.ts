@@ -16,7 +16,7 @@ import { createLogger } from '../../common/src/logger.ts';
 import { startOrigin, type Origin } from './origin.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const RULES_FILE = path.join(REPO_ROOT, 'charts/proxyfleet/files/proxyfleet.rules.yaml');
+const RULES_FILE = path.join(REPO_ROOT, 'charts/proxyfleet/files/proxyfleet.rules.yaml');
 
 /** Every port is FLEET_BASE_PORT plus an offset (docs/loadtest.md has the table). */
 export function fleetPorts(base: number) {
@@ -34,10 +34,10 @@ export function fleetPorts(base: number) {
     prometheus: base + 90,
   };
 }
-export type FleetPorts = ReturnType<typeof fleetPorts>;
+type FleetPorts = ReturnType<typeof fleetPorts>;
 
 /** The exits of every gateway: one source address each, so the origin sees which one was used. */
-export const EXITS = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+const EXITS = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
 
 export interface FleetOptions {
   basePort: number;
