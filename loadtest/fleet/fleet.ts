@@ -6,7 +6,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -218,6 +218,9 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const dir = path.resolve(options.dir);
   const logs = path.join(dir, 'logs');
   await mkdir(logs, { recursive: true });
+  // As root, an embedded server runs as the 'postgres' user, which must pass through this
+  // directory (mkdtemp makes it 0700).
+  if (process.getuid?.() === 0) await chmod(dir, 0o711);
   const logger = createLogger('fleet', 'warn');
   const members: Member[] = [];
   let embedded: EmbeddedDatabase | undefined;
@@ -241,9 +244,17 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     const order: Member['kind'][] = ['haproxy', 'gateway', 'api', 'worker', 'prometheus'];
     for (const kind of order)
       await Promise.all(members.filter((m) => m.kind === kind).map((m) => stopMember(m)));
-    await origin?.close();
-    await dropDatabase?.();
-    await embedded?.stop();
+    // Each step even when one before failed (Ctrl-C also reaches an embedded server directly).
+    const attempt = async (what: string, step: (() => Promise<void>) | undefined) => {
+      try {
+        await step?.();
+      } catch (err) {
+        logger.warn({ err }, `fleet: ${what} failed while stopping`);
+      }
+    };
+    await attempt('closing the origin', origin && (() => origin!.close()));
+    await attempt('dropping the database', dropDatabase);
+    await attempt('stopping the embedded database', embedded && (() => embedded!.stop()));
   };
 
   const launch = (m: Member) => {
