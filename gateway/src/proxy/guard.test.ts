@@ -109,6 +109,22 @@ describe('DestinationGuard', () => {
       reason: 'destination_prohibited',
     });
   });
+
+  it('answers the cloud metadata name with its fixed link-local address, then judges it', async () => {
+    const noDns = async (): Promise<{ address: string; family: number }[]> => {
+      throw new Error('no DNS');
+    };
+    expect(await new DestinationGuard([], noDns).check('metadata.google.internal', 80)).toEqual({
+      ok: false,
+      status: 403,
+      reason: 'destination_prohibited',
+    });
+    expect(await new DestinationGuard(['169.254.0.0/16'], noDns).check('metadata.google.internal', 80)).toEqual({
+      ok: true,
+      address: '169.254.169.254',
+      family: 4,
+    });
+  });
 });
 
 describe('parseAuthority', () => {

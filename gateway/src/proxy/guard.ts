@@ -47,7 +47,12 @@ const BLOCKED_V6: readonly [string, number][] = [
  * range covers it). Every other name is judged by the addresses it resolves to.
  */
 const LOOPBACK_NAME = [{ address: '127.0.0.1', family: 4 }];
-const isLocalhostName = (name: string) => name === 'localhost' || name.endsWith('.localhost');
+/** Cloud metadata names answered without DNS (their fixed address), so they are judged as such. */
+const METADATA_NAMES: ReadonlyMap<string, { address: string; family: number }[]> = new Map([
+  ['metadata.google.internal', [{ address: '169.254.169.254', family: 4 }]],
+]);
+const staticAnswer = (name: string) =>
+  name === 'localhost' || name.endsWith('.localhost') ? LOOPBACK_NAME : METADATA_NAMES.get(name);
 /** Outbound SMTP and submission: open proxies are abused for spam. */
 export const BLOCKED_PORTS: ReadonlySet<number> = new Set([0, 25, 465, 587]);
 const DNS_CACHE_MS = 30_000;
@@ -112,7 +117,8 @@ export class DestinationGuard {
     }
     const name = literal.toLowerCase().replace(/\.$/, '');
     if (!name) return { ok: false, status: 403, reason: 'destination_prohibited' };
-    let cached = isLocalhostName(name) ? { at: Date.now(), addresses: LOOPBACK_NAME } : this.dns.get(name);
+    const fixed = staticAnswer(name);
+    let cached = fixed ? { at: Date.now(), addresses: fixed } : this.dns.get(name);
     if (!cached || Date.now() - cached.at > DNS_CACHE_MS) {
       try {
         const addresses = await this.resolve(name);
