@@ -47,6 +47,11 @@ export class JobRunner {
       labelNames: ['job'],
       registers: [registry],
     });
+    // Every job's series exist from the start, at zero (an alert on failures sees 0, not no data).
+    for (const job of jobs) {
+      this.failures.inc({ job: job.name }, 0);
+      this.duration.zero({ job: job.name });
+    }
   }
 
   start(): void {

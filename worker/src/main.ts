@@ -4,12 +4,14 @@ import { openEntrypointDatabase } from '../../common/src/db/open.ts';
 import { runMain } from '../../common/src/runtime.ts';
 import { allJobs } from './all-jobs.ts';
 import { loadWorkerConfig } from './config.ts';
+import { registerOutboxMetrics } from './outbox-metrics.ts';
 import { startWorker } from './server.ts';
 
 runMain('worker', loadWorkerConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
   const db = await openEntrypointDatabase('worker', config, runtime);
   const jobs = allJobs({ config, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, logger, registry });
+  registerOutboxMetrics(registry, db.pool);
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
   const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
   logger.info({ port: server.port }, 'worker health server listening');

@@ -1,7 +1,15 @@
 // The API's metrics (names per DESIGN.md: proxyfleet_<component>_<noun>_<unit>, bounded labels).
 import { Counter, Histogram, type Registry } from 'prom-client';
 
-export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'suspended' | 'admin_token';
+const AUTH_FAILURE_REASONS = [
+  'missing',
+  'malformed',
+  'unknown',
+  'revoked',
+  'suspended',
+  'admin_token',
+] as const;
+export type AuthFailureReason = (typeof AUTH_FAILURE_REASONS)[number];
 
 export class ApiMetrics {
   readonly requestDuration: Histogram<'route' | 'method' | 'status_class'>;
@@ -28,5 +36,8 @@ export class ApiMetrics {
       labelNames: ['limiter'],
       registers: [registry],
     });
+    // Every series an alert or panel reads exists from the start, at zero (no "no data").
+    for (const reason of AUTH_FAILURE_REASONS) this.authFailures.inc({ reason }, 0);
+    for (const limiter of ['key', 'auth_failure']) this.rateLimited.inc({ limiter }, 0);
   }
 }

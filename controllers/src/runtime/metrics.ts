@@ -2,6 +2,9 @@
 // controllers and informers are running (they come and go with leadership).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
+/** The operator's controllers (controllers/src/operator.ts). */
+const CONTROLLERS = ['proxygateway', 'apikey'];
+
 export interface MetricSources {
   queues: Map<string, () => number>;
   informers: Map<string, () => number>;
@@ -28,6 +31,8 @@ export class ControllerMetrics {
       labelNames: ['controller'],
       registers: [registry],
     });
+    // At zero from the start, on followers too: an alert on reconcile errors sees 0, not no data.
+    for (const controller of CONTROLLERS) this.reconcileErrors.inc({ controller }, 0);
     new Gauge({
       name: 'proxyfleet_controller_queue_depth',
       help: 'Keys waiting in a controller work queue',

@@ -71,6 +71,60 @@ describe('DestinationGuard', () => {
     expect((await open.check('10.0.0.1', 80)).ok).toBe(false);
     expect(() => new DestinationGuard(['nonsense'])).toThrow(/not a CIDR/);
   });
+
+  it('resolves localhost and names under .localhost to loopback (RFC 6761), then judges that address', async () => {
+    const noDns = async (): Promise<{ address: string; family: number }[]> => {
+      throw new Error('no DNS for .localhost names');
+    };
+    const open = new DestinationGuard(['127.0.0.0/8'], noDns);
+    expect(await open.check('origin.localhost', 8443)).toEqual({ ok: true, address: '127.0.0.1', family: 4 });
+    expect(await open.check('LOCALHOST.', 80)).toEqual({ ok: true, address: '127.0.0.1', family: 4 });
+    expect(await open.check('a.b.localhost', 80)).toEqual({ ok: true, address: '127.0.0.1', family: 4 });
+    const closed = new DestinationGuard([], noDns);
+    expect(await closed.check('origin.localhost', 8443)).toEqual({
+      ok: false,
+      status: 403,
+      reason: 'destination_prohibited',
+    });
+    expect(await closed.check('localhost', 80)).toEqual({
+      ok: false,
+      status: 403,
+      reason: 'destination_prohibited',
+    });
+  });
+
+  it('judges every other name by the addresses it resolves to, not by its suffix', async () => {
+    const resolver = async (host: string) =>
+      host === 'api.internal'
+        ? [{ address: '10.1.2.3', family: 4 }]
+        : [{ address: '93.184.216.34', family: 4 }];
+    expect(await new DestinationGuard(['10.0.0.0/8'], resolver).check('api.internal', 80)).toEqual({
+      ok: true,
+      address: '10.1.2.3',
+      family: 4,
+    });
+    expect(await new DestinationGuard([], resolver).check('api.internal', 80)).toEqual({
+      ok: false,
+      status: 403,
+      reason: 'destination_prohibited',
+    });
+  });
+
+  it('answers the cloud metadata name with its fixed link-local address, then judges it', async () => {
+    const noDns = async (): Promise<{ address: string; family: number }[]> => {
+      throw new Error('no DNS');
+    };
+    expect(await new DestinationGuard([], noDns).check('metadata.google.internal', 80)).toEqual({
+      ok: false,
+      status: 403,
+      reason: 'destination_prohibited',
+    });
+    expect(await new DestinationGuard(['169.254.0.0/16'], noDns).check('metadata.google.internal', 80)).toEqual({
+      ok: true,
+      address: '169.254.169.254',
+      family: 4,
+    });
+  });
 });
 
 describe('parseAuthority', () => {

@@ -1,8 +1,9 @@
 // The destination guard: customers may not reach loopback, private, link-local, cloud metadata,
 // CGNAT, multicast or reserved addresses, in any spelling (IPv4-mapped IPv6, decimal, hex and
 // octal IPv4 forms are normalised by the WHATWG URL parser first), nor names that resolve to
-// them. The check runs on the resolved address and a direct exit connects to exactly that
-// address, so DNS rebinding between check and connect is impossible there. A chained exit sends
+// them: every name is resolved first (localhost names to loopback, RFC 6761), then its
+// addresses are judged. The check runs on the resolved address and a direct exit connects to
+// exactly that address, so DNS rebinding between check and connect is impossible there. A chained exit sends
 // the name to its upstream proxy, so that it resolves where the exit is (geo DNS); what the name
 // means inside the upstream's network is the upstream's to guard. PROXYFLEET_GATEWAY_ALLOW_CIDRS
 // exempts ranges (tests, demos). Port policy: no outbound mail ports (docs/gateway.md).
@@ -40,8 +41,18 @@ const BLOCKED_V6: readonly [string, number][] = [
   ['fec0::', 10], // site-local (deprecated)
   ['ff00::', 8], // multicast
 ];
-/** Names refused before resolution: they only ever mean something inside our own network. */
-const BLOCKED_SUFFIXES = ['localhost', 'local', 'internal', 'localdomain', 'home.arpa', 'cluster.local', 'svc', 'onion'];
+/**
+ * `localhost` and every name under `.localhost` mean this machine's loopback (RFC 6761 6.3): they
+ * are answered here, never sent to DNS, and judged like 127.0.0.1 (refused unless an allowed
+ * range covers it). Every other name is judged by the addresses it resolves to.
+ */
+const LOOPBACK_NAME = [{ address: '127.0.0.1', family: 4 }];
+/** Cloud metadata names answered without DNS (their fixed address), so they are judged as such. */
+const METADATA_NAMES: ReadonlyMap<string, { address: string; family: number }[]> = new Map([
+  ['metadata.google.internal', [{ address: '169.254.169.254', family: 4 }]],
+]);
+const staticAnswer = (name: string) =>
+  name === 'localhost' || name.endsWith('.localhost') ? LOOPBACK_NAME : METADATA_NAMES.get(name);
 /** Outbound SMTP and submission: open proxies are abused for spam. */
 export const BLOCKED_PORTS: ReadonlySet<number> = new Set([0, 25, 465, 587]);
 const DNS_CACHE_MS = 30_000;
@@ -105,10 +116,9 @@ export class DestinationGuard {
       return this.addressAllowed(literal) ? { ok: true, address: literal, family: family as 4 | 6 } : { ok: false, status: 403, reason: 'destination_prohibited' };
     }
     const name = literal.toLowerCase().replace(/\.$/, '');
-    if (!name || BLOCKED_SUFFIXES.some((s) => name === s || name.endsWith(`.${s}`))) {
-      return { ok: false, status: 403, reason: 'destination_prohibited' };
-    }
-    let cached = this.dns.get(name);
+    if (!name) return { ok: false, status: 403, reason: 'destination_prohibited' };
+    const fixed = staticAnswer(name);
+    let cached = fixed ? { at: Date.now(), addresses: fixed } : this.dns.get(name);
     if (!cached || Date.now() - cached.at > DNS_CACHE_MS) {
       try {
         const addresses = await this.resolve(name);
