@@ -335,6 +335,33 @@ describeKube('operator safety with many tenants (issue 13)', () => {
     );
   });
 
+  test('finding 4: an upstream password goes into an owned Secret the pod mounts, never into the ConfigMap, status or events', async () => {
+    await applyPgw(
+      'tenant-a',
+      'chained',
+      spec('chained.example.com', {
+        plan: 'light',
+        port: 10080,
+        exits: [{ name: 'de', country: 'de', upstream: { url: 'http://user:s3cretPW@up.internal:3128' } }],
+      }),
+    );
+    const cm = await eventually(() => admin.get<Obj>(RESOURCES.configMap, 'tenant-a', 'chained-gateway'));
+    expect(JSON.stringify(cm)).not.toContain('s3cretPW');
+    expect(cm.data?.['gateway.yaml']).toContain('urlFile: /etc/proxyfleet-upstreams/exit-0');
+    const secret = await eventually(() =>
+      admin.get<Obj>(RESOURCES.secret, 'tenant-a', 'chained-gateway-upstreams'),
+    );
+    expect(Buffer.from(secret.data!['exit-0']!, 'base64').toString()).toBe(
+      'http://user:s3cretPW@up.internal:3128',
+    );
+    expect(secret.metadata.ownerReferences?.[0]?.kind).toBe('ProxyGateway');
+    await waitCondition(PROXY_GATEWAY, 'tenant-a', 'chained', 'Applied', (x) => x.status === 'True');
+    const pgw = await admin.get<Obj>(PROXY_GATEWAY, 'tenant-a', 'chained');
+    expect(JSON.stringify(pgw?.status)).not.toContain('s3cretPW');
+    const events = await admin.list(RESOURCES.event, { namespace: 'tenant-a' });
+    expect(JSON.stringify(events.items)).not.toContain('s3cretPW');
+  });
+
   test('finding 7: an autoscaled gateway starts at minReplicas, and the HPA (not the operator) owns replicas', async () => {
     await applyPgw(
       'tenant-b',
