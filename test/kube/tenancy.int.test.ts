@@ -401,7 +401,27 @@ describeKube('operator safety with many tenants (issue 13)', () => {
   });
 
   test('finding 10: unknown fields in ProxyGateway and ApiKey specs are refused, and the operator writes with fieldValidation=Strict', async () => {
-    // Our client sends fieldValidation=Strict on every write, the operator's and this admin's.
+    // Our client (the operator's, and this admin's) sends fieldValidation=Strict on every write:
+    // create, update and merge patch refuse unknown fields instead of pruning them silently.
+    const typo = {
+      apiVersion: 'proxyfleet.io/v1alpha1',
+      kind: 'ProxyGateway',
+      metadata: { name: 'typo', namespace: 'tenant-b' },
+      spec: { ...spec('typo.example.com'), replica: { min: 2, max: 2 } },
+    } as KubeObject;
+    await expect(admin.create(PROXY_GATEWAY, typo)).rejects.toThrow(/unknown field "spec.replica"/);
+    await expect(
+      admin.create(RESOURCES.configMap, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'strict', namespace: 'tenant-b' },
+        dataa: { x: '1' },
+      } as KubeObject),
+    ).rejects.toThrow(/unknown field "dataa"/);
+    await expect(
+      admin.mergePatch(PROXY_GATEWAY, 'tenant-b', 'watched', { spec: { replica: { min: 2, max: 2 } } }),
+    ).rejects.toThrow(/unknown field "spec.replica"/);
+    // Server-side apply refuses unknown fields in any case.
     await expect(
       applyPgw('tenant-b', 'typo', { ...spec('typo.example.com'), replica: { min: 2, max: 2 } }),
     ).rejects.toThrow(/spec\.replica: field not declared in schema/);
