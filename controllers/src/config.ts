@@ -1,6 +1,14 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { baseEnv, bool, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
+import {
+  baseEnv,
+  bool,
+  logLevel,
+  parseConfig,
+  port,
+  positiveInt,
+  type Env,
+} from '../../common/src/config.ts';
 
 export const controllerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9092),
@@ -11,8 +19,17 @@ export const controllerEnv = {
   /** This instance's identity in the Lease: the pod name (downward API) in a cluster. */
   PROXYFLEET_POD_NAME: z.string().min(1).default(hostname()),
   PROXYFLEET_LEADER_ELECTION: bool(true),
-  /** Reconcile ProxyGateways and ApiKeys of this namespace only; unset: every namespace. */
-  PROXYFLEET_WATCH_NAMESPACE: z.string().min(1).optional(),
+  /** Reconcile ProxyGateways and ApiKeys of these namespaces only (comma-separated); unset: every namespace. */
+  PROXYFLEET_WATCH_NAMESPACE: z
+    .string()
+    .optional()
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== ''),
+    )
+    .pipe(z.array(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be namespace names'))),
   PROXYFLEET_RESYNC_SECONDS: positiveInt(300),
   /** The image gateway pods run (the one proxyfleet image). */
   PROXYFLEET_GATEWAY_IMAGE: z.string().min(1).default('ghcr.io/proxyfleet/proxyfleet:0.1.0'),
@@ -20,6 +37,11 @@ export const controllerEnv = {
   /** Secret (in each ProxyGateway's namespace) and key holding the gateways' DATABASE_URL. */
   PROXYFLEET_GATEWAY_DATABASE_SECRET: z.string().min(1).default('proxyfleet-database'),
   PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY: z.string().min(1).default('url'),
+  /**
+   * Log level of the gateway pods, apart from the controller's own PROXYFLEET_LOG_LEVEL: turning
+   * the controller's logging up must not roll the whole fleet.
+   */
+  PROXYFLEET_GATEWAY_LOG_LEVEL: logLevel,
 };
 
 export const controllerSchema = z.object({ ...baseEnv, ...controllerEnv });

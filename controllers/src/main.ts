@@ -7,18 +7,21 @@ import { SHUTDOWN_ORDER } from '../../common/src/shutdown.ts';
 import { loadControllerConfig } from './config.ts';
 import { LEASE_NAME, Operator } from './operator.ts';
 import { createKubeClient, loadKubeConfig } from './runtime/kube.ts';
+import { restClientMetrics } from './runtime/metrics.ts';
 
 runMain('controller', loadControllerConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
   const db = await openEntrypointDatabase('controller', config, runtime);
-  const client = createKubeClient(loadKubeConfig(config.KUBECONFIG));
+  const client = createKubeClient(loadKubeConfig(config.KUBECONFIG), {
+    onResponse: restClientMetrics(registry),
+  });
   const operator = new Operator({
     client,
     pool: db.pool,
     logger,
     registry,
     operatorNamespace: config.PROXYFLEET_NAMESPACE,
-    watchNamespace: config.PROXYFLEET_WATCH_NAMESPACE,
+    watchNamespaces: config.PROXYFLEET_WATCH_NAMESPACE,
     resyncMs: config.PROXYFLEET_RESYNC_SECONDS * 1000,
     gateway: {
       image: config.PROXYFLEET_GATEWAY_IMAGE,
@@ -27,7 +30,7 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
         name: config.PROXYFLEET_GATEWAY_DATABASE_SECRET,
         key: config.PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY,
       },
-      logLevel: config.PROXYFLEET_LOG_LEVEL,
+      logLevel: config.PROXYFLEET_GATEWAY_LOG_LEVEL,
     },
     leaderElection: config.PROXYFLEET_LEADER_ELECTION
       ? { namespace: config.PROXYFLEET_NAMESPACE, name: LEASE_NAME, identity: config.PROXYFLEET_POD_NAME }

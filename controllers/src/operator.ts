@@ -25,8 +25,12 @@ export interface OperatorOptions {
   gateway: GatewayOptions;
   /** The operator's own namespace: its ApiKeys may name any account (others need a bound namespace). */
   operatorNamespace?: string;
-  /** Watch one namespace only; unset: all namespaces. */
-  watchNamespace?: string;
+  /**
+   * Watch these namespaces only (one set of informers and controllers each, so the operator needs
+   * rights in these namespaces only: the chart's namespaced install mode binds Roles there);
+   * unset or empty: all namespaces.
+   */
+  watchNamespaces?: string[];
   resyncMs?: number;
   informer?: Pick<InformerOptions, 'watchTimeoutSeconds' | 'minBackoffMs' | 'maxBackoffMs'>;
   /** false: run the controllers without a Lease (tests of one instance, dev). */
@@ -99,8 +103,21 @@ export class Operator {
     if (this.running) return;
     this.running = true;
     this.metrics.leader.set(1);
+    const namespaces = this.o.watchNamespaces?.length ? this.o.watchNamespaces : [undefined];
+    this.controllers = namespaces.flatMap((ns) =>
+      this.controllersFor(ns, namespaces.length > 1 && ns ? `:${ns}` : ''),
+    );
+    try {
+      await Promise.all(this.controllers.map((c) => c.start()));
+    } catch (err) {
+      await this.stopControllers();
+      throw err;
+    }
+  }
+
+  /** The two controllers for one namespace (undefined: every namespace). */
+  private controllersFor(ns: string | undefined, suffix: string): Array<Controller<KubeObject>> {
     const { client, pool, logger } = this.o;
-    const ns = this.o.watchNamespace;
     const inf = <T extends KubeObject>(r: typeof PROXY_GATEWAY, labelSelector?: string) =>
       new Informer<T>(client, r, logger, { ...this.o.informer, namespace: ns, labelSelector });
     const recorder = createEventRecorder(client, 'proxyfleet-operator', logger);
@@ -112,11 +129,14 @@ export class Operator {
       ownerKey: controllerOwnerKey('ProxyGateway'),
     });
     const pgwController = new Controller<ProxyGateway>({
-      name: 'proxygateway',
+      name: `proxygateway${suffix}`,
       primary: gateways,
       owned: [
         { informer: deployments, ownerKey: controllerOwnerKey('ProxyGateway') },
+        // Every kind of child is watched, so drift (a deleted or edited child) is repaired at once.
+        owned(RESOURCES.configMap),
         owned(RESOURCES.service),
+        owned(RESOURCES.pdb),
         owned(RESOURCES.hpa),
       ],
       reconcile: proxyGatewayReconciler({
@@ -135,7 +155,7 @@ export class Operator {
 
     const apiKeys = inf<ApiKey>(API_KEY);
     const akController = new Controller<ApiKey>({
-      name: 'apikey',
+      name: `apikey${suffix}`,
       primary: apiKeys,
       // No informer on Secrets: list/watch on every Secret in the cluster is more privilege than
       // it is worth; a changed or deleted key Secret shows at the next status refresh.
@@ -151,13 +171,7 @@ export class Operator {
       metrics: this.metrics,
       resyncMs: this.o.resyncMs,
     });
-    this.controllers = [pgwController, akController] as unknown as Array<Controller<KubeObject>>;
-    try {
-      await Promise.all(this.controllers.map((c) => c.start()));
-    } catch (err) {
-      await this.stopControllers();
-      throw err;
-    }
+    return [pgwController, akController] as unknown as Array<Controller<KubeObject>>;
   }
 
   private async stopControllers(): Promise<void> {

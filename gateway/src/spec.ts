@@ -60,6 +60,21 @@ export const proxyGatewaySchema = z.object({
 });
 export type ProxyGateway = z.infer<typeof proxyGatewaySchema>;
 
+/**
+ * The operator keeps upstream URLs with credentials out of the ConfigMap: such an exit has
+ * `upstream: { urlFile }`, a file of a mounted Secret holding the URL, read here into `url`.
+ */
+async function readUpstreamUrlFiles(value: unknown): Promise<void> {
+  const exits = (value as { spec?: { exits?: unknown } }).spec?.exits;
+  if (!Array.isArray(exits)) return;
+  for (const exit of exits as Array<{ upstream?: { url?: unknown; urlFile?: unknown } } | null>) {
+    const upstream = exit?.upstream;
+    if (upstream && typeof upstream.urlFile === 'string' && upstream.url === undefined) {
+      upstream.url = (await readFile(upstream.urlFile, 'utf8')).trim();
+    }
+  }
+}
+
 /** Reads every ProxyGateway document in a YAML file; fails naming the document and field. */
 export async function readProxyGateways(file: string): Promise<ProxyGateway[]> {
   const docs = parseAllDocuments(await readFile(file, 'utf8'));
@@ -68,6 +83,7 @@ export async function readProxyGateways(file: string): Promise<ProxyGateway[]> {
     if (doc.errors.length) throw new Error(`${file} document ${i + 1}: ${doc.errors[0]!.message}`);
     const value: unknown = doc.toJSON();
     if (value == null) continue;
+    await readUpstreamUrlFiles(value);
     const parsed = proxyGatewaySchema.safeParse(value);
     if (!parsed.success) {
       const problems = parsed.error.issues.map((p) => `${p.path.join('.')}: ${p.message}`).join('; ');

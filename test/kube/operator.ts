@@ -10,6 +10,7 @@ import {
   type KubeClient,
   type KubeObject,
 } from '../../controllers/src/runtime/kube.ts';
+import { restClientMetrics } from '../../controllers/src/runtime/metrics.ts';
 import { RESOURCES } from '../../controllers/src/runtime/resources.ts';
 import { RELEASE_NAMESPACE } from './env.ts';
 
@@ -33,14 +34,15 @@ export interface TestOperatorOptions {
 }
 
 export function createTestOperator(o: TestOperatorOptions): Operator {
+  const registry = createRegistry('controller', false);
   return new Operator({
-    client: kubeClientFor(o.kubeconfig),
+    client: createKubeClient(loadKubeConfig(o.kubeconfig), { onResponse: restClientMetrics(registry) }),
     pool: o.pool,
     logger: createLogger(
       'controller',
       process.env.PROXYFLEET_TEST_LOG_LEVEL === 'debug' ? 'debug' : 'silent',
     ),
-    registry: createRegistry('controller', false),
+    registry,
     gateway: { ...TEST_GATEWAY_OPTIONS },
     operatorNamespace: RELEASE_NAMESPACE,
     resyncMs: 60_000,

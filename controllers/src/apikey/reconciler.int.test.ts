@@ -321,29 +321,47 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     const table = await kube.kubectl(['get', 'pgw,ak', '-n', NS]);
     const lines = table.split('\n').map((l) => l.trim().split(/\s{2,}/));
     const pgwHeader = lines.find((l) => l[1] === 'PLAN');
-    expect(pgwHeader).toEqual(['NAME', 'PLAN', 'PORT', 'READY', 'ENDPOINT', 'AGE']);
-    expect(lines.find((l) => l[0] === 'proxygateway.proxyfleet.io/basic')?.slice(1, 5)).toEqual([
+    expect(pgwHeader).toEqual(['NAME', 'PLAN', 'PORT', 'READY', 'STATUS', 'ENDPOINT', 'AGE']);
+    expect(lines.find((l) => l[0] === 'proxygateway.proxyfleet.io/basic')?.slice(1, 6)).toEqual([
       'basic',
       '12321',
       '0/2',
+      'NoReadyPods',
       'basic.proxy.example.com:12321',
     ]);
+    // One NAME column; READY and its reason from the Ready condition (issue 13, finding 8).
     const akHeader = lines.find((l) => l[1] === 'ACCOUNT');
-    expect(akHeader).toEqual(['NAME', 'ACCOUNT', 'NAME', 'PRIMARY', 'REVOKED', 'SYNCED', 'AGE']);
+    expect(akHeader).toEqual(['NAME', 'ACCOUNT', 'KEY', 'READY', 'REASON', 'REVOKED', 'AGE']);
     expect(lines.find((l) => l[0] === 'apikey.proxyfleet.io/ci')?.slice(1, 6)).toEqual([
       account.id,
       'ci',
-      'false',
+      'False',
+      'Revoked',
       'true',
-      'api 1/1, gw 1/1',
     ]);
     expect(lines.find((l) => l[0] === 'apikey.proxyfleet.io/primary')?.slice(1, 6)).toEqual([
       account.id,
       'primary',
-      'true',
+      'True',
+      'KeyActive',
       'false',
-      'api 1/1, gw 1/1',
     ]);
+    // The cache counts (once a misleading SYNCED column) are in -o wide, named for what they are.
+    const wide = (await kube.kubectl(['get', 'ak', '-n', NS, '-o', 'wide']))
+      .split('\n')
+      .map((l) => l.trim().split(/\s{2,}/));
+    expect(wide[0]).toEqual([
+      'NAME',
+      'ACCOUNT',
+      'KEY',
+      'READY',
+      'REASON',
+      'PRIMARY',
+      'REVOKED',
+      'CACHES',
+      'AGE',
+    ]);
+    expect(wide.find((l) => l[0] === 'primary')?.[7]).toBe('api 1/1, gw 1/1');
     process.stdout.write(`kubectl get pgw,ak -n ${NS}\n${table}`);
   });
 });

@@ -20,7 +20,7 @@ import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalizers.ts';
 import type { Informer } from '../runtime/informer.ts';
-import type { KubeClient, KubeObject } from '../runtime/kube.ts';
+import { KubeApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
 import { applyStatus, rfc3339 } from '../runtime/status.ts';
 import { API_KEY, API_VERSION, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
@@ -83,7 +83,7 @@ export function apiKeyReconciler(
       if (hasFinalizer(cached, APIKEY_FINALIZER)) {
         const mapping = await readMapping(pool, uid);
         if (mapping?.apiKeyId) await revokeKey(pool, cached.spec.accountId, mapping.apiKeyId);
-        await client.delete(RESOURCES.secret, namespace, cached.spec.secretName);
+        await deleteOwnSecret(cached);
         await deleteMapping(pool, uid);
         await removeFinalizer(client, API_KEY, cached, APIKEY_FINALIZER);
         logger.info({ apiKey: key }, 'api key revoked on deletion');
@@ -115,7 +115,7 @@ export function apiKeyReconciler(
         );
         mapping = await readMapping(pool, uid);
       }
-      await client.delete(RESOURCES.secret, namespace, ak.spec.secretName);
+      await deleteOwnSecret(ak);
       return report(ak, mapping, {
         type: 'Ready',
         status: 'False',
@@ -151,7 +151,18 @@ export function apiKeyReconciler(
       return report(ak, mapping, readyCondition(ak, mapping!));
     }
 
-    // A new key: first its only copy in the Secret, then its hash in PostgreSQL.
+    // A new key: first its only copy in the Secret, then its hash in PostgreSQL. The Secret must
+    // be ours or absent: never take over the database credentials or another ApiKey's key.
+    const foreign = await foreignSecret(ak);
+    if (foreign) {
+      await report(ak, mapping, {
+        type: 'Ready',
+        status: 'False',
+        reason: 'SecretNotOwned',
+        message: `Secret ${ak.spec.secretName} exists and was not created by this ApiKey (${foreign}); it is left untouched: choose another spec.secretName`,
+      });
+      return { requeueAfterMs: BLOCKED_RETRY_MS };
+    }
     const issued = await keyForRotation(ak);
     let created: CreatedKey | { id: string };
     try {
@@ -193,6 +204,38 @@ export function apiKeyReconciler(
     return report(ak, mapping, readyCondition(ak, mapping!));
   };
 
+  /** Why the Secret named by the ApiKey is not its own, or undefined when it is absent or ours. */
+  async function foreignSecret(ak: ApiKey): Promise<string | undefined> {
+    const secret = await client.get<Secret>(RESOURCES.secret, ak.metadata.namespace!, ak.spec.secretName);
+    if (!secret) return undefined;
+    const owner = secret.metadata.ownerReferences?.find((r) => r.controller === true);
+    if (owner?.uid === ak.metadata.uid) return undefined;
+    return owner ? `its controller is ${owner.kind} ${owner.name}` : 'it has no controller owner';
+  }
+
+  /** Deletes the key's Secret only if this ApiKey owns it (uid precondition: never a same-name newcomer). */
+  async function deleteOwnSecret(ak: ApiKey): Promise<void> {
+    const namespace = ak.metadata.namespace!;
+    const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretName);
+    if (!secret) return;
+    const ours = secret.metadata.ownerReferences?.some(
+      (r) => r.controller === true && r.uid === ak.metadata.uid,
+    );
+    if (!ours) return;
+    try {
+      await client.delete(RESOURCES.secret, namespace, ak.spec.secretName, { uid: secret.metadata.uid });
+    } catch (err) {
+      // The cluster-wide install has no delete on Secrets: empty the key instead (a deleted
+      // ApiKey's Secret then goes by garbage collection, through its owner reference).
+      if (!(err instanceof KubeApiError && err.status === 403)) throw err;
+      if (secret.data?.[SECRET_KEY_FIELD] === undefined) return;
+      await client.mergePatch(RESOURCES.secret, namespace, ak.spec.secretName, {
+        metadata: { resourceVersion: secret.metadata.resourceVersion },
+        data: null,
+      });
+    }
+  }
+
   /** The operator's namespace, or a namespace labelled with exactly this account id. */
   async function accountBound(namespace: string, accountId: string): Promise<boolean> {
     if (deps.operatorNamespace !== undefined && namespace === deps.operatorNamespace) return true;
@@ -218,35 +261,34 @@ export function apiKeyReconciler(
       if (!row || (!row.revokedAt && row.accountId === ak.spec.accountId)) return pending;
     }
     const issued = issueApiKey();
-    await client.apply(
-      RESOURCES.secret,
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: {
-          name: ak.spec.secretName,
-          namespace,
-          labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [APIKEY_LABEL]: ak.metadata.name },
-          annotations: {
-            [ROTATION_ANNOTATION]: String(ak.spec.rotation),
-            [OWNER_UID_ANNOTATION]: ak.metadata.uid!,
-          },
-          ownerReferences: [
-            {
-              apiVersion: API_VERSION,
-              kind: 'ApiKey',
-              name: ak.metadata.name,
-              uid: ak.metadata.uid!,
-              controller: true,
-              blockOwnerDeletion: true,
-            },
-          ],
+    const object = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: ak.spec.secretName,
+        namespace,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [APIKEY_LABEL]: ak.metadata.name },
+        annotations: {
+          [ROTATION_ANNOTATION]: String(ak.spec.rotation),
+          [OWNER_UID_ANNOTATION]: ak.metadata.uid!,
         },
-        type: 'Opaque',
-        data: { [SECRET_KEY_FIELD]: Buffer.from(issued.key).toString('base64') },
-      } as KubeObject,
-      { fieldManager: FIELD_MANAGER, force: true },
-    );
+        ownerReferences: [
+          {
+            apiVersion: API_VERSION,
+            kind: 'ApiKey',
+            name: ak.metadata.name,
+            uid: ak.metadata.uid!,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+      type: 'Opaque',
+      data: { [SECRET_KEY_FIELD]: Buffer.from(issued.key).toString('base64') },
+    } as KubeObject;
+    // Absent: create, which fails if another writer created it meanwhile (no silent overwrite).
+    if (!secret) await client.create(RESOURCES.secret, object);
+    else await client.apply(RESOURCES.secret, object, { fieldManager: FIELD_MANAGER, force: true });
     return issued;
   }
 

@@ -80,13 +80,38 @@ describe('crds/ is the single source of truth', () => {
     expect(byKind.ApiKey!.spec.names.shortNames).toEqual(['ak']);
     const columns = (kind: string) =>
       byKind[kind]!.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
-    expect(columns('ProxyGateway')).toEqual(['Plan', 'Port', 'Ready', 'Endpoint', 'Age']);
-    expect(columns('ApiKey')).toEqual(['Account', 'Name', 'Primary', 'Revoked', 'Synced', 'Age']);
+    expect(columns('ProxyGateway')).toEqual(['Plan', 'Port', 'Ready', 'Status', 'Endpoint', 'Age']);
+    // Issue 13 finding 8: one NAME column, READY from the Ready condition, the cache counts named CACHES.
+    expect(columns('ApiKey')).toEqual([
+      'Account',
+      'Key',
+      'Ready',
+      'Reason',
+      'Primary',
+      'Revoked',
+      'Caches',
+      'Age',
+    ]);
     for (const crd of Object.values(byKind)) {
       expect(crd.spec.group).toBe('proxyfleet.io');
       expect(crd.spec.versions[0].name).toBe('v1alpha1');
       expect(crd.spec.versions[0].subresources).toEqual({ status: {} });
     }
+  });
+
+  test('issue 13 finding 10: strict schemas, no node keeps unknown fields', async () => {
+    const loose: string[] = [];
+    const walk = (node: unknown, at: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${at}[${i}]`));
+      if (node === null || typeof node !== 'object') return;
+      for (const [k, v] of Object.entries(node)) {
+        if (k === 'x-kubernetes-preserve-unknown-fields' || (k === 'additionalProperties' && v === true))
+          loose.push(`${at}.${k}`);
+        walk(v, `${at}.${k}`);
+      }
+    };
+    for (const { crd, source } of await readCrds()) walk(crd.spec.versions, source);
+    expect(loose).toEqual([]);
   });
 
   test('dev/gateways.yaml parses with the gateway schema', async () => {

@@ -1,14 +1,15 @@
 // Golden files: the exact objects each example ProxyGateway produces. After an intended change,
 // regenerate with UPDATE_GOLDEN=1 npm run jest -- controllers/src/proxygateway/desired and review
 // the diff of testdata/*.golden.yaml.
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import { parse, stringify } from 'yaml';
 import { loadGatewayConfig } from '../../../gateway/src/config.ts';
-import { proxyGatewaySchema } from '../../../gateway/src/spec.ts';
+import { readProxyGateways } from '../../../gateway/src/spec.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
-import { desiredObjects, gatewayConfigYaml, type GatewayOptions } from './desired.ts';
+import { desiredObjects, gatewayConfigYaml, UPSTREAMS_DIR, type GatewayOptions } from './desired.ts';
 
 const OPTIONS: GatewayOptions = {
   image: 'ghcr.io/proxyfleet/proxyfleet:0.1.0',
@@ -99,9 +100,56 @@ describe('desiredObjects golden files', () => {
 });
 
 describe('desiredObjects invariants', () => {
-  test('the gateway config is exactly what gateway/src/spec.ts reads, without Kubernetes-only fields', () => {
+  /** What a gateway pod reads: the ConfigMap's YAML and the upstreams Secret's files (gateway/src/spec.ts). */
+  async function readAsGateway(gateway: ProxyGateway) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'pgw-'));
+    try {
+      const desired = desiredObjects(gateway, OPTIONS).objects.map((o) => o.object);
+      const secret = desired.find((o) => o.kind === 'Secret') as unknown as { data: Record<string, string> };
+      for (const [key, value] of Object.entries(secret.data))
+        await writeFile(path.join(dir, key), Buffer.from(value, 'base64'));
+      const configMap = desired.find((o) => o.kind === 'ConfigMap') as unknown as {
+        data: Record<string, string>;
+      };
+      const file = path.join(dir, 'gateway.yaml');
+      await writeFile(file, configMap.data['gateway.yaml']!.replaceAll(UPSTREAMS_DIR, dir));
+      return { parsed: (await readProxyGateways(file))[0]!, configMap: configMap.data['gateway.yaml']! };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  test('issue 13 finding 4: upstream credentials go into a Secret the pod mounts, never into the ConfigMap', async () => {
+    const gateway = CASES['advanced-fixed-loadbalancer']!;
+    expect(JSON.stringify(gateway.spec.exits)).toContain('user:pass@');
+    const { parsed, configMap } = await readAsGateway(gateway);
+    expect(configMap).not.toContain('pass');
+    expect(configMap).toContain(`urlFile: ${UPSTREAMS_DIR}/exit-1`);
+    expect(parsed.spec.exits[1]!.upstream?.url).toBe('http://user:pass@upstream.internal:3128');
+    const deployment = desiredObjects(gateway, OPTIONS).objects.find((o) => o.object.kind === 'Deployment')!
+      .object as unknown as {
+      spec: { template: { spec: { volumes: Array<{ name: string; secret?: unknown }> } } };
+    };
+    expect(deployment.spec.template.spec.volumes).toContainEqual({
+      name: 'upstreams',
+      secret: { secretName: 'advanced-gateway-upstreams' },
+    });
+    // A new password rolls the pods although the ConfigMap is the same.
+    const hash = (g: ProxyGateway) =>
+      (
+        desiredObjects(g, OPTIONS).objects.find((o) => o.object.kind === 'Deployment')!.object as unknown as {
+          spec: { template: { metadata: { annotations: Record<string, string> } } };
+        }
+      ).spec.template.metadata.annotations['proxyfleet.io/config-sha256'];
+    const changed = structuredClone(gateway);
+    changed.spec.exits[1]!.upstream = { url: 'http://user:new@upstream.internal:3128' };
+    expect(gatewayConfigYaml(changed)).toBe(gatewayConfigYaml(gateway));
+    expect(hash(changed)).not.toBe(hash(gateway));
+  });
+
+  test('the gateway config is exactly what gateway/src/spec.ts reads, without Kubernetes-only fields', async () => {
     for (const gateway of Object.values(CASES)) {
-      const parsed = proxyGatewaySchema.parse(parse(gatewayConfigYaml(gateway)));
+      const { parsed } = await readAsGateway(gateway);
       expect(Object.keys(parsed.spec).sort()).toEqual([
         'advertisedHost',
         'exits',

@@ -58,9 +58,39 @@ export function labels(pgw: ProxyGateway): Record<string, string> {
   };
 }
 
-/** The gateway's own configuration: one ProxyGateway without the Kubernetes-only fields. */
+/** Where the gateway finds the upstream URLs that carry credentials (a Secret volume). */
+export const UPSTREAMS_DIR = '/etc/proxyfleet-upstreams';
+export const upstreamsSecretName = (pgw: ProxyGateway) => `${pgw.metadata.name}-gateway-upstreams`;
+
+/** Upstream URLs with a user or password, by Secret key (exit-<index>): they never go in the ConfigMap. */
+export function upstreamSecrets(pgw: ProxyGateway): Map<number, { key: string; url: string }> {
+  const out = new Map<number, { key: string; url: string }>();
+  pgw.spec.exits.forEach((exit, i) => {
+    const url = exit.upstream?.url;
+    if (!url) return;
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return;
+    }
+    if (parsed.username || parsed.password) out.set(i, { key: `exit-${i}`, url });
+  });
+  return out;
+}
+
+/**
+ * The gateway's own configuration: one ProxyGateway without the Kubernetes-only fields. An
+ * upstream URL with credentials is replaced by `urlFile`, a file of the upstreams Secret's
+ * volume (gateway/src/spec.ts reads it): passwords stay out of the ConfigMap.
+ */
 export function gatewayConfigYaml(pgw: ProxyGateway): string {
-  const { plan, port, advertisedHost, exits, session, timeouts, limits } = pgw.spec;
+  const { plan, port, advertisedHost, session, timeouts, limits } = pgw.spec;
+  const secrets = upstreamSecrets(pgw);
+  const exits = pgw.spec.exits.map((exit, i) => {
+    const secret = secrets.get(i);
+    return secret ? { ...exit, upstream: { urlFile: `${UPSTREAMS_DIR}/${secret.key}` } } : exit;
+  });
   return stringify({
     apiVersion: API_VERSION,
     kind: 'ProxyGateway',
@@ -92,7 +122,13 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     ...extra,
   });
   const config = gatewayConfigYaml(pgw);
-  const configHash = createHash('sha256').update(config).digest('hex').slice(0, 16);
+  const secrets = [...upstreamSecrets(pgw).values()];
+  // The hash covers the upstream URLs too, so a changed upstream password rolls the pods.
+  const configHash = createHash('sha256')
+    .update(config)
+    .update(secrets.map((x) => `${x.key}=${x.url}`).join('\n'))
+    .digest('hex')
+    .slice(0, 16);
   const { min, max } = pgw.spec.replicas;
   const autoscaled = max > min;
   const drain = drainSeconds(pgw);
@@ -182,12 +218,16 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
               volumeMounts: [
                 { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
                 { name: 'tmp', mountPath: '/tmp' },
+                ...(secrets.length ? [{ name: 'upstreams', mountPath: UPSTREAMS_DIR, readOnly: true }] : []),
               ],
             },
           ],
           volumes: [
             { name: 'config', configMap: { name } },
             { name: 'tmp', emptyDir: {} },
+            ...(secrets.length
+              ? [{ name: 'upstreams', secret: { secretName: upstreamsSecretName(pgw) } }]
+              : []),
           ],
         },
       },
@@ -212,7 +252,18 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     spec: { maxUnavailable: 1, selector: { matchLabels: selectorLabels(pgw) } },
   };
 
+  const upstreams = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { ...meta(), name: upstreamsSecretName(pgw) },
+    type: 'Opaque',
+    data: Object.fromEntries(secrets.map((x) => [x.key, Buffer.from(x.url).toString('base64')])),
+  };
+
   const objects: DesiredObject[] = [
+    // Always present (empty without credentials: the cluster-wide install has no delete on
+    // Secrets), before the Deployment that mounts it.
+    { resource: RESOURCES.secret, object: upstreams as KubeObject },
     { resource: RESOURCES.configMap, object: configMap as KubeObject },
     { resource: RESOURCES.deployment, object: deployment as KubeObject },
     { resource: RESOURCES.service, object: service as KubeObject },

@@ -93,14 +93,22 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(300);
     expect(container.lifecycle.preStop.exec.command[0]).toBe('sleep');
     expect(pod.topologySpreadConstraints).toHaveLength(2);
-    // The HPA owns replicas: our field manager never set them.
-    const ours = deployment.metadata as {
+    // The HPA owns replicas: our field manager created the Deployment at minReplicas, then let go.
+    type Managed = {
       managedFields?: Array<{ manager: string; fieldsV1: { 'f:spec'?: Record<string, unknown> } }>;
     };
-    const managed = ours.managedFields?.find((m) => m.manager === 'proxyfleet-operator');
-    expect(managed?.fieldsV1['f:spec']).toBeDefined();
-    expect(managed?.fieldsV1['f:spec']?.['f:replicas']).toBeUndefined();
+    const managed = await eventually(async () => {
+      const d = await get(RESOURCES.deployment, 'basic-gateway');
+      const m = (d?.metadata as Managed | undefined)?.managedFields?.find(
+        (f) => f.manager === 'proxyfleet-operator',
+      );
+      return m?.fieldsV1['f:spec'] && m.fieldsV1['f:spec']['f:replicas'] === undefined ? m : undefined;
+    });
+    expect(managed.fieldsV1['f:spec']).toBeDefined();
+    expect((await get(RESOURCES.deployment, 'basic-gateway'))?.spec.replicas).toBe(2);
 
+    // The HPA is the last object applied: once it exists, every child does.
+    await eventually(() => get(RESOURCES.hpa, 'basic-gateway'), 20_000, 'hpa');
     const config = (await get(RESOURCES.configMap, 'basic-gateway'))!;
     expect(config.data['gateway.yaml']).toContain('advertisedHost: basic.proxy.example.com');
     expect(config.data['gateway.yaml']).not.toContain('replicas');

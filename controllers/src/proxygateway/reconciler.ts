@@ -2,9 +2,10 @@
 // manager), removes the HPA when scaling is fixed, publishes the plan's public endpoint in
 // gateway_endpoints (so generated proxy strings point at this gateway), and reports status from
 // the Deployment. A finalizer removes the endpoint row again on deletion; the owned objects go
-// with the CR through their owner references.
+// with the CR through their owner references. It never adopts, overwrites or deletes an object
+// it did not create (no controller owner reference to this ProxyGateway), and a plan's endpoint
+// has one owner (endpoint.ts).
 import type { Pool } from '../../../common/src/db/pool.ts';
-import { upsertGatewayEndpoint } from '../../../common/src/gateway-endpoints.ts';
 import type { Logger } from '../../../common/src/logger.ts';
 import { findCondition, setConditions, transitions, type ConditionInput } from '../runtime/conditions.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
@@ -17,6 +18,7 @@ import { applyStatus } from '../runtime/status.ts';
 import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ProxyGateway, ProxyGatewayStatus } from '../crds/types.generated.ts';
 import { childName, desiredObjects, type GatewayOptions } from './desired.ts';
+import { claimGatewayEndpoint, releaseGatewayEndpoints, type ClaimResult } from './endpoint.ts';
 
 export const PGW_FINALIZER = 'proxyfleet.io/gateway-endpoint';
 /** Takes spec.replicas over from our field manager when an HPA starts owning it. */
@@ -48,6 +50,15 @@ export interface ProxyGatewayReconcilerDeps {
 
 const endpointSource = (pgw: ProxyGateway) => `ProxyGateway/${pgw.metadata.namespace}/${pgw.metadata.name}`;
 
+/** A ProxyGateway waiting for its plan's endpoint retries this often, so it takes over within seconds of the owner's deletion. */
+export const PLAN_CONFLICT_RETRY_MS = 5_000;
+/** Retry while a same-name object we do not own blocks a child (a person must remove it). */
+export const NOT_OWNED_RETRY_MS = 30_000;
+
+/** Whether `o` carries a controller owner reference to the object with this uid. */
+export const controlledBy = (o: KubeObject, uid: string) =>
+  uid !== '' && (o.metadata.ownerReferences ?? []).some((r) => r.controller === true && r.uid === uid);
+
 export function proxyGatewayReconciler(
   deps: ProxyGatewayReconcilerDeps,
 ): (key: string) => Promise<ReconcileResult | void> {
@@ -58,57 +69,99 @@ export function proxyGatewayReconciler(
     if (!cached) return;
     if (cached.metadata.deletionTimestamp) {
       if (hasFinalizer(cached, PGW_FINALIZER)) {
-        await pool.query('DELETE FROM gateway_endpoints WHERE plan = $1 AND source = $2', [
-          cached.spec.plan,
-          endpointSource(cached),
-        ]);
+        await releaseGatewayEndpoints(pool, endpointSource(cached));
         await removeFinalizer(client, PROXY_GATEWAY, cached, PGW_FINALIZER);
       }
       return;
     }
     const pgw = await addFinalizer(client, PROXY_GATEWAY, cached, PGW_FINALIZER);
+    const uid = pgw.metadata.uid ?? '';
+    const namespace = pgw.metadata.namespace!;
 
     const desired = desiredObjects(pgw, deps.options);
+    const notOwned: string[] = [];
+    let claim: ClaimResult;
     try {
       for (const { resource, object } of desired.objects) {
-        if (resource === RESOURCES.deployment) await handOffReplicas(pgw, object);
+        // Never adopt: an object of this name that we did not create stays untouched.
+        const live = await client.get<Deployment>(resource, namespace, object.metadata.name);
+        if (live && !controlledBy(live, uid)) {
+          notOwned.push(`${resource.kind} ${object.metadata.name}`);
+          continue;
+        }
+        if (resource === RESOURCES.deployment) await prepareReplicas(pgw, object, live, desired.autoscaled);
         await client.apply(resource, object, { fieldManager: FIELD_MANAGER, force: true });
       }
       for (const { resource, name } of desired.absent) {
-        await client.delete(resource, pgw.metadata.namespace, name);
+        const live = await client.get(resource, namespace, name);
+        // Never delete what we do not own; the uid precondition guards against a same-name replacement.
+        if (live && controlledBy(live, uid))
+          await client.delete(resource, namespace, name, { uid: live.metadata.uid });
       }
-      await upsertGatewayEndpoint(
+      await releaseGatewayEndpoints(pool, endpointSource(pgw), pgw.spec.plan);
+      claim = await claimGatewayEndpoint(
         pool,
         { plan: pgw.spec.plan, host: pgw.spec.advertisedHost, port: pgw.spec.port },
         endpointSource(pgw),
       );
     } catch (err) {
-      await writeStatus(pgw, undefined, {
-        type: 'Degraded',
-        status: 'True',
+      await writeStatus(pgw, observedDeployment(pgw), {
+        type: 'Applied',
+        status: 'False',
         reason: 'ApplyFailed',
         message: (err as Error).message.slice(0, 512),
       });
       throw err;
     }
-    const deployment = deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`) as
-      Deployment | undefined;
-    await writeStatus(pgw, deployment);
+    const applied: ConditionInput =
+      notOwned.length > 0
+        ? {
+            type: 'Applied',
+            status: 'False',
+            reason: 'ObjectNotOwned',
+            message: `not created by this ProxyGateway, left untouched: ${notOwned.join(', ')}; delete or rename it`,
+          }
+        : { type: 'Applied', status: 'True', reason: 'AsExpected', message: 'every object applied' };
+    const conflict = claim.claimed ? undefined : claim.owner;
+    await writeStatus(pgw, observedDeployment(pgw), applied, conflict);
+    if (conflict !== undefined) return { requeueAfterMs: PLAN_CONFLICT_RETRY_MS };
+    if (notOwned.length > 0) return { requeueAfterMs: NOT_OWNED_RETRY_MS };
+    return undefined;
   };
 
+  function observedDeployment(pgw: ProxyGateway): Deployment | undefined {
+    return deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`) as Deployment | undefined;
+  }
+
   /**
-   * Fixed -> autoscaled: our apply no longer sets spec.replicas. Were we still its only owner, the
-   * apply would remove the field and the apiserver would default it to 1 until the HPA scales
-   * back up. As the Kubernetes docs describe for migrating to an HPA, first give the current
-   * value to another field manager, so dropping it from our apply leaves it in place.
+   * Autoscaled: our apply does not set spec.replicas (the HPA owns it). A new Deployment would
+   * then start at the API server's default of 1 although minReplicas is higher, so it is created
+   * with replicas = min, which is then handed to another field manager like any existing one.
+   * Fixed -> autoscaled: were we still the only owner of spec.replicas, dropping it from our apply
+   * would reset it to 1 until the HPA scales back up. As the Kubernetes docs describe for
+   * migrating to an HPA, first give the current value to another field manager, so dropping it
+   * from our apply leaves it in place.
    */
-  async function handOffReplicas(pgw: ProxyGateway, desired: KubeObject): Promise<void> {
-    if ((desired as Deployment).spec?.replicas !== undefined) return;
-    const live = deps.deployments.get(`${pgw.metadata.namespace}/${desired.metadata.name}`) as
-      Deployment | undefined;
-    const replicas = live?.spec?.replicas;
+  async function prepareReplicas(
+    pgw: ProxyGateway,
+    desired: KubeObject,
+    live: Deployment | undefined,
+    autoscaled: boolean,
+  ): Promise<void> {
+    if (!autoscaled) return;
+    let replicas = live?.spec?.replicas;
+    if (!live) {
+      replicas = pgw.spec.replicas.min;
+      const spec = (desired as Deployment).spec ?? {};
+      const created = await client.apply<Deployment>(
+        RESOURCES.deployment,
+        { ...desired, spec: { ...spec, replicas } } as KubeObject,
+        { fieldManager: FIELD_MANAGER, force: true },
+      );
+      live = created;
+    }
     if (replicas === undefined) return;
-    const ownedByUs = live!.metadata.managedFields?.some(
+    const ownedByUs = live.metadata.managedFields?.some(
       (f) =>
         f.manager === FIELD_MANAGER &&
         f.operation === 'Apply' &&
@@ -131,10 +184,16 @@ export function proxyGatewayReconciler(
     );
   }
 
+  /**
+   * Status always describes the observed Deployment (a failed apply does not make running pods
+   * look absent); how applying went is its own condition, Applied. Ready is False with reason
+   * PlanConflict while another ProxyGateway owns the plan's public endpoint.
+   */
   async function writeStatus(
     pgw: ProxyGateway,
     deployment: Deployment | undefined,
-    failure?: ConditionInput,
+    applied: ConditionInput,
+    planOwner?: string,
   ): Promise<void> {
     const ds = deployment?.status ?? {};
     const replicas = deployment?.spec?.replicas ?? ds.replicas ?? 0;
@@ -150,19 +209,26 @@ export function proxyGatewayReconciler(
         (c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
     );
     const updates: ConditionInput[] = [
-      ready > 0
+      planOwner !== undefined
         ? {
             type: 'Ready',
-            status: 'True',
-            reason: 'PodsReady',
-            message: `${ready}/${replicas} gateway pods ready`,
-          }
-        : {
-            type: 'Ready',
             status: 'False',
-            reason: 'NoReadyPods',
-            message: `0/${replicas} gateway pods ready`,
-          },
+            reason: 'PlanConflict',
+            message: `plan ${pgw.spec.plan}'s public endpoint belongs to ${planOwner}; this gateway (${ready}/${replicas} pods ready) is not advertised`,
+          }
+        : ready > 0
+          ? {
+              type: 'Ready',
+              status: 'True',
+              reason: 'PodsReady',
+              message: `${ready}/${replicas} gateway pods ready`,
+            }
+          : {
+              type: 'Ready',
+              status: 'False',
+              reason: 'NoReadyPods',
+              message: `0/${replicas} gateway pods ready`,
+            },
       rolloutDone
         ? {
             type: 'Progressing',
@@ -176,15 +242,20 @@ export function proxyGatewayReconciler(
             reason: 'RollingOut',
             message: `${ds.updatedReplicas ?? 0}/${replicas} pods updated, ${ready} ready`,
           },
-      failure ??
-        (failed
-          ? {
-              type: 'Degraded',
-              status: 'True',
-              reason: failed.reason ?? failed.type,
-              message: failed.message ?? '',
-            }
-          : { type: 'Degraded', status: 'False', reason: 'AsExpected', message: 'objects applied' }),
+      failed
+        ? {
+            type: 'Degraded',
+            status: 'True',
+            reason: failed.reason ?? failed.type,
+            message: failed.message ?? '',
+          }
+        : {
+            type: 'Degraded',
+            status: 'False',
+            reason: 'AsExpected',
+            message: 'the Deployment reports no failure',
+          },
+      applied,
     ];
     const conditions = setConditions(pgw.status?.conditions, updates, pgw.metadata.generation);
     const status: ProxyGatewayStatus = {
@@ -199,10 +270,16 @@ export function proxyGatewayReconciler(
     for (const c of transitions(pgw.status?.conditions, conditions)) {
       if (c.type === 'Ready' && c.status === 'True') await recorder.record(pgw, 'Normal', 'Ready', c.message);
       // Not ready at creation is expected; losing readiness is the notable transition.
-      if (c.type === 'Ready' && c.status === 'False' && findCondition(pgw.status?.conditions, 'Ready')) {
+      if (c.type === 'Ready' && c.reason === 'PlanConflict') {
+        await recorder.record(pgw, 'Warning', 'PlanConflict', c.message);
+      } else if (
+        c.type === 'Ready' &&
+        c.status === 'False' &&
+        findCondition(pgw.status?.conditions, 'Ready')
+      ) {
         await recorder.record(pgw, 'Warning', 'NotReady', c.message);
       }
-      if (c.type === 'Degraded' && c.status === 'True')
+      if ((c.type === 'Degraded' && c.status === 'True') || (c.type === 'Applied' && c.status === 'False'))
         await recorder.record(pgw, 'Warning', c.reason, c.message);
     }
   }

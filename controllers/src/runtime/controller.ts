@@ -47,7 +47,7 @@ export class Controller<T extends KubeObject> {
   constructor(opts: ControllerOptions<T>) {
     this.opts = opts;
     this.logger = opts.logger.child({ controller: opts.name });
-    this.queue = new WorkQueue(opts.queue);
+    this.queue = new WorkQueue({ ...opts.queue, hooks: opts.metrics.queueHooks(opts.name) });
     opts.primary.on((_event, o) => this.queue.add(objectKey(o)));
     for (const { informer, ownerKey } of opts.owned ?? []) {
       informer.on((_event, o) => {
@@ -102,15 +102,22 @@ export class Controller<T extends KubeObject> {
       const key = await this.queue.get();
       if (key === undefined) return;
       const end = metrics.reconcileDuration.startTimer({ controller: name });
+      const endStandard = metrics.reconcileTime.startTimer({ controller: name });
       try {
         const result = await this.opts.reconcile(key);
         this.queue.forget(key);
         if (result?.requeueAfterMs !== undefined && this.running)
           this.queue.addAfter(key, result.requeueAfterMs);
-        end({ result: result?.requeueAfterMs !== undefined ? 'requeue' : 'success' });
+        const requeued = result?.requeueAfterMs !== undefined;
+        end({ result: requeued ? 'requeue' : 'success' });
+        endStandard();
+        metrics.reconcileTotal.inc({ controller: name, result: requeued ? 'requeue_after' : 'success' });
       } catch (err) {
         end({ result: 'error' });
+        endStandard();
         metrics.reconcileErrors.inc({ controller: name });
+        metrics.reconcileTotal.inc({ controller: name, result: 'error' });
+        metrics.reconcileErrorsTotal.inc({ controller: name });
         const retryMs = this.queue.addRateLimited(key);
         this.logger.warn(
           { err, object: key, retryMs, failures: this.queue.failuresOf(key) },

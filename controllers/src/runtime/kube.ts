@@ -73,6 +73,12 @@ export class KubeApiError extends Error {
   }
 }
 
+/**
+ * Every write of the operator asks the API server to refuse fields the schema does not know
+ * (unknown or duplicate), rather than drop them silently: a typo in our own code fails loudly.
+ */
+const STRICT: Record<string, string> = { fieldValidation: 'Strict' };
+
 export const isNotFound = (err: unknown) => err instanceof KubeApiError && err.status === 404;
 export const isConflict = (err: unknown) => err instanceof KubeApiError && err.status === 409;
 export const isGone = (err: unknown) => err instanceof KubeApiError && err.status === 410;
@@ -138,8 +144,16 @@ export interface KubeClient {
   create<T extends KubeObject>(r: Resource, object: KubeObject, options?: CallOptions): Promise<T>;
   /** PUT; object.metadata.resourceVersion makes it conditional. */
   replace<T extends KubeObject>(r: Resource, object: KubeObject, options?: CallOptions): Promise<T>;
-  /** true when deleted, false when it did not exist. */
-  delete(r: Resource, namespace: string | undefined, name: string): Promise<boolean>;
+  /**
+   * true when deleted, false when it did not exist. With `uid`, a precondition: the object is
+   * deleted only if it is still that very object (never one someone else created under the name).
+   */
+  delete(
+    r: Resource,
+    namespace: string | undefined,
+    name: string,
+    options?: { uid?: string },
+  ): Promise<boolean>;
 }
 
 /** Loads a kubeconfig: the file when given, else in-cluster, else ~/.kube/config (client-node's default order). */
@@ -150,7 +164,14 @@ export function loadKubeConfig(file?: string): KubeConfig {
   return kc;
 }
 
-export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}): KubeClient {
+export function createKubeClient(
+  kc: KubeConfig,
+  options: {
+    requestTimeoutMs?: number;
+    /** Called with every response's method, status code and host (rest_client_requests_total). */
+    onResponse?: (method: string, code: number, host: string) => void;
+  } = {},
+): KubeClient {
   const http = new IsomorphicFetchHttpLibrary();
   const timeoutMs = options.requestTimeoutMs ?? 30_000;
   const server = () => {
@@ -179,6 +200,7 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
     ctx.setSignal(signal ? AbortSignal.any([timeout, signal]) : timeout);
     await kc.applySecurityAuthentication(ctx);
     const res = await http.send(ctx).toPromise();
+    options.onResponse?.(method, res.httpStatusCode, url.host);
     const text = await res.body.text();
     if (res.httpStatusCode >= 400) {
       let reason: string | undefined;
@@ -301,7 +323,7 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
       return call<T>(
         HttpMethod.PATCH,
         resourcePath(r, namespace, name, options.subresource),
-        { fieldManager: options.fieldManager, force: String(options.force ?? true) },
+        { fieldManager: options.fieldManager, force: String(options.force ?? true), ...STRICT },
         object,
         'application/apply-patch+yaml',
       );
@@ -315,7 +337,7 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
       return call<T>(
         HttpMethod.PATCH,
         resourcePath(r, namespace, name),
-        {},
+        STRICT,
         patch,
         'application/merge-patch+json',
       );
@@ -324,7 +346,7 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
       return call<T>(
         HttpMethod.POST,
         resourcePath(r, object.metadata.namespace),
-        {},
+        STRICT,
         object,
         undefined,
         options.signal,
@@ -334,19 +356,22 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
       return call<T>(
         HttpMethod.PUT,
         resourcePath(r, object.metadata.namespace, object.metadata.name),
-        {},
+        STRICT,
         object,
         undefined,
         options.signal,
       );
     },
-    async delete(r, namespace, name) {
+    async delete(r, namespace, name, options = {}) {
       try {
         await call(
           HttpMethod.DELETE,
           resourcePath(r, namespace, name),
           {},
-          { propagationPolicy: 'Background' },
+          {
+            propagationPolicy: 'Background',
+            ...(options.uid ? { preconditions: { uid: options.uid } } : {}),
+          },
         );
         return true;
       } catch (err) {

@@ -4,6 +4,17 @@
 export interface QueueOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** Observers for client-go's workqueue metrics (metrics.ts). */
+  hooks?: QueueHooks;
+}
+
+export interface QueueHooks {
+  /** A key entered the queue (not counted when it was already waiting). */
+  added(): void;
+  /** A key left the queue for a worker after waiting this long. */
+  waited(seconds: number): void;
+  /** A failed key was scheduled again with backoff. */
+  retried(): void;
 }
 
 const DEFAULT_BASE_DELAY_MS = 100;
@@ -16,6 +27,8 @@ export class WorkQueue {
   private readonly failures = new Map<string, number>();
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly waiters: Array<(key: string | undefined) => void> = [];
+  private readonly addedAt = new Map<string, number>();
+  private readonly hooks: QueueHooks | undefined;
   private closed = false;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
@@ -23,6 +36,7 @@ export class WorkQueue {
   constructor(options: QueueOptions = {}) {
     this.baseDelayMs = options.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
     this.maxDelayMs = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    this.hooks = options.hooks;
   }
 
   /** Keys waiting (not counting those being processed or scheduled for later). */
@@ -33,15 +47,24 @@ export class WorkQueue {
   add(key: string): void {
     if (this.closed || this.dirty.has(key)) return;
     this.dirty.add(key);
+    this.hooks?.added();
+    if (!this.addedAt.has(key)) this.addedAt.set(key, Date.now());
     if (this.processing.has(key)) return; // done() re-queues it
     const waiter = this.waiters.shift();
     if (waiter) {
       this.dirty.delete(key);
-      this.processing.add(key);
+      this.startProcessing(key);
       waiter(key);
     } else {
       this.queue.push(key);
     }
+  }
+
+  private startProcessing(key: string): void {
+    this.processing.add(key);
+    const at = this.addedAt.get(key);
+    this.addedAt.delete(key);
+    if (at !== undefined) this.hooks?.waited((Date.now() - at) / 1000);
   }
 
   /** Adds the key after `ms`; an earlier pending schedule for the same key wins. */
@@ -64,6 +87,7 @@ export class WorkQueue {
   addRateLimited(key: string): number {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
+    this.hooks?.retried();
     const delay = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.min(n, 30));
     this.addAfter(key, delay);
     return delay;
@@ -84,7 +108,7 @@ export class WorkQueue {
     const key = this.queue.shift();
     if (key !== undefined) {
       this.dirty.delete(key);
-      this.processing.add(key);
+      this.startProcessing(key);
       return Promise.resolve(key);
     }
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -104,5 +128,6 @@ export class WorkQueue {
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
+    this.addedAt.clear();
   }
 }
