@@ -18,7 +18,11 @@ export interface NewAccount {
   proxyPassword: string;
 }
 
-export async function createAccount(pool: Pool, input: { email: string }, credentialsKey: Buffer): Promise<NewAccount> {
+export async function createAccount(
+  pool: Pool,
+  input: { email: string },
+  credentialsKey: Buffer,
+): Promise<NewAccount> {
   try {
     return await withTransaction(pool, async (client) => {
       const { rows } = await client.query<{ id: string; email: string; status: AccountStatus }>(
@@ -81,7 +85,13 @@ export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput)
         WHERE p.account_id = $1 AND p.idempotency_key = $2`,
       [input.accountId, input.idempotencyKey],
     );
-    if (existing.rows[0]) return toInvoice(existing.rows[0]);
+    const first = existing.rows[0];
+    if (first) {
+      // A retry must be the same purchase: another body under the same key is a client bug.
+      if (first.product !== input.product || first.bytes !== input.bytes)
+        throw new AppError('IDEMPOTENCY_KEY_REUSED');
+      return toInvoice(first);
+    }
   }
   const purchase = await client.query<{ id: string }>(
     `INSERT INTO purchases (account_id, product, bytes, source, idempotency_key) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
@@ -142,7 +152,11 @@ function toInvoice(row: InvoiceRow): Invoice {
 }
 
 /** Suspends or reactivates; false when the account does not exist. */
-export async function setAccountStatus(pool: Pool, accountId: string, status: AccountStatus): Promise<boolean> {
+export async function setAccountStatus(
+  pool: Pool,
+  accountId: string,
+  status: AccountStatus,
+): Promise<boolean> {
   const { rowCount } = await pool.query('UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1', [
     accountId,
     status,
@@ -151,7 +165,11 @@ export async function setAccountStatus(pool: Pool, accountId: string, status: Ac
 }
 
 /** Issues a new proxy password; the old one stops working on every gateway within a second. */
-export async function resetProxyPassword(pool: Pool, accountId: string, credentialsKey: Buffer): Promise<string> {
+export async function resetProxyPassword(
+  pool: Pool,
+  accountId: string,
+  credentialsKey: Buffer,
+): Promise<string> {
   const password = newProxyPassword();
   const { rowCount } = await pool.query(
     `UPDATE proxy_credentials SET password_enc = $2, password_sha256 = $3, updated_at = now() WHERE account_id = $1`,
