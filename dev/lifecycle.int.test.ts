@@ -125,8 +125,8 @@ function npmStart(env: Record<string, string>): {
   groups.push(child);
   const lines: string[] = [];
   const onData = (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   const exited = new Promise<number | string>((resolve) => child.on('exit', (c, s) => resolve(c ?? s ?? -1)));
   return { child, lines, exited };
 }

@@ -2,7 +2,7 @@
 // rendered with a count of 1 and of 5, and every validation detail that the request schemas of
 // every route produce for a corpus of bad inputs.
 import { describe, expect, test } from '@jest/globals';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { AppError, ERRORS, formatMessage, type ErrorCode } from '../../common/src/errors.ts';
 import { validationError, type RouteDef } from './http/route.ts';
 import { accountRoutes } from './modules/account/routes.ts';
@@ -48,7 +48,7 @@ describe('every validation detail', () => {
   const schemas: [string, z.ZodType][] = [['GET /admin/v1/accounts (query)', listAccountsQuery]];
   for (const route of routes) {
     if (route.body)
-      schemas.push([`${route.method.toUpperCase()} ${route.path} (body)`, route.body as z.ZodType]);
+      schemas.push([`${route.method.toUpperCase()} ${route.path} (body)`, route.body]);
   }
   const fieldsOf = (schema: z.ZodType): string[] => {
     const shape = (schema as { shape?: Record<string, unknown> }).shape;

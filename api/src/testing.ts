@@ -64,8 +64,8 @@ export async function spawnApi(databaseUrl: string, overrides: Record<string, st
     let buffered = '';
     let stderr = '';
     const timer = setTimeout(() => fail(new Error(`api child did not start: ${stderr}`)), 20_000);
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => {
       buffered += d.toString();
       const lines = buffered.split('\n');
       buffered = lines.pop() ?? '';
@@ -86,7 +86,7 @@ export async function spawnApi(databaseUrl: string, overrides: Record<string, st
       reject(new Error(`api child exited with ${code}: ${stderr}`));
     });
   });
-  child.stdout!.resume();
+  child.stdout.resume();
   return {
     url: `http://127.0.0.1:${port}`,
     child,

@@ -21,7 +21,7 @@ export interface Shutdown {
 export function createShutdown(
   logger: Logger,
   graceMs: number,
-  exit: (code: number) => void = process.exit,
+  exit: (code: number) => void = (code) => process.exit(code),
 ): Shutdown {
   const steps: ShutdownStep[] = [];
   let running: Promise<void> | undefined;

@@ -49,7 +49,7 @@ export const COMMANDS: Record<string, Command> = {
     request: (_a, o) => {
       const q = new URLSearchParams();
       for (const k of ['email', 'limit', 'offset']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts${q.size ? `?${q}` : ''}` };
+      return { method: 'GET', path: `/accounts${q.size ? `?${q.toString()}` : ''}` };
     },
   },
   'accounts get': { usage: 'accounts get <accountId>', summary: 'Show an account', args: ['accountId'], request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}` }) },
@@ -246,14 +246,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const request = command.request(args, given);
     const config = loadCliConfig(io.env);
     const token =
-      (values.token as string | undefined) ??
+      (values.token) ??
       config.PROXYFLEET_ADMIN_TOKEN ??
       (await readFile(path.join(config.PROXYFLEET_DATA_DIR, 'admin-token'), 'utf8').then(
         (t) => t.trim(),
         () => undefined,
       ));
     if (!token) throw new UsageError('no admin token: pass --token or set PROXYFLEET_ADMIN_TOKEN');
-    const base = ((values.url as string | undefined) ?? config.PROXYFLEET_API_URL).replace(/\/+$/, '');
+    const base = ((values.url) ?? config.PROXYFLEET_API_URL).replace(/\/+$/, '');
     const res = await io.fetch(`${base}/admin/v1${request.path}`, {
       method: request.method,
       headers: { authorization: `Bearer ${token}`, ...(request.body ? { 'content-type': 'application/json' } : {}) },

@@ -85,13 +85,13 @@ export class ChangeFeed {
       ...options,
     };
     if (options.registry) {
-      const feed = this;
+      const feed = { silence: () => (this.lastHeard ? (Date.now() - this.lastHeard) / 1000 : -1), version: () => this.appliedVersion };
       new Gauge({
         name: `proxyfleet_${options.component}_change_feed_silence_seconds`,
         help: 'Seconds since the change feed last heard from the database (notification or heartbeat)',
         registers: [options.registry],
         collect() {
-          this.set(feed.lastHeard ? (Date.now() - feed.lastHeard) / 1000 : -1);
+          this.set(feed.silence());
         },
       });
       new Gauge({
@@ -99,7 +99,7 @@ export class ChangeFeed {
         help: 'Highest change_log id this process has applied to its caches',
         registers: [options.registry],
         collect() {
-          this.set(feed.appliedVersion);
+          this.set(feed.version());
         },
       });
     }
@@ -289,7 +289,7 @@ export class ChangeFeed {
         this.opts.logger.error({ err }, 'change handler failed; the batch will be replayed');
       }
     }
-    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
     for (const c of changes) this.appliedVersion = Math.max(this.appliedVersion, c.id);
     const client = this.client;
     if (client) await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));

@@ -213,10 +213,10 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
   };
 
   const objects: DesiredObject[] = [
-    { resource: RESOURCES.configMap, object: configMap as KubeObject },
-    { resource: RESOURCES.deployment, object: deployment as KubeObject },
-    { resource: RESOURCES.service, object: service as KubeObject },
-    { resource: RESOURCES.pdb, object: pdb as KubeObject },
+    { resource: RESOURCES.configMap, object: configMap },
+    { resource: RESOURCES.deployment, object: deployment },
+    { resource: RESOURCES.service, object: service },
+    { resource: RESOURCES.pdb, object: pdb },
   ];
   const absent: Desired['absent'] = [];
   if (autoscaled) {
@@ -260,7 +260,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
         },
       },
     };
-    objects.push({ resource: RESOURCES.hpa, object: hpa as KubeObject });
+    objects.push({ resource: RESOURCES.hpa, object: hpa });
   } else {
     absent.push({ resource: RESOURCES.hpa, name });
   }

@@ -91,8 +91,7 @@ export function proxyGatewayReconciler(
       });
       throw err;
     }
-    const deployment = deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`) as
-      Deployment | undefined;
+    const deployment = deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`);
     await writeStatus(pgw, deployment);
   };
 
@@ -104,6 +103,7 @@ export function proxyGatewayReconciler(
    */
   async function handOffReplicas(pgw: ProxyGateway, desired: KubeObject): Promise<void> {
     if ((desired as Deployment).spec?.replicas !== undefined) return;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- a false positive: tsc needs it (KubeObject has no spec)
     const live = deps.deployments.get(`${pgw.metadata.namespace}/${desired.metadata.name}`) as
       Deployment | undefined;
     const replicas = live?.spec?.replicas;

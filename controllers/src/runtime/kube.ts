@@ -281,7 +281,7 @@ export function createKubeClient(kc: KubeConfig, options: { requestTimeoutMs?: n
           if (!err || (err as { name?: string }).name === 'TimeoutError') return done(undefined);
           const status = (err as { statusCode?: number }).statusCode;
           done(
-            status ? new KubeApiError(status, undefined, `watch ${r.plural}: ${String(err)}`) : asError(err),
+            status ? new KubeApiError(status, undefined, `watch ${r.plural}: ${asError(err).message}`) : asError(err),
           );
         },
       );

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { recordPurchase } from '../../../common/src/accounts/accounts.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import type { Product } from '../../../common/src/products.ts';
-import { usageFoldJob } from '../../../gateway/src/accounting/jobs.ts';
+import { usageFoldJob } from './usage.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import type { Job, JobContext } from '../jobs.ts';

@@ -1,14 +1,14 @@
 // The worker jobs that settle gateway usage (migrations/0020, docs/adr/0020): the fold turns
 // usage batches into balances (used_bytes, requests_count, leased_bytes) and usage_hourly; the
 // reaper returns leases whose gateway stopped renewing them, and forgets expired sticky sessions.
-import type { Job } from '../../../worker/src/jobs.ts';
+import type { Job } from '../jobs.ts';
 
 /** Batches folded per statement; the job loops until none is left. */
 const FOLD_BATCHES = 500;
 /** One fold run never folds more than this many statements' worth (then yields to the next run). */
 const FOLD_MAX_ROUNDS = 20;
-export const USAGE_FOLD_INTERVAL_MS = 1_000;
-export const LEASE_REAPER_INTERVAL_MS = 10_000;
+const USAGE_FOLD_INTERVAL_MS = 1_000;
+const LEASE_REAPER_INTERVAL_MS = 10_000;
 
 export const usageFoldJob: Job = {
   name: 'usage-fold',
