@@ -8,7 +8,16 @@ const BOUNDED = ['api', 'gateway', 'worker', 'controllers', 'common'];
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/**', '.proxyfleet/**', 'charts/**', 'crds/**', 'loadtest/k6/**', 'coverage/**', 'bin/**', 'tools/**'],
+    ignores: [
+      'node_modules/**',
+      '.proxyfleet/**',
+      'charts/**',
+      'crds/**',
+      'loadtest/k6/**',
+      'coverage/**',
+      'bin/**',
+      'tools/**',
+    ],
   },
   {
     files: ['**/*.ts'],
@@ -28,7 +37,10 @@ export default tseslint.config(
       '@typescript-eslint/await-thenable': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
       // `_next` (Express needs four parameters to see an error handler), `{ secret: _, ...rest }`.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
       // Boundaries: each component imports common/ and its own tree only; common/ imports none of
       // them. dev/ (the all-in-one composition root), loadtest/ and the tests may import anything.
@@ -46,7 +58,11 @@ export default tseslint.config(
       ],
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read configuration through the entrypoint config module.' },
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read configuration through the entrypoint config module.',
+        },
       ],
     },
   },
@@ -70,7 +86,14 @@ export default tseslint.config(
   },
   {
     // The only modules allowed to read the environment: config modules, tests and test harnesses.
-    files: ['**/config.ts', '**/config/*.ts', '**/*.test.ts', 'test/**/*.ts', 'scripts/**/*.ts', 'loadtest/**/*.ts'],
+    files: [
+      '**/config.ts',
+      '**/config/*.ts',
+      '**/*.test.ts',
+      'test/**/*.ts',
+      'scripts/**/*.ts',
+      'loadtest/**/*.ts',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -10,7 +10,8 @@ const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta
 describe('docs/errors.md', () => {
   const rows = read('docs/errors.md')
     .split('\n')
-    .map((line) => /^\| ([A-Z_]+) \| (\d{3}) \| (.+?) \| .* \|$/.exec(line))
+    // Cells may be padded (prettier aligns table columns).
+    .map((line) => /^\|\s*([A-Z_]+)\s*\|\s*(\d{3})\s*\|\s*((?:\\\||[^|])+?)\s*\|.*\|$/.exec(line))
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => [m[1]!, { status: Number(m[2]), message: m[3]!.replace(/\\\|/g, '|') }] as const);
 

@@ -2,8 +2,6 @@
 export const PRODUCTS = ['light', 'basic', 'advanced', 'mobile', 'datacenter'] as const;
 export type Product = (typeof PRODUCTS)[number];
 
-export const isProduct = (value: unknown): value is Product => PRODUCTS.includes(value as Product);
-
 /** GB = 10^9 bytes, MB = 10^6 bytes (spec, DESIGN.md contracts). */
 export const BYTES_PER_GB = 1_000_000_000;
 export const BYTES_PER_MB = 1_000_000;

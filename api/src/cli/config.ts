@@ -8,5 +8,4 @@ export const cliSchema = z.object({
   PROXYFLEET_ADMIN_TOKEN: z.string().min(1).optional(),
   PROXYFLEET_DATA_DIR: z.string().min(1).default('./.proxyfleet'),
 });
-export type CliConfig = z.infer<typeof cliSchema>;
 export const loadCliConfig = (env?: Env) => parseConfig(cliSchema, env);

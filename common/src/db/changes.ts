@@ -85,7 +85,10 @@ export class ChangeFeed {
       ...options,
     };
     if (options.registry) {
-      const feed = { silence: () => (this.lastHeard ? (Date.now() - this.lastHeard) / 1000 : -1), version: () => this.appliedVersion };
+      const feed = {
+        silence: () => (this.lastHeard ? (Date.now() - this.lastHeard) / 1000 : -1),
+        version: () => this.appliedVersion,
+      };
       new Gauge({
         name: `proxyfleet_${options.component}_change_feed_silence_seconds`,
         help: 'Seconds since the change feed last heard from the database (notification or heartbeat)',
@@ -141,7 +144,9 @@ export class ChangeFeed {
     this.client = undefined;
     if (client && this.opts.ack) {
       // A process that stops no longer counts towards "n/n synced".
-      await client.query('DELETE FROM cache_acks WHERE instance = $1', [this.opts.ack.instance]).catch(() => undefined);
+      await client
+        .query('DELETE FROM cache_acks WHERE instance = $1', [this.opts.ack.instance])
+        .catch(() => undefined);
     }
     await client?.end().catch(() => undefined);
   }
@@ -191,7 +196,9 @@ export class ChangeFeed {
         );
         this.deliver(rows.map(toChange));
       } else {
-        const { rows } = await client.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
+        const { rows } = await client.query<{ head: number }>(
+          'SELECT coalesce(max(id), 0)::bigint AS head FROM change_log',
+        );
         this.appliedVersion = Math.max(this.appliedVersion, rows[0]?.head ?? 0);
       }
       this.lastHeard = Date.now();

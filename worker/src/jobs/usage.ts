@@ -15,7 +15,9 @@ export const usageFoldJob: Job = {
   intervalMs: USAGE_FOLD_INTERVAL_MS,
   async run({ pool }) {
     for (let round = 0; round < FOLD_MAX_ROUNDS; round++) {
-      const { rows } = await pool.query<{ folded: number }>('SELECT usage_fold($1) AS folded', [FOLD_BATCHES]);
+      const { rows } = await pool.query<{ folded: number }>('SELECT usage_fold($1) AS folded', [
+        FOLD_BATCHES,
+      ]);
       if ((rows[0]?.folded ?? 0) < FOLD_BATCHES) return;
     }
   },
@@ -27,7 +29,8 @@ export const leaseReaperJob: Job = {
   async run({ pool, logger }) {
     const { rows } = await pool.query<{ reaped: number }>('SELECT lease_reap(1000) AS reaped');
     const reaped = rows[0]?.reaped ?? 0;
-    if (reaped) logger.warn({ reaped }, 'expired bandwidth leases returned (a gateway stopped without releasing them)');
-    await pool.query('DELETE FROM sticky_sessions WHERE expires_at < now() - interval \'1 hour\'');
+    if (reaped)
+      logger.warn({ reaped }, 'expired bandwidth leases returned (a gateway stopped without releasing them)');
+    await pool.query("DELETE FROM sticky_sessions WHERE expires_at < now() - interval '1 hour'");
   },
 };
