@@ -3,6 +3,7 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import type { Express } from 'express';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Health } from '../../common/src/health.ts';
@@ -36,6 +37,8 @@ export interface RunningApi {
   port: number;
   /** This process's name in cache_acks. */
   instance: string;
+  /** The Express application (tests enumerate its mounted routes). */
+  app: Express;
   close(): Promise<void>;
 }
 
@@ -82,7 +85,11 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     apiRoutes: [
       ...accountRoutes(accounts),
       ...usageRoutes(usage),
-      ...proxiesRoutes({ pool, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST }),
+      ...proxiesRoutes({
+        pool,
+        credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
+        fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST,
+      }),
     ],
     adminRoutes: adminRoutes({
       pool,
@@ -113,6 +120,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   return {
     port,
     instance,
+    app,
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

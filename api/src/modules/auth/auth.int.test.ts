@@ -6,7 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
 import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
 import { setAccountStatus } from '../../../../common/src/accounts/accounts.ts';
 import { createNamedKey, regeneratePrimaryKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
-import { call, startTestApi, type TestApi } from '../../testing.ts';
+import { call, mountedRoutes, startTestApi, type TestApi } from '../../testing.ts';
 
 const CUSTOMER_ROUTES: [string, string, unknown?][] = [
   ['GET', '/api/v1/account'],
@@ -122,6 +122,51 @@ describe('admin token', () => {
       401,
     );
     expect((await call(api.url, '/admin/v1/accounts', { key: keys.valid! })).status).toBe(401);
+  });
+});
+
+describe('every mounted route, read from the router', () => {
+  // Routes that need no credentials, on purpose.
+  const PUBLIC = new Set(['GET /api/v1/openapi.json']);
+  const fill = (path: string) => path.replace(/:\w+/g, '00000000-0000-4000-8000-000000000000');
+  const routes = () => mountedRoutes(api.api.app).filter((r) => !PUBLIC.has(r));
+
+  test('the router mounts the customer and admin routes this table covers', () => {
+    const all = routes();
+    expect(all.filter((r) => r.includes(' /api/v1/')).length).toBeGreaterThanOrEqual(4);
+    expect(all.filter((r) => r.includes(' /admin/v1/')).length).toBeGreaterThanOrEqual(15);
+    expect(all.every((r) => / \/(api|admin)\/v1\//.test(r))).toBe(true);
+  });
+
+  test('every customer route refuses every bad key with the same 401, every admin route every bad token', async () => {
+    const failures: string[] = [];
+    for (const route of routes()) {
+      const [method, path] = route.split(' ') as [string, string];
+      const body = method === 'GET' || method === 'DELETE' ? {} : { body: {} };
+      const cases: [string, Parameters<typeof call>[2], string][] = path.startsWith('/api/v1/')
+        ? BAD_CREDENTIALS.map(([name, headers]) => [
+            name,
+            { method, headers: headers(), ...body },
+            'Invalid API key',
+          ])
+        : [
+            ['no token', { method, ...body }, 'Invalid admin token'],
+            ['a wrong token', { method, admin: 'x'.repeat(40), ...body }, 'Invalid admin token'],
+            ['a customer key', { method, admin: keys.valid!, ...body }, 'Invalid admin token'],
+            [
+              'the token with a suffix',
+              { method, admin: TEST_ADMIN_TOKEN + 'x', ...body },
+              'Invalid admin token',
+            ],
+          ];
+      for (const [name, options, error] of cases) {
+        const res = await call(api.url, fill(path), options);
+        if (res.status !== 401 || JSON.stringify(res.body) !== JSON.stringify({ success: false, error })) {
+          failures.push(`${route} with ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
   });
 });
 
