@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isCountryCode } from '../../../../common/src/countries.ts';
-import { PRODUCTS } from '../../../../common/src/products.ts';
+import { PLAN_CAPABILITIES, PRODUCTS } from '../../../../common/src/products.ts';
 
 /** Most proxy strings one call generates (docs/api.md). */
 export const MAX_GENERATE_COUNT = 1000;
@@ -80,27 +80,27 @@ export const generateRequestSchema = z
   })
   .superRefine((req, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    const supportsPlace = req.provider === 'light' || req.provider === 'basic' || req.provider === 'mobile';
-    if (req.state !== undefined && !supportsPlace)
+    const plan = PLAN_CAPABILITIES[req.provider];
+    const others = (minutes: 'lifetime' | 'sessionduration') =>
+      PRODUCTS.filter((p) => PLAN_CAPABILITIES[p].sessionMinutes === minutes).join(' and ');
+    if (req.state !== undefined && !plan.place)
       issue('state', `the ${req.provider} plan targets by country only`);
-    if (req.city !== undefined && !supportsPlace)
+    if (req.city !== undefined && !plan.place)
       issue('city', `the ${req.provider} plan targets by country only`);
     if (req.city !== undefined && req.state === undefined) issue('city', 'city requires state');
-    if (req.lifetime !== undefined) {
-      if (req.provider !== 'basic' && req.provider !== 'datacenter')
-        issue(
-          'lifetime',
-          `applies to basic and datacenter; ${req.provider === 'light' ? 'light has no lifetime' : 'use sessionDuration'}`,
-        );
-      else if (req.sessionType !== 'sticky') issue('lifetime', 'applies to sticky sessions only');
-    }
-    if (req.sessionDuration !== undefined) {
-      if (req.provider !== 'advanced' && req.provider !== 'mobile')
-        issue(
-          'sessionDuration',
-          `applies to advanced and mobile; ${req.provider === 'light' ? 'light has no lifetime' : 'use lifetime'}`,
-        );
-      else if (req.sessionType !== 'sticky') issue('sessionDuration', 'applies to sticky sessions only');
+    const given = { lifetime: req.lifetime, sessionDuration: req.sessionDuration };
+    for (const [field, minutes] of [
+      ['lifetime', 'lifetime'],
+      ['sessionDuration', 'sessionduration'],
+    ] as const) {
+      if (given[field] === undefined) continue;
+      if (plan.sessionMinutes !== minutes) {
+        const instead =
+          plan.sessionMinutes === undefined
+            ? `${req.provider} has no lifetime`
+            : `use ${field === 'lifetime' ? 'sessionDuration' : 'lifetime'}`;
+        issue(field, `applies to ${others(minutes)}; ${instead}`);
+      } else if (req.sessionType !== 'sticky') issue(field, 'applies to sticky sessions only');
     }
   });
 export type GenerateRequest = z.infer<typeof generateRequestSchema>;
