@@ -24,7 +24,7 @@ export const PLAN_CAPABILITIES: Readonly<Record<Product, PlanCapabilities>> = {
   datacenter: { side: 'password', place: false, sessionMinutes: 'lifetime' },
 };
 
-/** GB = 10^9 bytes, MB = 10^6 bytes (spec, DESIGN.md contracts). */
+/** GB = 10^9 bytes, MB = 10^6 bytes (spec, docs/design.md contracts). */
 export const BYTES_PER_GB = 1_000_000_000;
 export const BYTES_PER_MB = 1_000_000;
 

@@ -1,4 +1,4 @@
-// /admin/v1: the operators' interface (DESIGN.md "Interfaces that tests outside the project rely
+// /admin/v1: the operators' interface (docs/design.md "Interfaces that tests outside the project rely
 // on"), wrapped by `npx proxyfleet admin`. Every change that API caches hold (keys, status,
 // balances, settings) answers only once every API process has applied it, and says how many did
 // in the Proxyfleet-Cache-Sync header.

@@ -1,4 +1,4 @@
-// The shared security table (STYLE.md): every customer route refuses a missing, malformed,
+// The shared security table (docs/style.md): every customer route refuses a missing, malformed,
 // unknown or revoked key and a suspended account with the same 401; plus the admin token rules
 // and the per-address limit on failed authentications.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
