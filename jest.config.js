@@ -1,6 +1,10 @@
 // jest runs the TypeScript sources as native ESM, transformed by swc (docs/adr/0001).
+// Three projects, so a run can pick its cost (`npm test -- --selectProjects unit`):
+//   unit         *.test.ts that are not *.int.test.ts: no database, no processes; seconds
+//   integration  *.int.test.ts: real PostgreSQL (one template database per run), sockets, processes
+//   kube         the operator's and the chart's tests: a real kube-apiserver and etcd (and helm)
 /** @type {import('jest').Config} */
-export default {
+const common = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
@@ -12,12 +16,39 @@ export default {
       },
     ],
   },
-  testMatch: ['<rootDir>/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/.proxyfleet/'],
   modulePathIgnorePatterns: ['<rootDir>/.proxyfleet/'],
-  watchPathIgnorePatterns: ['<rootDir>/.proxyfleet/'],
+};
+const KUBE = ['<rootDir>/controllers/**/*.int.test.ts', '<rootDir>/test/kube/**/*.int.test.ts'];
+// A project's global setup runs only when one of its tests is selected: unit runs need no database.
+const database = {
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
+};
+
+/** @type {import('jest').Config} */
+export default {
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/**/*.test.ts'],
+      testPathIgnorePatterns: [...common.testPathIgnorePatterns, '\\.int\\.test\\.ts$'],
+    },
+    {
+      ...common,
+      ...database,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/**/*.int.test.ts'],
+      testPathIgnorePatterns: [
+        ...common.testPathIgnorePatterns,
+        '<rootDir>/controllers/',
+        '<rootDir>/test/kube/',
+      ],
+    },
+    { ...common, ...database, displayName: 'kube', testMatch: KUBE },
+  ],
+  watchPathIgnorePatterns: ['<rootDir>/.proxyfleet/'],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   testTimeout: 30_000,
   // Integration tests share one PostgreSQL server; two workers fit this 2-core machine.

@@ -19,5 +19,4 @@ export const devSchema = z.object({
   PROXYFLEET_DEV_START_GATEWAYS: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
   ...emailEnv,
 });
-export type DevConfig = z.infer<typeof devSchema>;
 export const loadDevConfig = (env?: Env) => parseConfig(devSchema, env);

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { openEntrypointDatabase } from '../common/src/db/open.ts';
 import { runMain } from '../common/src/runtime.ts';
+import { exitWhenParentExits } from '../common/src/shutdown.ts';
 import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
 import { upsertGatewayEndpoint } from '../common/src/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
@@ -18,6 +19,8 @@ import { startMailSink } from './mail-sink.ts';
 runMain('dev', loadDevConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
   const dataDir = path.resolve(config.PROXYFLEET_DATA_DIR);
+  // `npm start`'s npm may die alone (SIGTERM to npm, a closed terminal): stop with it.
+  exitWhenParentExits(shutdown, logger);
 
   const adminToken =
     config.PROXYFLEET_ADMIN_TOKEN ??
@@ -32,7 +35,9 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     config.PROXYFLEET_CREDENTIALS_KEY ??
     Buffer.from(
       (
-        await readOrCreateSecretFile(path.join(dataDir, 'credentials-key'), () => randomBytes(32).toString('hex'))
+        await readOrCreateSecretFile(path.join(dataDir, 'credentials-key'), () =>
+          randomBytes(32).toString('hex'),
+        )
       ).value,
       'hex',
     );
@@ -45,10 +50,16 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   const jobs = allJobs({ config: { ...config, PROXYFLEET_SMTP_URL: config.PROXYFLEET_SMTP_URL ?? mailSink?.url }, credentialsKey, logger, registry });
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
 
-  const gateways = config.PROXYFLEET_DEV_START_GATEWAYS ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS) : [];
+  const gateways = config.PROXYFLEET_DEV_START_GATEWAYS
+    ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)
+    : [];
   const runningGateways: RunningGateway[] = [];
   for (const gateway of gateways) {
-    await upsertGatewayEndpoint(db.pool, { plan: gateway.spec.plan, host: gateway.spec.advertisedHost, port: gateway.spec.port }, 'dev');
+    await upsertGatewayEndpoint(
+      db.pool,
+      { plan: gateway.spec.plan, host: gateway.spec.advertisedHost, port: gateway.spec.port },
+      'dev',
+    );
     runningGateways.push(
       await startGateway({
         gateway,
@@ -77,12 +88,19 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     databaseUrl: db.url,
   });
   logger.info(
-    { api: `http://${config.PROXYFLEET_API_HOST}:${api.port}`, gateways: gateways.map((g) => `${g.spec.plan}:${g.spec.port}`) },
+    {
+      pid: process.pid,
+      api: `http://${config.PROXYFLEET_API_HOST}:${api.port}`,
+      gateways: gateways.map((g) => `${g.spec.plan}:${g.spec.port}`),
+    },
     'proxyfleet dev is up',
   );
 
   shutdown.add({ name: 'api', run: () => api.close() });
-  shutdown.add({ name: 'gateways', run: async () => void (await Promise.all(runningGateways.map((g) => g.close()))) });
+  shutdown.add({
+    name: 'gateways',
+    run: async () => void (await Promise.all(runningGateways.map((g) => g.close()))),
+  });
   shutdown.add({ name: 'worker', run: () => worker.close() });
   if (mailSink) shutdown.add({ name: 'mail-sink', run: () => mailSink.close() });
 });

@@ -53,13 +53,13 @@ function startProcess(args: string[], env: Record<string, string>, ready: RegExp
       out += chunk.toString();
       const m = ready.exec(out);
       if (m) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
+        child.stdout.off('data', onData);
+        child.stdout.resume();
         resolve({ child, match: m });
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out.slice(-2000)}`)));
   });
 }
@@ -378,7 +378,7 @@ async function main(): Promise<void> {
     const originPort = Number(match[1]);
 
     const makers: [string, () => Promise<Target>][] = [
-      ['direct', async () => ({ name: 'direct', port: originPort, auth: undefined, pid: undefined, stop: async () => undefined })],
+      ['direct', () => Promise.resolve({ name: 'direct', port: originPort, auth: undefined, pid: undefined, stop: () => Promise.resolve() })],
       ['gateway (full)', () => startGatewayTarget('gateway (full)', databaseUrl, auth, 'full', dir)],
       ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
       ['proxy-chain', () => startProxyChainTarget(account.proxyUsername, account.proxyPassword, auth)],

@@ -1,4 +1,4 @@
-// The project runs on Node 24 from the node@24 devDependency (DESIGN.md decision 1); a silent
+// The project runs on Node 24 from the node@24 devDependency (docs/design.md decision 1); a silent
 // fallback to the machine's Node 20 must fail here.
 import { describe, expect, it } from '@jest/globals';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TRUST_SILENCE_MS } from './modules/auth/key-cache.ts';
+import { TRUST_SILENCE_MS } from '../../common/src/db/changes.ts';
 import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
 
 /** The variables of the API (also understood by `npm start`, which runs the API in-process). */

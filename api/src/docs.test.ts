@@ -10,9 +10,10 @@ const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta
 describe('docs/errors.md', () => {
   const rows = read('docs/errors.md')
     .split('\n')
-    .map((line) => /^\| ([A-Z_]+) \| (\d{3}) \| (.+?) \| .* \|$/.exec(line))
+    // Cells may be padded (prettier aligns table columns).
+    .map((line) => /^\|\s*([A-Z_]+)\s*\|\s*(\d{3})\s*\|\s*((?:\\\||[^|])+?)\s*\|.*\|$/.exec(line))
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => [m[1]!, { status: Number(m[2]), message: m[3]! }] as const);
+    .map((m) => [m[1]!, { status: Number(m[2]), message: m[3]!.replace(/\\\|/g, '|') }] as const);
 
   test('lists every code of the table, once, with its status and message', () => {
     expect(rows.map(([code]) => code).sort()).toEqual(Object.keys(ERRORS).sort());
@@ -23,7 +24,12 @@ describe('docs/errors.md', () => {
 describe('docs/api.md', () => {
   const doc = read('docs/api.md');
   const stub = {} as never;
-  const admin = adminRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), accounts: stub, waitForApiCaches: stub });
+  const admin = adminRoutes({
+    pool: stub,
+    credentialsKey: Buffer.alloc(32),
+    accounts: stub,
+    waitForApiCaches: stub,
+  });
   const routes = [
     'GET /api/v1/account',
     'GET /api/v1/usage',

@@ -3,6 +3,7 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import type { Express } from 'express';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Health } from '../../common/src/health.ts';
@@ -37,6 +38,8 @@ export interface RunningApi {
   port: number;
   /** This process's name in cache_acks. */
   instance: string;
+  /** The Express application (tests enumerate its mounted routes). */
+  app: Express;
   close(): Promise<void>;
 }
 
@@ -118,6 +121,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   return {
     port,
     instance,
+    app,
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

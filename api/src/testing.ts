@@ -31,7 +31,11 @@ export function testEnv(databaseUrl: string, overrides: Record<string, string> =
 
 export async function startTestApi(
   db: { url: string; pool: Pool },
-  options: { env?: Record<string, string>; logStream?: pino.DestinationStream; logLevel?: pino.LevelWithSilent } = {},
+  options: {
+    env?: Record<string, string>;
+    logStream?: pino.DestinationStream;
+    logLevel?: pino.LevelWithSilent;
+  } = {},
 ): Promise<TestApi> {
   const config = loadApiConfig(testEnv(db.url, options.env));
   const logger = createLogger('api', options.logLevel ?? 'silent', options.logStream);
@@ -50,7 +54,10 @@ export interface ChildApi {
 }
 
 /** Starts `node api/src/main.ts` with the test environment and waits for "api listening". */
-export async function spawnApi(databaseUrl: string, overrides: Record<string, string> = {}): Promise<ChildApi> {
+export async function spawnApi(
+  databaseUrl: string,
+  overrides: Record<string, string> = {},
+): Promise<ChildApi> {
   const child = spawn(process.execPath, [MAIN], {
     env: testEnv(databaseUrl, { PROXYFLEET_LOG_LEVEL: 'info', ...overrides }),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -64,8 +71,8 @@ export async function spawnApi(databaseUrl: string, overrides: Record<string, st
     let buffered = '';
     let stderr = '';
     const timer = setTimeout(() => fail(new Error(`api child did not start: ${stderr}`)), 20_000);
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => {
       buffered += d.toString();
       const lines = buffered.split('\n');
       buffered = lines.pop() ?? '';
@@ -86,7 +93,7 @@ export async function spawnApi(databaseUrl: string, overrides: Record<string, st
       reject(new Error(`api child exited with ${code}: ${stderr}`));
     });
   });
-  child.stdout!.resume();
+  child.stdout.resume();
   return {
     url: `http://127.0.0.1:${port}`,
     child,
@@ -126,7 +133,11 @@ export async function call(baseUrl: string, path: string, options: CallOptions =
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(baseUrl + path, { method: options.method ?? (body ? 'POST' : 'GET'), headers, ...(body !== undefined ? { body } : {}) });
+  const res = await fetch(baseUrl + path, {
+    method: options.method ?? (body ? 'POST' : 'GET'),
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -135,4 +146,32 @@ export async function call(baseUrl: string, path: string, options: CallOptions =
     // not JSON: keep the text
   }
   return { status: res.status, headers: res.headers, body: parsed };
+}
+
+interface RouterLayer {
+  name: string;
+  rawPath?: unknown;
+  route?: { path: unknown; methods: Record<string, boolean> };
+  handle: { stack?: RouterLayer[] };
+}
+
+/**
+ * Every route the application mounts, as "METHOD /prefix/path", read from Express's own router
+ * (so a route added anywhere is in the list without anyone remembering to add it).
+ */
+export function mountedRoutes(app: RunningApi['app']): string[] {
+  const routes: string[] = [];
+  const walk = (stack: RouterLayer[], prefix: string) => {
+    for (const layer of stack) {
+      if (layer.route && typeof layer.route.path === 'string') {
+        for (const [method, on] of Object.entries(layer.route.methods)) {
+          if (on && method !== '_all') routes.push(`${method.toUpperCase()} ${prefix}${layer.route.path}`);
+        }
+      } else if (layer.name === 'router' && layer.handle.stack) {
+        walk(layer.handle.stack, prefix + (typeof layer.rawPath === 'string' ? layer.rawPath : ''));
+      }
+    }
+  };
+  walk((app as unknown as { router: { stack: RouterLayer[] } }).router.stack, '');
+  return routes;
 }

@@ -3,7 +3,7 @@
 export const ERRORS = {
   INVALID_API_KEY: { status: 401, message: 'Invalid API key' },
   NO_BANDWIDTH: { status: 403, message: 'No {plan} bandwidth purchased. Buy {plan} bandwidth first.' },
-  RATE_LIMITED: { status: 429, message: 'Too many requests, retry after {retryAfter} seconds' },
+  RATE_LIMITED: { status: 429, message: 'Too many requests, retry after {retryAfter|second}' },
   VALIDATION_FAILED: { status: 400, message: 'Invalid request: {detail}' },
   MALFORMED_JSON: { status: 400, message: 'Request body is not valid JSON' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large' },
@@ -12,11 +12,15 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
   INVALID_ADMIN_TOKEN: { status: 401, message: 'Invalid admin token' },
   ACCOUNT_NOT_FOUND: { status: 404, message: 'Account not found' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This idempotency key was used for a different purchase' },
   KEY_NOT_FOUND: { status: 404, message: 'API key not found' },
   EMAIL_TAKEN: { status: 409, message: 'An account with this email already exists' },
   NAMED_KEY_LIMIT: { status: 409, message: 'An account can have at most {limit} named API keys' },
   KEY_NAME_TAKEN: { status: 409, message: 'A named API key with this name already exists' },
-  PRIMARY_KEY_NOT_REVOCABLE: { status: 409, message: 'The primary key cannot be revoked; regenerate it instead' },
+  PRIMARY_KEY_NOT_REVOCABLE: {
+    status: 409,
+    message: 'The primary key cannot be revoked; regenerate it instead',
+  },
   ISP_PROXY_NOT_FOUND: { status: 404, message: 'ISP proxy not found' },
   ISP_PROXY_EXISTS: { status: 409, message: 'An ISP proxy with this host, port and username already exists' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service temporarily unavailable' },
@@ -36,6 +40,14 @@ export class AppError extends Error {
   }
 }
 
-function formatMessage(template: string, params: Record<string, string | number>): string {
-  return template.replace(/\{(\w+)\}/g, (whole, key: string) => (key in params ? String(params[key]) : whole));
+/**
+ * Fills `{name}` with a parameter, and `{name|unit}` with a count and its unit in the right
+ * number ("1 second", "5 seconds"): docs/errors.md, "Message style".
+ */
+export function formatMessage(template: string, params: Record<string, string | number>): string {
+  return template.replace(/\{(\w+)(?:\|(\w+))?\}/g, (whole, key: string, unit: string | undefined) => {
+    if (!(key in params)) return whole;
+    const value = params[key]!;
+    return unit === undefined ? String(value) : `${value} ${unit}${Number(value) === 1 ? '' : 's'}`;
+  });
 }

@@ -1,6 +1,7 @@
 // What every composition root builds first: logger, metrics registry, health and shutdown.
 import { ConfigError } from './config.ts';
 import { Health } from './health.ts';
+import { StartupError } from './startup-error.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createRegistry } from './metrics.ts';
 import { createShutdown, exitOnSignals, SHUTDOWN_ORDER, type Shutdown } from './shutdown.ts';
@@ -52,7 +53,9 @@ export function runMain<C extends RuntimeConfig>(
   }
   const runtime = createRuntime(component, config);
   main(config, runtime).catch(async (err: unknown) => {
-    runtime.logger.fatal({ err }, 'start-up failed');
+    // A problem the operator can fix is a sentence on stderr, not a stack.
+    if (err instanceof StartupError) process.stderr.write(`proxyfleet ${component}: ${err.message}\n`);
+    else runtime.logger.fatal({ err }, 'start-up failed');
     await runtime.shutdown.run('start-up failed').catch(() => undefined);
     process.exit(1);
   });

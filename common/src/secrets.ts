@@ -32,10 +32,6 @@ export function sha256(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
 
-export function constantTimeEqual(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /** Compares two strings in time independent of where they differ (lengths are hashed first). */
 export function constantTimeEqualStrings(a: string, b: string): boolean {
   return timingSafeEqual(sha256(a), sha256(b));

@@ -1,4 +1,4 @@
-// Graceful shutdown: on SIGTERM or SIGINT run the steps in order (stop accepting, drain, flush,
+// Graceful shutdown: on SIGTERM, SIGINT or SIGHUP run the steps in order (stop accepting, drain, flush,
 // close pools), bounded by the grace period; a second signal or the deadline forces exit 1.
 import type { Logger } from './logger.ts';
 
@@ -18,7 +18,11 @@ export interface Shutdown {
   run(reason: string): Promise<void>;
 }
 
-export function createShutdown(logger: Logger, graceMs: number, exit: (code: number) => void = process.exit): Shutdown {
+export function createShutdown(
+  logger: Logger,
+  graceMs: number,
+  exit: (code: number) => void = (code) => process.exit(code),
+): Shutdown {
   const steps: ShutdownStep[] = [];
   let running: Promise<void> | undefined;
   const run = (reason: string): Promise<void> => {
@@ -47,15 +51,28 @@ export function createShutdown(logger: Logger, graceMs: number, exit: (code: num
   return { add: (step) => void steps.push(step), run };
 }
 
-/** Wires SIGTERM/SIGINT to the shutdown, then exits 0 when it completes. */
-export function exitOnSignals(shutdown: Shutdown, logger: Logger): void {
-  let signals = 0;
+/**
+ * A terminal's Ctrl-C reaches us twice: from the terminal (the whole foreground process group) and
+ * forwarded by `npm start` (npm's run-script passes SIGINT and SIGTERM on to its child). A repeat
+ * within this window is that same request; a later one is an operator insisting.
+ */
+export const SIGNAL_REPEAT_WINDOW_MS = 1_000;
+/** How often `exitWhenParentExits` looks at the parent pid. */
+const PARENT_POLL_MS = 250;
+
+/**
+ * Wires SIGTERM, SIGINT and SIGHUP (a closed terminal) to the shutdown, then exits 0 when it
+ * completes. A second signal after SIGNAL_REPEAT_WINDOW_MS forces exit 1.
+ */
+export function exitOnSignals(shutdown: Shutdown, logger: Logger, now: () => number = Date.now): void {
+  let first: number | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals > 1) {
+    if (first !== undefined) {
+      if (now() - first < SIGNAL_REPEAT_WINDOW_MS) return;
       logger.warn({ signal }, 'second signal, exiting now');
       process.exit(1);
     }
+    first = now();
     shutdown.run(signal).then(
       () => process.exit(0),
       () => process.exit(1),
@@ -63,4 +80,23 @@ export function exitOnSignals(shutdown: Shutdown, logger: Logger): void {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('SIGHUP', onSignal);
+}
+
+/**
+ * Runs the shutdown when our parent goes away (`kill <npm pid>` or a closed terminal kills npm
+ * but not its child): the process is then re-parented, and nothing else would ever stop it.
+ */
+export function exitWhenParentExits(shutdown: Shutdown, logger: Logger): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    logger.warn({ parent }, 'parent process exited');
+    shutdown.run('parent exited').then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  }, PARENT_POLL_MS);
+  timer.unref();
 }

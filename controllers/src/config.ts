@@ -45,5 +45,4 @@ export const controllerEnv = {
 };
 
 export const controllerSchema = z.object({ ...baseEnv, ...controllerEnv });
-export type ControllerConfig = z.infer<typeof controllerSchema>;
 export const loadControllerConfig = (env?: Env) => parseConfig(controllerSchema, env);

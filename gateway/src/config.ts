@@ -18,5 +18,4 @@ export const gatewayEnv = {
 };
 
 export const gatewaySchema = z.object({ ...baseEnv, ...gatewayEnv });
-export type GatewayConfig = z.infer<typeof gatewaySchema>;
 export const loadGatewayConfig = (env?: Env) => parseConfig(gatewaySchema, env);

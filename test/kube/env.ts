@@ -334,7 +334,7 @@ export async function eventually<T>(
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`${what} not reached in ${timeoutMs} ms${lastError ? `: ${String(lastError)}` : ''}`);
+      throw new Error(`${what} not reached in ${timeoutMs} ms${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -1,11 +1,12 @@
-// Every job the worker runs, gathered from the feature modules.
+// Every job the worker runs. Jobs live in worker/src/jobs/ (api/ and gateway/ do not import the
+// worker: eslint's boundary rule), whatever tables they maintain.
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../common/src/logger.ts';
 import type { WorkerConfig } from './config.ts';
 import type { Job } from './jobs.ts';
 import { maintenanceJob } from './jobs/maintenance.ts';
-import { leaseReaperJob, usageFoldJob } from '../../gateway/src/accounting/jobs.ts';
-import { rateLimitCleanupJob } from '../../api/src/modules/rate-limit/jobs.ts';
+import { leaseReaperJob, usageFoldJob } from './jobs/usage.ts';
+import { rateLimitCleanupJob } from './jobs/rate-limit-cleanup.ts';
 import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
 import { autoRefillJob, balanceSweepJob, priceSyncJob } from './jobs/auto-refill.ts';

@@ -1,4 +1,4 @@
-// The worker's periodic jobs. Each feature contributes jobs; the runner runs them only while
+// The worker's periodic jobs (worker/src/jobs/); the runner runs them only while
 // this process leads, never overlapping one job with itself, and records how they went.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../../common/src/logger.ts';

@@ -1,5 +1,8 @@
 import { describe, expect, test } from '@jest/globals';
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../test/fixtures.ts';
@@ -24,24 +27,66 @@ const json = (r: { out: string }) => JSON.parse(r.out) as Record<string, unknown
 
 describe('proxyfleet admin', () => {
   test('wraps the admin API: account, purchase, keys, suspension, alerts, ISP proxies', async () => {
-    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as { id: string; apiKey: string };
+    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
+      id: string;
+      apiKey: string;
+    };
     expect(account.apiKey).toMatch(/^svc_live_/);
-    expect(json(await cli('admin', 'purchases', 'create', account.id, '--product', 'basic', '--gb', '0.25'))).toMatchObject({ bytes: 250_000_000 });
-    const key = json(await cli('admin', 'keys', 'create', account.id, '--name', 'ci')) as { id: string; apiKey: string };
+    expect(
+      json(await cli('admin', 'purchases', 'create', account.id, '--product', 'basic', '--gb', '0.25')),
+    ).toMatchObject({ bytes: 250_000_000 });
+    const key = json(await cli('admin', 'keys', 'create', account.id, '--name', 'ci')) as {
+      id: string;
+      apiKey: string;
+    };
     expect((await call(fx.api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(200);
-    expect(await cli('admin', 'keys', 'revoke', account.id, key.id)).toMatchObject({ code: 0, out: 'done\n' });
+    expect(await cli('admin', 'keys', 'revoke', account.id, key.id)).toMatchObject({
+      code: 0,
+      out: 'done\n',
+    });
     expect((await call(fx.api.url, '/api/v1/usage', { key: key.apiKey })).status).toBe(401);
     const rotated = json(await cli('admin', 'keys', 'regenerate-primary', account.id)) as { apiKey: string };
     expect(rotated.apiKey).not.toBe(account.apiKey);
-    expect(json(await cli('admin', 'accounts', 'suspend', account.id))).toEqual({ id: account.id, status: 'suspended' });
-    expect(json(await cli('admin', 'accounts', 'reactivate', account.id))).toEqual({ id: account.id, status: 'active' });
-    expect(json(await cli('admin', 'alerts', 'set', account.id, '--server-alerts', 'on'))).toMatchObject({ serverAlerts: true, lowBandwidth: true });
-    expect(json(await cli('admin', 'isp-proxies', 'add', account.id, '--host', '192.0.2.1', '--port', '8080', '--username', 'u1', '--country', 'us'))).toMatchObject({ host: '192.0.2.1' });
-    expect((json(await cli('admin', 'isp-proxies', 'list', account.id)) as { proxies: unknown[] }).proxies).toHaveLength(1);
+    expect(json(await cli('admin', 'accounts', 'suspend', account.id))).toEqual({
+      id: account.id,
+      status: 'suspended',
+    });
+    expect(json(await cli('admin', 'accounts', 'reactivate', account.id))).toEqual({
+      id: account.id,
+      status: 'active',
+    });
+    expect(json(await cli('admin', 'alerts', 'set', account.id, '--server-alerts', 'on'))).toMatchObject({
+      serverAlerts: true,
+      lowBandwidth: true,
+    });
+    expect(
+      json(
+        await cli(
+          'admin',
+          'isp-proxies',
+          'add',
+          account.id,
+          '--host',
+          '192.0.2.1',
+          '--port',
+          '8080',
+          '--username',
+          'u1',
+          '--country',
+          'us',
+        ),
+      ),
+    ).toMatchObject({ host: '192.0.2.1' });
+    expect(
+      (json(await cli('admin', 'isp-proxies', 'list', account.id)) as { proxies: unknown[] }).proxies,
+    ).toHaveLength(1);
   });
 
   test('API errors exit 1 with the message; usage errors exit 2', async () => {
-    expect(await cli('admin', 'accounts', 'suspend', '00000000-0000-4000-8000-000000000000')).toMatchObject({ code: 1, err: 'error 404: Account not found\n' });
+    expect(await cli('admin', 'accounts', 'suspend', '00000000-0000-4000-8000-000000000000')).toMatchObject({
+      code: 1,
+      err: 'error 404: Account not found\n',
+    });
     expect((await cli('admin', 'purchases', 'create', 'x', '--product', 'basic')).code).toBe(2);
     expect((await cli('admin', 'alerts', 'set', 'x', '--server-alerts', 'maybe')).code).toBe(2);
     expect((await cli('admin', 'nothing', 'here')).code).toBe(2);
@@ -54,4 +99,65 @@ describe('proxyfleet admin', () => {
     expect(stdout).toContain('Usage: proxyfleet admin <command>');
     expect(stdout).toContain('keys revoke <accountId> <keyId>');
   });
+
+  test('help at every level: the CLI, admin, a command group, a command', async () => {
+    for (const argv of [['--help'], ['admin', '--help'], ['help']]) {
+      const r = await cli(...argv);
+      expect(r).toMatchObject({ code: 0 });
+      expect(r.out).toContain('Usage: proxyfleet admin <command>');
+    }
+    for (const argv of [
+      ['admin', 'accounts', '--help'],
+      ['admin', 'accounts', '-h'],
+      ['admin', 'accounts'],
+      ['admin', 'help', 'accounts'],
+    ]) {
+      const r = await cli(...argv);
+      expect(r).toMatchObject({ code: 0, err: '' });
+      expect(r.out).toContain('Usage: proxyfleet admin accounts <command>');
+      expect(r.out).toContain('accounts create --email <email>');
+      expect(r.out).not.toContain('keys revoke');
+    }
+    const one = await cli('admin', 'accounts', 'create', '--help');
+    expect(one).toMatchObject({ code: 0 });
+    expect(one.out).toContain('Usage: proxyfleet admin accounts create --email <email>');
+  });
+
+  test('an unreachable API names the URL and what to do', async () => {
+    const r = await runCliWith(['admin', 'accounts', 'list'], {
+      PROXYFLEET_API_URL: 'http://127.0.0.1:9',
+      PROXYFLEET_ADMIN_TOKEN: 'x'.repeat(24),
+    });
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('http://127.0.0.1:9');
+    expect(r.err).toMatch(/npm start/);
+    expect(r.err).toMatch(/PROXYFLEET_API_URL/);
+    expect(r.err).not.toBe('error: fetch failed\n');
+  });
+
+  test('reads PROXYFLEET_API_PORT (and HOST) as npm start does, and the admin token of the data dir', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'pf-cli-'));
+    try {
+      await writeFile(path.join(dataDir, 'admin-token'), `${TEST_ADMIN_TOKEN}\n`, { mode: 0o600 });
+      const port = new URL(fx.api.url).port;
+      const r = await runCliWith(['admin', 'accounts', 'list', '--limit', '1'], {
+        PROXYFLEET_API_PORT: port,
+        PROXYFLEET_DATA_DIR: dataDir,
+      });
+      expect(r).toMatchObject({ code: 0, err: '' });
+      expect(JSON.parse(r.out)).toHaveProperty('accounts');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
 });
+
+async function runCliWith(
+  argv: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (t) => (out += t), err: (t) => (err += t), fetch, env });
+  return { code, out, err };
+}

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadCliConfig } from './config.ts';
+import { apiUrl, loadCliConfig } from './config.ts';
 import { runMailCli } from './mail.ts';
 
 interface Command {
@@ -12,7 +12,10 @@ interface Command {
   /** Positional arguments, in order. */
   args: string[];
   options?: Record<string, { type: 'string' | 'boolean'; required?: boolean; help: string }>;
-  request(args: Record<string, string>, options: Record<string, string | boolean | undefined>): { method: string; path: string; body?: unknown };
+  request(
+    args: Record<string, string>,
+    options: Record<string, string | boolean | undefined>,
+  ): { method: string; path: string; body?: unknown };
 }
 
 const onOff = (value: string | boolean | undefined, name: string): boolean | undefined => {
@@ -24,7 +27,8 @@ const onOff = (value: string | boolean | undefined, name: string): boolean | und
 const num = (value: string | boolean | undefined, name: string): number | undefined => {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number`);
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n))
+    throw new UsageError(`--${name} must be a number`);
   return n;
 };
 
@@ -50,10 +54,15 @@ export const COMMANDS: Record<string, Command> = {
     request: (_a, o) => {
       const q = new URLSearchParams();
       for (const k of ['email', 'limit', 'offset']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts${q.size ? `?${q}` : ''}` };
+      return { method: 'GET', path: `/accounts${q.size ? `?${q.toString()}` : ''}` };
     },
   },
-  'accounts get': { usage: 'accounts get <accountId>', summary: 'Show an account', args: ['accountId'], request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}` }) },
+  'accounts get': {
+    usage: 'accounts get <accountId>',
+    summary: 'Show an account',
+    args: ['accountId'],
+    request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}` }),
+  },
   'accounts suspend': {
     usage: 'accounts suspend <accountId>',
     summary: 'Suspend: every key of the account is refused',
@@ -78,10 +87,19 @@ export const COMMANDS: Record<string, Command> = {
     request: (a, o) => ({
       method: 'POST',
       path: `/accounts/${a.accountId}/purchases`,
-      body: { product: o.product, gb: num(o.gb, 'gb'), ...(o['idempotency-key'] ? { idempotencyKey: o['idempotency-key'] } : {}) },
+      body: {
+        product: o.product,
+        gb: num(o.gb, 'gb'),
+        ...(o['idempotency-key'] ? { idempotencyKey: o['idempotency-key'] } : {}),
+      },
     }),
   },
-  'keys list': { usage: 'keys list <accountId>', summary: "List an account's keys (never the keys themselves)", args: ['accountId'], request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/keys` }) },
+  'keys list': {
+    usage: 'keys list <accountId>',
+    summary: "List an account's keys (never the keys themselves)",
+    args: ['accountId'],
+    request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/keys` }),
+  },
   'keys regenerate-primary': {
     usage: 'keys regenerate-primary <accountId>',
     summary: 'Replace the primary key; the old one stops working at once',
@@ -102,7 +120,8 @@ export const COMMANDS: Record<string, Command> = {
     request: (a) => ({ method: 'DELETE', path: `/accounts/${a.accountId}/keys/${a.keyId}` }),
   },
   'alerts set': {
-    usage: 'alerts set <accountId> [--low-bandwidth on|off] [--new-invoice on|off] [--server-alerts on|off] [--low-bandwidth-percent <1-99>]',
+    usage:
+      'alerts set <accountId> [--low-bandwidth on|off] [--new-invoice on|off] [--server-alerts on|off] [--low-bandwidth-percent <1-99>]',
     summary: 'Switch email alerts on or off',
     args: ['accountId'],
     options: {
@@ -123,7 +142,8 @@ export const COMMANDS: Record<string, Command> = {
     }),
   },
   'auto-refill set': {
-    usage: 'auto-refill set <accountId> <plan> --enabled on|off --threshold-gb <gb> --refill-gb <gb> [--max-per-month <n>]',
+    usage:
+      'auto-refill set <accountId> <plan> --enabled on|off --threshold-gb <gb> --refill-gb <gb> [--max-per-month <n>]',
     summary: 'Auto-refill settings of one plan',
     args: ['accountId', 'plan'],
     options: {
@@ -164,7 +184,8 @@ export const COMMANDS: Record<string, Command> = {
     request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/proxy-password/reset` }),
   },
   'isp-proxies add': {
-    usage: 'isp-proxies add <accountId> --host <host> --port <port> --username <u> --country <cc> [--password <p>] [--city <c>] [--isp <name>] [--expires-at <ISO time>]',
+    usage:
+      'isp-proxies add <accountId> --host <host> --port <port> --username <u> --country <cc> [--password <p>] [--city <c>] [--isp <name>] [--expires-at <ISO time>]',
     summary: 'Assign a static ISP proxy',
     args: ['accountId'],
     options: {
@@ -192,7 +213,12 @@ export const COMMANDS: Record<string, Command> = {
       },
     }),
   },
-  'isp-proxies list': { usage: 'isp-proxies list <accountId>', summary: "List an account's ISP proxies", args: ['accountId'], request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/isp-proxies` }) },
+  'isp-proxies list': {
+    usage: 'isp-proxies list <accountId>',
+    summary: "List an account's ISP proxies",
+    args: ['accountId'],
+    request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/isp-proxies` }),
+  },
   'isp-proxies remove': {
     usage: 'isp-proxies remove <accountId> <proxyId>',
     summary: 'Remove an ISP proxy',
@@ -202,19 +228,37 @@ export const COMMANDS: Record<string, Command> = {
 };
 
 const GLOBAL_HELP = `Global options:
-  --url <url>      Admin API base URL (env PROXYFLEET_API_URL, default http://127.0.0.1:8080)
+  --url <url>      Admin API base URL (env PROXYFLEET_API_URL; else http://PROXYFLEET_API_HOST:PROXYFLEET_API_PORT,
+                   as npm start listens: default http://127.0.0.1:8080)
   --token <token>  Admin token (env PROXYFLEET_ADMIN_TOKEN, else <PROXYFLEET_DATA_DIR>/admin-token of npm start)
   -h, --help       Show help`;
 
-export function helpText(): string {
+function helpText(): string {
   const lines = ['Usage: proxyfleet admin <command> [options]', '', 'Commands:'];
   for (const c of Object.values(COMMANDS)) lines.push(`  ${c.usage}`, `      ${c.summary}`);
+  lines.push(
+    '',
+    'Help on a group or a command: proxyfleet admin accounts --help, proxyfleet admin accounts create --help',
+  );
+  return `${lines.join('\n')}\n\n${GLOBAL_HELP}\n`;
+}
+
+/** The command groups: the first word of each command (accounts, keys, purchases, ...). */
+const GROUPS = new Set(Object.keys(COMMANDS).map((name) => name.split(' ')[0]!));
+const HELP = new Set(['--help', '-h', 'help']);
+
+function groupHelp(group: string): string {
+  const lines = [`Usage: proxyfleet admin ${group} <command> [options]`, '', 'Commands:'];
+  for (const [name, c] of Object.entries(COMMANDS)) {
+    if (name.split(' ')[0] === group) lines.push(`  ${c.usage}`, `      ${c.summary}`);
+  }
   return `${lines.join('\n')}\n\n${GLOBAL_HELP}\n`;
 }
 
 function commandHelp(c: Command): string {
   const lines = [`Usage: proxyfleet admin ${c.usage}`, '', c.summary];
-  for (const [name, o] of Object.entries(c.options ?? {})) lines.push(`  --${name}${o.required ? ' (required)' : ''}: ${o.help}`);
+  for (const [name, o] of Object.entries(c.options ?? {}))
+    lines.push(`  --${name}${o.required ? ' (required)' : ''}: ${o.help}`);
   return `${lines.join('\n')}\n\n${GLOBAL_HELP}\n`;
 }
 
@@ -228,10 +272,25 @@ export interface CliIo {
 /** Runs the CLI; returns the exit code. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [area, ...rest] = argv;
+  // Help at every level: `proxyfleet --help`, `admin --help`, `admin accounts --help` (or
+  // `admin accounts`, `admin help accounts`), `admin accounts create --help`.
   if (area === 'mail') return runMailCli(rest, io);
-  if (area !== 'admin' || rest.length === 0 || rest[0] === '--help' || rest[0] === '-h' || rest[0] === 'help') {
-    io[area === 'admin' || area === undefined || area === '--help' || area === '-h' ? 'out' : 'err'](helpText());
-    return area === 'admin' || area === undefined || area === '--help' || area === '-h' ? 0 : 2;
+  if (
+    area === undefined ||
+    HELP.has(area) ||
+    (area === 'admin' && (rest.length === 0 || (HELP.has(rest[0]!) && !GROUPS.has(rest[1] ?? ''))))
+  ) {
+    io.out(helpText());
+    return 0;
+  }
+  if (area !== 'admin') {
+    io.err(`unknown area: ${area}\n\n${helpText()}`);
+    return 2;
+  }
+  const group = HELP.has(rest[0]!) ? rest[1]! : rest[0]!;
+  if (GROUPS.has(group) && (HELP.has(rest[0]!) || rest[1] === undefined || HELP.has(rest[1]))) {
+    io.out(groupHelp(group));
+    return 0;
   }
   const name = `${rest[0]} ${rest[1] ?? ''}`.trim();
   const command = COMMANDS[name];
@@ -255,26 +314,45 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.out(commandHelp(command));
       return 0;
     }
-    if (positionals.length !== command.args.length) throw new UsageError(`expected ${command.args.join(' ') || 'no arguments'}`);
+    if (positionals.length !== command.args.length)
+      throw new UsageError(`expected ${command.args.join(' ') || 'no arguments'}`);
     const given = values as Record<string, string | boolean | undefined>;
-    for (const [k, o] of Object.entries(command.options ?? {})) if (o.required && given[k] === undefined) throw new UsageError(`--${k} is required`);
+    for (const [k, o] of Object.entries(command.options ?? {}))
+      if (o.required && given[k] === undefined) throw new UsageError(`--${k} is required`);
     const args = Object.fromEntries(command.args.map((k, i) => [k, encodeURIComponent(positionals[i]!)]));
     const request = command.request(args, given);
     const config = loadCliConfig(io.env);
     const token =
-      (values.token as string | undefined) ??
+      values.token ??
       config.PROXYFLEET_ADMIN_TOKEN ??
       (await readFile(path.join(config.PROXYFLEET_DATA_DIR, 'admin-token'), 'utf8').then(
         (t) => t.trim(),
         () => undefined,
       ));
     if (!token) throw new UsageError('no admin token: pass --token or set PROXYFLEET_ADMIN_TOKEN');
-    const base = ((values.url as string | undefined) ?? config.PROXYFLEET_API_URL).replace(/\/+$/, '');
-    const res = await io.fetch(`${base}/admin/v1${request.path}`, {
-      method: request.method,
-      headers: { authorization: `Bearer ${token}`, ...(request.body ? { 'content-type': 'application/json' } : {}) },
-      ...(request.body ? { body: JSON.stringify(request.body) } : {}),
-    });
+    const base = (values.url ?? apiUrl(config)).replace(/\/+$/, '');
+    let res: Response;
+    try {
+      res = await io.fetch(`${base}/admin/v1${request.path}`, {
+        method: request.method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(request.body ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(request.body ? { body: JSON.stringify(request.body) } : {}),
+      });
+    } catch (err) {
+      // fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, ...) is its cause.
+      const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
+      const reason =
+        (cause && 'code' in cause ? String(cause.code) : undefined) ?? cause?.message ?? String(err);
+      io.err(
+        `error: cannot reach the admin API at ${base} (${reason}).\n` +
+          'Is `npm start` (or the API) running? Point the CLI at it with --url or PROXYFLEET_API_URL, ' +
+          'or PROXYFLEET_API_HOST and PROXYFLEET_API_PORT as npm start reads them.\n',
+      );
+      return 1;
+    }
     const text = await res.text();
     if (!res.ok) {
       let message = text;
@@ -290,7 +368,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 0;
   } catch (err) {
     const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';
-      if (err instanceof UsageError || code.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof UsageError || code.startsWith('ERR_PARSE_ARGS')) {
       io.err(`${(err as Error).message}\n\n${commandHelp(command)}`);
       return 2;
     }

@@ -1,4 +1,4 @@
-// The API's metrics (names per DESIGN.md: proxyfleet_<component>_<noun>_<unit>, bounded labels).
+// The API's metrics (names per docs/design.md: proxyfleet_<component>_<noun>_<unit>, bounded labels).
 import { Counter, Histogram, type Registry } from 'prom-client';
 
 const AUTH_FAILURE_REASONS = [

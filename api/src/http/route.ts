@@ -3,7 +3,7 @@
 // documentation cannot drift from what the server accepts.
 import type { Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod';
-import { AppError, type ErrorCode } from '../../../common/src/errors.ts';
+import { AppError, formatMessage, type ErrorCode } from '../../../common/src/errors.ts';
 
 export type AuthKind = 'apiKey' | 'admin' | 'none';
 export type Method = 'get' | 'post' | 'put' | 'delete';
@@ -48,11 +48,45 @@ export function defineRoute<B = undefined, P = Record<string, string>>(def: Rout
   return def as unknown as RouteDef;
 }
 
-/** "count: Too small: expected number to be >=1" -> which field, and what is wrong with it. */
+/**
+ * zod's own messages ("Invalid input: expected number, received string", "Too small: ...") in the
+ * style of docs/errors.md ("must be a number"); messages our schemas write are kept.
+ */
+function problem(issue: z.core.$ZodIssue): string {
+  if (!/^[A-Z]/.test(issue.message)) return issue.message.replace(/\.$/, '');
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.input === undefined
+        ? 'is required'
+        : `must be ${issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`}`;
+    case 'too_small':
+      if (issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
+      return formatMessage(`must be at least {n${issue.origin === 'string' ? '|character' : ''}}`, {
+        n: String(issue.minimum),
+      });
+    case 'too_big':
+      return formatMessage(`must be at most {n${issue.origin === 'string' ? '|character' : ''}}`, {
+        n: String(issue.maximum),
+      });
+    case 'invalid_format':
+      return `must be a valid ${issue.format}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map(String).join(', ')}`;
+    default:
+      return 'is invalid';
+  }
+}
+
+/** "count: must be an integer from 1 to 1000" -> which field, and what is wrong with it. */
 export function validationError(error: z.ZodError): AppError {
   const detail = error.issues
+    .flatMap((issue) =>
+      // A strict object names each unknown field on its own: "lifeTime: unknown field".
+      issue.code === 'unrecognized_keys'
+        ? issue.keys.map((key) => `${[...issue.path.map(String), key].join('.')}: unknown field`)
+        : [issue.path.length ? `${issue.path.map(String).join('.')}: ${problem(issue)}` : problem(issue)],
+    )
     .slice(0, 3)
-    .map((issue) => (issue.path.length ? `${issue.path.map(String).join('.')}: ${issue.message}` : issue.message))
     .join('; ');
   return new AppError('VALIDATION_FAILED', { detail });
 }
@@ -68,26 +102,33 @@ export function mountRoutes(
   bodyParsers: RequestHandler[],
 ): void {
   for (const route of routes) {
-    router[route.method](route.path, ...auth[route.auth], ...bodyParsers, async (req: Request, res: Response) => {
-      let params: unknown = req.params;
-      if (route.params) {
-        const parsed = route.params.safeParse(req.params);
-        if (!parsed.success) throw route.paramsError ? new AppError(route.paramsError) : validationError(parsed.error);
-        params = parsed.data;
-      }
-      let body: unknown;
-      if (route.body) {
-        const parsed = route.body.safeParse(req.body ?? {});
-        if (!parsed.success) throw validationError(parsed.error);
-        body = parsed.data;
-      }
-      const result = (await route.handler({ body, params: params as Record<string, string>, req, res })) ?? {};
-      if (result.headers) res.set(result.headers);
-      const status = result.status ?? route.status ?? 200;
-      if (status === 204) res.status(204).end();
-      else if (result.json) res.status(status).type('application/json; charset=utf-8').send(result.json);
-      else res.status(status).json(result.body);
-    });
+    router[route.method](
+      route.path,
+      ...auth[route.auth],
+      ...bodyParsers,
+      async (req: Request, res: Response) => {
+        let params: unknown = req.params;
+        if (route.params) {
+          const parsed = route.params.safeParse(req.params);
+          if (!parsed.success)
+            throw route.paramsError ? new AppError(route.paramsError) : validationError(parsed.error);
+          params = parsed.data;
+        }
+        let body: unknown;
+        if (route.body) {
+          const parsed = route.body.safeParse(req.body ?? {});
+          if (!parsed.success) throw validationError(parsed.error);
+          body = parsed.data;
+        }
+        const result =
+          (await route.handler({ body, params: params as Record<string, string>, req, res })) ?? {};
+        if (result.headers) res.set(result.headers);
+        const status = result.status ?? route.status ?? 200;
+        if (status === 204) res.status(204).end();
+        else if (result.json) res.status(status).type('application/json; charset=utf-8').send(result.json);
+        else res.status(status).json(result.body);
+      },
+    );
   }
 }
 

@@ -18,7 +18,11 @@ export interface NewAccount {
   proxyPassword: string;
 }
 
-export async function createAccount(pool: Pool, input: { email: string }, credentialsKey: Buffer): Promise<NewAccount> {
+export async function createAccount(
+  pool: Pool,
+  input: { email: string },
+  credentialsKey: Buffer,
+): Promise<NewAccount> {
   try {
     return await withTransaction(pool, async (client) => {
       const { rows } = await client.query<{ id: string; email: string; status: AccountStatus }>(
@@ -82,7 +86,11 @@ export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput)
       input.source ?? 'admin',
       input.idempotencyKey ?? null,
     ]);
-    return toInvoice(rows[0]!);
+    const row = rows[0]!;
+    // A retry must be the same purchase: another body under the same key is a client bug.
+    if (input.idempotencyKey && (row.product !== input.product || row.bytes !== input.bytes))
+      throw new AppError('IDEMPOTENCY_KEY_REUSED');
+    return toInvoice(row);
   } catch (err) {
     if (sqlState(err) === SQLSTATE.FOREIGN_KEY_VIOLATION) throw new AppError('ACCOUNT_NOT_FOUND');
     throw err;
@@ -118,7 +126,11 @@ function toInvoice(row: InvoiceRow): Invoice {
 }
 
 /** Suspends or reactivates; false when the account does not exist. */
-export async function setAccountStatus(pool: Pool, accountId: string, status: AccountStatus): Promise<boolean> {
+export async function setAccountStatus(
+  pool: Pool,
+  accountId: string,
+  status: AccountStatus,
+): Promise<boolean> {
   const { rowCount } = await pool.query('UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1', [
     accountId,
     status,
@@ -127,7 +139,11 @@ export async function setAccountStatus(pool: Pool, accountId: string, status: Ac
 }
 
 /** Issues a new proxy password; the old one stops working on every gateway within a second. */
-export async function resetProxyPassword(pool: Pool, accountId: string, credentialsKey: Buffer): Promise<string> {
+export async function resetProxyPassword(
+  pool: Pool,
+  accountId: string,
+  credentialsKey: Buffer,
+): Promise<string> {
   const password = newProxyPassword();
   const { rowCount } = await pool.query(
     `UPDATE proxy_credentials SET password_enc = $2, password_sha256 = $3, updated_at = now() WHERE account_id = $1`,

@@ -9,6 +9,20 @@ import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../logger.ts';
 import { PG_TYPES } from './pool.ts';
 
+/**
+ * Above this silence the feed may be dead without knowing it (heartbeat 5 s; acks count as fresh
+ * for 15 s): caches fed by it stop answering on their own (ChangeFeed.trusted).
+ */
+export const TRUST_SILENCE_MS = 10_000;
+
+/** The newest change_log id (0 when empty): a cache at this version has every change so far. */
+export async function changeLogHead(db: Pick<pg.ClientBase, 'query'>): Promise<number> {
+  const { rows } = await db.query<{ head: number }>(
+    'SELECT coalesce(max(id), 0)::bigint AS head FROM change_log',
+  );
+  return rows[0]?.head ?? 0;
+}
+
 export const CHANGES_CHANNEL = 'proxyfleet_changes';
 
 export type ChangeKind = 'api_key' | 'proxy_credentials' | 'account' | 'balance' | 'isp_proxy';
@@ -85,13 +99,16 @@ export class ChangeFeed {
       ...options,
     };
     if (options.registry) {
-      const feed = this;
+      const feed = {
+        silence: () => (this.lastHeard ? (Date.now() - this.lastHeard) / 1000 : -1),
+        version: () => this.appliedVersion,
+      };
       new Gauge({
         name: `proxyfleet_${options.component}_change_feed_silence_seconds`,
         help: 'Seconds since the change feed last heard from the database (notification or heartbeat)',
         registers: [options.registry],
         collect() {
-          this.set(feed.lastHeard ? (Date.now() - feed.lastHeard) / 1000 : -1);
+          this.set(feed.silence());
         },
       });
       new Gauge({
@@ -99,7 +116,7 @@ export class ChangeFeed {
         help: 'Highest change_log id this process has applied to its caches',
         registers: [options.registry],
         collect() {
-          this.set(feed.appliedVersion);
+          this.set(feed.version());
         },
       });
     }
@@ -125,6 +142,14 @@ export class ChangeFeed {
   }
 
   /**
+   * Whether a cache kept up to date by this feed may answer without asking the database: the
+   * feed is connected and has heard from the database within TRUST_SILENCE_MS.
+   */
+  trusted(): boolean {
+    return this.connected && this.silenceMs() < TRUST_SILENCE_MS;
+  }
+
+  /**
    * Connects and LISTENs, then records the current change_log head as the version. Call it
    * before loading a cache's full state: any change after that point arrives as a notification.
    */
@@ -141,7 +166,9 @@ export class ChangeFeed {
     this.client = undefined;
     if (client && this.opts.ack) {
       // A process that stops no longer counts towards "n/n synced".
-      await client.query('DELETE FROM cache_acks WHERE instance = $1', [this.opts.ack.instance]).catch(() => undefined);
+      await client
+        .query('DELETE FROM cache_acks WHERE instance = $1', [this.opts.ack.instance])
+        .catch(() => undefined);
     }
     await client?.end().catch(() => undefined);
   }
@@ -191,8 +218,7 @@ export class ChangeFeed {
         );
         this.deliver(rows.map(toChange));
       } else {
-        const { rows } = await client.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
-        this.appliedVersion = Math.max(this.appliedVersion, rows[0]?.head ?? 0);
+        this.appliedVersion = Math.max(this.appliedVersion, await changeLogHead(client));
       }
       this.lastHeard = Date.now();
       this.failures = 0;
@@ -289,7 +315,7 @@ export class ChangeFeed {
         this.opts.logger.error({ err }, 'change handler failed; the batch will be replayed');
       }
     }
-    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
     for (const c of changes) this.appliedVersion = Math.max(this.appliedVersion, c.id);
     const client = this.client;
     if (client) await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));

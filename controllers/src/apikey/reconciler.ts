@@ -37,7 +37,7 @@ import {
 
 export const APIKEY_FINALIZER = 'proxyfleet.io/api-key';
 export const SECRET_KEY_FIELD = 'apiKey';
-export const APIKEY_LABEL = 'proxyfleet.io/apikey';
+const APIKEY_LABEL = 'proxyfleet.io/apikey';
 const ROTATION_ANNOTATION = 'proxyfleet.io/rotation';
 const OWNER_UID_ANNOTATION = 'proxyfleet.io/apikey-uid';
 /** How often status is refreshed while caches catch up, and once they have. */

@@ -90,9 +90,4 @@ export async function findKeyByHash(
  * assigned before commit), so a cache at this version has our change: a cheap primary-key read
  * instead of searching change_log by subject.
  */
-export async function changeLogHead(pool: Pool): Promise<number> {
-  const { rows } = await pool.query<{ head: number }>(
-    'SELECT coalesce(max(id), 0)::bigint AS head FROM change_log',
-  );
-  return rows[0]?.head ?? 0;
-}
+export { changeLogHead } from '../../../common/src/db/changes.ts';

@@ -10,6 +10,7 @@ import { loadGatewayConfig } from '../../../gateway/src/config.ts';
 import { readProxyGateways } from '../../../gateway/src/spec.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
 import { desiredObjects, gatewayConfigYaml, UPSTREAMS_DIR, type GatewayOptions } from './desired.ts';
+import { mayUpdateGolden } from '../../../test/golden.ts';
 
 const OPTIONS: GatewayOptions = {
   image: 'ghcr.io/proxyfleet/proxyfleet:0.1.0',
@@ -93,7 +94,7 @@ describe('desiredObjects golden files', () => {
         { singleQuote: true },
       );
       const file = path.join(import.meta.dirname, 'testdata', `${name}.golden.yaml`);
-      if (process.env.UPDATE_GOLDEN) await writeFile(file, rendered);
+      if (mayUpdateGolden()) await writeFile(file, rendered);
       expect(rendered).toBe(await readFile(file, 'utf8'));
     });
   }

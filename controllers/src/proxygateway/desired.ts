@@ -311,7 +311,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
         },
       },
     };
-    objects.push({ resource: RESOURCES.hpa, object: hpa as KubeObject });
+    objects.push({ resource: RESOURCES.hpa, object: hpa });
   } else {
     absent.push({ resource: RESOURCES.hpa, name });
   }

@@ -1,4 +1,4 @@
-// The one module that imports @kubernetes/client-node (DESIGN.md decision 2). client-node gives
+// The one module that imports @kubernetes/client-node (docs/design.md decision 2). client-node gives
 // us kubeconfig loading, authentication (tokens, client certs, exec plugins, in-cluster service
 // account) with its TLS dispatcher, and its Watch; requests go through its own HTTP library with a
 // path we build, so every verb works the same on built-in and custom resources, on subresources
@@ -303,7 +303,7 @@ export function createKubeClient(
           if (!err || (err as { name?: string }).name === 'TimeoutError') return done(undefined);
           const status = (err as { statusCode?: number }).statusCode;
           done(
-            status ? new KubeApiError(status, undefined, `watch ${r.plural}: ${String(err)}`) : asError(err),
+            status ? new KubeApiError(status, undefined, `watch ${r.plural}: ${asError(err).message}`) : asError(err),
           );
         },
       );

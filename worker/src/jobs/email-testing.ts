@@ -1,7 +1,7 @@
 // A real SMTP server for the email tests (smtp-server), on 127.0.0.1 and port 0 unless told. It
 // records every accepted message parsed by mailparser, and answers RCPT TO for the addresses in
 // `reject` with the given SMTP code (550 permanent, 451 temporary). STARTTLS is disabled: the
-// package's built-in certificate has expired (notes/accounts.md, "Email").
+// package's built-in certificate has expired (smtp-server 3.21, tried on this project).
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';

@@ -6,7 +6,6 @@ import { AppError } from '../../../../common/src/errors.ts';
 import type { Pool } from '../../../../common/src/db/pool.ts';
 import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
 import { MAX_NAMED_KEYS } from '../../../../common/src/accounts/keys.ts';
-import { TRUST_SILENCE_MS } from '../auth/key-cache.ts';
 import { gb, toUsageResponse, type UsageService } from '../usage/service.ts';
 import { readAccount } from './repo.ts';
 import type { AccountResponse } from './schemas.ts';
@@ -36,7 +35,12 @@ export class AccountService {
 
   private apply(changes: Change[]): void {
     for (const change of changes) {
-      if (change.kind === 'api_key' || change.kind === 'account' || change.kind === 'balance' || change.kind === 'proxy_credentials') {
+      if (
+        change.kind === 'api_key' ||
+        change.kind === 'account' ||
+        change.kind === 'balance' ||
+        change.kind === 'proxy_credentials'
+      ) {
         this.generation++;
         this.cache.delete(change.accountId);
       }
@@ -52,7 +56,7 @@ export class AccountService {
   }
 
   private async entry(accountId: string): Promise<Entry> {
-    const trusted = this.feed.connected && this.feed.silenceMs() < TRUST_SILENCE_MS;
+    const trusted = this.feed.trusted();
     const cached = trusted ? this.cache.get(accountId) : undefined;
     if (cached && cached.expiresAt > Date.now()) return cached;
     const generation = this.generation;

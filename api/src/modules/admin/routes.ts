@@ -1,4 +1,4 @@
-// /admin/v1: the operators' interface (DESIGN.md "Interfaces that tests outside the project rely
+// /admin/v1: the operators' interface (docs/design.md "Interfaces that tests outside the project rely
 // on"), wrapped by `npx proxyfleet admin`. Every change that API caches hold (keys, status,
 // balances, settings) answers only once every API process has applied it, and says how many did
 // in the Proxyfleet-Cache-Sync header.
@@ -9,7 +9,7 @@ import { createAccount, recordPurchase, resetProxyPassword, setAccountStatus, re
 import { createNamedKey, listKeys, regeneratePrimaryKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
 import { gbToBytes } from '../../../../common/src/products.ts';
 import { newProxyPassword, seal } from '../../../../common/src/secrets.ts';
-import { defineRoute, type RouteDef, type RouteResult } from '../../http/route.ts';
+import { defineRoute, validationError, type RouteDef, type RouteResult } from '../../http/route.ts';
 import { toIspProxy } from '../proxies/service.ts';
 import { listIspProxies } from '../proxies/repo.ts';
 import { ispProxySchema } from '../proxies/schemas.ts';
@@ -69,7 +69,7 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       response: z.object({ accounts: z.array(s.accountSummarySchema) }),
       handler: async ({ req }) => {
         const parsed = s.listAccountsQuery.safeParse(req.query);
-        if (!parsed.success) throw new AppError('VALIDATION_FAILED', { detail: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+        if (!parsed.success) throw validationError(parsed.error);
         const rows = await listAccounts(pool, parsed.data);
         return { body: { accounts: rows.map((r) => ({ id: r.id, email: r.email, status: r.status, createdAt: r.created_at.toISOString() })) } };
       },
@@ -97,7 +97,7 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       body: s.purchaseSchema,
       response: s.invoiceSchema,
       status: 201,
-      errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
+      errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND', 'IDEMPOTENCY_KEY_REUSED'],
       handler: async ({ params, body, req }) => {
         const idempotencyKey = body.idempotencyKey ?? req.get('Idempotency-Key');
         const invoice = await recordPurchase(pool, {

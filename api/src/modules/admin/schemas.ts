@@ -26,7 +26,12 @@ export const newAccountSchema = z.object({
 export const listAccountsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),
   offset: z.coerce.number().int().min(0).default(0),
-  email: z.string().optional(),
+  // PostgreSQL text cannot hold NUL: refuse it here rather than fail the query (a 500).
+  email: z
+    .string()
+    .max(320)
+    .refine((v) => !v.includes('\0'), 'must not contain a NUL character')
+    .optional(),
 });
 
 export const accountSummarySchema = z.object({
@@ -44,7 +49,12 @@ export const purchaseSchema = z.object({
     .max(MAX_PURCHASE_GB)
     .refine((gb) => Math.round(gb * 1e9) >= 1, 'must be at least one byte (1e-9 GB)')
     .describe('GB (10^9 bytes) to buy; fractional amounts are allowed'),
-  idempotencyKey: z.string().min(1).max(200).optional().describe('A retry with the same key buys nothing more'),
+  idempotencyKey: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('A retry with the same key buys nothing more'),
 });
 export type PurchaseRequest = z.infer<typeof purchaseSchema>;
 
@@ -69,7 +79,12 @@ export const createKeySchema = z.object({
     .max(64)
     .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'must be letters, digits, space, dot, underscore or hyphen'),
 });
-export const createdKeySchema = z.object({ id: z.string(), name: z.string(), apiKey: z.string(), prefix: z.string() });
+export const createdKeySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  apiKey: z.string(),
+  prefix: z.string(),
+});
 export const keyRecordSchema = keySummarySchema.extend({
   revokedAt: z.string().nullable(),
   lastUsedAt: z.string().nullable(),
@@ -84,14 +99,31 @@ export const alertsUpdateSchema = z
     serverAlerts: z.boolean().optional(),
     lowBandwidthPercent: z.number().int().min(1).max(99).optional(),
   })
-  .refine((v) => Object.values(v).some((x) => x !== undefined), 'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent');
+  .refine(
+    (v) => Object.values(v).some((x) => x !== undefined),
+    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent',
+  );
 export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
 
 export const createIspProxySchema = z.object({
-  host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:[\]-]+$/, 'must be a host name or IP address'),
+  host: z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(/^[A-Za-z0-9.:[\]-]+$/, 'must be a host name or IP address'),
   port: z.number().int().min(1).max(65_535),
-  username: z.string().min(1).max(64).regex(/^[^:\s]+$/, 'must not contain ":" or spaces'),
-  password: z.string().min(1).max(128).regex(/^[^:\s]+$/, 'must not contain ":" or spaces').optional().describe('Generated when omitted'),
+  username: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[^:\s]+$/, 'must not contain ":" or spaces'),
+  password: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[^:\s]+$/, 'must not contain ":" or spaces')
+    .optional()
+    .describe('Generated when omitted'),
   country: z
     .string()
     .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code')

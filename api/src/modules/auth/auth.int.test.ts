@@ -1,4 +1,4 @@
-// The shared security table (STYLE.md): every customer route refuses a missing, malformed,
+// The shared security table (docs/style.md): every customer route refuses a missing, malformed,
 // unknown or revoked key and a suspended account with the same 401; plus the admin token rules
 // and the per-address limit on failed authentications.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -6,13 +6,17 @@ import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
 import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
 import { setAccountStatus } from '../../../../common/src/accounts/accounts.ts';
 import { createNamedKey, regeneratePrimaryKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
-import { call, startTestApi, type TestApi } from '../../testing.ts';
+import { call, mountedRoutes, startTestApi, type TestApi } from '../../testing.ts';
 
 const CUSTOMER_ROUTES: [string, string, unknown?][] = [
   ['GET', '/api/v1/account'],
   ['GET', '/api/v1/usage'],
   ['GET', '/api/v1/proxies/list'],
-  ['POST', '/api/v1/proxies/generate', { provider: 'basic', country: 'us', sessionType: 'rotating', count: 1 }],
+  [
+    'POST',
+    '/api/v1/proxies/generate',
+    { provider: 'basic', country: 'us', sessionType: 'rotating', count: 1 },
+  ],
 ];
 
 let db: TestDatabase;
@@ -21,7 +25,9 @@ const keys: Record<string, string> = {};
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db, { env: { PROXYFLEET_AUTH_FAILURES_BURST: '1000', PROXYFLEET_AUTH_FAILURES_PER_MINUTE: '1000' } });
+  api = await startTestApi(db, {
+    env: { PROXYFLEET_AUTH_FAILURES_BURST: '1000', PROXYFLEET_AUTH_FAILURES_PER_MINUTE: '1000' },
+  });
   const good = await accountWithBandwidth(db.pool, { basic: 1e9 });
   keys.valid = good.apiKey;
   keys.named = (await createNamedKey(db.pool, good.id, 'ci')).apiKey;
@@ -77,7 +83,11 @@ describe('authentication comes before the body', () => {
     ['a non-JSON content type', 'provider=basic', 'text/plain'],
   ])('an unauthenticated POST with %s gets 401, not 400 or 415', async (_name, body, contentType) => {
     for (const path of ['/api/v1/proxies/generate', '/admin/v1/accounts']) {
-      const res = await call(api.url, path, { method: 'POST', body, headers: { 'content-type': contentType } });
+      const res = await call(api.url, path, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': contentType },
+      });
       expect(res.status).toBe(401);
       expect(res.body).toMatchObject({ success: false });
     }
@@ -108,23 +118,83 @@ describe('admin token', () => {
   });
 
   test('customer routes do not accept the admin token, admin routes no customer key', async () => {
-    expect((await call(api.url, '/api/v1/account', { key: TEST_ADMIN_TOKEN, bearer: true })).status).toBe(401);
+    expect((await call(api.url, '/api/v1/account', { key: TEST_ADMIN_TOKEN, bearer: true })).status).toBe(
+      401,
+    );
     expect((await call(api.url, '/admin/v1/accounts', { key: keys.valid! })).status).toBe(401);
   });
 });
 
+describe('every mounted route, read from the router', () => {
+  // Routes that need no credentials, on purpose.
+  const PUBLIC = new Set(['GET /api/v1/openapi.json']);
+  const fill = (path: string) => path.replace(/:\w+/g, '00000000-0000-4000-8000-000000000000');
+  const routes = () => mountedRoutes(api.api.app).filter((r) => !PUBLIC.has(r));
+
+  test('the router mounts the customer and admin routes this table covers', () => {
+    const all = routes();
+    expect(all.filter((r) => r.includes(' /api/v1/')).length).toBeGreaterThanOrEqual(4);
+    expect(all.filter((r) => r.includes(' /admin/v1/')).length).toBeGreaterThanOrEqual(15);
+    expect(all.every((r) => / \/(api|admin)\/v1\//.test(r))).toBe(true);
+  });
+
+  test('every customer route refuses every bad key with the same 401, every admin route every bad token', async () => {
+    const failures: string[] = [];
+    for (const route of routes()) {
+      const [method, path] = route.split(' ') as [string, string];
+      const body = method === 'GET' || method === 'DELETE' ? {} : { body: {} };
+      const cases: [string, Parameters<typeof call>[2], string][] = path.startsWith('/api/v1/')
+        ? BAD_CREDENTIALS.map(([name, headers]) => [
+            name,
+            { method, headers: headers(), ...body },
+            'Invalid API key',
+          ])
+        : [
+            ['no token', { method, ...body }, 'Invalid admin token'],
+            ['a wrong token', { method, admin: 'x'.repeat(40), ...body }, 'Invalid admin token'],
+            ['a customer key', { method, admin: keys.valid!, ...body }, 'Invalid admin token'],
+            [
+              'the token with a suffix',
+              { method, admin: TEST_ADMIN_TOKEN + 'x', ...body },
+              'Invalid admin token',
+            ],
+          ];
+      for (const [name, options, error] of cases) {
+        const res = await call(api.url, fill(path), options);
+        if (res.status !== 401 || JSON.stringify(res.body) !== JSON.stringify({ success: false, error })) {
+          failures.push(`${route} with ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+});
+
 describe('failed authentications per source address', () => {
-  test('after the burst, failures get 429 with Retry-After, and valid keys from that address wait too', async () => {
+  test('after the burst, failures get 429 with Retry-After; a valid key and the admin token keep working', async () => {
     await db.pool.query(`DELETE FROM api_rate_limits WHERE bucket LIKE 'authfail:%'`);
-    const limited = await startTestApi(db, { env: { PROXYFLEET_AUTH_FAILURES_BURST: '3', PROXYFLEET_AUTH_FAILURES_PER_MINUTE: '1' } });
+    const limited = await startTestApi(db, {
+      env: { PROXYFLEET_AUTH_FAILURES_BURST: '3', PROXYFLEET_AUTH_FAILURES_PER_MINUTE: '1' },
+    });
     try {
       const statuses: number[] = [];
-      for (let i = 0; i < 5; i++) statuses.push((await call(limited.url, '/api/v1/usage', { key: 'svc_live_' + '1'.repeat(48) })).status);
+      for (let i = 0; i < 5; i++)
+        statuses.push(
+          (await call(limited.url, '/api/v1/usage', { key: 'svc_live_' + '1'.repeat(48) })).status,
+        );
       expect(statuses).toEqual([401, 401, 401, 429, 429]);
-      const refused = await call(limited.url, '/api/v1/usage', { key: keys.valid! });
+      const refused = await call(limited.url, '/api/v1/usage', { key: 'svc_live_' + '2'.repeat(48) });
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect(refused.body).toEqual({ success: false, error: expect.stringMatching(/^Too many requests, retry after \d+ seconds$/) });
+      expect(refused.body).toEqual({
+        success: false,
+        error: expect.stringMatching(/^Too many requests, retry after \d+ seconds?$/),
+      });
+      expect((await call(limited.url, '/admin/v1/accounts', { admin: 'y'.repeat(40) })).status).toBe(429);
+      // Failures are counted and throttled, but the address's customers and operator are not
+      // locked out by someone else's guessing (issue 9, finding 6).
+      expect((await call(limited.url, '/api/v1/usage', { key: keys.valid! })).status).toBe(200);
+      expect((await call(limited.url, '/admin/v1/accounts', { admin: TEST_ADMIN_TOKEN })).status).toBe(200);
     } finally {
       await limited.close();
       await db.pool.query(`DELETE FROM api_rate_limits WHERE bucket LIKE 'authfail:%'`);

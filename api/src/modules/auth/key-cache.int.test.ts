@@ -4,8 +4,13 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
 import { accountWithBandwidth } from '../../../../test/fixtures.ts';
 import { hashApiKey } from '../../../../common/src/secrets.ts';
-import type { Change, ChangeFeed, ChangeHandler } from '../../../../common/src/db/changes.ts';
-import { KeyCache, TRUST_SILENCE_MS } from './key-cache.ts';
+import {
+  ChangeFeed,
+  TRUST_SILENCE_MS,
+  type Change,
+  type ChangeHandler,
+} from '../../../../common/src/db/changes.ts';
+import { KeyCache } from './key-cache.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -24,6 +29,10 @@ function fakeFeed() {
       return state.connected;
     },
     silenceMs: () => state.silence,
+    // The real rule, over this fake's state.
+    trusted(): boolean {
+      return ChangeFeed.prototype.trusted.call(this as unknown as ChangeFeed);
+    },
   } as unknown as ChangeFeed;
   const deliver = async (changes: Change[]) => {
     for (const h of handlers) await h(changes);
@@ -32,7 +41,8 @@ function fakeFeed() {
 }
 
 /** Revokes in the database without the cache hearing of it (the fake feed delivers nothing). */
-const revokeSilently = (accountId: string) => db.pool.query('UPDATE api_keys SET revoked_at = now() WHERE account_id = $1', [accountId]);
+const revokeSilently = (accountId: string) =>
+  db.pool.query('UPDATE api_keys SET revoked_at = now() WHERE account_id = $1', [accountId]);
 
 describe('KeyCache', () => {
   test('serves a cached key until the feed announces its change', async () => {
@@ -40,7 +50,11 @@ describe('KeyCache', () => {
     const cache = new KeyCache(db.pool, feed);
     const account = await accountWithBandwidth(db.pool);
     const hash = hashApiKey(account.apiKey);
-    expect(await cache.lookup(hash)).toMatchObject({ accountId: account.id, revoked: false, status: 'active' });
+    expect(await cache.lookup(hash)).toMatchObject({
+      accountId: account.id,
+      revoked: false,
+      status: 'active',
+    });
     await revokeSilently(account.id);
     expect((await cache.lookup(hash))?.revoked).toBe(false); // cached: the proof that there is a cache
     await deliver([{ id: 1, kind: 'api_key', accountId: account.id, subject: hash.toString('hex') }]);

@@ -13,8 +13,6 @@ import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
 import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
 import { findKeyByHash, type KeyRow } from './repo.ts';
 
-/** Above this silence the feed may be dead without knowing it (heartbeat is 5 s; acks count as fresh for 15 s). */
-export const TRUST_SILENCE_MS = 10_000;
 const MAX_ENTRIES = 100_000;
 
 export interface CachedKey {
@@ -42,7 +40,7 @@ export class KeyCache {
   }
 
   private trusted(): boolean {
-    return this.feed.connected && this.feed.silenceMs() < TRUST_SILENCE_MS;
+    return this.feed.trusted();
   }
 
   /** The key's row: from the cache when trusted, else from the database. */

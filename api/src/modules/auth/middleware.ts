@@ -1,7 +1,11 @@
 // Authentication of /api/v1 (X-API-Key or Authorization: Bearer) and /admin/v1 (the admin token),
-// then the per-key rate limit. Failed authentications are limited per source address, which
-// slows key guessing; the answer to every failure is the same 401 whatever the reason (missing,
-// malformed, unknown, revoked key or suspended account), the reason only goes to a metric.
+// then the per-key rate limit. Failed authentications are counted and limited per source address:
+// once an address has used up its failures, its failures get 429 (and a malformed or missing key
+// costs no lookup), but a valid key or the admin token from that address keeps working, so one
+// client guessing behind a shared address (an office NAT) does not lock out everyone else there
+// (docs/adr/0008-auth-failure-throttling.md). The answer to every failure is the same 401 whatever
+// the reason (missing, malformed, unknown, revoked key or suspended account); the reason only goes
+// to a metric.
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../../common/src/errors.ts';
 import { API_KEY_PATTERN, constantTimeEqualStrings, hashApiKey } from '../../../../common/src/secrets.ts';
@@ -44,24 +48,21 @@ export function presentedKey(req: Request): string | undefined {
 
 const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
-/**
- * The address's failed-authentication bucket; undefined (after answering 429) when this process
- * already knows the address used up its failures.
- */
-function refusedAddress(deps: AuthDeps, req: Request, res: Response): string | undefined {
+/** The address's failed-authentication bucket, and for how long it is blocked (undefined: not). */
+function failureBucket(deps: AuthDeps, req: Request): { bucket: string; blockedFor: number | undefined } {
   const bucket = `authfail:${clientAddress(req)}`;
-  const blockedFor = deps.failureLimiter.isBlocked(bucket);
-  if (blockedFor === undefined) return bucket;
+  return { bucket, blockedFor: deps.failureLimiter.isBlocked(bucket) };
+}
+
+function sendBlocked(deps: AuthDeps, res: Response, blockedFor: number): void {
   deps.metrics.rateLimited.inc({ limiter: 'auth_failure' });
   setRateLimitHeaders(res, deps.failureLimiter, { allowed: false, limit: 0, retryAfterSeconds: blockedFor });
   sendError(res, new AppError('RATE_LIMITED', { retryAfter: blockedFor }));
-  return undefined;
 }
 
 export function apiKeyAuth(deps: AuthDeps): RequestHandler {
   return async (req, res, next) => {
-    const failureBucket = refusedAddress(deps, req, res);
-    if (!failureBucket) return;
+    const failures = failureBucket(deps, req);
     const key = presentedKey(req);
     let reason: AuthFailureReason | undefined;
     let found: Principal | undefined;
@@ -74,7 +75,7 @@ export function apiKeyAuth(deps: AuthDeps): RequestHandler {
       else if (row.status !== 'active') reason = 'suspended';
       else found = { accountId: row.accountId, keyId: row.keyId };
     }
-    if (!found) return refuse(deps, res, failureBucket, reason ?? 'unknown', 'INVALID_API_KEY');
+    if (!found) return refuse(deps, res, failures, reason ?? 'unknown', 'INVALID_API_KEY');
     const decision = await deps.keyLimiter.take(`key:${found.keyId}`);
     setRateLimitHeaders(res, deps.keyLimiter, decision);
     if (!decision.allowed) {
@@ -90,25 +91,27 @@ export function apiKeyAuth(deps: AuthDeps): RequestHandler {
 /** Admin token in Authorization: Bearer, compared in constant time. A customer key never matches. */
 export function adminAuth(deps: AuthDeps): RequestHandler {
   return async (req, res, next) => {
-    const failureBucket = refusedAddress(deps, req, res);
-    if (!failureBucket) return;
+    const failures = failureBucket(deps, req);
     const authorization = req.headers.authorization;
     const token = authorization ? BEARER.exec(authorization)?.[1] : undefined;
     // API keys are refused before comparing, even if an operator configured one as the token.
-    if (token && !API_KEY_PATTERN.test(token) && constantTimeEqualStrings(token, deps.adminToken)) return next();
-    return refuse(deps, res, failureBucket, 'admin_token', 'INVALID_ADMIN_TOKEN');
+    if (token && !API_KEY_PATTERN.test(token) && constantTimeEqualStrings(token, deps.adminToken))
+      return next();
+    return refuse(deps, res, failures, 'admin_token', 'INVALID_ADMIN_TOKEN');
   };
 }
 
 async function refuse(
   deps: AuthDeps,
   res: Response,
-  failureBucket: string,
+  failures: { bucket: string; blockedFor: number | undefined },
   reason: AuthFailureReason,
   code: 'INVALID_API_KEY' | 'INVALID_ADMIN_TOKEN',
 ): Promise<void> {
   deps.metrics.authFailures.inc({ reason });
-  const decision = await deps.failureLimiter.take(failureBucket);
+  // Known blocked here: answer without another round trip to the shared limiter.
+  if (failures.blockedFor !== undefined) return sendBlocked(deps, res, failures.blockedFor);
+  const decision = await deps.failureLimiter.take(failures.bucket);
   if (!decision.allowed) {
     deps.metrics.rateLimited.inc({ limiter: 'auth_failure' });
     setRateLimitHeaders(res, deps.failureLimiter, decision);

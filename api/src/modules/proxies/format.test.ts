@@ -9,13 +9,38 @@ const base = { username: 'u1234abcd', password: 'Pass9Word' };
 describe('credentialFor', () => {
   const cases: [Product, Targeting, string, string][] = [
     ['light', { country: 'us' }, 'u1234abcd', 'Pass9Word_country-us'],
-    ['light', { country: 'us', state: 'newyork', city: 'newyorkcity', session: 'abc123' }, 'u1234abcd', 'Pass9Word_country-us_state-newyork-city-newyorkcity_session-abc123'],
-    ['basic', { country: 'de', session: 's1', minutes: 30 }, 'u1234abcd', 'Pass9Word_country-de_session-s1_lifetime-30m'],
+    [
+      'light',
+      { country: 'us', state: 'newyork', city: 'newyorkcity', session: 'abc123' },
+      'u1234abcd',
+      'Pass9Word_country-us_state-newyork-city-newyorkcity_session-abc123',
+    ],
+    [
+      'basic',
+      { country: 'de', session: 's1', minutes: 30 },
+      'u1234abcd',
+      'Pass9Word_country-de_session-s1_lifetime-30m',
+    ],
     ['basic', { country: 'us', state: 'texas' }, 'u1234abcd', 'Pass9Word_country-us_state-texas'],
     ['advanced', { country: 'gb' }, 'u1234abcd-country-gb', 'Pass9Word'],
-    ['advanced', { country: 'gb', session: 'x9', minutes: 15 }, 'u1234abcd-country-gb-session-x9-sessionduration-15', 'Pass9Word'],
-    ['mobile', { country: 'us', state: 'ohio', city: 'akron', session: 'z', minutes: 5 }, 'u1234abcd-country-us-state-ohio-city-akron-session-z-sessionduration-5', 'Pass9Word'],
-    ['datacenter', { country: 'fr', session: 'q', minutes: 60 }, 'u1234abcd', 'Pass9Word_country-fr_session-q_lifetime-60m'],
+    [
+      'advanced',
+      { country: 'gb', session: 'x9', minutes: 15 },
+      'u1234abcd-country-gb-session-x9-sessionduration-15',
+      'Pass9Word',
+    ],
+    [
+      'mobile',
+      { country: 'us', state: 'ohio', city: 'akron', session: 'z', minutes: 5 },
+      'u1234abcd-country-us-state-ohio-city-akron-session-z-sessionduration-5',
+      'Pass9Word',
+    ],
+    [
+      'datacenter',
+      { country: 'fr', session: 'q', minutes: 60 },
+      'u1234abcd',
+      'Pass9Word_country-fr_session-q_lifetime-60m',
+    ],
   ];
   test.each(cases)('%s %j', (plan, targeting, username, password) => {
     expect(credentialFor(plan, base, targeting)).toEqual({ username, password });
@@ -33,7 +58,9 @@ describe('credentialFor', () => {
   });
 
   test('proxy string is host:port:username:password', () => {
-    expect(proxyString('basic.example.com', 12321, { username: 'a', password: 'b_country-us' })).toBe('basic.example.com:12321:a:b_country-us');
+    expect(proxyString('basic.example.com', 12321, { username: 'a', password: 'b_country-us' })).toBe(
+      'basic.example.com:12321:a:b_country-us',
+    );
   });
 });
 
@@ -58,7 +85,8 @@ describe('generate request validation', () => {
     ['lifetime on advanced', { provider: 'advanced', sessionType: 'sticky', lifetime: 10 }, 'lifetime'],
     ['sessionDuration on basic', { sessionType: 'sticky', sessionDuration: 10 }, 'sessionDuration'],
     ['lifetime above 1440', { sessionType: 'sticky', lifetime: 1441 }, 'lifetime'],
-    ['punctuation in city', { state: 'missouri', city: 'st. louis' }, 'city'],
+    ['symbols in city', { state: 'missouri', city: 'st@louis' }, 'city'],
+    ['another script in city', { state: 'tokyo', city: '東京' }, 'city'],
   ];
   test.each(bad)('%s is refused naming the field', (_name, change, field) => {
     const result = generateRequestSchema.safeParse({ ...ok, ...change });

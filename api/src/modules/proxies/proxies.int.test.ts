@@ -7,14 +7,29 @@ import { call, startTestApi, type TestApi } from '../../testing.ts';
 let db: TestDatabase;
 let api: TestApi;
 let account: Awaited<ReturnType<typeof accountWithBandwidth>>;
-const generate = (body: unknown, key = account.apiKey) => call(api.url, '/api/v1/proxies/generate', { key, body });
+const generate = (body: unknown, key = account.apiKey) =>
+  call(api.url, '/api/v1/proxies/generate', { key, body });
 
 beforeAll(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db, { env: { PROXYFLEET_PUBLIC_GATEWAY_HOST: 'gw.example.test' } });
-  account = await accountWithBandwidth(db.pool, { light: 1e9, basic: 1e9, advanced: 1e9, mobile: 1e9, datacenter: 1e9 });
-  await upsertGatewayEndpoint(db.pool, { plan: 'basic', host: 'basic.proxy.example.com', port: 12321 }, 'test');
-  await upsertGatewayEndpoint(db.pool, { plan: 'advanced', host: 'advanced.proxy.example.com', port: 61236 }, 'test');
+  account = await accountWithBandwidth(db.pool, {
+    light: 1e9,
+    basic: 1e9,
+    advanced: 1e9,
+    mobile: 1e9,
+    datacenter: 1e9,
+  });
+  await upsertGatewayEndpoint(
+    db.pool,
+    { plan: 'basic', host: 'basic.proxy.example.com', port: 12321 },
+    'test',
+  );
+  await upsertGatewayEndpoint(
+    db.pool,
+    { plan: 'advanced', host: 'advanced.proxy.example.com', port: 61236 },
+    'test',
+  );
 });
 afterAll(async () => {
   await api.close();
@@ -28,29 +43,97 @@ describe('POST /api/v1/proxies/generate', () => {
   test('basic rotating: count identical lines on the advertised host and port', async () => {
     const res = await generate({ provider: 'basic', country: 'US', sessionType: 'rotating', count: 3 });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, proxies: Array(3).fill(`basic.proxy.example.com:12321:${u()}:${p()}_country-us`) });
+    expect(res.body).toEqual({
+      success: true,
+      proxies: Array(3).fill(`basic.proxy.example.com:12321:${u()}:${p()}_country-us`),
+    });
   });
 
   test('basic sticky: a fresh session id per proxy, state and city normalised, lifetime', async () => {
-    const res = await generate({ provider: 'basic', country: 'us', sessionType: 'sticky', count: 50, state: 'North Carolina', city: 'Winston-Salem', lifetime: 30 });
-    const pattern = new RegExp(`^basic\\.proxy\\.example\\.com:12321:${u()}:${p()}_country-us_state-northcarolina-city-winstonsalem_session-([a-z0-9]{10})_lifetime-30m$`);
+    const res = await generate({
+      provider: 'basic',
+      country: 'us',
+      sessionType: 'sticky',
+      count: 50,
+      state: 'North Carolina',
+      city: 'Winston-Salem',
+      lifetime: 30,
+    });
+    const pattern = new RegExp(
+      `^basic\\.proxy\\.example\\.com:12321:${u()}:${p()}_country-us_state-northcarolina-city-winstonsalem_session-([a-z0-9]{10})_lifetime-30m$`,
+    );
     const sessions = (res.body.proxies as string[]).map((line) => pattern.exec(line)?.[1]);
     expect(sessions.every(Boolean)).toBe(true);
     expect(new Set(sessions).size).toBe(50);
   });
 
   test('advanced sticky: targeting in the username, sessionduration', async () => {
-    const res = await generate({ provider: 'advanced', country: 'de', sessionType: 'sticky', count: 1, sessionDuration: 15 });
-    expect(res.body.proxies[0]).toMatch(new RegExp(`^advanced\\.proxy\\.example\\.com:61236:${u()}-country-de-session-[a-z0-9]{10}-sessionduration-15:${p()}$`));
+    const res = await generate({
+      provider: 'advanced',
+      country: 'de',
+      sessionType: 'sticky',
+      count: 1,
+      sessionDuration: 15,
+    });
+    expect(res.body.proxies[0]).toMatch(
+      new RegExp(
+        `^advanced\\.proxy\\.example\\.com:61236:${u()}-country-de-session-[a-z0-9]{10}-sessionduration-15:${p()}$`,
+      ),
+    );
   });
 
   test('plans without a gateway_endpoints row use PROXYFLEET_PUBLIC_GATEWAY_HOST and the default port', async () => {
     const light = await generate({ provider: 'light', country: 'gb', sessionType: 'rotating', count: 1 });
-    expect(light.body.proxies).toEqual([`gw.example.test:${DEFAULT_GATEWAY_PORTS.light}:${u()}:${p()}_country-gb`]);
-    const mobile = await generate({ provider: 'mobile', country: 'us', sessionType: 'rotating', count: 1, state: 'ohio' });
-    expect(mobile.body.proxies).toEqual([`gw.example.test:${DEFAULT_GATEWAY_PORTS.mobile}:${u()}-country-us-state-ohio:${p()}`]);
+    expect(light.body.proxies).toEqual([
+      `gw.example.test:${DEFAULT_GATEWAY_PORTS.light}:${u()}:${p()}_country-gb`,
+    ]);
+    const mobile = await generate({
+      provider: 'mobile',
+      country: 'us',
+      sessionType: 'rotating',
+      count: 1,
+      state: 'ohio',
+    });
+    expect(mobile.body.proxies).toEqual([
+      `gw.example.test:${DEFAULT_GATEWAY_PORTS.mobile}:${u()}-country-us-state-ohio:${p()}`,
+    ]);
     const dc = await generate({ provider: 'datacenter', country: 'fr', sessionType: 'rotating', count: 1 });
-    expect(dc.body.proxies).toEqual([`gw.example.test:${DEFAULT_GATEWAY_PORTS.datacenter}:${u()}:${p()}_country-fr`]);
+    expect(dc.body.proxies).toEqual([
+      `gw.example.test:${DEFAULT_GATEWAY_PORTS.datacenter}:${u()}:${p()}_country-fr`,
+    ]);
+  });
+
+  test('city and state names in Unicode letters are accepted, folded to the ASCII the gateways read', async () => {
+    const res = await generate({
+      provider: 'basic',
+      country: 'br',
+      sessionType: 'rotating',
+      count: 1,
+      state: 'São Paulo',
+      city: 'São Paulo',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.proxies).toEqual([
+      `basic.proxy.example.com:12321:${u()}:${p()}_country-br_state-saopaulo-city-saopaulo`,
+    ]);
+    const more = await generate({
+      provider: 'light',
+      country: 'ch',
+      sessionType: 'rotating',
+      count: 1,
+      state: 'Zürich',
+      city: 'Küssnacht am Rigi',
+    });
+    expect(more.body.proxies[0]).toMatch(/_country-ch_state-zurich-city-kussnachtamrigi$/);
+    const de = await generate({
+      provider: 'light',
+      country: 'de',
+      sessionType: 'rotating',
+      count: 1,
+      state: 'Thüringen',
+      city: 'Weißensee',
+    });
+    expect(de.body.proxies[0]).toMatch(/_state-thuringen-city-weissensee$/);
   });
 
   test('the maximum count is accepted', async () => {
@@ -60,10 +143,19 @@ describe('POST /api/v1/proxies/generate', () => {
 
   test('403 with the spec message when the plan has no bandwidth (never bought, or used up)', async () => {
     const poor = await accountWithBandwidth(db.pool, { light: 1e9 });
-    const res = await generate({ provider: 'basic', country: 'us', sessionType: 'rotating', count: 1 }, poor.apiKey);
-    expect(res).toMatchObject({ status: 403, body: { success: false, error: 'No basic bandwidth purchased. Buy basic bandwidth first.' } });
+    const res = await generate(
+      { provider: 'basic', country: 'us', sessionType: 'rotating', count: 1 },
+      poor.apiKey,
+    );
+    expect(res).toMatchObject({
+      status: 403,
+      body: { success: false, error: 'No basic bandwidth purchased. Buy basic bandwidth first.' },
+    });
     await db.pool.query(`UPDATE balances SET used_bytes = total_bytes WHERE account_id = $1`, [poor.id]);
-    expect((await generate({ provider: 'light', country: 'us', sessionType: 'rotating', count: 1 }, poor.apiKey)).status).toBe(403);
+    expect(
+      (await generate({ provider: 'light', country: 'us', sessionType: 'rotating', count: 1 }, poor.apiKey))
+        .status,
+    ).toBe(403);
   });
 
   test.each([
@@ -75,6 +167,17 @@ describe('POST /api/v1/proxies/generate', () => {
     [{ provider: 'basic', country: 'us', sessionType: 'rotating', count: 1001 }, 'count'],
     [{ provider: 'basic', country: 'us', sessionType: 'rotating', count: '5' }, 'count'],
     [{ provider: 'advanced', country: 'us', sessionType: 'rotating', count: 1, state: 'ohio' }, 'state'],
+    [
+      { provider: 'basic', country: 'us', sessionType: 'sticky', count: 1, lifeTime: 30 },
+      'lifeTime: unknown field',
+    ],
+    [{ provider: 'basic', country: 'zz', sessionType: 'rotating', count: 1 }, 'country'],
+    [{ provider: 'basic', country: 'xx', sessionType: 'rotating', count: 1 }, 'country'],
+    [{ provider: 'basic', country: 'uk', sessionType: 'rotating', count: 1 }, 'country'],
+    [
+      { provider: 'basic', country: 'jp', sessionType: 'rotating', count: 1, state: 'tokyo', city: '東京' },
+      'city',
+    ],
   ])('400 for %j, naming %s', async (body, field) => {
     const res = await generate(body);
     expect(res.status).toBe(400);
@@ -83,9 +186,21 @@ describe('POST /api/v1/proxies/generate', () => {
   });
 
   test('malformed JSON, a non-object body and a wrong content type are refused', async () => {
-    expect(await call(api.url, '/api/v1/proxies/generate', { key: account.apiKey, body: '{"provider":' })).toMatchObject({ status: 400, body: { error: 'Request body is not valid JSON' } });
-    expect((await call(api.url, '/api/v1/proxies/generate', { key: account.apiKey, body: '[1]' })).status).toBe(400);
-    expect((await call(api.url, '/api/v1/proxies/generate', { key: account.apiKey, body: 'provider=basic', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(415);
+    expect(
+      await call(api.url, '/api/v1/proxies/generate', { key: account.apiKey, body: '{"provider":' }),
+    ).toMatchObject({ status: 400, body: { error: 'Request body is not valid JSON' } });
+    expect(
+      (await call(api.url, '/api/v1/proxies/generate', { key: account.apiKey, body: '[1]' })).status,
+    ).toBe(400);
+    expect(
+      (
+        await call(api.url, '/api/v1/proxies/generate', {
+          key: account.apiKey,
+          body: 'provider=basic',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        })
+      ).status,
+    ).toBe(415);
   });
 });
 

@@ -1,27 +1,64 @@
 import { z } from 'zod';
-import { PRODUCTS } from '../../../../common/src/products.ts';
+import { isCountryCode } from '../../../../common/src/countries.ts';
+import { PLAN_CAPABILITIES, PRODUCTS } from '../../../../common/src/products.ts';
 
 /** Most proxy strings one call generates (docs/api.md). */
 export const MAX_GENERATE_COUNT = 1000;
 /** Sticky session lifetime bounds in minutes (docs/adr/0012; gateways accept 1..1440). */
 export const MAX_SESSION_MINUTES = 1440;
 
-/** Lowercase, spaces and hyphens removed ("Winston-Salem" -> "winstonsalem"), then [a-z0-9]+. */
+/** Letters that Unicode does not decompose into an ASCII letter and a mark. */
+const FOLD: Record<string, string> = {
+  ß: 'ss',
+  æ: 'ae',
+  œ: 'oe',
+  ø: 'o',
+  ł: 'l',
+  đ: 'd',
+  ð: 'd',
+  þ: 'th',
+  ı: 'i',
+};
+
+/**
+ * A place name in any Latin-script spelling ("São Paulo", "Winston-Salem", "Weißensee"), folded to
+ * what the gateways' credential grammar reads: lowercase, diacritics removed, spaces, hyphens,
+ * apostrophes and dots dropped, then [a-z0-9]+ ("saopaulo"). Other scripts are refused with a
+ * message asking for the Latin spelling (the gateways match exit labels in ASCII).
+ */
+export function foldPlace(name: string): string {
+  return name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .replace(/[ßæœøłđðþı]/g, (c) => FOLD[c] ?? c)
+    .replace(/[\s\-'’.]+/g, '');
+}
+
 const place = (what: string) =>
   z
     .string()
     .max(64)
-    .transform((s) => s.toLowerCase().replace(/[\s-]+/g, ''))
-    .pipe(z.string().regex(/^[a-z0-9]+$/, `${what} must contain only letters, digits, spaces and hyphens`));
+    .transform(foldPlace)
+    .pipe(
+      z
+        .string()
+        .regex(
+          /^[a-z0-9]+$/,
+          `must be a ${what} name in Latin letters, digits, spaces and hyphens, for example São Paulo`,
+        ),
+    );
 
 const minutes = z.number().int().min(1).max(MAX_SESSION_MINUTES);
 
+// Strict: an unknown field (a `lifeTime` typo) is a 400 naming it, never silently dropped.
 export const generateRequestSchema = z
-  .object({
+  .strictObject({
     provider: z.enum(PRODUCTS, { error: `must be one of ${PRODUCTS.join(', ')}` }),
     country: z
       .string({ error: 'must be a two-letter country code' })
       .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code (ISO 3166-1 alpha-2), for example us')
+      .refine(isCountryCode, 'must be an assigned ISO 3166-1 alpha-2 country code, for example us or gb')
       .transform((s) => s.toLowerCase()),
     sessionType: z.enum(['rotating', 'sticky'], { error: 'must be rotating or sticky' }),
     count: z
@@ -30,26 +67,40 @@ export const generateRequestSchema = z
       .min(1, `must be an integer from 1 to ${MAX_GENERATE_COUNT}`)
       .max(MAX_GENERATE_COUNT, `must be an integer from 1 to ${MAX_GENERATE_COUNT}`)
       .default(1),
-    state: place('state').optional().describe('light, basic, mobile: state name, lowercased, spaces and hyphens removed'),
+    state: place('state')
+      .optional()
+      .describe('light, basic, mobile: state name, lowercased, spaces and hyphens removed'),
     city: place('city').optional().describe('light, basic, mobile: city name (requires state)'),
-    lifetime: minutes.optional().describe('basic, datacenter, sticky only: session lifetime in minutes (1-1440)'),
-    sessionDuration: minutes.optional().describe('advanced, mobile, sticky only: session duration in minutes (1-1440)'),
+    lifetime: minutes
+      .optional()
+      .describe('basic, datacenter, sticky only: session lifetime in minutes (1-1440)'),
+    sessionDuration: minutes
+      .optional()
+      .describe('advanced, mobile, sticky only: session duration in minutes (1-1440)'),
   })
   .superRefine((req, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    const supportsPlace = req.provider === 'light' || req.provider === 'basic' || req.provider === 'mobile';
-    if (req.state !== undefined && !supportsPlace) issue('state', `the ${req.provider} plan targets by country only`);
-    if (req.city !== undefined && !supportsPlace) issue('city', `the ${req.provider} plan targets by country only`);
+    const plan = PLAN_CAPABILITIES[req.provider];
+    const others = (minutes: 'lifetime' | 'sessionduration') =>
+      PRODUCTS.filter((p) => PLAN_CAPABILITIES[p].sessionMinutes === minutes).join(' and ');
+    if (req.state !== undefined && !plan.place)
+      issue('state', `the ${req.provider} plan targets by country only`);
+    if (req.city !== undefined && !plan.place)
+      issue('city', `the ${req.provider} plan targets by country only`);
     if (req.city !== undefined && req.state === undefined) issue('city', 'city requires state');
-    if (req.lifetime !== undefined) {
-      if (req.provider !== 'basic' && req.provider !== 'datacenter')
-        issue('lifetime', `applies to basic and datacenter; ${req.provider === 'light' ? 'light has no lifetime' : 'use sessionDuration'}`);
-      else if (req.sessionType !== 'sticky') issue('lifetime', 'applies to sticky sessions only');
-    }
-    if (req.sessionDuration !== undefined) {
-      if (req.provider !== 'advanced' && req.provider !== 'mobile')
-        issue('sessionDuration', `applies to advanced and mobile; ${req.provider === 'light' ? 'light has no lifetime' : 'use lifetime'}`);
-      else if (req.sessionType !== 'sticky') issue('sessionDuration', 'applies to sticky sessions only');
+    const given = { lifetime: req.lifetime, sessionDuration: req.sessionDuration };
+    for (const [field, minutes] of [
+      ['lifetime', 'lifetime'],
+      ['sessionDuration', 'sessionduration'],
+    ] as const) {
+      if (given[field] === undefined) continue;
+      if (plan.sessionMinutes !== minutes) {
+        const instead =
+          plan.sessionMinutes === undefined
+            ? `${req.provider} has no lifetime`
+            : `use ${field === 'lifetime' ? 'sessionDuration' : 'lifetime'}`;
+        issue(field, `applies to ${others(minutes)}; ${instead}`);
+      } else if (req.sessionType !== 'sticky') issue(field, 'applies to sticky sessions only');
     }
   });
 export type GenerateRequest = z.infer<typeof generateRequestSchema>;

@@ -56,7 +56,7 @@ describe('RateLimiter', () => {
 
 describe('cleanup job', () => {
   test('deletes buckets idle for a day, keeps the rest', async () => {
-    const { rateLimitCleanupJob } = await import('./jobs.ts');
+    const { rateLimitCleanupJob } = await import('../../../../worker/src/jobs/rate-limit-cleanup.ts');
     await db.pool.query(`INSERT INTO api_rate_limits (bucket, tat_us, updated_at) VALUES ('old', 0, now() - interval '2 days'), ('new', 0, now())`);
     const { createLogger } = await import('../../../../common/src/logger.ts');
     await rateLimitCleanupJob.run({ pool: db.pool, logger: createLogger('test', 'silent') });

@@ -21,9 +21,3 @@ export async function takeTokens(
   const row = rows[0]!;
   return { granted: row.granted, remaining: row.remaining, retryAfterMs: row.retry_after_us / 1000 };
 }
-
-/** Buckets untouched for a day are full again and carry no information. */
-export async function deleteIdleBuckets(pool: Pool): Promise<number> {
-  const { rowCount } = await pool.query(`DELETE FROM api_rate_limits WHERE updated_at < now() - interval '1 day'`);
-  return rowCount ?? 0;
-}

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from '../../../../common/src/db/pool.ts';
 import { countCacheAcks } from '../../../../common/src/db/changes.ts';
 import type { Logger } from '../../../../common/src/logger.ts';
+import { changeLogHead } from '../../../../common/src/db/changes.ts';
 
 const POLL_MS = 10;
 
@@ -17,8 +18,7 @@ export type WaitForApiCaches = () => Promise<SyncResult>;
 
 export function cacheSync(pool: Pool, logger: Logger, timeoutMs: number): WaitForApiCaches {
   return async () => {
-    const { rows } = await pool.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
-    const head = rows[0]?.head ?? 0;
+    const head = await changeLogHead(pool);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const counts = await countCacheAcks(pool, 'api', head);

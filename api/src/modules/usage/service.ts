@@ -5,7 +5,6 @@
 import type { Pool } from '../../../../common/src/db/pool.ts';
 import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
 import { BYTES_PER_GB, BYTES_PER_MB, PRODUCTS, type Product } from '../../../../common/src/products.ts';
-import { TRUST_SILENCE_MS } from '../auth/key-cache.ts';
 import { readFreshSnapshot, recomputeSnapshot, type SnapshotRow } from './repo.ts';
 import type { UsageResponse } from './schemas.ts';
 
@@ -39,7 +38,7 @@ export class UsageService {
 
   async snapshot(accountId: string): Promise<Snapshot> {
     // Without a healthy feed a purchase might not evict the copy: read the shared row instead.
-    const trusted = this.feed.connected && this.feed.silenceMs() < TRUST_SILENCE_MS;
+    const trusted = this.feed.trusted();
     const cached = trusted ? this.cache.get(accountId) : undefined;
     if (cached && cached.expiresAt > Date.now()) return cached;
     const row =
@@ -58,7 +57,9 @@ export class UsageService {
   }
 }
 
-export function productBalances(row: SnapshotRow): Record<Product, { total: number; used: number; remaining: number }> {
+export function productBalances(
+  row: SnapshotRow,
+): Record<Product, { total: number; used: number; remaining: number }> {
   const out = {} as Record<Product, { total: number; used: number; remaining: number }>;
   for (const product of PRODUCTS) {
     const b = row.balances[product];

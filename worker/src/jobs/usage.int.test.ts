@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../../common/src/logger.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { leaseReaperJob, usageFoldJob } from './jobs.ts';
+import { leaseReaperJob, usageFoldJob } from './usage.ts';
 
 let db: TestDatabase;
 const logger = createLogger('test', 'silent');

@@ -1,21 +1,23 @@
 // The worker jobs that settle gateway usage (migrations/0020, docs/adr/0020): the fold turns
 // usage batches into balances (used_bytes, requests_count, leased_bytes) and usage_hourly; the
 // reaper returns leases whose gateway stopped renewing them, and forgets expired sticky sessions.
-import type { Job } from '../../../worker/src/jobs.ts';
+import type { Job } from '../jobs.ts';
 
 /** Batches folded per statement; the job loops until none is left. */
 const FOLD_BATCHES = 500;
 /** One fold run never folds more than this many statements' worth (then yields to the next run). */
 const FOLD_MAX_ROUNDS = 20;
-export const USAGE_FOLD_INTERVAL_MS = 1_000;
-export const LEASE_REAPER_INTERVAL_MS = 10_000;
+const USAGE_FOLD_INTERVAL_MS = 1_000;
+const LEASE_REAPER_INTERVAL_MS = 10_000;
 
 export const usageFoldJob: Job = {
   name: 'usage-fold',
   intervalMs: USAGE_FOLD_INTERVAL_MS,
   async run({ pool }) {
     for (let round = 0; round < FOLD_MAX_ROUNDS; round++) {
-      const { rows } = await pool.query<{ folded: number }>('SELECT usage_fold($1) AS folded', [FOLD_BATCHES]);
+      const { rows } = await pool.query<{ folded: number }>('SELECT usage_fold($1) AS folded', [
+        FOLD_BATCHES,
+      ]);
       if ((rows[0]?.folded ?? 0) < FOLD_BATCHES) return;
     }
   },
@@ -27,7 +29,8 @@ export const leaseReaperJob: Job = {
   async run({ pool, logger }) {
     const { rows } = await pool.query<{ reaped: number }>('SELECT lease_reap(1000) AS reaped');
     const reaped = rows[0]?.reaped ?? 0;
-    if (reaped) logger.warn({ reaped }, 'expired bandwidth leases returned (a gateway stopped without releasing them)');
-    await pool.query('DELETE FROM sticky_sessions WHERE expires_at < now() - interval \'1 hour\'');
+    if (reaped)
+      logger.warn({ reaped }, 'expired bandwidth leases returned (a gateway stopped without releasing them)');
+    await pool.query("DELETE FROM sticky_sessions WHERE expires_at < now() - interval '1 hour'");
   },
 };
