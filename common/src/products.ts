@@ -1,6 +1,7 @@
 // The five bandwidth products (plans) and the units the spec defines.
 export const PRODUCTS = ['light', 'basic', 'advanced', 'mobile', 'datacenter'] as const;
 export type Product = (typeof PRODUCTS)[number];
+export const isProduct = (value: unknown): value is Product => PRODUCTS.includes(value as Product);
 
 export interface PlanCapabilities {
   /** Where the targeting rides in the proxy credentials. */

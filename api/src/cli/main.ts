@@ -174,7 +174,7 @@ export const COMMANDS: Record<string, Command> = {
     request: (a, o) => {
       const q = new URLSearchParams();
       for (const k of ['limit', 'before']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts/${a.accountId}/invoices${q.size ? `?${q}` : ''}` };
+      return { method: 'GET', path: `/accounts/${a.accountId}/invoices${q.size ? `?${q.toString()}` : ''}` };
     },
   },
   'proxy-password reset': {

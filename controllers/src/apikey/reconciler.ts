@@ -206,7 +206,7 @@ export function apiKeyReconciler(
 
   /** Why the Secret named by the ApiKey is not its own, or undefined when it is absent or ours. */
   async function foreignSecret(ak: ApiKey): Promise<string | undefined> {
-    const secret = await client.get<Secret>(RESOURCES.secret, ak.metadata.namespace!, ak.spec.secretName);
+    const secret = await client.get<Secret>(RESOURCES.secret, ak.metadata.namespace, ak.spec.secretName);
     if (!secret) return undefined;
     const owner = secret.metadata.ownerReferences?.find((r) => r.controller === true);
     if (owner?.uid === ak.metadata.uid) return undefined;

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { loadGatewayConfig } from '../../../gateway/src/config.ts';
 import { readProxyGateways } from '../../../gateway/src/spec.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';

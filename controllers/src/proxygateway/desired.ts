@@ -263,11 +263,11 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
   const objects: DesiredObject[] = [
     // Always present (empty without credentials: the cluster-wide install has no delete on
     // Secrets), before the Deployment that mounts it.
-    { resource: RESOURCES.secret, object: upstreams as KubeObject },
-    { resource: RESOURCES.configMap, object: configMap as KubeObject },
-    { resource: RESOURCES.deployment, object: deployment as KubeObject },
-    { resource: RESOURCES.service, object: service as KubeObject },
-    { resource: RESOURCES.pdb, object: pdb as KubeObject },
+    { resource: RESOURCES.secret, object: upstreams },
+    { resource: RESOURCES.configMap, object: configMap },
+    { resource: RESOURCES.deployment, object: deployment },
+    { resource: RESOURCES.service, object: service },
+    { resource: RESOURCES.pdb, object: pdb },
   ];
   const absent: Desired['absent'] = [];
   if (autoscaled) {

@@ -130,7 +130,7 @@ export function proxyGatewayReconciler(
   };
 
   function observedDeployment(pgw: ProxyGateway): Deployment | undefined {
-    return deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`) as Deployment | undefined;
+    return deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`);
   }
 
   /**

@@ -1,6 +1,5 @@
 import type { Pool } from '../../../../common/src/db/pool.ts';
 import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
-import type { Product } from '../../../../common/src/products.ts';
 import type { IspProxyRow } from '../proxies/repo.ts';
 import type { AlertsUpdate } from './schemas.ts';
 
