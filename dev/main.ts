@@ -8,7 +8,7 @@ import { runMain } from '../common/src/runtime.ts';
 import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
 import { upsertGatewayEndpoint } from '../common/src/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
-import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
+import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
 import { startWorker } from '../worker/src/server.ts';
@@ -31,7 +31,9 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     config.PROXYFLEET_CREDENTIALS_KEY ??
     Buffer.from(
       (
-        await readOrCreateSecretFile(path.join(dataDir, 'credentials-key'), () => randomBytes(32).toString('hex'))
+        await readOrCreateSecretFile(path.join(dataDir, 'credentials-key'), () =>
+          randomBytes(32).toString('hex'),
+        )
       ).value,
       'hex',
     );
@@ -41,10 +43,27 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   const jobs = allJobs({ config, logger, registry });
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
 
-  const gateways = config.PROXYFLEET_DEV_START_GATEWAYS ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS) : [];
+  const gateways = config.PROXYFLEET_DEV_START_GATEWAYS
+    ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)
+    : [];
   const runningGateways: RunningGateway[] = [];
+  // One shared state (credential cache, change feed, metrics, connection caps) for all gateways.
+  const gatewayProcess = gateways.length
+    ? await GatewayProcess.open({
+        pool: db.pool,
+        databaseUrl: db.url,
+        logger,
+        registry,
+        health,
+        gatewayId: 'dev',
+      })
+    : undefined;
   for (const gateway of gateways) {
-    await upsertGatewayEndpoint(db.pool, { plan: gateway.spec.plan, host: gateway.spec.advertisedHost, port: gateway.spec.port }, 'dev');
+    await upsertGatewayEndpoint(
+      db.pool,
+      { plan: gateway.spec.plan, host: gateway.spec.advertisedHost, port: gateway.spec.port },
+      'dev',
+    );
     runningGateways.push(
       await startGateway({
         gateway,
@@ -56,6 +75,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         logger: logger.child({ gateway: gateway.metadata.name }),
         registry,
         health,
+        ...(gatewayProcess ? { process: gatewayProcess } : {}),
       }),
     );
   }
@@ -73,11 +93,20 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     databaseUrl: db.url,
   });
   logger.info(
-    { api: `http://${config.PROXYFLEET_API_HOST}:${api.port}`, gateways: gateways.map((g) => `${g.spec.plan}:${g.spec.port}`) },
+    {
+      api: `http://${config.PROXYFLEET_API_HOST}:${api.port}`,
+      gateways: gateways.map((g) => `${g.spec.plan}:${g.spec.port}`),
+    },
     'proxyfleet dev is up',
   );
 
   shutdown.add({ name: 'api', run: () => api.close() });
-  shutdown.add({ name: 'gateways', run: async () => void (await Promise.all(runningGateways.map((g) => g.close()))) });
+  shutdown.add({
+    name: 'gateways',
+    run: async () => {
+      await Promise.all(runningGateways.map((g) => g.close()));
+      await gatewayProcess?.close();
+    },
+  });
   shutdown.add({ name: 'worker', run: () => worker.close() });
 });

@@ -192,7 +192,10 @@ export class Budget {
 interface Batch {
   key: string;
   attempted: boolean;
-  lines: Map<string, { account_id: string; product: Plan; bytes_up: number; bytes_down: number; requests: number }>;
+  lines: Map<
+    string,
+    { account_id: string; product: Plan; bytes_up: number; bytes_down: number; requests: number }
+  >;
   spends: Map<string, number>;
   releases: Map<string, number>;
   createdAt: number;
@@ -307,7 +310,8 @@ export class Ledger {
   private acquire(b: Budget): Promise<void> {
     // A lease spent within a couple of seconds was too small: ask for more at once rather than
     // waiting for the rate estimate of the next tick.
-    if (b.lastGrantAt && Date.now() - b.lastGrantAt < FAST_SPEND_MS) b.wanted = Math.min(MAX_LEASE_BYTES, b.wanted * 4);
+    if (b.lastGrantAt && Date.now() - b.lastGrantAt < FAST_SPEND_MS)
+      b.wanted = Math.min(MAX_LEASE_BYTES, b.wanted * 4);
     b.pending ??= this.requestLease(b).finally(() => {
       b.pending = undefined;
       b.recompute();
@@ -322,10 +326,19 @@ export class Ledger {
   private async requestLease(b: Budget): Promise<void> {
     const m = this.opts.metrics;
     try {
-      const { rows } = await this.opts.pool.query<{ out_lease_id: string | null; out_granted: number; out_expires_at: Date | null; out_held: number }>(
-        'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)',
-        [b.accountId, b.product, this.opts.gatewayId, b.wanted, MIN_LEASE_BYTES, LEASE_TTL_SECONDS],
-      );
+      const { rows } = await this.opts.pool.query<{
+        out_lease_id: string | null;
+        out_granted: number;
+        out_expires_at: Date | null;
+        out_held: number;
+      }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
+        b.accountId,
+        b.product,
+        this.opts.gatewayId,
+        b.wanted,
+        MIN_LEASE_BYTES,
+        LEASE_TTL_SECONDS,
+      ]);
       this.databaseDown = false;
       const row = rows[0];
       b.contended = (row?.out_held ?? 0) > 0;
@@ -352,8 +365,17 @@ export class Ledger {
       // bounded credit per budget; unknown ones are refused until the database is back.
       if (b.everGranted && !b.creditUsed) {
         b.creditUsed = true;
-        b.leases.push({ id: null, granted: Math.min(b.wanted, OUTAGE_CREDIT_BYTES), spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
-        this.opts.logger.warn({ err: (err as Error).message, account: b.accountId }, 'lease request failed; serving on outage credit');
+        b.leases.push({
+          id: null,
+          granted: Math.min(b.wanted, OUTAGE_CREDIT_BYTES),
+          spent: 0,
+          flushed: 0,
+          expiresAt: Number.MAX_SAFE_INTEGER,
+        });
+        this.opts.logger.warn(
+          { err: (err as Error).message, account: b.accountId },
+          'lease request failed; serving on outage credit',
+        );
       } else {
         b.deniedAt = Date.now();
         this.opts.logger.warn({ err: (err as Error).message }, 'lease request failed');
@@ -369,6 +391,26 @@ export class Ledger {
       conn.socket.destroy();
       conn.peer?.destroy();
     }
+  }
+
+  get plan(): Plan {
+    return this.opts.plan;
+  }
+
+  /**
+   * Ends every live connection of an account (suspended, or its credentials changed): their
+   * bytes so far are billed. Returns how many were cut.
+   */
+  revoke(accountId: string): number {
+    const b = this.budgets.get(accountId);
+    if (!b) return 0;
+    const conns = [...b.conns];
+    for (const conn of conns) {
+      this.settle(conn);
+      conn.socket.destroy();
+      conn.peer?.destroy();
+    }
+    return conns.length;
   }
 
   /** Registers a customer connection for billing (once per socket). */
@@ -444,7 +486,9 @@ export class Ledger {
       b.observeRate(elapsed);
       if (b.conns.size) b.lastActive = now;
       // Leases near expiry stop being spent; their unspent part goes back with the next flush.
-      for (const lease of b.leases) if (lease.expiresAt - now < LEASE_RENEW_MARGIN_MS) lease.granted = Math.min(lease.granted, lease.spent);
+      for (const lease of b.leases)
+        if (lease.expiresAt - now < LEASE_RENEW_MARGIN_MS)
+          lease.granted = Math.min(lease.granted, lease.spent);
       b.recompute();
       if (b.available < b.wanted / 2 && b.conns.size && !b.pending && !b.deniedAt) void this.acquire(b);
     }
@@ -477,24 +521,43 @@ export class Ledger {
       } catch (err) {
         this.databaseDown = true;
         this.opts.metrics.flushFailures.inc({ plan: this.opts.plan });
-        this.opts.logger.warn({ err: (err as Error).message, pending: this.queue.length }, 'usage flush failed; will retry');
+        this.opts.logger.warn(
+          { err: (err as Error).message, pending: this.queue.length },
+          'usage flush failed; will retry',
+        );
         break;
       }
     }
     const oldest = this.queue[0];
-    this.opts.metrics.flushLag.set({ plan: this.opts.plan }, oldest ? (Date.now() - oldest.createdAt) / 1000 : 0);
+    this.opts.metrics.flushLag.set(
+      { plan: this.opts.plan },
+      oldest ? (Date.now() - oldest.createdAt) / 1000 : 0,
+    );
   }
 
   /** Moves the usage since the last flush into a batch (merged into the last one if never sent). */
   private build(final: boolean): void {
     let batch = this.queue.at(-1);
     if (!batch || batch.attempted) {
-      batch = { key: `${this.opts.gatewayId}:${this.bootId}:${++this.seq}`, attempted: false, lines: new Map(), spends: new Map(), releases: new Map(), createdAt: Date.now() };
+      batch = {
+        key: `${this.opts.gatewayId}:${this.bootId}:${++this.seq}`,
+        attempted: false,
+        lines: new Map(),
+        spends: new Map(),
+        releases: new Map(),
+        createdAt: Date.now(),
+      };
     }
     const now = Date.now();
     for (const [accountId, b] of this.budgets) {
       if (b.bytesUp || b.bytesDown || b.requests) {
-        const line = batch.lines.get(accountId) ?? { account_id: accountId, product: b.product, bytes_up: 0, bytes_down: 0, requests: 0 };
+        const line = batch.lines.get(accountId) ?? {
+          account_id: accountId,
+          product: b.product,
+          bytes_up: 0,
+          bytes_down: 0,
+          requests: 0,
+        };
         line.bytes_up += b.bytesUp;
         line.bytes_down += b.bytesDown;
         line.requests += b.requests;
@@ -511,7 +574,10 @@ export class Ledger {
         const exhausted = lease.spent >= lease.granted;
         // The last lease, once spent, stays to absorb the overdraft while its successor is asked
         // for; it goes back when nothing more was granted or it is about to expire.
-        const release = final || idle || (exhausted && (!last || b.deniedAt !== 0 || lease.expiresAt - now < LEASE_RENEW_MARGIN_MS));
+        const release =
+          final ||
+          idle ||
+          (exhausted && (!last || b.deniedAt !== 0 || lease.expiresAt - now < LEASE_RENEW_MARGIN_MS));
         if (release) {
           if (lease.id) batch.releases.set(lease.id, lease.spent);
         } else {
@@ -548,6 +614,7 @@ export class Ledger {
       if (this.queue.length === 0 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));
     }
-    if (this.queue.length) this.opts.logger.error({ batches: this.queue.length }, 'usage left unflushed at shutdown');
+    if (this.queue.length)
+      this.opts.logger.error({ batches: this.queue.length }, 'usage left unflushed at shutdown');
   }
 }

@@ -18,7 +18,11 @@ import {
 
 export type AuthResult =
   | { ok: true; account: CachedAccount; credentials: ParsedCredentials }
-  | { ok: false; status: 407 | 403 | 429; reason: string; details: string; retryAfter?: number };
+  | { ok: false; status: 407 | 403 | 429; reason: AuthRefusal; details: string; retryAfter?: number };
+
+/** The refusal ids (proxy/refusals.ts) authentication answers with. */
+export type AuthRefusal =
+  CredentialError | 'unknown_user' | 'wrong_password' | 'account_suspended' | 'auth_backoff';
 
 interface Memo {
   credentials: ParsedCredentials;
