@@ -2,6 +2,7 @@
 // connections (every gateway of the process shares it) and a per-source-address cap on
 // connections that have not yet authenticated. Refusing is a reset: no parsing, no answer, no
 // timer. Defaults are sized from the process's file-descriptor limit (docs/gateway.md, limits).
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type net from 'node:net';
 
@@ -76,4 +77,27 @@ export class ConnectionLimiter {
     if (n > 0) this.unauthenticated.set(address, n);
     else this.unauthenticated.delete(address);
   }
+}
+
+/**
+ * Raises this process's RLIMIT_NOFILE soft limit to its hard limit. Node cannot call setrlimit,
+ * so util-linux's prlimit does it on our pid (in the image: node:24-slim has util-linux). Returns
+ * the soft limit in force afterwards.
+ */
+export function raiseFileLimit(onFailure: (message: string) => void): number {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
+    const [, soft, hard] = line?.split(/\s{2,}/) ?? [];
+    if (soft !== undefined && hard !== undefined && soft !== hard) {
+      execFileSync('prlimit', ['--pid', String(process.pid), `--nofile=${hard}:${hard}`], {
+        stdio: 'ignore',
+        timeout: 5_000,
+      });
+    }
+  } catch (err) {
+    onFailure(err instanceof Error ? err.message : String(err));
+  }
+  return openFileLimit();
 }
