@@ -52,6 +52,14 @@ export const TICK_MS = 250;
 /** A lease spent faster than this makes the next request four times larger. */
 const FAST_SPEND_MS = 2_000;
 export const FLUSH_MS = 2_000;
+/**
+ * A lease request that has not answered in this long counts as a database failure (a query on a
+ * connection that hangs would otherwise leave the customer with no answer at all).
+ */
+export const LEASE_QUERY_TIMEOUT_MS = 3_000;
+/** How long the ledger remembers that it served an account (outage credit survives idle budgets). */
+const SERVED_MEMORY_MS = 24 * 3600_000;
+const SERVED_LIMIT = 200_000;
 
 interface LocalLease {
   /** null: outage credit, not backed by a database lease. */
@@ -123,6 +131,8 @@ export class Budget {
   deniedAt = 0;
   creditUsed = false;
   everGranted = false;
+  /** The last lease request failed (database unreachable): refuse with 503, never 402. */
+  unavailable = false;
   /** The last denial came while other gateways held leases (they may come back). */
   contended = false;
   lastGrantAt = 0;
@@ -224,6 +234,8 @@ export class Ledger {
   private lastTick = Date.now();
   private flushing: Promise<void> | undefined;
   private databaseDown = false;
+  /** Accounts this ledger was granted leases for, and when: they keep outage credit after going idle. */
+  private readonly served = new Map<string, number>();
   private readonly opts: LedgerOptions;
 
   constructor(opts: LedgerOptions) {
@@ -256,18 +268,20 @@ export class Ledger {
   }
 
   /**
-   * Resolves true when the budget has bytes for one more connection or request (asking the
-   * database for a lease if needed), false when none is left: the caller refuses with 402.
+   * Resolves 'ok' when the budget has bytes for one more connection or request (asking the
+   * database for a lease if needed); 'denied' only when the database said none is left (402);
+   * 'unavailable' when the database could not be asked and there is no outage credit (503).
    */
-  async admit(b: Budget): Promise<boolean> {
+  async admit(b: Budget): Promise<'ok' | 'denied' | 'unavailable'> {
     b.lastActive = Date.now();
-    if (b.canAdmit()) return true;
-    if (b.deniedAt && Date.now() - b.deniedAt < DENIAL_RECHECK_MS) return false;
+    if (b.canAdmit()) return 'ok';
+    const verdict = () => (b.canAdmit() ? 'ok' : b.unavailable ? 'unavailable' : 'denied');
+    if (b.deniedAt && Date.now() - b.deniedAt < DENIAL_RECHECK_MS) return verdict();
     b.deniedAt = 0;
     const giveUp = Date.now() + CONTENDED_WAIT_MS;
     while (true) {
       await this.acquire(b);
-      if (b.canAdmit() || !b.contended || Date.now() > giveUp) return b.canAdmit();
+      if (b.canAdmit() || !b.contended || Date.now() > giveUp) return verdict();
       await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
       b.deniedAt = 0;
     }
@@ -325,21 +339,32 @@ export class Ledger {
 
   private async requestLease(b: Budget): Promise<void> {
     const m = this.opts.metrics;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const { rows } = await this.opts.pool.query<{
-        out_lease_id: string | null;
-        out_granted: number;
-        out_expires_at: Date | null;
-        out_held: number;
-      }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
-        b.accountId,
-        b.product,
-        this.opts.gatewayId,
-        b.wanted,
-        MIN_LEASE_BYTES,
-        LEASE_TTL_SECONDS,
+      const { rows } = await Promise.race([
+        this.opts.pool.query<{
+          out_lease_id: string | null;
+          out_granted: number;
+          out_expires_at: Date | null;
+          out_held: number;
+        }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
+          b.accountId,
+          b.product,
+          this.opts.gatewayId,
+          b.wanted,
+          MIN_LEASE_BYTES,
+          LEASE_TTL_SECONDS,
+        ]),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`lease request timed out after ${LEASE_QUERY_TIMEOUT_MS} ms`)),
+            LEASE_QUERY_TIMEOUT_MS,
+          );
+        }),
       ]);
+      clearTimeout(timer);
       this.databaseDown = false;
+      b.unavailable = false;
       const row = rows[0];
       b.contended = (row?.out_held ?? 0) > 0;
       if (!row || !row.out_lease_id || row.out_granted <= 0) {
@@ -356,14 +381,23 @@ export class Ledger {
       });
       b.everGranted = true;
       b.creditUsed = false;
+      this.remember(b.accountId);
       b.lastGrantAt = Date.now();
       m.leaseGrants.inc({ plan: b.product });
       m.leaseGrantedBytes.inc({ plan: b.product }, row.out_granted);
     } catch (err) {
+      clearTimeout(timer);
       this.databaseDown = true;
-      // Database outage (docs/adr/0021): a customer this pod already served keeps going on one
-      // bounded credit per budget; unknown ones are refused until the database is back.
-      if (b.everGranted && !b.creditUsed) {
+      // Database outage (docs/adr/0021): a customer this pod already served (even one whose
+      // budget went idle and was dropped) keeps going on one bounded credit per budget; unknown
+      // ones are answered 503 until the database is back (never 402: the balance is not known).
+      const servedAt = this.served.get(b.accountId);
+      if (
+        (b.everGranted || (servedAt !== undefined && Date.now() - servedAt < SERVED_MEMORY_MS)) &&
+        !b.creditUsed
+      ) {
+        b.everGranted = true;
+        b.unavailable = false;
         b.creditUsed = true;
         b.leases.push({
           id: null,
@@ -378,6 +412,7 @@ export class Ledger {
         );
       } else {
         b.deniedAt = Date.now();
+        b.unavailable = true;
         this.opts.logger.warn({ err: (err as Error).message }, 'lease request failed');
       }
     }
@@ -391,6 +426,15 @@ export class Ledger {
       conn.socket.destroy();
       conn.peer?.destroy();
     }
+  }
+
+  private remember(accountId: string): void {
+    if (this.served.size >= SERVED_LIMIT && !this.served.has(accountId)) {
+      const cutoff = Date.now() - SERVED_MEMORY_MS;
+      for (const [id, at] of this.served) if (at < cutoff) this.served.delete(id);
+      if (this.served.size >= SERVED_LIMIT) this.served.clear();
+    }
+    this.served.set(accountId, Date.now());
   }
 
   get plan(): Plan {

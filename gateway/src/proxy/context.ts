@@ -58,8 +58,11 @@ export async function admit(
     budget.conns.size >= ctx.spec.limits.maxConnectionsPerAccount && !(conn && budget.conns.has(conn));
   const CAP = refusalFor('connection_limit', { retryAfter: 1 });
   if (overCap()) return CAP;
-  if (!budget.canAdmit() && !(await ctx.ledger.admit(budget))) {
-    return refusalFor('no_bandwidth', { plan: ctx.plan });
+  if (!budget.canAdmit()) {
+    const verdict = await ctx.ledger.admit(budget);
+    // 402 only when the database said the balance is gone; it being unreachable is a 503.
+    if (verdict === 'denied') return refusalFor('no_bandwidth', { plan: ctx.plan });
+    if (verdict === 'unavailable') return refusalFor('billing_unavailable', { retryAfter: 5 });
   }
   if (socket.destroyed) return refusalFor('client_gone');
   // Again after the wait for a lease: connections that arrived meanwhile were attached.

@@ -131,6 +131,12 @@ const TABLE = {
     reason: 'dns_error',
     message: 'destination name did not resolve',
   },
+  billing_unavailable: {
+    status: 503,
+    error: 'proxy_internal_error',
+    reason: 'billing_unavailable',
+    message: 'bandwidth balance cannot be checked right now: retry shortly',
+  },
   no_exit: {
     status: 503,
     error: 'proxy_configuration_error',
