@@ -151,6 +151,7 @@ export function zeroPlanSeries(
     'auth_backoff',
   ])
     m.authFailures.labels({ plan, reason }).inc(0);
+  m.refusals.labels({ plan, reason: 'client_abandoned', status_class: 'none' }).inc(0);
   for (const r of refusalReasons)
     m.refusals.labels({ plan, reason: r.reason, status_class: `${Math.floor(r.status / 100)}xx` }).inc(0);
   m.flushLag.labels({ plan }).set(0);

@@ -104,6 +104,20 @@ export function guardRefusal(reason: string): Refusal {
   }
 }
 
+/**
+ * Counts a refusal when it can be sent. A client already gone (it abandoned the request) is
+ * counted under its own reason, `client_abandoned` with status class `none`: nothing was sent, so
+ * an alert on 5xx refusals does not fire on healthy traffic. Returns whether to send.
+ */
+export function countRefusal(ctx: ProxyContext, r: Refusal, socket: net.Socket): boolean {
+  if (socket.destroyed) {
+    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: 'client_abandoned', status_class: 'none' });
+    return false;
+  }
+  ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+  return true;
+}
+
 export function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
 }

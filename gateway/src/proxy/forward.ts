@@ -9,7 +9,7 @@ import {
   chooseExits,
   guardRefusal,
   NO_EXIT,
-  statusClass,
+  countRefusal,
   type Admitted,
   type ProxyContext,
 } from './context.ts';
@@ -39,11 +39,11 @@ async function forward(
 ): Promise<void> {
   const socket = req.socket;
   const refuse = (r: Refusal) => {
-    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const send = countRefusal(ctx, r, socket);
     const conn = ctx.meters.get(socket);
     if (conn) ctx.ledger.detach(conn);
     req.resume();
-    refuseRequest(res, r);
+    if (send) refuseRequest(res, r);
   };
   const url = req.url ?? '';
   if (!url.startsWith('http://')) {
@@ -212,8 +212,9 @@ function send(
   else proxyReq.end();
 
   function fail(r: Refusal): void {
-    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
     if (a.conn) ctx.ledger.detach(a.conn);
-    refuseRequest(res, r);
+    if (send) refuseRequest(res, r);
+    else res.destroy();
   }
 }

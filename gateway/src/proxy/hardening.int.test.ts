@@ -149,4 +149,31 @@ describe('gateway hardening', () => {
     expect(r.open).toBe(false);
     expect(await metricText()).toMatch(/proxyfleet_gateway_revocation_cuts_total\{plan="basic"\} 1/);
   }, 20_000);
+
+  it('does not count a request the client abandoned as a refusal', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
+    const silent = net.createServer((s) => s.on('error', () => undefined));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const fiveXx = async () =>
+      (await gateway.registry.getSingleMetric('proxyfleet_gateway_refusals_total')!.get()).values
+        .filter((v) => v.labels.status_class === '5xx')
+        .reduce((n, v) => n + v.value, 0);
+    const before = await fiveXx();
+    const client = await connect(gateway.port);
+    client.write(
+      get(
+        `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/`,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    client.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await fiveXx()).toBe(before);
+    expect(await metricText()).toMatch(
+      /proxyfleet_gateway_refusals_total\{plan="basic",reason="client_abandoned",status_class="none"\} 1/,
+    );
+    silent.close();
+  });
 });

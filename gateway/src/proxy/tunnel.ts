@@ -3,7 +3,7 @@
 // customer socket's counters; the 'data' listeners only feed the budget's enforcement estimate.
 import type http from 'node:http';
 import type net from 'node:net';
-import { admit, chooseExits, guardRefusal, NO_EXIT, statusClass, type ProxyContext } from './context.ts';
+import { admit, chooseExits, countRefusal, guardRefusal, NO_EXIT, type ProxyContext } from './context.ts';
 import { refusalFor } from './refusals.ts';
 import { ExitError, openThroughExit } from './connect-exit.ts';
 import { parseAuthority } from './guard.ts';
@@ -34,10 +34,10 @@ async function tunnel(
   head: Buffer,
 ): Promise<void> {
   const refuse = (r: Refusal) => {
-    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const send = countRefusal(ctx, r, socket);
     const conn = ctx.meters.get(socket);
     if (conn) ctx.ledger.detach(conn);
-    refuseSocket(socket, r);
+    if (send) refuseSocket(socket, r);
   };
   const target = parseAuthority(req.url ?? '');
   if (!target) return refuse(refusalFor('connect_needs_authority'));
