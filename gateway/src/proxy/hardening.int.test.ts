@@ -176,4 +176,24 @@ describe('gateway hardening', () => {
     );
     silent.close();
   });
+
+  it('answers every request after a cut for spent bandwidth (no empty replies)', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000 });
+    await cacheSynced(db.pool, [gateway]);
+    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    const big = await connect(gateway.port);
+    big.write(get(`http://127.0.0.1:${origin.port}/bytes/50000000`, auth));
+    big.resume();
+    await new Promise<void>((r) => big.once('close', () => r()));
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const s = await connect(gateway.port);
+      s.write(get(`http://127.0.0.1:${origin.port}/bytes/100000`, auth));
+      const r = await readUntilClose(s, 5_000);
+      s.destroy();
+      statuses.push(Number(/^HTTP\/1\.1 (\d{3})/.exec(r.text)?.[1] ?? 0));
+    }
+    expect(statuses.every((x) => x === 200 || x === 402)).toBe(true);
+    expect(statuses.at(-1)).toBe(402);
+  }, 20_000);
 });
