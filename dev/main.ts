@@ -9,7 +9,7 @@ import { exitWhenParentExits } from '../common/src/shutdown.ts';
 import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
 import { upsertGatewayEndpoint } from '../common/src/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
-import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
+import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
 import { startWorker } from '../worker/src/server.ts';
@@ -54,6 +54,17 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)
     : [];
   const runningGateways: RunningGateway[] = [];
+  // One shared state (credential cache, change feed, metrics, connection caps) for all gateways.
+  const gatewayProcess = gateways.length
+    ? await GatewayProcess.open({
+        pool: db.pool,
+        databaseUrl: db.url,
+        logger,
+        registry,
+        health,
+        gatewayId: 'dev',
+      })
+    : undefined;
   for (const gateway of gateways) {
     await upsertGatewayEndpoint(
       db.pool,
@@ -71,6 +82,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         logger: logger.child({ gateway: gateway.metadata.name }),
         registry,
         health,
+        ...(gatewayProcess ? { process: gatewayProcess } : {}),
       }),
     );
   }
@@ -99,7 +111,10 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   shutdown.add({ name: 'api', run: () => api.close() });
   shutdown.add({
     name: 'gateways',
-    run: async () => void (await Promise.all(runningGateways.map((g) => g.close()))),
+    run: async () => {
+      await Promise.all(runningGateways.map((g) => g.close()));
+      await gatewayProcess?.close();
+    },
   });
   shutdown.add({ name: 'worker', run: () => worker.close() });
   if (mailSink) shutdown.add({ name: 'mail-sink', run: () => mailSink.close() });

@@ -13,6 +13,13 @@ export const gatewayEnv = {
   PROXYFLEET_GATEWAY_FEATURES: z.enum(['full', 'bare']).default('full'),
   /** Address the proxy listens on. */
   PROXYFLEET_GATEWAY_HOST: z.string().default('0.0.0.0'),
+  /** Open customer connections of the process (default: half the open-file limit less 1024). */
+  PROXYFLEET_GATEWAY_MAX_CONNECTIONS: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.coerce.number().int().min(1).optional(),
+  ),
+  /** Connections not yet authenticated, per source address. */
+  PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE: z.coerce.number().int().min(1).default(256),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
   PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
 };

@@ -4,13 +4,20 @@ import { startHealthServer } from '../../common/src/health.ts';
 import { openEntrypointDatabase } from '../../common/src/db/open.ts';
 import { runMain } from '../../common/src/runtime.ts';
 import { loadGatewayConfig } from './config.ts';
+import { raiseFileLimit } from './proxy/limits.ts';
 import { startGateway } from './server.ts';
 import { readProxyGateways } from './spec.ts';
 
 runMain('gateway', loadGatewayConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
   const [gateway, ...rest] = await readProxyGateways(config.PROXYFLEET_GATEWAY_CONFIG);
-  if (!gateway || rest.length) throw new Error(`${config.PROXYFLEET_GATEWAY_CONFIG} must hold exactly one ProxyGateway`);
+  if (!gateway || rest.length)
+    throw new Error(`${config.PROXYFLEET_GATEWAY_CONFIG} must hold exactly one ProxyGateway`);
+  // The connection cap is sized from the fd limit: raise the soft limit to the hard one first.
+  const fdLimit = raiseFileLimit((message) =>
+    logger.warn({ err: message }, 'could not raise the open-file limit (prlimit)'),
+  );
+  logger.info({ fdLimit }, 'open-file limit');
   const db = await openEntrypointDatabase('gateway', config, runtime, { readinessCheck: false });
   const running = await startGateway({
     gateway,
@@ -26,8 +33,18 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     // Keep a few seconds of the grace period for the final usage flush.
     drainMs: Math.max(1, config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS - 7) * 1000,
     bare: config.PROXYFLEET_GATEWAY_FEATURES === 'bare',
+    limits: {
+      ...(config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS !== undefined
+        ? { maxConnections: config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS }
+        : {}),
+      maxUnauthenticatedPerSource: config.PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE,
+    },
   });
-  const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
+  const server = await startHealthServer(
+    health,
+    config.PROXYFLEET_HEALTH_HOST,
+    config.PROXYFLEET_HEALTH_PORT,
+  );
   shutdown.add({ name: 'gateway', run: () => running.close() });
   shutdown.add({ name: 'health', run: () => server.close() });
 });

@@ -1,5 +1,5 @@
 // The gateway's metrics. Several gateways share one registry in `npm start`, so the metrics are
-// created once per registry and every series carries the plan. Labels are bounded: plan,
+// created once per gateway process (GatewayProcess owns them) and every series carries the plan. Labels are bounded: plan,
 // direction, kind, reason, status class; never accounts or hosts.
 import { Counter, Gauge, type Registry } from 'prom-client';
 
@@ -17,31 +17,146 @@ export interface GatewayMetrics {
   leaseGrantedBytes: Counter<'plan'>;
   leaseDenials: Counter<'plan'>;
   budgetCuts: Counter<'plan'>;
+  /** Connections closed at accept: the process cap or the per-source cap on unauthenticated ones. */
+  connectionRefusals: Counter<'plan' | 'reason'>;
+  /** Live connections cut because the account was suspended or its password changed. */
+  revocationCuts: Counter<'plan'>;
 }
 
-const byRegistry = new WeakMap<Registry, GatewayMetrics>();
-
-export function gatewayMetrics(registry: Registry): GatewayMetrics {
-  let m = byRegistry.get(registry);
-  if (m) return m;
+/** Creates the gateway metrics in a registry (once per process: a second call would clash). */
+export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   const registers = [registry];
-  m = {
-    connections: new Gauge({ name: 'proxyfleet_gateway_active_connections', help: 'Open customer connections', labelNames: ['plan'], registers }),
-    tunnels: new Gauge({ name: 'proxyfleet_gateway_active_tunnels', help: 'Open CONNECT tunnels', labelNames: ['plan'], registers }),
-    bytes: new Counter({ name: 'proxyfleet_gateway_billed_bytes_total', help: 'Bytes billed to customers (between customer and gateway)', labelNames: ['plan', 'direction'], registers }),
-    requests: new Counter({ name: 'proxyfleet_gateway_requests_total', help: 'Admitted plain requests and tunnels', labelNames: ['plan', 'kind'], registers }),
-    authFailures: new Counter({ name: 'proxyfleet_gateway_auth_failures_total', help: 'Failed proxy authentications', labelNames: ['plan', 'reason'], registers }),
-    refusals: new Counter({ name: 'proxyfleet_gateway_refusals_total', help: 'Requests refused by the gateway', labelNames: ['plan', 'reason', 'status_class'], registers }),
-    exitFailures: new Counter({ name: 'proxyfleet_gateway_exit_failures_total', help: 'Failed connections through an exit', labelNames: ['plan', 'reason'], registers }),
-    flushLag: new Gauge({ name: 'proxyfleet_gateway_usage_flush_lag_seconds', help: 'Age of the oldest usage batch not yet written', labelNames: ['plan'], registers }),
-    flushFailures: new Counter({ name: 'proxyfleet_gateway_usage_flush_failures_total', help: 'Usage flushes that failed (retried)', labelNames: ['plan'], registers }),
-    leaseGrants: new Counter({ name: 'proxyfleet_gateway_lease_grants_total', help: 'Bandwidth leases granted', labelNames: ['plan'], registers }),
-    leaseGrantedBytes: new Counter({ name: 'proxyfleet_gateway_lease_granted_bytes_total', help: 'Bytes granted in leases', labelNames: ['plan'], registers }),
-    leaseDenials: new Counter({ name: 'proxyfleet_gateway_lease_denials_total', help: 'Lease requests refused: no bandwidth left', labelNames: ['plan'], registers }),
-    budgetCuts: new Counter({ name: 'proxyfleet_gateway_budget_cuts_total', help: 'Times live connections were cut because a budget ran out', labelNames: ['plan'], registers }),
+  return {
+    connections: new Gauge({
+      name: 'proxyfleet_gateway_active_connections',
+      help: 'Open customer connections',
+      labelNames: ['plan'],
+      registers,
+    }),
+    tunnels: new Gauge({
+      name: 'proxyfleet_gateway_active_tunnels',
+      help: 'Open CONNECT tunnels',
+      labelNames: ['plan'],
+      registers,
+    }),
+    bytes: new Counter({
+      name: 'proxyfleet_gateway_billed_bytes_total',
+      help: 'Bytes billed to customers (between customer and gateway)',
+      labelNames: ['plan', 'direction'],
+      registers,
+    }),
+    requests: new Counter({
+      name: 'proxyfleet_gateway_requests_total',
+      help: 'Admitted plain requests and tunnels',
+      labelNames: ['plan', 'kind'],
+      registers,
+    }),
+    authFailures: new Counter({
+      name: 'proxyfleet_gateway_auth_failures_total',
+      help: 'Failed proxy authentications',
+      labelNames: ['plan', 'reason'],
+      registers,
+    }),
+    refusals: new Counter({
+      name: 'proxyfleet_gateway_refusals_total',
+      help: 'Requests refused by the gateway',
+      labelNames: ['plan', 'reason', 'status_class'],
+      registers,
+    }),
+    exitFailures: new Counter({
+      name: 'proxyfleet_gateway_exit_failures_total',
+      help: 'Failed connections through an exit',
+      labelNames: ['plan', 'reason'],
+      registers,
+    }),
+    flushLag: new Gauge({
+      name: 'proxyfleet_gateway_usage_flush_lag_seconds',
+      help: 'Age of the oldest usage batch not yet written',
+      labelNames: ['plan'],
+      registers,
+    }),
+    flushFailures: new Counter({
+      name: 'proxyfleet_gateway_usage_flush_failures_total',
+      help: 'Usage flushes that failed (retried)',
+      labelNames: ['plan'],
+      registers,
+    }),
+    leaseGrants: new Counter({
+      name: 'proxyfleet_gateway_lease_grants_total',
+      help: 'Bandwidth leases granted',
+      labelNames: ['plan'],
+      registers,
+    }),
+    leaseGrantedBytes: new Counter({
+      name: 'proxyfleet_gateway_lease_granted_bytes_total',
+      help: 'Bytes granted in leases',
+      labelNames: ['plan'],
+      registers,
+    }),
+    leaseDenials: new Counter({
+      name: 'proxyfleet_gateway_lease_denials_total',
+      help: 'Lease requests refused: no bandwidth left',
+      labelNames: ['plan'],
+      registers,
+    }),
+    budgetCuts: new Counter({
+      name: 'proxyfleet_gateway_budget_cuts_total',
+      help: 'Times live connections were cut because a budget ran out',
+      labelNames: ['plan'],
+      registers,
+    }),
+    connectionRefusals: new Counter({
+      name: 'proxyfleet_gateway_connection_refusals_total',
+      help: 'Connections closed at accept (process cap, per-source cap on unauthenticated connections)',
+      labelNames: ['plan', 'reason'],
+      registers,
+    }),
+    revocationCuts: new Counter({
+      name: 'proxyfleet_gateway_revocation_cuts_total',
+      help: 'Live connections cut because the account was suspended or its credentials changed',
+      labelNames: ['plan'],
+      registers,
+    }),
   };
-  byRegistry.set(registry, m);
-  return m;
+}
+
+/**
+ * Exports every counter of a plan at zero from the start, so that rate() and alerts have a series
+ * before the first event (a counter that appears only on its first increment hides that increment).
+ */
+export function zeroPlanSeries(
+  m: GatewayMetrics,
+  plan: string,
+  refusalReasons: readonly { reason: string; status: number }[],
+): void {
+  for (const c of [
+    m.flushFailures,
+    m.leaseGrants,
+    m.leaseGrantedBytes,
+    m.leaseDenials,
+    m.budgetCuts,
+    m.revocationCuts,
+  ])
+    c.labels({ plan }).inc(0);
+  for (const direction of ['up', 'down']) m.bytes.labels({ plan, direction }).inc(0);
+  for (const kind of ['http', 'connect']) m.requests.labels({ plan, kind }).inc(0);
+  for (const reason of ['timeout', 'refused']) m.exitFailures.labels({ plan, reason }).inc(0);
+  for (const reason of ['process_cap', 'source_cap']) m.connectionRefusals.labels({ plan, reason }).inc(0);
+  for (const reason of [
+    'malformed',
+    'missing',
+    'unknown_user',
+    'wrong_password',
+    'account_suspended',
+    'auth_backoff',
+  ])
+    m.authFailures.labels({ plan, reason }).inc(0);
+  m.refusals.labels({ plan, reason: 'client_abandoned', status_class: 'none' }).inc(0);
+  for (const r of refusalReasons)
+    m.refusals.labels({ plan, reason: r.reason, status_class: `${Math.floor(r.status / 100)}xx` }).inc(0);
+  m.flushLag.labels({ plan }).set(0);
+  m.connections.labels({ plan }).set(0);
+  m.tunnels.labels({ plan }).set(0);
 }
 
 /** Children bound to one plan for the per-request counters (no label hashing on the hot path). */

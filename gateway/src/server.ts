@@ -1,7 +1,7 @@
 // One gateway: a forward proxy for one ProxyGateway (one plan) on the plan's port. Composition of
 // auth/ (credentials, cache), proxy/ (tunnels, forwarding, guard, exits) and accounting/ (meters,
-// leases, flusher). The credential cache and its change feed are per process (per pool), shared
-// by every gateway the process runs (`npm start` runs five).
+// leases, flusher). The credential cache, its change feed, the metrics and the connection caps
+// are per process (GatewayProcess), shared by every gateway the process runs (`npm start` runs five).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type net from 'node:net';
@@ -14,11 +14,18 @@ import { Ledger, type Metered } from './accounting/ledger.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
-import { gatewayMetrics, planMetrics } from './metrics.ts';
-import type { ProxyContext } from './proxy/context.ts';
+import { createGatewayMetrics, planMetrics, zeroPlanSeries, type GatewayMetrics } from './metrics.ts';
+import { statusClass, type ProxyContext } from './proxy/context.ts';
 import { ExitPool } from './proxy/exits.ts';
 import { handleRequest } from './proxy/forward.ts';
 import { DestinationGuard } from './proxy/guard.ts';
+import { refuseSocket } from './proxy/http-util.ts';
+import {
+  ConnectionLimiter,
+  defaultMaxConnections,
+  DEFAULT_UNAUTHENTICATED_PER_SOURCE,
+} from './proxy/limits.ts';
+import { REFUSALS, refusalFor } from './proxy/refusals.ts';
 import { SessionStore } from './proxy/sessions.ts';
 import { handleConnect } from './proxy/tunnel.ts';
 import type { ProxyGateway } from './spec.ts';
@@ -39,6 +46,10 @@ export interface GatewayDeps {
   drainMs?: number;
   /** Benchmark only: authentication and metering off. */
   bare?: boolean;
+  /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
+  process?: GatewayProcess;
+  /** Connection caps of the process the gateway opens itself (ignored with `process`). */
+  limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
 }
 
 export interface RunningGateway {
@@ -50,58 +61,101 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
+/** An idle keep-alive connection (between requests) is closed after this long. */
 const KEEP_ALIVE_TIMEOUT_MS = 30_000;
 const DEFAULT_DRAIN_MS = 20_000;
 /** Time kept after draining for the final flush. */
 const FINAL_FLUSH_MS = 5_000;
 
-/** The credential cache and change feed of one process (one per pool), shared by its gateways. */
-interface Shared {
-  cache: CredentialCache;
-  feed: ChangeFeed;
-  ledgers: Set<Ledger>;
-  users: number;
+/** Options of the gateway process: what every gateway it runs shares. */
+export interface GatewayProcessOptions {
+  pool: Pool;
+  databaseUrl: string;
+  logger: Logger;
+  registry: Registry;
+  health: Health;
+  gatewayId: string;
+  /** Open customer connections of the whole process (default: from the fd limit, limits.ts). */
+  maxConnections?: number;
+  /** Connections not yet authenticated, per source address (default 256). */
+  maxUnauthenticatedPerSource?: number;
 }
-const sharedByPool = new WeakMap<Pool, Promise<Shared>>();
 
-async function openShared(deps: GatewayDeps): Promise<Shared> {
-  const cache = new CredentialCache(deps.pool);
-  const alreadyMeasured = deps.registry.getSingleMetric('proxyfleet_gateway_cache_version') !== undefined;
-  const feed = new ChangeFeed({
-    url: deps.databaseUrl,
-    logger: deps.logger,
-    component: 'gateway',
-    ack: { instance: deps.gatewayId, component: 'gateway' },
-    ...(alreadyMeasured ? {} : { registry: deps.registry }),
-  });
-  const shared: Shared = { cache, feed, ledgers: new Set(), users: 0 };
-  feed.onChanges(async (changes) => {
-    await cache.apply(changes);
-    for (const c of changes) {
-      if (c.kind === 'balance') for (const ledger of shared.ledgers) ledger.balanceChanged(c.accountId);
-    }
-  });
-  await feed.start();
-  await cache.loadAll();
-  deps.health.addInfo('cacheVersion', () => feed.version);
-  deps.health.addInfo('gatewayCredentials', () => cache.size);
-  return shared;
+/**
+ * What the gateways of one process share: the credential cache and its change feed, the metrics
+ * (created once in the process's registry) and the connection caps. Owned by whoever opened it
+ * (`npm start` opens one for its five gateways; a lone gateway opens its own).
+ */
+export class GatewayProcess {
+  readonly cache: CredentialCache;
+  readonly feed: ChangeFeed;
+  readonly metrics: GatewayMetrics;
+  readonly limiter: ConnectionLimiter;
+  readonly ledgers = new Set<Ledger>();
+  private readonly logger: Logger;
+
+  private constructor(opts: GatewayProcessOptions) {
+    this.logger = opts.logger;
+    this.cache = new CredentialCache(opts.pool);
+    this.metrics = createGatewayMetrics(opts.registry);
+    this.limiter = new ConnectionLimiter(
+      opts.maxConnections ?? defaultMaxConnections(),
+      opts.maxUnauthenticatedPerSource ?? DEFAULT_UNAUTHENTICATED_PER_SOURCE,
+    );
+    this.feed = new ChangeFeed({
+      url: opts.databaseUrl,
+      logger: opts.logger,
+      component: 'gateway',
+      ack: { instance: opts.gatewayId, component: 'gateway' },
+      registry: opts.registry,
+    });
+  }
+
+  static async open(opts: GatewayProcessOptions): Promise<GatewayProcess> {
+    const p = new GatewayProcess(opts);
+    p.feed.onChanges(async (changes) => {
+      const revoked = await p.cache.apply(changes);
+      for (const c of changes) {
+        if (c.kind === 'balance') for (const ledger of p.ledgers) ledger.balanceChanged(c.accountId);
+      }
+      // A suspension or a credential change ends the account's live connections at once: they
+      // were admitted with credentials that no longer hold (finding 5 of issue 10).
+      for (const accountId of revoked) {
+        for (const ledger of p.ledgers) {
+          const cut = ledger.revoke(accountId);
+          if (cut) {
+            p.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
+            p.logger.info(
+              { account: accountId, connections: cut, plan: ledger.plan },
+              'live connections cut: account suspended or credentials changed',
+            );
+          }
+        }
+      }
+    });
+    await p.feed.start();
+    await p.cache.loadAll();
+    opts.health.addInfo('cacheVersion', () => p.feed.version);
+    opts.health.addInfo('gatewayCredentials', () => p.cache.size);
+    opts.health.addInfo('gatewayConnections', () => p.limiter.connections);
+    return p;
+  }
+
+  async close(): Promise<void> {
+    await this.feed.close();
+  }
 }
 
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const spec = deps.gateway.spec;
   const plan = spec.plan;
   const logger = deps.logger;
-  const metrics = gatewayMetrics(deps.registry);
+  // A gateway given no process opens its own, and closes it with itself.
+  const owned = deps.process === undefined;
+  const proc = deps.process ?? (await GatewayProcess.open({ ...deps, ...deps.limits }));
+  const metrics = proc.metrics;
   const hot = planMetrics(metrics, plan);
-  let sharedPromise = sharedByPool.get(deps.pool);
-  if (!sharedPromise) {
-    sharedPromise = openShared(deps);
-    sharedByPool.set(deps.pool, sharedPromise);
-    sharedPromise.catch(() => sharedByPool.delete(deps.pool));
-  }
-  const shared = await sharedPromise;
-  shared.users++;
+  zeroPlanSeries(metrics, plan, REFUSALS);
 
   const ledger = new Ledger({
     pool: deps.pool,
@@ -113,11 +167,12 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
   });
-  shared.ledgers.add(ledger);
+  proc.ledgers.add(ledger);
+  const limiter = proc.limiter;
   const ctx: ProxyContext = {
     plan,
     spec,
-    auth: new Authenticator(plan, shared.cache, new AuthBackoff(), spec.session.maxMinutes),
+    auth: new Authenticator(plan, proc.cache, new AuthBackoff(), spec.session.maxMinutes),
     ledger,
     guard: new DestinationGuard(deps.allowCidrs),
     exits: new ExitPool(spec.exits),
@@ -128,30 +183,76 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     meters: new WeakMap<net.Socket, Metered>(),
     bare: deps.bare ?? false,
     draining: false,
+    authenticated: (socket) => limiter.authenticated(socket),
   };
 
+  const headersMs = spec.timeouts.headersSeconds * 1000;
   const server = http.createServer({
-    // Slow header senders are cut here (slowloris); bodies and tunnels by the ledger's idle sweep.
-    headersTimeout: spec.timeouts.headersSeconds * 1000,
+    // Heads of later requests on a keep-alive connection: Node's own check, run every second (its
+    // default interval of 30 s let slow heads live 26-40 s). The first head: the timer below.
+    headersTimeout: headersMs,
+    connectionsCheckingInterval: 1_000,
     requestTimeout: 0,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     noDelay: true,
   });
-  server.on('request', (req, res) => handleRequest(ctx, req, res));
-  server.on('connect', (req, socket: net.Socket, head: Buffer) => handleConnect(ctx, req, socket, head));
+  // A connection must deliver its first request head within headersSeconds of being accepted
+  // (Node never times out a connection that sends nothing, and times the first head from the
+  // connection only when its periodic check runs).
+  const headTimers = new WeakMap<net.Socket, NodeJS.Timeout>();
+  const headArrived = (socket: net.Socket) => {
+    const timer = headTimers.get(socket);
+    if (timer) {
+      clearTimeout(timer);
+      headTimers.delete(socket);
+    }
+  };
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    headArrived(req.socket);
+    handleRequest(ctx, req, res);
+  });
+  server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    headArrived(socket);
+    handleConnect(ctx, req, socket, head);
+  });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    const key =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'header_too_large'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'head_timeout'
+          : 'malformed_request';
     if (socket.writable && !socket.destroyed) {
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
-      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      const r = refusalFor(key);
+      metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
+      refuseSocket(socket, r);
     }
     socket.destroy();
   });
   const open = new Set<net.Socket>();
   server.on('connection', (socket: net.Socket) => {
     socket.on('error', () => socket.destroy());
+    const refused = limiter.accept(socket);
+    if (refused) {
+      metrics.connectionRefusals.inc({ plan, reason: refused });
+      socket.resetAndDestroy();
+      return;
+    }
     open.add(socket);
     hot.connections.inc();
+    const timer = setTimeout(() => {
+      headTimers.delete(socket);
+      if (socket.destroyed) return;
+      const r = refusalFor('head_timeout');
+      metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
+      refuseSocket(socket, r);
+      socket.destroySoon();
+      setTimeout(() => socket.destroy(), 1_000).unref();
+    }, headersMs);
+    timer.unref();
+    headTimers.set(socket, timer);
     socket.once('close', () => {
+      headArrived(socket);
       open.delete(socket);
       hot.connections.dec();
     });
@@ -169,13 +270,22 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   deps.health.addCheck(`gateway-${deps.gateway.metadata.name}`, () => {
     if (!server.listening) throw new Error('not listening');
   });
-  logger.info({ plan, port, exits: spec.exits.length }, 'gateway listening');
+  logger.info(
+    {
+      plan,
+      port,
+      exits: spec.exits.length,
+      maxConnections: limiter.maxConnections,
+      maxUnauthenticatedPerSource: limiter.maxUnauthenticatedPerSource,
+    },
+    'gateway listening',
+  );
 
   let closing: Promise<void> | undefined;
   return {
     port,
     ledger,
-    cacheVersion: () => shared.feed.version,
+    cacheVersion: () => proc.feed.version,
     close: () =>
       (closing ??= (async () => {
         // Stop accepting, let open connections finish (bounded), then bill and flush everything.
@@ -194,11 +304,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         await new Promise((r) => setTimeout(r, 20));
         await ledger.close(Date.now() + FINAL_FLUSH_MS);
         ctx.exits.close();
-        shared.ledgers.delete(ledger);
-        if (--shared.users === 0) {
-          sharedByPool.delete(deps.pool);
-          await shared.feed.close();
-        }
+        proc.ledgers.delete(ledger);
+        if (owned) await proc.close();
         logger.info({ plan }, 'gateway stopped');
       })()),
   };

@@ -52,6 +52,14 @@ export const TICK_MS = 250;
 /** A lease spent faster than this makes the next request four times larger. */
 const FAST_SPEND_MS = 2_000;
 export const FLUSH_MS = 2_000;
+/**
+ * A lease request that has not answered in this long counts as a database failure (a query on a
+ * connection that hangs would otherwise leave the customer with no answer at all).
+ */
+export const LEASE_QUERY_TIMEOUT_MS = 3_000;
+/** How long the ledger remembers that it served an account (outage credit survives idle budgets). */
+const SERVED_MEMORY_MS = 24 * 3600_000;
+const SERVED_LIMIT = 200_000;
 
 interface LocalLease {
   /** null: outage credit, not backed by a database lease. */
@@ -123,6 +131,8 @@ export class Budget {
   deniedAt = 0;
   creditUsed = false;
   everGranted = false;
+  /** The last lease request failed (database unreachable): refuse with 503, never 402. */
+  unavailable = false;
   /** The last denial came while other gateways held leases (they may come back). */
   contended = false;
   lastGrantAt = 0;
@@ -192,7 +202,10 @@ export class Budget {
 interface Batch {
   key: string;
   attempted: boolean;
-  lines: Map<string, { account_id: string; product: Plan; bytes_up: number; bytes_down: number; requests: number }>;
+  lines: Map<
+    string,
+    { account_id: string; product: Plan; bytes_up: number; bytes_down: number; requests: number }
+  >;
   spends: Map<string, number>;
   releases: Map<string, number>;
   createdAt: number;
@@ -221,6 +234,8 @@ export class Ledger {
   private lastTick = Date.now();
   private flushing: Promise<void> | undefined;
   private databaseDown = false;
+  /** Accounts this ledger was granted leases for, and when: they keep outage credit after going idle. */
+  private readonly served = new Map<string, number>();
   private readonly opts: LedgerOptions;
 
   constructor(opts: LedgerOptions) {
@@ -253,18 +268,20 @@ export class Ledger {
   }
 
   /**
-   * Resolves true when the budget has bytes for one more connection or request (asking the
-   * database for a lease if needed), false when none is left: the caller refuses with 402.
+   * Resolves 'ok' when the budget has bytes for one more connection or request (asking the
+   * database for a lease if needed); 'denied' only when the database said none is left (402);
+   * 'unavailable' when the database could not be asked and there is no outage credit (503).
    */
-  async admit(b: Budget): Promise<boolean> {
+  async admit(b: Budget): Promise<'ok' | 'denied' | 'unavailable'> {
     b.lastActive = Date.now();
-    if (b.canAdmit()) return true;
-    if (b.deniedAt && Date.now() - b.deniedAt < DENIAL_RECHECK_MS) return false;
+    if (b.canAdmit()) return 'ok';
+    const verdict = () => (b.canAdmit() ? 'ok' : b.unavailable ? 'unavailable' : 'denied');
+    if (b.deniedAt && Date.now() - b.deniedAt < DENIAL_RECHECK_MS) return verdict();
     b.deniedAt = 0;
     const giveUp = Date.now() + CONTENDED_WAIT_MS;
     while (true) {
       await this.acquire(b);
-      if (b.canAdmit() || !b.contended || Date.now() > giveUp) return b.canAdmit();
+      if (b.canAdmit() || !b.contended || Date.now() > giveUp) return verdict();
       await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
       b.deniedAt = 0;
     }
@@ -307,7 +324,8 @@ export class Ledger {
   private acquire(b: Budget): Promise<void> {
     // A lease spent within a couple of seconds was too small: ask for more at once rather than
     // waiting for the rate estimate of the next tick.
-    if (b.lastGrantAt && Date.now() - b.lastGrantAt < FAST_SPEND_MS) b.wanted = Math.min(MAX_LEASE_BYTES, b.wanted * 4);
+    if (b.lastGrantAt && Date.now() - b.lastGrantAt < FAST_SPEND_MS)
+      b.wanted = Math.min(MAX_LEASE_BYTES, b.wanted * 4);
     b.pending ??= this.requestLease(b).finally(() => {
       b.pending = undefined;
       b.recompute();
@@ -321,12 +339,32 @@ export class Ledger {
 
   private async requestLease(b: Budget): Promise<void> {
     const m = this.opts.metrics;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const { rows } = await this.opts.pool.query<{ out_lease_id: string | null; out_granted: number; out_expires_at: Date | null; out_held: number }>(
-        'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)',
-        [b.accountId, b.product, this.opts.gatewayId, b.wanted, MIN_LEASE_BYTES, LEASE_TTL_SECONDS],
-      );
+      const { rows } = await Promise.race([
+        this.opts.pool.query<{
+          out_lease_id: string | null;
+          out_granted: number;
+          out_expires_at: Date | null;
+          out_held: number;
+        }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
+          b.accountId,
+          b.product,
+          this.opts.gatewayId,
+          b.wanted,
+          MIN_LEASE_BYTES,
+          LEASE_TTL_SECONDS,
+        ]),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`lease request timed out after ${LEASE_QUERY_TIMEOUT_MS} ms`)),
+            LEASE_QUERY_TIMEOUT_MS,
+          );
+        }),
+      ]);
+      clearTimeout(timer);
       this.databaseDown = false;
+      b.unavailable = false;
       const row = rows[0];
       b.contended = (row?.out_held ?? 0) > 0;
       if (!row || !row.out_lease_id || row.out_granted <= 0) {
@@ -343,19 +381,38 @@ export class Ledger {
       });
       b.everGranted = true;
       b.creditUsed = false;
+      this.remember(b.accountId);
       b.lastGrantAt = Date.now();
       m.leaseGrants.inc({ plan: b.product });
       m.leaseGrantedBytes.inc({ plan: b.product }, row.out_granted);
     } catch (err) {
+      clearTimeout(timer);
       this.databaseDown = true;
-      // Database outage (docs/adr/0021): a customer this pod already served keeps going on one
-      // bounded credit per budget; unknown ones are refused until the database is back.
-      if (b.everGranted && !b.creditUsed) {
+      // Database outage (docs/adr/0021): a customer this pod already served (even one whose
+      // budget went idle and was dropped) keeps going on one bounded credit per budget; unknown
+      // ones are answered 503 until the database is back (never 402: the balance is not known).
+      const servedAt = this.served.get(b.accountId);
+      if (
+        (b.everGranted || (servedAt !== undefined && Date.now() - servedAt < SERVED_MEMORY_MS)) &&
+        !b.creditUsed
+      ) {
+        b.everGranted = true;
+        b.unavailable = false;
         b.creditUsed = true;
-        b.leases.push({ id: null, granted: Math.min(b.wanted, OUTAGE_CREDIT_BYTES), spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
-        this.opts.logger.warn({ err: (err as Error).message, account: b.accountId }, 'lease request failed; serving on outage credit');
+        b.leases.push({
+          id: null,
+          granted: Math.min(b.wanted, OUTAGE_CREDIT_BYTES),
+          spent: 0,
+          flushed: 0,
+          expiresAt: Number.MAX_SAFE_INTEGER,
+        });
+        this.opts.logger.warn(
+          { err: (err as Error).message, account: b.accountId },
+          'lease request failed; serving on outage credit',
+        );
       } else {
         b.deniedAt = Date.now();
+        b.unavailable = true;
         this.opts.logger.warn({ err: (err as Error).message }, 'lease request failed');
       }
     }
@@ -369,6 +426,35 @@ export class Ledger {
       conn.socket.destroy();
       conn.peer?.destroy();
     }
+  }
+
+  private remember(accountId: string): void {
+    if (this.served.size >= SERVED_LIMIT && !this.served.has(accountId)) {
+      const cutoff = Date.now() - SERVED_MEMORY_MS;
+      for (const [id, at] of this.served) if (at < cutoff) this.served.delete(id);
+      if (this.served.size >= SERVED_LIMIT) this.served.clear();
+    }
+    this.served.set(accountId, Date.now());
+  }
+
+  get plan(): Plan {
+    return this.opts.plan;
+  }
+
+  /**
+   * Ends every live connection of an account (suspended, or its credentials changed): their
+   * bytes so far are billed. Returns how many were cut.
+   */
+  revoke(accountId: string): number {
+    const b = this.budgets.get(accountId);
+    if (!b) return 0;
+    const conns = [...b.conns];
+    for (const conn of conns) {
+      this.settle(conn);
+      conn.socket.destroy();
+      conn.peer?.destroy();
+    }
+    return conns.length;
   }
 
   /** Registers a customer connection for billing (once per socket). */
@@ -444,7 +530,9 @@ export class Ledger {
       b.observeRate(elapsed);
       if (b.conns.size) b.lastActive = now;
       // Leases near expiry stop being spent; their unspent part goes back with the next flush.
-      for (const lease of b.leases) if (lease.expiresAt - now < LEASE_RENEW_MARGIN_MS) lease.granted = Math.min(lease.granted, lease.spent);
+      for (const lease of b.leases)
+        if (lease.expiresAt - now < LEASE_RENEW_MARGIN_MS)
+          lease.granted = Math.min(lease.granted, lease.spent);
       b.recompute();
       if (b.available < b.wanted / 2 && b.conns.size && !b.pending && !b.deniedAt) void this.acquire(b);
     }
@@ -477,24 +565,43 @@ export class Ledger {
       } catch (err) {
         this.databaseDown = true;
         this.opts.metrics.flushFailures.inc({ plan: this.opts.plan });
-        this.opts.logger.warn({ err: (err as Error).message, pending: this.queue.length }, 'usage flush failed; will retry');
+        this.opts.logger.warn(
+          { err: (err as Error).message, pending: this.queue.length },
+          'usage flush failed; will retry',
+        );
         break;
       }
     }
     const oldest = this.queue[0];
-    this.opts.metrics.flushLag.set({ plan: this.opts.plan }, oldest ? (Date.now() - oldest.createdAt) / 1000 : 0);
+    this.opts.metrics.flushLag.set(
+      { plan: this.opts.plan },
+      oldest ? (Date.now() - oldest.createdAt) / 1000 : 0,
+    );
   }
 
   /** Moves the usage since the last flush into a batch (merged into the last one if never sent). */
   private build(final: boolean): void {
     let batch = this.queue.at(-1);
     if (!batch || batch.attempted) {
-      batch = { key: `${this.opts.gatewayId}:${this.bootId}:${++this.seq}`, attempted: false, lines: new Map(), spends: new Map(), releases: new Map(), createdAt: Date.now() };
+      batch = {
+        key: `${this.opts.gatewayId}:${this.bootId}:${++this.seq}`,
+        attempted: false,
+        lines: new Map(),
+        spends: new Map(),
+        releases: new Map(),
+        createdAt: Date.now(),
+      };
     }
     const now = Date.now();
     for (const [accountId, b] of this.budgets) {
       if (b.bytesUp || b.bytesDown || b.requests) {
-        const line = batch.lines.get(accountId) ?? { account_id: accountId, product: b.product, bytes_up: 0, bytes_down: 0, requests: 0 };
+        const line = batch.lines.get(accountId) ?? {
+          account_id: accountId,
+          product: b.product,
+          bytes_up: 0,
+          bytes_down: 0,
+          requests: 0,
+        };
         line.bytes_up += b.bytesUp;
         line.bytes_down += b.bytesDown;
         line.requests += b.requests;
@@ -511,7 +618,10 @@ export class Ledger {
         const exhausted = lease.spent >= lease.granted;
         // The last lease, once spent, stays to absorb the overdraft while its successor is asked
         // for; it goes back when nothing more was granted or it is about to expire.
-        const release = final || idle || (exhausted && (!last || b.deniedAt !== 0 || lease.expiresAt - now < LEASE_RENEW_MARGIN_MS));
+        const release =
+          final ||
+          idle ||
+          (exhausted && (!last || b.deniedAt !== 0 || lease.expiresAt - now < LEASE_RENEW_MARGIN_MS));
         if (release) {
           if (lease.id) batch.releases.set(lease.id, lease.spent);
         } else {
@@ -548,6 +658,7 @@ export class Ledger {
       if (this.queue.length === 0 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));
     }
-    if (this.queue.length) this.opts.logger.error({ batches: this.queue.length }, 'usage left unflushed at shutdown');
+    if (this.queue.length)
+      this.opts.logger.error({ batches: this.queue.length }, 'usage left unflushed at shutdown');
   }
 }

@@ -1,27 +1,46 @@
-// Proxy-Authorization -> the account and the targeting it asks for, or a refusal. Parsing is pure,
-// so results are memoised per header value; the password check is a sha256 compared in constant
-// time against the cached digest, redone whenever the credential cache changes.
+// Proxy-Authorization -> the account and the targeting it asks for, or a refusal. Only header
+// values that authenticated are memoised (bounded by bytes), so junk credentials cost no memory;
+// values longer than any valid credential are refused before parsing. The password check is a
+// sha256 compared in constant time against the cached digest, redone whenever the credential
+// cache changes. Failures are counted per address and per username (backoff.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Plan } from '../spec.ts';
-import type { AuthBackoff } from './backoff.ts';
+import { USERNAME_FAILURES_ALLOWED, type AuthBackoff } from './backoff.ts';
 import type { CachedAccount, CredentialCache } from './cache.ts';
-import { CREDENTIAL_ERROR_TEXT, decodeProxyAuthorization, parseCredentials, type ParsedCredentials } from './credentials.ts';
+import {
+  CREDENTIAL_ERROR_TEXT,
+  decodeProxyAuthorization,
+  MAX_AUTHORIZATION_LENGTH,
+  parseCredentials,
+  type CredentialError,
+  type ParsedCredentials,
+} from './credentials.ts';
 
 export type AuthResult =
   | { ok: true; account: CachedAccount; credentials: ParsedCredentials }
-  | { ok: false; status: 407 | 403 | 429; reason: string; details: string; retryAfter?: number };
+  | { ok: false; status: 407 | 403 | 429; reason: AuthRefusal; details: string; retryAfter?: number };
+
+/** The refusal ids (proxy/refusals.ts) authentication answers with. */
+export type AuthRefusal =
+  CredentialError | 'unknown_user' | 'wrong_password' | 'account_suspended' | 'auth_backoff';
 
 interface Memo {
-  parsed: ReturnType<typeof parseCredentials> | { ok: false; reason: 'malformed' };
+  credentials: ParsedCredentials;
   /** The cache entry this header was verified against, and the cache generation. */
-  verified?: CachedAccount;
-  generation?: number;
+  verified: CachedAccount;
+  generation: number;
 }
 
-const MEMO_LIMIT = 50_000;
+/** Bytes of memoised header values (plus a per-entry overhead) before the memo is cleared. */
+export const MEMO_BYTES = 8 * 1024 * 1024;
+const MEMO_ENTRY_OVERHEAD = 512;
+
+const addrKey = (address: string) => `addr:${address}`;
+const userKey = (username: string) => `user:${username}`;
 
 export class Authenticator {
   private readonly memo = new Map<string, Memo>();
+  private memoBytes = 0;
   private readonly plan: Plan;
   private readonly cache: CredentialCache;
   private readonly backoff: AuthBackoff;
@@ -34,44 +53,94 @@ export class Authenticator {
     this.maxSessionMinutes = maxSessionMinutes;
   }
 
+  /** Memoised header values and their approximate bytes (tests). */
+  get memoSize(): { entries: number; bytes: number } {
+    return { entries: this.memo.size, bytes: this.memoBytes };
+  }
+
   authenticate(header: string | undefined, address: string): AuthResult {
-    const wait = this.backoff.retryAfter(address);
-    if (wait) return { ok: false, status: 429, reason: 'auth_backoff', details: 'too many failed authentications', retryAfter: wait };
-    let memo = header === undefined ? undefined : this.memo.get(header);
-    if (!memo) {
-      const decoded = decodeProxyAuthorization(header);
-      memo = {
-        parsed: decoded.ok
-          ? parseCredentials(this.plan, decoded.username, decoded.password, { maxSessionMinutes: this.maxSessionMinutes })
-          : decoded,
-      };
-      if (header !== undefined) {
-        if (this.memo.size >= MEMO_LIMIT) this.memo.clear();
-        this.memo.set(header, memo);
-      }
+    const wait = this.backoff.retryAfter(addrKey(address));
+    if (wait) return backedOff(wait);
+    const memo = header === undefined ? undefined : this.memo.get(header);
+    if (
+      memo &&
+      memo.generation === this.cache.generation &&
+      this.cache.get(memo.credentials.username) === memo.verified
+    ) {
+      return this.status(memo.verified, memo.credentials);
     }
-    const parsed = memo.parsed;
-    if (!parsed.ok) {
-      if (parsed.reason !== 'missing') this.backoff.fail(address);
-      return { ok: false, status: 407, reason: parsed.reason, details: CREDENTIAL_ERROR_TEXT[parsed.reason as keyof typeof CREDENTIAL_ERROR_TEXT] ?? 'bad credentials' };
-    }
-    const account = this.cache.get(parsed.value.username);
+    if (memo) this.forget(header!);
+    if (header !== undefined && header.length > MAX_AUTHORIZATION_LENGTH)
+      return this.malformed('malformed_authorization', address);
+    const decoded = decodeProxyAuthorization(header);
+    if (!decoded.ok)
+      return decoded.reason === 'missing'
+        ? credentialError('missing')
+        : this.malformed(decoded.reason, address);
+    const parsed = parseCredentials(this.plan, decoded.username, decoded.password, {
+      maxSessionMinutes: this.maxSessionMinutes,
+    });
+    if (!parsed.ok) return this.malformed(parsed.reason, address);
+    const username = parsed.value.username;
+    const userWait = this.backoff.retryAfter(userKey(username));
+    if (userWait) return backedOff(userWait);
+    const account = this.cache.get(username);
     if (!account) {
-      this.backoff.fail(address);
+      this.backoff.fail(addrKey(address));
       return { ok: false, status: 407, reason: 'unknown_user', details: 'wrong username or password' };
     }
-    if (memo.verified !== account || memo.generation !== this.cache.generation) {
-      const digest = createHash('sha256').update(parsed.value.password).digest();
-      if (!timingSafeEqual(digest, account.passwordSha256)) {
-        memo.verified = undefined;
-        this.backoff.fail(address);
-        return { ok: false, status: 407, reason: 'wrong_password', details: 'wrong username or password' };
-      }
-      memo.verified = account;
-      memo.generation = this.cache.generation;
-      this.backoff.succeed(address);
+    const digest = createHash('sha256').update(parsed.value.password).digest();
+    if (!timingSafeEqual(digest, account.passwordSha256)) {
+      this.backoff.fail(addrKey(address));
+      this.backoff.fail(userKey(username), Date.now(), USERNAME_FAILURES_ALLOWED);
+      return { ok: false, status: 407, reason: 'wrong_password', details: 'wrong username or password' };
     }
-    if (account.status !== 'active') return { ok: false, status: 403, reason: 'account_suspended', details: 'account suspended' };
-    return { ok: true, account, credentials: parsed.value };
+    this.backoff.succeed(userKey(username));
+    if (header !== undefined)
+      this.remember(header, {
+        credentials: parsed.value,
+        verified: account,
+        generation: this.cache.generation,
+      });
+    return this.status(account, parsed.value);
   }
+
+  private status(account: CachedAccount, credentials: ParsedCredentials): AuthResult {
+    if (account.status !== 'active')
+      return { ok: false, status: 403, reason: 'account_suspended', details: 'account suspended' };
+    return { ok: true, account, credentials };
+  }
+
+  private malformed(reason: CredentialError, address: string): AuthResult {
+    this.backoff.fail(addrKey(address));
+    return credentialError(reason);
+  }
+
+  private remember(header: string, memo: Memo): void {
+    const bytes = header.length * 2 + MEMO_ENTRY_OVERHEAD;
+    if (this.memoBytes + bytes > MEMO_BYTES) {
+      this.memo.clear();
+      this.memoBytes = 0;
+    }
+    this.memo.set(header, memo);
+    this.memoBytes += bytes;
+  }
+
+  private forget(header: string): void {
+    if (this.memo.delete(header)) this.memoBytes -= header.length * 2 + MEMO_ENTRY_OVERHEAD;
+  }
+}
+
+function backedOff(retryAfter: number): AuthResult {
+  return {
+    ok: false,
+    status: 429,
+    reason: 'auth_backoff',
+    details: 'too many failed authentications',
+    retryAfter,
+  };
+}
+
+function credentialError(reason: CredentialError): AuthResult {
+  return { ok: false, status: 407, reason, details: CREDENTIAL_ERROR_TEXT[reason] };
 }

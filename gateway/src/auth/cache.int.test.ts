@@ -1,8 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { recordPurchase, resetProxyPassword, setAccountStatus } from '../../../common/src/accounts/accounts.ts';
+import {
+  recordPurchase,
+  resetProxyPassword,
+  setAccountStatus,
+} from '../../../common/src/accounts/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
-import { basicAuth, cacheSynced, gatewaySpec, get, rawExchange, spawnGateway, startOrigin, type GatewayProcess, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  cacheSynced,
+  gatewaySpec,
+  get,
+  rawExchange,
+  spawnGateway,
+  startOrigin,
+  type GatewayProcess,
+  type Origin,
+} from '../testing/harness.ts';
 
 // Password resets, suspensions and purchases reach every gateway process through LISTEN/NOTIFY.
 const PODS = 3;
@@ -18,7 +32,13 @@ let source = 0;
 beforeAll(async () => {
   db = await createTestDatabase();
   origin = await startOrigin();
-  for (let i = 0; i < PODS; i++) pods.push(await spawnGateway(db.url, gatewaySpec('basic'), { PROXYFLEET_GATEWAY_ID: `cache-${i}`, PROXYFLEET_LOG_LEVEL: 'info' }));
+  for (let i = 0; i < PODS; i++)
+    pods.push(
+      await spawnGateway(db.url, gatewaySpec('basic'), {
+        PROXYFLEET_GATEWAY_ID: `cache-${i}`,
+        PROXYFLEET_LOG_LEVEL: 'info',
+      }),
+    );
 }, 60_000);
 
 afterAll(async () => {
@@ -30,12 +50,27 @@ afterAll(async () => {
 async function status(pod: GatewayProcess, user: string, password: string): Promise<number> {
   // A new loopback source per probe, so failed probes never trip the auth back-off.
   source = (source % 250) + 1;
-  const { responses } = await rawExchange(pod.port, [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(user, password))], { sourceAddress: `127.0.1.${source}` });
-  return responses[0]!.status;
+  try {
+    const { responses } = await rawExchange(
+      pod.port,
+      [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(user, password))],
+      { sourceAddress: `127.0.1.${source}` },
+    );
+    return responses[0]!.status;
+  } catch {
+    // A probe in flight when the change arrived: a password reset or suspension cuts the
+    // account's live connections (issue 10, finding 5).
+    return 0;
+  }
 }
 
 /** Milliseconds until every pod answers `expected`. */
-async function propagation(started: number, user: string, password: string, expected: number): Promise<number> {
+async function propagation(
+  started: number,
+  user: string,
+  password: string,
+  expected: number,
+): Promise<number> {
   const times = await Promise.all(
     pods.map(async (pod) => {
       while (Date.now() - started < PROPAGATION_LIMIT_MS) {
@@ -75,12 +110,16 @@ describe('credential cache', () => {
     }
     samples.sort((a, b) => a - b);
     const p99 = samples[Math.min(samples.length - 1, Math.ceil(samples.length * 0.99) - 1)]!;
-    process.stdout.write(`cache propagation to ${PODS} processes over ${samples.length} changes: p50 ${samples[Math.floor(samples.length / 2)]} ms, p99 ${p99} ms, max ${samples.at(-1)} ms\n`);
+    process.stdout.write(
+      `cache propagation to ${PODS} processes over ${samples.length} changes: p50 ${samples[Math.floor(samples.length / 2)]} ms, p99 ${p99} ms, max ${samples.at(-1)} ms\n`,
+    );
     expect(samples.at(-1)).toBeLessThan(PROPAGATION_LIMIT_MS);
   }, 120_000);
 
   it('records each process in cache_acks with the version it applied', async () => {
-    const { rows } = await db.pool.query<{ instance: string; version: number }>(`SELECT instance, version FROM cache_acks WHERE component = 'gateway' ORDER BY instance`);
+    const { rows } = await db.pool.query<{ instance: string; version: number }>(
+      `SELECT instance, version FROM cache_acks WHERE component = 'gateway' ORDER BY instance`,
+    );
     expect(rows.map((r) => r.instance)).toEqual(['cache-0', 'cache-1', 'cache-2']);
     const head = await db.pool.query<{ id: number }>('SELECT max(id)::bigint AS id FROM change_log');
     for (const r of rows) expect(r.version).toBe(head.rows[0]!.id);

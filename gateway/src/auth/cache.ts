@@ -47,11 +47,21 @@ export class CredentialCache {
     this.generation++;
   }
 
-  /** Applies the credential and account changes of a change-feed batch. */
-  async apply(changes: Change[]): Promise<void> {
+  /**
+   * Applies the credential and account changes of a change-feed batch. Returns the accounts whose
+   * live connections must end: suspended, credentials removed, or username or password changed.
+   */
+  async apply(changes: Change[]): Promise<Set<string>> {
     const ids = new Set<string>();
     for (const c of changes) if (c.kind === 'proxy_credentials' || c.kind === 'account') ids.add(c.accountId);
-    if (ids.size === 0) return;
+    const revoked = new Set<string>();
+    if (ids.size === 0) return revoked;
+    const before = new Map<string, CachedAccount>();
+    for (const id of ids) {
+      const username = this.usernameOf.get(id);
+      const entry = username === undefined ? undefined : this.byUsername.get(username);
+      if (entry) before.set(id, entry);
+    }
     // Fail closed: forget the changed accounts first, so that if the refresh below fails (the
     // change feed then replays this batch) a suspension or password reset is not outlived by the
     // old entry; those customers are refused until the replay succeeds.
@@ -60,6 +70,17 @@ export class CredentialCache {
     const { rows } = await this.pool.query<Row>(`${SELECT} WHERE c.account_id = ANY($1::uuid[])`, [[...ids]]);
     for (const row of rows) this.put(row);
     this.generation++;
+    for (const [id, old] of before) {
+      const now = this.byUsername.get(this.usernameOf.get(id) ?? '');
+      if (
+        !now ||
+        now.status !== 'active' ||
+        now.username !== old.username ||
+        !now.passwordSha256.equals(old.passwordSha256)
+      )
+        revoked.add(id);
+    }
+    return revoked;
   }
 
   private put(row: Row): void {

@@ -5,7 +5,18 @@ import { createPool, type Pool } from '../../../common/src/db/pool.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, cacheSynced, fold, gatewaySpec, get, rawExchange, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  cacheSynced,
+  fold,
+  gatewaySpec,
+  get,
+  rawExchange,
+  recordedUsage,
+  startOrigin,
+  startTestGateway,
+  type Origin,
+} from '../testing/harness.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut
 // (docs/adr/0021: known customers keep being served; usage and the cache catch up afterwards).
@@ -53,7 +64,12 @@ beforeAll(async () => {
   relay = new Relay({ host: url.hostname, port: Number(url.port || 5432) });
   await relay.up();
   url.host = `127.0.0.1:${relay.port}`;
-  relayedPool = createPool({ url: url.toString(), max: 4, applicationName: 'outage-test', logger: createLogger('test', 'silent') });
+  relayedPool = createPool({
+    url: url.toString(),
+    max: 4,
+    applicationName: 'outage-test',
+    logger: createLogger('test', 'silent'),
+  });
   gateway = await startTestGateway(relayedPool, url.toString(), gatewaySpec('basic'));
 });
 
@@ -93,7 +109,9 @@ describe('database outage', () => {
     const deadline = Date.now() + 15_000;
     let laterStatus = 0;
     while (Date.now() < deadline) {
-      laterStatus = (await rawExchange(gateway.port, [get(url, basicAuth(later.proxyUsername, later.proxyPassword))])).responses[0]!.status;
+      laterStatus = (
+        await rawExchange(gateway.port, [get(url, basicAuth(later.proxyUsername, later.proxyPassword))])
+      ).responses[0]!.status;
       if (laterStatus === 200) break;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -102,5 +120,30 @@ describe('database outage', () => {
     const usage = await recordedUsage(db.pool, known.id);
     expect(usage).toEqual({ up: written, down: read, requests: 6 });
     await fold(db.pool);
+  }, 60_000);
+
+  it('never answers 402 while the database is unreachable: a customer served before goes on credit, one never served gets 503', async () => {
+    const served = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const fresh = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(db.pool, [gateway]);
+    const url = `http://127.0.0.1:${origin.port}/bytes/1000`;
+    const servedAuth = basicAuth(served.proxyUsername, served.proxyPassword);
+    expect((await rawExchange(gateway.port, [get(url, servedAuth)])).responses[0]!.status).toBe(200);
+    // Requests spaced out: idle past the release delay, the budget returns its lease and is dropped.
+    await new Promise((r) => setTimeout(r, 8_000));
+    await gateway.ledger.flush();
+    await relay.down();
+    try {
+      const again = await rawExchange(gateway.port, [get(url, servedAuth)]);
+      expect(again.responses[0]!.status).toBe(200);
+      const unknown = (
+        await rawExchange(gateway.port, [get(url, basicAuth(fresh.proxyUsername, fresh.proxyPassword))])
+      ).responses[0]!;
+      expect(unknown.status).toBe(503);
+      expect(unknown.headers['proxy-status']).toMatch(/error=proxy_internal_error/);
+      expect(Number(unknown.headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      await relay.up();
+    }
   }, 60_000);
 });

@@ -10,6 +10,7 @@ import type { Plan, ProxyGatewaySpec } from '../spec.ts';
 import type { Exit, ExitPool } from './exits.ts';
 import type { DestinationGuard } from './guard.ts';
 import type { Refusal } from './http-util.ts';
+import { refusalFor } from './refusals.ts';
 import type { SessionStore } from './sessions.ts';
 
 export interface ProxyContext {
@@ -27,6 +28,8 @@ export interface ProxyContext {
   /** Benchmark only: no authentication and no metering ("features off"). */
   bare: boolean;
   draining: boolean;
+  /** The socket's first request authenticated (it leaves its source's unauthenticated cap). */
+  authenticated(socket: net.Socket): void;
 }
 
 export interface Admitted {
@@ -36,30 +39,32 @@ export interface Admitted {
   conn: Metered | undefined;
 }
 
-export function refusal(status: number, error: string, reason: string, details: string, retryAfter?: number): Refusal {
-  const r: Refusal = { status, error, reason, details };
-  if (retryAfter) r.retryAfter = retryAfter;
-  return r;
-}
-
 /** Runs the admission steps; the connection is attached to the budget only when admitted. */
-export async function admit(ctx: ProxyContext, header: string | undefined, socket: net.Socket): Promise<Admitted | Refusal> {
+export async function admit(
+  ctx: ProxyContext,
+  header: string | undefined,
+  socket: net.Socket,
+): Promise<Admitted | Refusal> {
   if (ctx.bare) return { accountId: '', credentials: undefined, budget: undefined, conn: undefined };
   const auth = ctx.auth.authenticate(header, socket.remoteAddress ?? '');
   if (!auth.ok) {
     ctx.metrics.authFailures.inc({ plan: ctx.plan, reason: auth.reason });
-    return refusal(auth.status, 'http_request_denied', auth.reason, auth.details, auth.retryAfter);
+    return refusalFor(auth.reason, { retryAfter: auth.retryAfter });
   }
+  ctx.authenticated(socket);
   const budget = ctx.ledger.budget(auth.account.accountId);
   let conn = ctx.meters.get(socket);
   const overCap = () =>
     budget.conns.size >= ctx.spec.limits.maxConnectionsPerAccount && !(conn && budget.conns.has(conn));
-  const CAP = refusal(429, 'connection_limit_reached', 'connection_limit', 'too many connections for this account', 1);
+  const CAP = refusalFor('connection_limit', { retryAfter: 1 });
   if (overCap()) return CAP;
-  if (!budget.canAdmit() && !(await ctx.ledger.admit(budget))) {
-    return refusal(402, 'http_request_denied', 'no_bandwidth', `no ${ctx.plan} bandwidth left: buy ${ctx.plan} bandwidth`);
+  if (!budget.canAdmit()) {
+    const verdict = await ctx.ledger.admit(budget);
+    // 402 only when the database said the balance is gone; it being unreachable is a 503.
+    if (verdict === 'denied') return refusalFor('no_bandwidth', { plan: ctx.plan });
+    if (verdict === 'unavailable') return refusalFor('billing_unavailable', { retryAfter: 5 });
   }
-  if (socket.destroyed) return refusal(400, 'http_request_error', 'client_gone', 'client went away');
+  if (socket.destroyed) return refusalFor('client_gone');
   // Again after the wait for a lease: connections that arrived meanwhile were attached.
   if (overCap()) return CAP;
   if (!conn) {
@@ -75,24 +80,42 @@ export async function chooseExits(ctx: ProxyContext, a: Admitted): Promise<Exit[
   const creds = a.credentials;
   const targeting = creds?.targeting ?? {};
   if (!creds?.session) return ctx.exits.rotating(targeting);
-  const minutes = Math.min(creds.session.minutes ?? ctx.spec.session.defaultMinutes, ctx.spec.session.maxMinutes);
-  const seed = await ctx.sessions.seed({ accountId: a.accountId, plan: ctx.plan, sessionId: creds.session.id, targeting }, minutes);
+  const minutes = Math.min(
+    creds.session.minutes ?? ctx.spec.session.defaultMinutes,
+    ctx.spec.session.maxMinutes,
+  );
+  const seed = await ctx.sessions.seed(
+    { accountId: a.accountId, plan: ctx.plan, sessionId: creds.session.id, targeting },
+    minutes,
+  );
   return ctx.exits.sticky(targeting, seed);
 }
 
-export const NO_EXIT = refusal(503, 'proxy_configuration_error', 'no_exit', 'no exit matches the requested location');
+export const NO_EXIT = refusalFor('no_exit');
 
 export function guardRefusal(reason: string): Refusal {
   switch (reason) {
     case 'port_prohibited':
-      return refusal(403, 'destination_ip_prohibited', reason, 'destination port not allowed');
     case 'dns_error':
-      return refusal(502, 'dns_error', reason, 'destination name did not resolve');
     case 'bad_destination':
-      return refusal(400, 'http_request_error', reason, 'malformed destination');
+      return refusalFor(reason);
     default:
-      return refusal(403, 'destination_ip_prohibited', 'destination_prohibited', 'destination not allowed');
+      return refusalFor('destination_prohibited');
   }
+}
+
+/**
+ * Counts a refusal when it can be sent. A client already gone (it abandoned the request) is
+ * counted under its own reason, `client_abandoned` with status class `none`: nothing was sent, so
+ * an alert on 5xx refusals does not fire on healthy traffic. Returns whether to send.
+ */
+export function countRefusal(ctx: ProxyContext, r: Refusal, socket: net.Socket): boolean {
+  if (socket.destroyed) {
+    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: 'client_abandoned', status_class: 'none' });
+    return false;
+  }
+  ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+  return true;
 }
 
 export function statusClass(status: number): string {

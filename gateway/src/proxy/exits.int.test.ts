@@ -4,7 +4,16 @@ import { Server as ProxyChainServer } from 'proxy-chain';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
-import { basicAuth, gatewaySpec, get, openTunnel, rawExchange, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  gatewaySpec,
+  get,
+  openTunnel,
+  rawExchange,
+  startOrigin,
+  startTestGateway,
+  type Origin,
+} from '../testing/harness.ts';
 
 // Exits on loopback source addresses (Linux routes all of 127/8 to lo), labelled as different
 // locations; the origin answers with the peer address it sees, i.e. the exit that was used.
@@ -53,8 +62,11 @@ afterAll(async () => {
 });
 
 const peer = async (password: string, user = account.proxyUsername) => {
-  const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(user, password))]);
-  if (responses[0]!.status !== 200) return `status ${responses[0]!.status} ${String(responses[0]!.headers['proxy-status'])}`;
+  const { responses } = await rawExchange(gateway.port, [
+    get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(user, password)),
+  ]);
+  if (responses[0]!.status !== 200)
+    return `status ${responses[0]!.status} ${String(responses[0]!.headers['proxy-status'])}`;
   return responses[0]!.body.toString();
 };
 
@@ -82,23 +94,30 @@ describe('exits', () => {
     const exits = new Set<string>();
     for (let s = 0; s < 12; s++) {
       const first = await peer(`${account.proxyPassword}_country-us_session-s${s}_lifetime-5m`);
-      for (let i = 0; i < 3; i++) expect(await peer(`${account.proxyPassword}_country-us_session-s${s}_lifetime-5m`)).toBe(first);
+      for (let i = 0; i < 3; i++)
+        expect(await peer(`${account.proxyPassword}_country-us_session-s${s}_lifetime-5m`)).toBe(first);
       exits.add(first);
     }
     expect(exits.size).toBeGreaterThan(1);
   });
 
   it('gives a session the same exit from another gateway pod', async () => {
-    const other = await startTestGateway(db.pool, db.url, gatewaySpec('basic', [
-      { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us', state: 'newyork', city: 'newyorkcity' },
-      { name: 'us-2', sourceAddress: '127.0.0.3', country: 'us', state: 'texas' },
-      { name: 'us-3', sourceAddress: '127.0.0.4', country: 'us' },
-    ]));
+    const other = await startTestGateway(
+      db.pool,
+      db.url,
+      gatewaySpec('basic', [
+        { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us', state: 'newyork', city: 'newyorkcity' },
+        { name: 'us-2', sourceAddress: '127.0.0.3', country: 'us', state: 'texas' },
+        { name: 'us-3', sourceAddress: '127.0.0.4', country: 'us' },
+      ]),
+    );
     try {
       for (let s = 0; s < 6; s++) {
         const password = `${account.proxyPassword}_country-us_session-pod${s}`;
         const here = await peer(password);
-        const { responses } = await rawExchange(other.port, [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, password))]);
+        const { responses } = await rawExchange(other.port, [
+          get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, password)),
+        ]);
         expect(responses[0]!.body.toString()).toBe(here);
       }
     } finally {
@@ -112,14 +131,24 @@ describe('exits', () => {
     const { rows } = await db.pool.query<{ started_at: Date }>('SELECT started_at FROM sticky_sessions');
     expect(rows.length).toBeGreaterThan(0);
     // The session's start is what every pod derives the exit from; a run-out session restarts.
-    await db.pool.query(`UPDATE sticky_sessions SET expires_at = now() - interval '1 second', started_at = now() - interval '2 minutes'`);
-    const fresh = await startTestGateway(db.pool, db.url, gatewaySpec('basic', [{ name: 'any', country: '*' }]));
+    await db.pool.query(
+      `UPDATE sticky_sessions SET expires_at = now() - interval '1 second', started_at = now() - interval '2 minutes'`,
+    );
+    const fresh = await startTestGateway(
+      db.pool,
+      db.url,
+      gatewaySpec('basic', [{ name: 'any', country: '*' }]),
+    );
     try {
-      await rawExchange(fresh.port, [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, password))]);
+      await rawExchange(fresh.port, [
+        get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, password)),
+      ]);
     } finally {
       await fresh.close();
     }
-    const after = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM sticky_sessions WHERE expires_at > now()`);
+    const after = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM sticky_sessions WHERE expires_at > now()`,
+    );
     expect(after.rows[0]!.n).toBe(1);
   });
 
@@ -128,7 +157,11 @@ describe('exits', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 6; i++) seen.add(await peer(`${account.proxyPassword}_country-fr`));
     expect(seen).toEqual(new Set(['127.0.0.9', '127.0.0.6']));
-    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr_session-up1`));
+    const t = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${origin.port}`,
+      basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr_session-up1`),
+    );
     expect(t.status).toBe(200);
     t.socket.destroy();
     expect(upstreamRequests).toBeGreaterThan(before);
@@ -141,16 +174,26 @@ describe('exits', () => {
         s.close(() => resolve(port));
       });
     });
-    const failures = async () => (await gateway.registry.getSingleMetric('proxyfleet_gateway_exit_failures_total')!.get()).values.reduce((n, v) => n + v.value, 0);
+    const failures = async () =>
+      (await gateway.registry.getSingleMetric('proxyfleet_gateway_exit_failures_total')!.get()).values.reduce(
+        (n, v) => n + v.value,
+        0,
+      );
     const password = `${account.proxyPassword}_country-us_session-closed`;
     const exit = await peer(password);
     const before = await failures();
-    const t = await openTunnel(gateway.port, `127.0.0.1:${closedPort}`, basicAuth(account.proxyUsername, password));
+    const t = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${closedPort}`,
+      basicAuth(account.proxyUsername, password),
+    );
     t.socket.destroy();
     expect(await failures()).toBe(before);
     expect(t.status).toBe(502);
-    expect(t.headers).toContain('refused the connection');
-    const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${closedPort}/`, basicAuth(account.proxyUsername, password))]);
+    expect(t.headers).toContain('refused or closed the connection');
+    const { responses } = await rawExchange(gateway.port, [
+      get(`http://127.0.0.1:${closedPort}/`, basicAuth(account.proxyUsername, password)),
+    ]);
     expect(responses[0]!.status).toBe(502);
     expect(String(responses[0]!.headers['proxy-status'])).toContain('refused or closed the connection');
     expect(await failures()).toBe(before);
@@ -162,13 +205,18 @@ describe('exits', () => {
     // Find a session that the ranking puts on the upstream exit.
     let session = '';
     for (let s = 0; s < 40 && !session; s++) {
-      if ((await peer(`${account.proxyPassword}_country-fr_session-f${s}`)) === '127.0.0.9') session = `f${s}`;
+      if ((await peer(`${account.proxyPassword}_country-fr_session-f${s}`)) === '127.0.0.9')
+        session = `f${s}`;
     }
     expect(session).not.toBe('');
     await upstream.close(true);
     expect(await peer(`${account.proxyPassword}_country-fr_session-${session}`)).toBe('127.0.0.6');
     for (let i = 0; i < 4; i++) expect(await peer(`${account.proxyPassword}_country-fr`)).toBe('127.0.0.6');
-    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr_session-${session}`));
+    const t = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${origin.port}`,
+      basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr_session-${session}`),
+    );
     expect(t.status).toBe(200);
     t.socket.destroy();
   });

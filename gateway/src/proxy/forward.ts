@@ -4,10 +4,25 @@
 // Upstream connections are pooled per exit and destination; a request whose exit fails before
 // any byte of it was sent, and that has no body, is retried on the next matching exit.
 import http from 'node:http';
-import { admit, chooseExits, guardRefusal, NO_EXIT, refusal, statusClass, type Admitted, type ProxyContext } from './context.ts';
+import {
+  admit,
+  chooseExits,
+  guardRefusal,
+  NO_EXIT,
+  countRefusal,
+  type Admitted,
+  type ProxyContext,
+} from './context.ts';
+import { refusalFor } from './refusals.ts';
 import { isExitFault } from './connect-exit.ts';
 import type { Exit } from './exits.ts';
-import { connectionNamesFraming, endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
+import {
+  connectionNamesFraming,
+  endToEndHeaders,
+  headBytes,
+  refuseRequest,
+  type Refusal,
+} from './http-util.ts';
 import { MAX_EXIT_ATTEMPTS } from './tunnel.ts';
 
 export function handleRequest(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -17,27 +32,31 @@ export function handleRequest(ctx: ProxyContext, req: http.IncomingMessage, res:
   });
 }
 
-async function forward(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function forward(
+  ctx: ProxyContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
   const socket = req.socket;
   const refuse = (r: Refusal) => {
-    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const send = countRefusal(ctx, r, socket);
     const conn = ctx.meters.get(socket);
     if (conn) ctx.ledger.detach(conn);
     req.resume();
-    refuseRequest(res, r);
+    if (send) refuseRequest(res, r);
   };
   const url = req.url ?? '';
   if (!url.startsWith('http://')) {
-    return refuse(refusal(400, 'http_request_error', 'not_proxy_request', url.startsWith('https://') ? 'use CONNECT for https' : 'absolute-form http:// URL required'));
+    return refuse(refusalFor(url.startsWith('https://') ? 'https_not_connect' : 'not_proxy_request'));
   }
   let target: URL;
   try {
     target = new URL(url);
   } catch {
-    return refuse(refusal(400, 'http_request_error', 'bad_destination', 'malformed URL'));
+    return refuse(refusalFor('bad_destination'));
   }
   if (connectionNamesFraming(req.rawHeaders)) {
-    return refuse(refusal(400, 'http_request_error', 'bad_connection_header', 'Connection must not name Content-Length, Transfer-Encoding or Host'));
+    return refuse(refusalFor('bad_connection_header'));
   }
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
   if ('status' in admitted) return refuse(admitted);
@@ -60,9 +79,16 @@ async function forward(ctx: ProxyContext, req: http.IncomingMessage, res: http.S
   const headers = endToEndHeaders(req.rawHeaders, 'host');
   headers.push('Host', target.host);
   if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
-  const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+  const hasBody =
+    req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
   if (conn) res.on('finish', () => conn.mark());
-  send(ctx, req, res, admitted, exits.slice(0, MAX_EXIT_ATTEMPTS), { url: target, address: dest.address, port, headers, hasBody });
+  send(ctx, req, res, admitted, exits.slice(0, MAX_EXIT_ATTEMPTS), {
+    url: target,
+    address: dest.address,
+    port,
+    headers,
+    hasBody,
+  });
 }
 
 interface Outgoing {
@@ -73,7 +99,14 @@ interface Outgoing {
   hasBody: boolean;
 }
 
-function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse, a: Admitted, exits: Exit[], out: Outgoing): void {
+function send(
+  ctx: ProxyContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  a: Admitted,
+  exits: Exit[],
+  out: Outgoing,
+): void {
   const exit = exits[0]!;
   const timeoutMs = ctx.spec.timeouts.idleSeconds * 1000;
   const options: http.RequestOptions = exit.upstream
@@ -82,7 +115,9 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
         port: exit.upstream.port,
         method: req.method!,
         path: out.url.href,
-        headers: exit.upstream.authorization ? [...out.headers, 'Proxy-Authorization', exit.upstream.authorization] : out.headers,
+        headers: exit.upstream.authorization
+          ? [...out.headers, 'Proxy-Authorization', exit.upstream.authorization]
+          : out.headers,
         agent: exit.agent,
         setHost: false,
         timeout: timeoutMs,
@@ -110,7 +145,11 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
       if (a.conn) a.conn.sources = [upstreamRes];
     }
     upstreamRes.on('error', () => res.destroy());
-    res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, endToEndHeaders(upstreamRes.rawHeaders));
+    res.writeHead(
+      upstreamRes.statusCode ?? 502,
+      upstreamRes.statusMessage,
+      endToEndHeaders(upstreamRes.rawHeaders),
+    );
     // The relay, by hand rather than pipe(): one 'data' listener that feeds the budget's estimate
     // and writes, pausing on back-pressure; a drain resumes the answer unless the ledger holds it
     // (a budget waiting for its next lease). pipe() adds and removes eight listeners per request.
@@ -135,7 +174,7 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
       ctx.exits.markFailed(exit);
     }
     proxyReq.destroy();
-    if (!responded) fail(refusal(504, 'http_response_timeout', exitFault ? 'exit_timeout' : 'destination_timeout', 'the destination did not answer in time'));
+    if (!responded) fail(refusalFor(exitFault ? 'exit_response_timeout' : 'destination_response_timeout'));
     else res.destroy();
   });
   proxyReq.on('error', (err: NodeJS.ErrnoException) => {
@@ -149,7 +188,10 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
     // destination refusing or not answering would do the same on every exit, and the exit is shared.
     const exitFault = !proxyReq.reusedSocket && isExitFault(err, exit.upstream !== undefined);
     if (exitFault) {
-      ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused' });
+      ctx.metrics.exitFailures.inc({
+        plan: ctx.plan,
+        reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused',
+      });
       ctx.exits.markFailed(exit);
     }
     // Without a body the request can be sent again: on the same exit when a pooled keep-alive
@@ -159,9 +201,9 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
       send(ctx, req, res, a, next, out);
       return;
     }
-    if (exitFault) fail(refusal(502, 'connection_refused', 'exit_failed', 'the destination could not be reached'));
-    else if (err.code === 'ETIMEDOUT') fail(refusal(504, 'connection_timeout', 'destination_timeout', 'connecting to the destination timed out'));
-    else fail(refusal(502, 'connection_refused', 'destination_refused', 'the destination refused or closed the connection'));
+    if (exitFault) fail(refusalFor('exit_failed'));
+    else if (err.code === 'ETIMEDOUT') fail(refusalFor('destination_connect_timeout'));
+    else fail(refusalFor('destination_refused'));
   });
   res.on('close', () => {
     if (!res.writableFinished) proxyReq.destroy();
@@ -170,8 +212,9 @@ function send(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResp
   else proxyReq.end();
 
   function fail(r: Refusal): void {
-    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
     if (a.conn) ctx.ledger.detach(a.conn);
-    refuseRequest(res, r);
+    if (send) refuseRequest(res, r);
+    else res.destroy();
   }
 }

@@ -3,7 +3,8 @@
 // customer socket's counters; the 'data' listeners only feed the budget's enforcement estimate.
 import type http from 'node:http';
 import type net from 'node:net';
-import { admit, chooseExits, guardRefusal, NO_EXIT, refusal, statusClass, type ProxyContext } from './context.ts';
+import { admit, chooseExits, countRefusal, guardRefusal, NO_EXIT, type ProxyContext } from './context.ts';
+import { refusalFor } from './refusals.ts';
 import { ExitError, openThroughExit } from './connect-exit.ts';
 import { parseAuthority } from './guard.ts';
 import { refuseSocket, type Refusal } from './http-util.ts';
@@ -12,7 +13,12 @@ const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
 /** At most this many exits are tried for one tunnel. */
 export const MAX_EXIT_ATTEMPTS = 3;
 
-export function handleConnect(ctx: ProxyContext, req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+export function handleConnect(
+  ctx: ProxyContext,
+  req: http.IncomingMessage,
+  socket: net.Socket,
+  head: Buffer,
+): void {
   // The http server removed its own listeners: this socket must never be without an error handler.
   socket.on('error', () => socket.destroy());
   tunnel(ctx, req, socket, head).catch((err: unknown) => {
@@ -21,15 +27,20 @@ export function handleConnect(ctx: ProxyContext, req: http.IncomingMessage, sock
   });
 }
 
-async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.Socket, head: Buffer): Promise<void> {
+async function tunnel(
+  ctx: ProxyContext,
+  req: http.IncomingMessage,
+  socket: net.Socket,
+  head: Buffer,
+): Promise<void> {
   const refuse = (r: Refusal) => {
-    ctx.metrics.refusals.inc({ plan: ctx.plan, reason: r.reason, status_class: statusClass(r.status) });
+    const send = countRefusal(ctx, r, socket);
     const conn = ctx.meters.get(socket);
     if (conn) ctx.ledger.detach(conn);
-    refuseSocket(socket, r);
+    if (send) refuseSocket(socket, r);
   };
   const target = parseAuthority(req.url ?? '');
-  if (!target) return refuse(refusal(400, 'http_request_error', 'bad_destination', 'CONNECT needs host:port'));
+  if (!target) return refuse(refusalFor('connect_needs_authority'));
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
   if ('status' in admitted) return refuse(admitted);
   const dest = await ctx.guard.check(target.host, target.port);
@@ -43,7 +54,11 @@ async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.
   for (const exit of exits.slice(0, MAX_EXIT_ATTEMPTS)) {
     if (socket.destroyed) return;
     try {
-      upstream = await openThroughExit(exit, { host: target.host.replace(/^\[|\]$/g, ''), address: dest.address, port: target.port }, timeoutMs);
+      upstream = await openThroughExit(
+        exit,
+        { host: target.host.replace(/^\[|\]$/g, ''), address: dest.address, port: target.port },
+        timeoutMs,
+      );
       ctx.exits.markHealthy(exit);
       break;
     } catch (err) {
@@ -57,13 +72,11 @@ async function tunnel(ctx: ProxyContext, req: http.IncomingMessage, socket: net.
   }
   if (!upstream) {
     if (lastError && !lastError.exitFault) {
-      return refuse(lastError.kind === 'timeout'
-        ? refusal(504, 'connection_timeout', 'destination_timeout', 'connecting to the destination timed out')
-        : refusal(502, 'connection_refused', 'destination_refused', 'the destination refused the connection'));
+      return refuse(
+        refusalFor(lastError.kind === 'timeout' ? 'destination_connect_timeout' : 'destination_refused'),
+      );
     }
-    return refuse(lastError?.kind === 'timeout'
-      ? refusal(504, 'connection_timeout', 'exit_timeout', 'connecting to the destination timed out')
-      : refusal(502, 'connection_refused', 'exit_failed', 'the destination could not be reached'));
+    return refuse(refusalFor(lastError?.kind === 'timeout' ? 'exit_connect_timeout' : 'exit_failed'));
   }
   if (socket.destroyed) {
     upstream.destroy();

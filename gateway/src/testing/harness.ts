@@ -70,7 +70,11 @@ export async function startOrigin(): Promise<Origin> {
   };
 }
 
-export function gatewaySpec(plan: Plan, exits: ExitSpec[] = [{ name: 'direct', country: '*' }], extra: Record<string, unknown> = {}): ProxyGateway {
+export function gatewaySpec(
+  plan: Plan,
+  exits: ExitSpec[] = [{ name: 'direct', country: '*' }],
+  extra: Record<string, unknown> = {},
+): ProxyGateway {
   return proxyGatewaySchema.parse({
     apiVersion: 'proxyfleet.io/v1alpha1',
     kind: 'ProxyGateway',
@@ -83,7 +87,12 @@ export async function startTestGateway(
   pool: Pool,
   url: string,
   gateway: ProxyGateway,
-  options: { gatewayId?: string; drainMs?: number; allowCidrs?: string[] } = {},
+  options: {
+    gatewayId?: string;
+    drainMs?: number;
+    allowCidrs?: string[];
+    limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
+  } = {},
 ): Promise<RunningGateway & { registry: Registry }> {
   const registry = new Registry();
   const running = await startGateway({
@@ -98,11 +107,13 @@ export async function startTestGateway(
     registry,
     health: new Health([registry]),
     drainMs: options.drainMs ?? 2_000,
+    ...(options.limits ? { limits: options.limits } : {}),
   });
   return { ...running, registry };
 }
 
-export const basicAuth = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+export const basicAuth = (user: string, pass: string) =>
+  `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
 
 export interface Exchange {
   status: number;
@@ -119,7 +130,11 @@ export async function rawExchange(
   requests: string[],
   options: { sourceAddress?: string } = {},
 ): Promise<{ responses: Exchange[]; written: number; read: number }> {
-  const socket = net.connect({ port: proxyPort, host: '127.0.0.1', ...(options.sourceAddress ? { localAddress: options.sourceAddress } : {}) });
+  const socket = net.connect({
+    port: proxyPort,
+    host: '127.0.0.1',
+    ...(options.sourceAddress ? { localAddress: options.sourceAddress } : {}),
+  });
   socket.on('error', () => undefined);
   await new Promise<void>((r, j) => {
     socket.once('connect', () => r());
@@ -129,7 +144,8 @@ export async function rawExchange(
   let buffer = Buffer.alloc(0);
   const waitFor = async (pred: () => boolean) => {
     while (!pred()) {
-      if (socket.destroyed && !socket.readableLength) throw new Error(`connection closed; got ${buffer.toString('latin1').slice(0, 200)}`);
+      if (socket.destroyed && !socket.readableLength)
+        throw new Error(`connection closed; got ${buffer.toString('latin1').slice(0, 200)}`);
       await new Promise<void>((r) => {
         const done = () => {
           socket.off('data', onData);
@@ -204,7 +220,9 @@ export async function openTunnel(
 ): Promise<{ status: number; socket: net.Socket; headers: string; leftover: Buffer }> {
   const socket = net.connect({ port: proxyPort, host: '127.0.0.1' });
   socket.on('error', () => undefined);
-  socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ''}\r\n`);
+  socket.write(
+    `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ''}\r\n`,
+  );
   let buffer = Buffer.alloc(0);
   await new Promise<void>((resolve) => {
     const onData = (chunk: Buffer) => {
@@ -223,7 +241,10 @@ export async function openTunnel(
 }
 
 /** Billed bytes and requests recorded in usage batches for an account (flushed, unfolded or not). */
-export async function recordedUsage(pool: Pool, accountId: string): Promise<{ up: number; down: number; requests: number }> {
+export async function recordedUsage(
+  pool: Pool,
+  accountId: string,
+): Promise<{ up: number; down: number; requests: number }> {
   const { rows } = await pool.query<{ up: number; down: number; requests: number }>(
     `SELECT coalesce(sum(bytes_up), 0)::bigint AS up, coalesce(sum(bytes_down), 0)::bigint AS down, coalesce(sum(requests), 0)::bigint AS requests
        FROM usage_batch_lines WHERE account_id = $1`,
@@ -301,13 +322,21 @@ export async function spawnGateway(
 }
 
 /** Waits until gateways have applied every change so far (new accounts become usable then). */
-export async function cacheSynced(pool: Pool, gateways: number | { cacheVersion(): number }[]): Promise<void> {
-  const { rows } = await pool.query<{ head: number }>('SELECT coalesce(max(id), 0)::bigint AS head FROM change_log');
+export async function cacheSynced(
+  pool: Pool,
+  gateways: number | { cacheVersion(): number }[],
+): Promise<void> {
+  const { rows } = await pool.query<{ head: number }>(
+    'SELECT coalesce(max(id), 0)::bigint AS head FROM change_log',
+  );
   const head = rows[0]!.head;
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (typeof gateways === 'number') {
-      const acks = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM cache_acks WHERE component = 'gateway' AND version >= $1`, [head]);
+      const acks = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM cache_acks WHERE component = 'gateway' AND version >= $1`,
+        [head],
+      );
       if (acks.rows[0]!.n >= gateways) return;
     } else if (gateways.every((g) => g.cacheVersion() >= head)) {
       return;
