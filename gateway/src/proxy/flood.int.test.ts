@@ -58,7 +58,7 @@ function startFlooder(
   flooders.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (out.includes('\n')) resolve(JSON.parse(out) as { open: number; closed: number });
     });
