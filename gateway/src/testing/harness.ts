@@ -7,6 +7,7 @@ import { Registry } from 'prom-client';
 import { Health } from '../../../common/src/health.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
+import { changeLogHead } from '../../../common/src/db/changes.ts';
 import { startGateway, type RunningGateway } from '../server.ts';
 import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../spec.ts';
 
@@ -326,10 +327,7 @@ export async function cacheSynced(
   pool: Pool,
   gateways: number | { cacheVersion(): number }[],
 ): Promise<void> {
-  const { rows } = await pool.query<{ head: number }>(
-    'SELECT coalesce(max(id), 0)::bigint AS head FROM change_log',
-  );
-  const head = rows[0]!.head;
+  const head = await changeLogHead(pool);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (typeof gateways === 'number') {
