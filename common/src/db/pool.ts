@@ -69,16 +69,25 @@ export function createPool(options: PoolOptions): Pool {
 /** Runs `fn` in a transaction on one client, rolling back on any error. */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client has no listener of the pool's: a connection lost between two statements
+  // would be an unhandled 'error' event and end the process. Keep it, fail the transaction with
+  // it, and hand the broken client back as broken (release(err) destroys it).
+  let lost: Error | undefined;
+  const onError = (err: Error): void => {
+    lost = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (!lost) await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(lost);
   }
 }
 
