@@ -38,6 +38,9 @@ describe('proxyfleet admin', () => {
     expect(json(await cli('admin', 'alerts', 'set', account.id, '--server-alerts', 'on'))).toMatchObject({ serverAlerts: true, lowBandwidth: true });
     expect(json(await cli('admin', 'isp-proxies', 'add', account.id, '--host', '192.0.2.1', '--port', '8080', '--username', 'u1', '--country', 'us'))).toMatchObject({ host: '192.0.2.1' });
     expect((json(await cli('admin', 'isp-proxies', 'list', account.id)) as { proxies: unknown[] }).proxies).toHaveLength(1);
+    const invite = json(await cli('admin', 'accounts', 'invite', account.id)) as { url: string; expiresAt: string };
+    expect(invite.url).toMatch(/\/set-password\?token=[A-Za-z0-9_-]{43}$/);
+    expect((await fetch(invite.url)).status).toBe(200);
   });
 
   test('API errors exit 1 with the message; usage errors exit 2', async () => {
