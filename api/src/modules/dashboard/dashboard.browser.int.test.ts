@@ -2,7 +2,7 @@
 // real API, database and a real gateway: invite, set password, sign in, every page with an axe-core
 // check, keys, alerts, the proxy generator used through the gateway, CSRF, cookies, sign-out,
 // throttling, and a 375-px-wide run. PROXYFLEET_DASHBOARD_SCREENSHOTS=<dir> saves screenshots.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -26,6 +26,8 @@ import type { RunningGateway } from '../../../../gateway/src/server.ts';
 import { call, startTestApi, type TestApi } from '../../testing.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
+// A browser on a shared 2-core machine: generous per-test limits; nothing here measures speed.
+jest.setTimeout(180_000);
 const STRONG = 'velvet Anchor tiptoe 93 marmalade';
 const SHOTS = process.env.PROXYFLEET_DASHBOARD_SCREENSHOTS;
 const haveChromium = existsSync(CHROMIUM);
@@ -234,8 +236,16 @@ maybe('customer dashboard in Chromium', () => {
     const cookie = (await context.cookies()).find((c) => c.name === 'pf_session')!;
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/', secure: false });
     sessionCookie = cookie.value;
-    for (const name of ['Overview', 'Proxies', 'API keys', 'Alerts', 'Billing']) {
+    const nav = [
+      ['Overview', '/'],
+      ['Proxies', '/proxies'],
+      ['API keys', '/keys'],
+      ['Alerts', '/alerts'],
+      ['Billing', '/billing'],
+    ] as const;
+    for (const [name, href] of [...nav.slice(1), nav[0]]) {
       await page.getByRole('navigation').getByRole('link', { name, exact: true }).click();
+      await page.waitForURL(api.url + href);
       await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe(name);
       await axe(page, name);
     }
@@ -277,7 +287,7 @@ maybe('customer dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Download .txt' }).click();
     const file = await download;
     expect(file.suggestedFilename()).toBe('proxies-basic.txt');
-    expect(readFileSync((await file.path())!, 'utf8')).toBe(lines.join('\n') + '\n');
+    expect(readFileSync(await file.path(), 'utf8')).toBe(lines.join('\n') + '\n');
 
     expect(await throughGateway(lines[0]!)).toBe(200);
     await gateway.ledger.flush();
@@ -292,7 +302,7 @@ maybe('customer dashboard in Chromium', () => {
     await expect(row.textContent()).resolves.toContain('1 GB');
     const chart = page.getByRole('img', { name: /usage/i });
     await chart.waitFor();
-    expect(await chart.evaluate((el) => el.tagName)).toBe('CANVAS');
+    expect(String(await chart.evaluate('(el) => el.tagName'))).toBe('CANVAS');
     const data = JSON.parse((await page.locator('#usage-data').textContent())!) as {
       products: string[];
       series: number[][];
@@ -373,7 +383,7 @@ maybe('customer dashboard in Chromium', () => {
       page.getByRole('row', { name: new RegExp(`#${rows[0]!.number}`) }).textContent(),
     ).resolves.toContain('1 GB');
     const basic = page.getByRole('row', { name: /^basic/ });
-    await expect(basic.textContent()).resolves.toMatch(/On.*0\.5 GB.*2 GB.*3/);
+    await expect(basic.textContent()).resolves.toMatch(/On\s+0\.5 GB\s+2 GB\s+3/);
     await shot(page, 'billing');
   });
 
@@ -400,13 +410,14 @@ maybe('customer dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Reveal' }).click();
     const after = await page.getByLabel('Proxy password', { exact: true }).inputValue();
     expect(after).not.toBe(before);
-    const line = `127.0.0.1:${gateway.port}:${account.proxyUsername}-country-us`;
+    // The basic plan's grammar: targeting after the password (password_country-us).
+    const line = `127.0.0.1:${gateway.port}:${account.proxyUsername}`;
     await until(
-      async () => (await throughGateway(`${line}:${before}`)) === 407,
+      async () => (await throughGateway(`${line}:${before}_country-us`)) === 407,
       'old proxy password refused by the gateway',
     );
     await until(
-      async () => (await throughGateway(`${line}:${after}`)) === 200,
+      async () => (await throughGateway(`${line}:${after}_country-us`)) === 200,
       'new proxy password accepted by the gateway',
     );
   });
@@ -519,7 +530,7 @@ maybe('customer dashboard in Chromium', () => {
       form.cookie,
     );
     expect(ok.status).toBe(303);
-  }, 60_000);
+  }, 180_000);
 
   it('a suspended account cannot sign in, and its open sessions stop working', async () => {
     const p = await context.newPage();

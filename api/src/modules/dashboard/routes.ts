@@ -354,16 +354,18 @@ export function dashboardRouter(deps: DashboardDeps): Router {
 
   router.get(
     '/proxies/reset-password',
-    auth(async (_req, res, { ctx }) =>
-      send(
-        res,
-        pages.confirmPage(ctx, {
-          title: 'Issue a new password for the gateways?',
-          text: 'A new password is issued and the current one stops working on every gateway within seconds.',
-          action: '/proxies/reset-password',
-          confirm: 'Reset password',
-          back: '/proxies',
-        }),
+    auth((_req, res, { ctx }) =>
+      Promise.resolve(
+        send(
+          res,
+          pages.confirmPage(ctx, {
+            title: 'Issue a new password for the gateways?',
+            text: 'A new password is issued and the current one stops working on every gateway within seconds.',
+            action: '/proxies/reset-password',
+            confirm: 'Reset password',
+            back: '/proxies',
+          }),
+        ),
       ),
     ),
   );
@@ -398,16 +400,18 @@ export function dashboardRouter(deps: DashboardDeps): Router {
 
   router.get(
     '/keys/regenerate',
-    auth(async (_req, res, { ctx }) =>
-      send(
-        res,
-        pages.confirmPage(ctx, {
-          title: 'Regenerate the primary key?',
-          text: 'A new primary key is issued and the current one stops working at once, on every server.',
-          action: '/keys/regenerate',
-          confirm: 'Regenerate',
-          back: '/keys',
-        }),
+    auth((_req, res, { ctx }) =>
+      Promise.resolve(
+        send(
+          res,
+          pages.confirmPage(ctx, {
+            title: 'Regenerate the primary key?',
+            text: 'A new primary key is issued and the current one stops working at once, on every server.',
+            action: '/keys/regenerate',
+            confirm: 'Regenerate',
+            back: '/keys',
+          }),
+        ),
       ),
     ),
   );
