@@ -204,7 +204,7 @@ export interface ProductUsage {
 export interface ChartData {
   days: string[];
   products: string[];
-  /** GB per product (outer) per day (inner). */
+  /** MB (10^6 bytes) per product (outer) per day (inner). */
   series: number[][];
 }
 
@@ -213,7 +213,7 @@ export function overviewPage(
   data: { products: ProductUsage[]; chart: ChartData; updatedAt: string },
 ): Html {
   const bought = data.products.filter((p) => p.total > 0);
-  const chartLabel = `Daily usage by product over the last ${data.chart.days.length} days, in GB`;
+  const chartLabel = `Daily usage by product over the last ${data.chart.days.length} days, in MB`;
   return layout(
     ctx,
     'Overview',

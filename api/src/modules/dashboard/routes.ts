@@ -18,6 +18,7 @@ import {
 } from '../../../../common/src/accounts/keys.ts';
 import { PRODUCTS } from '../../../../common/src/products.ts';
 import { activeKeyKind, updateAlerts, type AlertsRow } from '../admin/repo.ts';
+import { createKeySchema } from '../admin/schemas.ts';
 import { generateRequestSchema } from '../proxies/schemas.ts';
 import { generateProxies, ispProxies, type ProxiesDeps } from '../proxies/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
@@ -430,9 +431,13 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     '/keys',
     auth(async (req, res, who) => {
       const raw = (req.body as Record<string, unknown>).name;
-      const name = typeof raw === 'string' ? raw.trim() : '';
-      if (name.length < 1 || name.length > 64)
-        return renderKeys(res, who, { error: 'Key name: give a name of 1 to 64 characters.' }, 422);
+      // The admin API's rules for names, from its own schema.
+      const parsed = createKeySchema.safeParse({ name: typeof raw === 'string' ? raw.trim() : '' });
+      if (!parsed.success) {
+        const why = parsed.error.issues[0]?.message ?? 'invalid';
+        return renderKeys(res, who, { error: `Key name: ${why} (1 to 64 characters).` }, 422);
+      }
+      const { name } = parsed.data;
       try {
         const key = await createNamedKey(pool, who.person.accountId, name);
         await renderKeys(res, who, { newKey: { apiKey: key.apiKey, label: `Your new key “${name}”` } }, 201);
@@ -561,7 +566,7 @@ function chartData(
   for (const d of daily) {
     const i = index.get(d.day);
     const s = shown.indexOf(d.product as (typeof PRODUCTS)[number]);
-    if (i !== undefined && s >= 0) series[s]![i] = Number((d.bytes / 1e9).toFixed(6));
+    if (i !== undefined && s >= 0) series[s]![i] = Number((d.bytes / 1e6).toFixed(3));
   }
   return { days, products: shown, series };
 }

@@ -70,7 +70,7 @@ if (chart && data) {
       width: width(),
       height: 260,
       series,
-      axes: [{}, { label: 'GB', size: 60 }],
+      axes: [{}, { label: 'MB', size: 60 }],
       scales: { x: { time: true } },
     },
     [xs, ...usage.series],
