@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
 import { sha256 } from '../../../../common/src/secrets.ts';
@@ -43,6 +44,9 @@ let context: BrowserContext;
 let page: Page;
 let account: { id: string; email: string; apiKey: string; proxyUsername: string };
 const seenUrls: string[] = [];
+/** Every log line the API wrote, at debug level: checked for secrets at the end. */
+const logLines: string[] = [];
+const secrets: string[] = [];
 
 const admin = (p: string, o: { method?: string; body?: unknown } = {}) =>
   call(api.url, `/admin/v1${p}`, { admin: TEST_ADMIN_TOKEN, ...o });
@@ -82,7 +86,7 @@ async function throughGateway(line: string): Promise<number> {
   expect(host).toBe('127.0.0.1');
   const [answer] = (
     await rawExchange(Number(port), [
-      get(`http://127.0.0.1:${origin.port}/bytes/2000`, basicAuth(user!, rest.join(':'))),
+      get(`http://127.0.0.1:${origin.port}/bytes/200000`, basicAuth(user!, rest.join(':'))),
     ])
   ).responses;
   return answer!.status;
@@ -119,7 +123,16 @@ maybe('customer dashboard in Chromium', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     // One trusted proxy hop: the throttling test sends X-Forwarded-For to act from other addresses.
-    api = await startTestApi(db, { env: { PROXYFLEET_API_TRUST_PROXY_HOPS: '1' } });
+    api = await startTestApi(db, {
+      env: { PROXYFLEET_API_TRUST_PROXY_HOPS: '1' },
+      logLevel: 'debug',
+      logStream: new Writable({
+        write(chunk: Buffer, _enc, done) {
+          logLines.push(chunk.toString());
+          done();
+        },
+      }),
+    });
     origin = await startOrigin();
     gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'));
     await upsertGatewayEndpoint(db.pool, { plan: 'basic', host: '127.0.0.1', port: gateway.port }, 'test');
@@ -142,6 +155,7 @@ maybe('customer dashboard in Chromium', () => {
     const created = await admin('/accounts', { body: { email: exampleEmail('dash') } });
     expect(created.status).toBe(201);
     account = created.body as typeof account;
+    secrets.push(account.apiKey, STRONG);
     expect(
       (await admin(`/accounts/${account.id}/purchases`, { body: { product: 'basic', gb: 1 } })).status,
     ).toBe(201);
@@ -185,6 +199,7 @@ maybe('customer dashboard in Chromium', () => {
     expect(body.url).toMatch(new RegExp(`^${api.url}/set-password\\?token=[A-Za-z0-9_-]{43}$`));
     expect(Date.parse(body.expiresAt)).toBeGreaterThan(Date.now() + 6 * 24 * 3600_000);
     inviteUrl = body.url;
+    secrets.push(new URL(inviteUrl).searchParams.get('token')!);
     const { rows } = await db.pool.query<{ to_address: string; body_text: string }>(
       `SELECT to_address, body_text FROM email_outbox WHERE account_id = $1 AND kind = 'dashboard_invite'`,
       [account.id],
@@ -290,8 +305,16 @@ maybe('customer dashboard in Chromium', () => {
     expect(readFileSync(await file.path(), 'utf8')).toBe(lines.join('\n') + '\n');
 
     expect(await throughGateway(lines[0]!)).toBe(200);
-    await gateway.ledger.flush();
-    await fold(db.pool);
+    // The gateway's usage batches, folded as the worker does, feed the Overview's chart.
+    await until(async () => {
+      await gateway.ledger.flush();
+      await fold(db.pool);
+      const { rows } = await db.pool.query<{ n: number }>(
+        'SELECT coalesce(sum(bytes_up + bytes_down), 0)::bigint AS n FROM usage_hourly WHERE account_id = $1',
+        [account.id],
+      );
+      return (rows[0]?.n ?? 0) > 100_000;
+    }, 'usage folded into the hourly roll-up');
   });
 
   it('Overview: bandwidth per product and the usage chart from what the gateway wrote', async () => {
@@ -328,6 +351,7 @@ maybe('customer dashboard in Chromium', () => {
     await axe(page, 'regenerate dialog');
     await dialog.getByRole('button', { name: 'Regenerate' }).click();
     const newKey = await page.getByLabel('New API key').inputValue();
+    secrets.push(newKey);
     expect(newKey).toMatch(/^svc_live_[0-9a-f]{48}$/);
     expect(await page.getByLabel('New API key').getAttribute('readonly')).not.toBeNull();
     await expect(page.getByRole('button', { name: 'Copy' }).isVisible()).resolves.toBe(true);
@@ -545,6 +569,12 @@ maybe('customer dashboard in Chromium', () => {
     await signIn(p, account.email, STRONG);
     await expect(p.getByRole('alert').textContent()).resolves.toContain('suspended');
     await p.close();
+  });
+
+  it('never wrote a key, password or link token to the log', () => {
+    expect(logLines.length).toBeGreaterThan(10);
+    const log = logLines.join('');
+    expect(secrets.filter((secret) => log.includes(secret))).toEqual([]);
   });
 
   it('over HTTPS (behind a TLS-terminating proxy) cookies are Secure with the __Host- prefix', async () => {

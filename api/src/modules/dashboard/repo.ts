@@ -23,27 +23,7 @@ export async function findByEmail(pool: Pool, email: string): Promise<SignInRow 
   return rows[0];
 }
 
-export async function findAccount(pool: Pool, accountId: string): Promise<Person | undefined> {
-  const { rows } = await pool.query<Person>(
-    'SELECT id AS "accountId", email, status FROM accounts WHERE id = $1',
-    [accountId],
-  );
-  return rows[0];
-}
-
 // --- one-time links ---
-
-export async function insertToken(
-  pool: Pool,
-  t: { hash: Buffer; accountId: string; purpose: 'invite' | 'reset'; ttlSeconds: number },
-): Promise<Date> {
-  const { rows } = await pool.query<{ expires_at: Date }>(
-    `INSERT INTO dashboard_tokens (token_hash, account_id, purpose, expires_at)
-     VALUES ($1, $2, $3, now() + make_interval(secs => $4)) RETURNING expires_at`,
-    [t.hash, t.accountId, t.purpose, t.ttlSeconds],
-  );
-  return rows[0]!.expires_at;
-}
 
 /** The account a usable (unused, unexpired) link belongs to. */
 export async function peekToken(pool: Pool, hash: Buffer): Promise<Person | undefined> {

@@ -36,7 +36,7 @@ import {
   verifyPassword,
 } from './passwords.ts';
 import * as repo from './repo.ts';
-import { csrfKeyFrom, Sessions } from './session.ts';
+import { csrfKeyFrom, SESSION_IDLE_SECONDS, Sessions } from './session.ts';
 
 /** Sign-in failures allowed per email and per source address within the window. */
 export const LOGIN_WINDOW_SECONDS = 15 * 60;
@@ -198,6 +198,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       );
     }
     await repo.clearFailures(pool, buckets[0]!);
+    // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
+    await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
     await sessions.start(res, row.accountId);
     res.redirect(303, '/');
   });
