@@ -274,6 +274,7 @@ maybe('customer dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Reveal' }).click();
     await expect(password.getAttribute('type')).resolves.toBe('text');
     const proxyPassword = await password.inputValue();
+    secrets.push(proxyPassword);
     await expect(page.getByLabel('Proxy username', { exact: true }).inputValue()).resolves.toBe(
       account.proxyUsername,
     );
@@ -367,6 +368,7 @@ maybe('customer dashboard in Chromium', () => {
     await page.getByLabel('Key name').fill('ci deploy');
     await page.getByRole('button', { name: 'Create key' }).click();
     const named = await page.getByLabel('New API key').inputValue();
+    secrets.push(named);
     expect(named).toMatch(/^svc_live_[0-9a-f]{48}$/);
     expect((await call(api.url, '/api/v1/usage', { key: named })).status).toBe(200);
     const row = page.getByRole('row', { name: /ci deploy/ });
