@@ -56,6 +56,8 @@ export interface DashboardDeps {
   https: boolean;
 }
 
+const DASHBOARD_PATH =
+  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|billing|assets\/[^/]+)$/;
 const SIGNED_OUT_PATHS = new Set(['/sign-in', '/forgot-password', '/set-password']);
 
 const formString = (max: number) => z.string().max(max).optional().default('');
@@ -74,6 +76,9 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   const sessions = new Sessions({ pool, https: deps.https, csrfKey: csrfKeyFrom(deps.credentialsKey) });
   const router = express.Router();
 
+  // Only the dashboard's own paths go through its headers, body parser, session and CSRF check;
+  // anything else (an unknown /api/v1 path, say) leaves for the API's JSON 404/405.
+  router.use((req, _res, next) => (DASHBOARD_PATH.test(req.path) ? next() : next('router')));
   router.use(assets.handler);
   router.use(
     helmet({
