@@ -24,6 +24,8 @@ export interface AppDeps {
   bodyLimitBytes: number;
   /** Express "trust proxy": hops of reverse proxies whose X-Forwarded-For is believed (0: none). */
   trustProxyHops: number;
+  /** The customer dashboard, mounted at / (modules/dashboard). */
+  dashboard?: express.Router;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -57,6 +59,7 @@ export function createApp(deps: AppDeps): express.Express {
   const admin = express.Router();
   mountRoutes(admin, deps.adminRoutes, auth, bodyParsers);
   app.use(ADMIN_PREFIX, admin);
+  if (deps.dashboard) app.use(deps.dashboard);
 
   app.use(notFound(groups));
   app.use(errorHandler(deps.logger));

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TRUST_SILENCE_MS } from '../../common/src/db/changes.ts';
-import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
+import { baseEnv, bool, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
 
 /** The variables of the API (also understood by `npm start`, which runs the API in-process). */
 export const apiTuningEnv = {
@@ -28,6 +28,10 @@ export const apiTuningEnv = {
   PROXYFLEET_API_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   /** This process's name in cache_acks (the pod name in Kubernetes); random when unset. */
   PROXYFLEET_INSTANCE_ID: z.string().min(1).max(200).optional(),
+  /** The dashboard is reached over HTTPS (directly or through a TLS-terminating proxy): Secure, __Host- cookies, HSTS. */
+  PROXYFLEET_DASHBOARD_HTTPS: bool(false),
+  /** Public base URL of the dashboard for invite and reset links; unset: the URL the admin call was made to. */
+  PROXYFLEET_DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
 };
 
 export const apiEnv = {

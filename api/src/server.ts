@@ -24,6 +24,7 @@ import { proxiesRoutes } from './modules/proxies/routes.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
+import { dashboardRouter } from './modules/dashboard/routes.ts';
 
 export interface ApiDeps {
   config: Readonly<ApiConfig>;
@@ -61,6 +62,8 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   await feed.start();
   deps.health.addInfo('cacheVersion', () => feed.version);
 
+  const waitForApiCaches = cacheSync(pool, logger, config.PROXYFLEET_API_SYNC_TIMEOUT_MS);
+  const proxies = { pool, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST };
   const app = createApp({
     health: deps.health,
     logger,
@@ -86,7 +89,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     apiRoutes: [
       ...accountRoutes(accounts),
       ...usageRoutes(usage),
-      ...proxiesRoutes({ pool, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST }),
+      ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
     ],
     adminRoutes: [
@@ -94,10 +97,20 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         pool,
         credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
         accounts,
-        waitForApiCaches: cacheSync(pool, logger, config.PROXYFLEET_API_SYNC_TIMEOUT_MS),
+        waitForApiCaches,
+        dashboardUrl: config.PROXYFLEET_DASHBOARD_URL,
       }),
       ...adminBillingRoutes(pool),
     ],
+    dashboard: dashboardRouter({
+      pool,
+      logger: logger.child({ module: 'dashboard' }),
+      credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
+      usage,
+      proxies,
+      waitForApiCaches,
+      https: config.PROXYFLEET_DASHBOARD_HTTPS,
+    }),
   });
 
   const server = http.createServer(app);

@@ -69,6 +69,12 @@ export const COMMANDS: Record<string, Command> = {
     args: ['accountId'],
     request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/suspend` }),
   },
+  'accounts invite': {
+    usage: 'accounts invite <accountId>',
+    summary: 'Email a one-time link to set the dashboard password (prints it too)',
+    args: ['accountId'],
+    request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/dashboard-invite` }),
+  },
   'accounts reactivate': {
     usage: 'accounts reactivate <accountId>',
     summary: 'Reactivate a suspended account',

@@ -20,7 +20,9 @@ afterAll(async () => {
 describe('HTTP hygiene', () => {
   test('unknown routes answer a JSON 404, known paths with another method a 405 with Allow', async () => {
     expect(await call(api.url, '/api/v1/nothing')).toMatchObject({ status: 404, body: { success: false, error: 'Not found' } });
-    expect(await call(api.url, '/')).toMatchObject({ status: 404, body: { success: false } });
+    // `/` is the customer dashboard (issue 12): signed out, its sign-in page.
+    expect(await call(api.url, '/')).toMatchObject({ status: 200, body: expect.stringContaining('<h1>Sign in</h1>') });
+    expect(await call(api.url, '/nothing-here')).toMatchObject({ status: 404, body: { success: false } });
     const res = await call(api.url, '/api/v1/usage', { method: 'POST', key, body: {} });
     expect(res).toMatchObject({ status: 405, body: { success: false, error: 'Method not allowed' } });
     expect(res.headers.get('allow')).toBe('GET, HEAD');

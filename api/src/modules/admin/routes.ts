@@ -18,6 +18,7 @@ import { deleteSnapshot } from '../usage/repo.ts';
 import type { AccountService } from '../account/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { gb } from '../usage/service.ts';
+import { createPasswordLink, origin } from '../dashboard/links.ts';
 import * as s from './schemas.ts';
 import { accountExists, activeKeyKind, deleteIspProxy, insertIspProxy, listAccounts, updateAlerts } from './repo.ts';
 import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '../../../../common/src/billing/auto-refill.ts';
@@ -27,6 +28,8 @@ export interface AdminDeps {
   credentialsKey: Buffer;
   accounts: AccountService;
   waitForApiCaches: WaitForApiCaches;
+  /** Base URL of invite links (PROXYFLEET_DASHBOARD_URL); unset: the origin the admin call reached. */
+  dashboardUrl?: string | undefined;
 }
 
 type IdParams = z.infer<typeof s.accountParams>;
@@ -111,6 +114,21 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
           status: 201,
           body: { ...invoice, gb: gb(invoice.bytes), issuedAt: invoice.issuedAt.toISOString() },
         });
+      },
+    }),
+    defineRoute<undefined, IdParams>({
+      method: 'post',
+      path: '/accounts/:id/dashboard-invite',
+      tag,
+      summary: 'A one-time link to set the dashboard password (also emailed to the account)',
+      auth: 'admin',
+      ...account,
+      response: s.dashboardInviteSchema,
+      status: 201,
+      errors: ['ACCOUNT_NOT_FOUND'],
+      handler: async ({ params, req }) => {
+        const link = await createPasswordLink(pool, params.id, 'invite', deps.dashboardUrl ?? origin(req));
+        return { status: 201, body: { url: link.url, expiresAt: link.expiresAt.toISOString() } };
       },
     }),
     defineRoute<undefined, IdParams>({

@@ -136,3 +136,8 @@ export const createIspProxySchema = z.object({
 export type CreateIspProxy = z.infer<typeof createIspProxySchema>;
 
 export const proxyPasswordSchema = z.object({ proxyUsername: z.string(), proxyPassword: z.string() });
+
+export const dashboardInviteSchema = z.object({
+  url: z.string().describe('One-time link to set the dashboard password; works once, until expiresAt'),
+  expiresAt: z.string(),
+});

@@ -1,0 +1,597 @@
+// The dashboard end to end in a real Chromium (Debian's, driven by playwright-core), against the
+// real API, database and a real gateway: invite, set password, sign in, every page with an axe-core
+// check, keys, alerts, the proxy generator used through the gateway, CSRF, cookies, sign-out,
+// throttling, and a 375-px-wide run. PROXYFLEET_DASHBOARD_SCREENSHOTS=<dir> saves screenshots.
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { sha256 } from '../../../../common/src/secrets.ts';
+import { upsertGatewayEndpoint } from '../../../../common/src/gateway-endpoints.ts';
+import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
+import { until } from '../../../../test/process.ts';
+import {
+  basicAuth,
+  fold,
+  gatewaySpec,
+  rawExchange,
+  get,
+  startOrigin,
+  startTestGateway,
+  type Origin,
+} from '../../../../gateway/src/testing/harness.ts';
+import type { RunningGateway } from '../../../../gateway/src/server.ts';
+import { call, startTestApi, type TestApi } from '../../testing.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+// A browser on a shared 2-core machine: generous per-test limits; nothing here measures speed.
+jest.setTimeout(180_000);
+const STRONG = 'velvet Anchor tiptoe 93 marmalade';
+const SHOTS = process.env.PROXYFLEET_DASHBOARD_SCREENSHOTS;
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`SKIPPED: dashboard browser tests need ${CHROMIUM} (.ci/run installs it)`);
+const maybe = haveChromium || process.env.CI === 'true' ? describe : describe.skip;
+
+let db: TestDatabase;
+let api: TestApi;
+let gateway: RunningGateway;
+let origin: Origin;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let account: { id: string; email: string; apiKey: string; proxyUsername: string };
+const seenUrls: string[] = [];
+/** Every log line the API wrote, at debug level: checked for secrets at the end. */
+const logLines: string[] = [];
+const secrets: string[] = [];
+
+const admin = (p: string, o: { method?: string; body?: unknown } = {}) =>
+  call(api.url, `/admin/v1${p}`, { admin: TEST_ADMIN_TOKEN, ...o });
+
+async function axe(p: Page, name: string): Promise<void> {
+  const result = await new AxeBuilder({ page: p }).analyze();
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect({
+    page: name,
+    violations: bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+  }).toEqual({ page: name, violations: [] });
+}
+
+async function shot(p: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await p.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function newContext(viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
+  const ctx = await browser.newContext({ viewport, acceptDownloads: true });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api.url });
+  ctx.setDefaultTimeout(10_000);
+  return ctx;
+}
+
+async function signIn(p: Page, email: string, password: string): Promise<void> {
+  await p.goto(`${api.url}/sign-in`);
+  await p.getByLabel('Email').fill(email);
+  await p.getByLabel('Password').fill(password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** A proxy line host:port:user:pass used for one plain-HTTP request through the gateway. */
+async function throughGateway(line: string): Promise<number> {
+  const [host, port, user, ...rest] = line.split(':');
+  expect(host).toBe('127.0.0.1');
+  const [answer] = (
+    await rawExchange(Number(port), [
+      get(`http://127.0.0.1:${origin.port}/bytes/200000`, basicAuth(user!, rest.join(':'))),
+    ])
+  ).responses;
+  return answer!.status;
+}
+
+/** The signed-out forms' CSRF token and pre-session cookie, as a plain HTTP client gets them. */
+async function signedOutForm(
+  headers: Record<string, string> = {},
+): Promise<{ cookie: string; csrf: string }> {
+  const res = await fetch(`${api.url}/sign-in`, { headers });
+  const cookie = res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('pf_pre='))!
+    .split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await res.text())![1]!;
+  return { cookie, csrf };
+}
+
+async function postForm(
+  pathName: string,
+  fields: Record<string, string>,
+  cookie: string,
+  headers: Record<string, string> = {},
+) {
+  return fetch(`${api.url}${pathName}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, ...headers },
+    body: new URLSearchParams(fields).toString(),
+  });
+}
+
+maybe('customer dashboard in Chromium', () => {
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // One trusted proxy hop: the throttling test sends X-Forwarded-For to act from other addresses.
+    api = await startTestApi(db, {
+      env: { PROXYFLEET_API_TRUST_PROXY_HOPS: '1' },
+      logLevel: 'debug',
+      logStream: new Writable({
+        write(chunk: Buffer, _enc, done) {
+          logLines.push(chunk.toString());
+          done();
+        },
+      }),
+    });
+    origin = await startOrigin();
+    gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'));
+    await upsertGatewayEndpoint(db.pool, { plan: 'basic', host: '127.0.0.1', port: gateway.port }, 'test');
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    context = await newContext();
+    page = await context.newPage();
+    page.on('request', (r) => seenUrls.push(r.url()));
+    const created = await admin('/accounts', { body: { email: exampleEmail('dash') } });
+    expect(created.status).toBe(201);
+    account = created.body as typeof account;
+    secrets.push(account.apiKey, STRONG);
+    expect(
+      (await admin(`/accounts/${account.id}/purchases`, { body: { product: 'basic', gb: 1 } })).status,
+    ).toBe(201);
+    expect(
+      (
+        await admin(`/accounts/${account.id}/auto-refill/basic`, {
+          method: 'PUT',
+          body: { enabled: true, thresholdGb: 0.5, refillGb: 2, maxRefillsPerMonth: 3 },
+        })
+      ).status,
+    ).toBe(200);
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await gateway?.close();
+    await origin?.close();
+    await api?.close();
+    await db?.drop();
+  });
+
+  it('serves the sign-in page at / when signed out, with a strict CSP and no third-party origin', async () => {
+    const res = await page.goto(`${api.url}/`);
+    expect(res!.status()).toBe(200);
+    await expect(page.getByRole('heading', { name: 'Sign in' }).isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('link', { name: 'Forgot password?' }).isVisible()).resolves.toBe(true);
+    const csp = res!.headers()['content-security-policy']!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res!.headers()['x-frame-options']).toBe('SAMEORIGIN');
+    await axe(page, 'sign-in');
+    await shot(page, 'sign-in');
+  });
+
+  let inviteUrl: string;
+  it('invites through the admin API: 201 {url, expiresAt}, and the link is emailed through the outbox', async () => {
+    const res = await admin(`/accounts/${account.id}/dashboard-invite`, { method: 'POST' });
+    expect(res.status).toBe(201);
+    const body = res.body as { url: string; expiresAt: string };
+    expect(body.url).toMatch(new RegExp(`^${api.url}/set-password\\?token=[A-Za-z0-9_-]{43}$`));
+    expect(Date.parse(body.expiresAt)).toBeGreaterThan(Date.now() + 6 * 24 * 3600_000);
+    inviteUrl = body.url;
+    secrets.push(new URL(inviteUrl).searchParams.get('token')!);
+    const { rows } = await db.pool.query<{ to_address: string; body_text: string }>(
+      `SELECT to_address, body_text FROM email_outbox WHERE account_id = $1 AND kind = 'dashboard_invite'`,
+      [account.id],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.to_address).toBe(account.email);
+    expect(rows[0]!.body_text).toContain(inviteUrl);
+    expect(
+      (await admin('/accounts/00000000-0000-4000-8000-000000000000/dashboard-invite', { method: 'POST' }))
+        .status,
+    ).toBe(404);
+  });
+
+  it('sets the password through the link: short and weak passwords refused, then the link works once', async () => {
+    await page.goto(inviteUrl);
+    await axe(page, 'set-password');
+    await shot(page, 'set-password');
+    await page.getByLabel('New password').fill('short');
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('at least 10 characters');
+    await page.getByLabel('New password').fill('password1234');
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('too easy to guess');
+    await page.getByLabel('New password').fill(STRONG);
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await page.waitForURL(`${api.url}/sign-in?done=password`);
+    await expect(page.getByRole('status').filter({ hasText: 'password is set' }).isVisible()).resolves.toBe(
+      true,
+    );
+    const again = await page.goto(inviteUrl);
+    expect(again!.status()).toBe(410);
+    await expect(page.getByRole('heading', { name: 'This link does not work' }).isVisible()).resolves.toBe(
+      true,
+    );
+  });
+
+  it('refuses a wrong password without saying which field was wrong', async () => {
+    await signIn(page, account.email, 'not the password at all');
+    const text = await page.getByRole('alert').textContent();
+    expect(text).toBe('The email or password is not right.');
+    await signIn(page, 'nobody-' + account.email, STRONG);
+    await expect(page.getByRole('alert').textContent()).resolves.toBe(text);
+  });
+
+  let sessionCookie: string;
+  it('signs in; the session cookie is HttpOnly and SameSite=Lax; navigation and every page pass axe', async () => {
+    await signIn(page, account.email, STRONG);
+    await page.waitForURL(`${api.url}/`);
+    const cookie = (await context.cookies()).find((c) => c.name === 'pf_session')!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/', secure: false });
+    sessionCookie = cookie.value;
+    const nav = [
+      ['Overview', '/'],
+      ['Proxies', '/proxies'],
+      ['API keys', '/keys'],
+      ['Alerts', '/alerts'],
+      ['Billing', '/billing'],
+    ] as const;
+    for (const [name, href] of [...nav.slice(1), nav[0]]) {
+      await page.getByRole('navigation').getByRole('link', { name, exact: true }).click();
+      await page.waitForURL(api.url + href);
+      await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe(name);
+      await axe(page, name);
+    }
+    await expect(page.getByRole('button', { name: 'Sign out' }).isVisible()).resolves.toBe(true);
+  });
+
+  it('Proxies: reveals the password, generates what the API generates, and the generated proxy works through a gateway', async () => {
+    await page.goto(`${api.url}/proxies`);
+    const password = page.getByLabel('Proxy password', { exact: true });
+    await expect(password.getAttribute('type')).resolves.toBe('password');
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    await expect(password.getAttribute('type')).resolves.toBe('text');
+    const proxyPassword = await password.inputValue();
+    secrets.push(proxyPassword);
+    await expect(page.getByLabel('Proxy username', { exact: true }).inputValue()).resolves.toBe(
+      account.proxyUsername,
+    );
+
+    await page.getByLabel('Product', { exact: true }).selectOption('basic');
+    await page.getByLabel('Country', { exact: true }).fill('US');
+    await page.getByLabel('Session type', { exact: true }).selectOption('sticky');
+    await page.getByLabel('Count', { exact: true }).fill('3');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const lines = (await page.getByLabel('Generated proxies').inputValue()).split('\n');
+    expect(lines).toHaveLength(3);
+    const fromApi = await call(api.url, '/api/v1/proxies/generate', {
+      key: account.apiKey,
+      body: { provider: 'basic', country: 'US', sessionType: 'sticky', count: 3 },
+    });
+    expect(fromApi.status).toBe(200);
+    // Same format from the same code path; only the random sticky session ids differ.
+    const shape = (l: string) => l.replace(/session-[a-z0-9]+/, 'session-X');
+    expect(lines.map(shape)).toEqual((fromApi.body as { proxies: string[] }).proxies.map(shape));
+    expect(lines[0]).toContain(`127.0.0.1:${gateway.port}:`);
+    expect(lines[0]).toContain(proxyPassword);
+    await axe(page, 'proxies with generated list');
+    await shot(page, 'proxies');
+
+    const download = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Download .txt' }).click();
+    const file = await download;
+    expect(file.suggestedFilename()).toBe('proxies-basic.txt');
+    expect(readFileSync(await file.path(), 'utf8')).toBe(lines.join('\n') + '\n');
+
+    expect(await throughGateway(lines[0]!)).toBe(200);
+    // The gateway's usage batches, folded as the worker does, feed the Overview's chart.
+    await until(async () => {
+      await gateway.ledger.flush();
+      await fold(db.pool);
+      const { rows } = await db.pool.query<{ n: number }>(
+        'SELECT coalesce(sum(bytes_up + bytes_down), 0)::bigint AS n FROM usage_hourly WHERE account_id = $1',
+        [account.id],
+      );
+      return (rows[0]?.n ?? 0) > 100_000;
+    }, 'usage folded into the hourly roll-up');
+  });
+
+  it('Overview: bandwidth per product and the usage chart from what the gateway wrote', async () => {
+    await page.goto(`${api.url}/`);
+    const row = page
+      .getByRole('table', { name: 'Bandwidth per product' })
+      .getByRole('row', { name: /basic/ });
+    await expect(row.textContent()).resolves.toContain('1 GB');
+    const chart = page.getByRole('img', { name: /usage/i });
+    await chart.waitFor();
+    await expect(page.locator('#usage-chart canvas').getAttribute('role')).resolves.toBe('img');
+    const data = JSON.parse((await page.locator('#usage-data').textContent())!) as {
+      products: string[];
+      series: number[][];
+    };
+    expect(data.products).toEqual(['basic']);
+    expect(data.series[0]!.at(-1)).toBeGreaterThan(0);
+    await axe(page, 'overview with chart');
+    await shot(page, 'overview');
+  });
+
+  it('API keys: regenerate the primary key (old 401, new 200 at once), create and revoke a named key', async () => {
+    await page.goto(`${api.url}/keys`);
+    const oldKey = account.apiKey;
+    await expect(page.getByText(`${oldKey.slice(0, 15)}…${oldKey.slice(-4)}`).isVisible()).resolves.toBe(
+      true,
+    );
+    expect(await page.content()).not.toContain(oldKey);
+    expect((await call(api.url, '/api/v1/usage', { key: oldKey })).status).toBe(200);
+
+    await page.getByRole('button', { name: 'Regenerate primary key' }).click();
+    const dialog = page.getByRole('dialog');
+    await expect(dialog.isVisible()).resolves.toBe(true);
+    await axe(page, 'regenerate dialog');
+    await dialog.getByRole('button', { name: 'Regenerate' }).click();
+    const newKey = await page.getByLabel('New API key').inputValue();
+    secrets.push(newKey);
+    expect(newKey).toMatch(/^svc_live_[0-9a-f]{48}$/);
+    expect(await page.getByLabel('New API key').getAttribute('readonly')).not.toBeNull();
+    await expect(page.getByRole('button', { name: 'Copy' }).isVisible()).resolves.toBe(true);
+    expect((await call(api.url, '/api/v1/usage', { key: oldKey })).status).toBe(401);
+    expect((await call(api.url, '/api/v1/usage', { key: newKey })).status).toBe(200);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await expect(page.evaluate<string>('navigator.clipboard.readText()')).resolves.toBe(newKey);
+    account.apiKey = newKey;
+
+    await page.getByLabel('Key name').fill('<script>');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('Key name: must be letters');
+    await page.getByLabel('Key name').fill('ci deploy');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const named = await page.getByLabel('New API key').inputValue();
+    secrets.push(named);
+    expect(named).toMatch(/^svc_live_[0-9a-f]{48}$/);
+    expect((await call(api.url, '/api/v1/usage', { key: named })).status).toBe(200);
+    const row = page.getByRole('row', { name: /ci deploy/ });
+    await expect(row.textContent()).resolves.toContain(`${named.slice(0, 15)}…${named.slice(-4)}`);
+    await axe(page, 'keys with new key');
+    await shot(page, 'api-keys');
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+    await page.waitForURL(`${api.url}/keys?done=revoked`);
+    expect((await call(api.url, '/api/v1/usage', { key: named })).status).toBe(401);
+    await expect(page.getByRole('row', { name: /ci deploy/ }).count()).resolves.toBe(0);
+  });
+
+  it('Alerts: the settings the admin API shows, saved', async () => {
+    await page.goto(`${api.url}/alerts`);
+    await expect(page.getByLabel('Low bandwidth').isChecked()).resolves.toBe(true);
+    await expect(page.getByLabel('Server alerts').isChecked()).resolves.toBe(false);
+    await page.getByLabel('Low bandwidth').uncheck();
+    await page.getByLabel('Server alerts').check();
+    await page.getByLabel('Low-bandwidth threshold (% remaining)').fill('25');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${api.url}/alerts?done=saved`);
+    const view = await admin(`/accounts/${account.id}`);
+    expect((view.body as { alerts: unknown }).alerts).toEqual({
+      lowBandwidth: false,
+      newInvoice: true,
+      serverAlerts: true,
+      lowBandwidthPercent: 25,
+    });
+    await axe(page, 'alerts saved');
+    await shot(page, 'alerts');
+  });
+
+  it('Billing: the invoices and the auto-refill settings per product', async () => {
+    await page.goto(`${api.url}/billing`);
+    const { rows } = await db.pool.query<{ number: number }>(
+      'SELECT number FROM invoices WHERE account_id = $1',
+      [account.id],
+    );
+    await expect(
+      page.getByRole('row', { name: new RegExp(`#${rows[0]!.number}`) }).textContent(),
+    ).resolves.toContain('1 GB');
+    const basic = page.getByRole('row', { name: /^basic/ });
+    await expect(basic.textContent()).resolves.toMatch(/On\s+0\.5 GB\s+2 GB\s+3/);
+    await shot(page, 'billing');
+  });
+
+  it('refuses a state-changing request without a valid CSRF token (403)', async () => {
+    const cookie = `pf_session=${sessionCookie}`;
+    const missing = await postForm('/alerts', { lowBandwidthPercent: '50' }, cookie);
+    expect(missing.status).toBe(403);
+    const forged = await postForm('/keys/regenerate', { _csrf: 'x'.repeat(43) }, cookie);
+    expect(forged.status).toBe(403);
+    const view = await admin(`/accounts/${account.id}`);
+    expect((view.body as { alerts: { lowBandwidthPercent: number } }).alerts.lowBandwidthPercent).toBe(25);
+    expect((await call(api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(200);
+    // Signed-out forms too: a sign-in without the pre-session cookie's token is refused.
+    expect((await postForm('/sign-in', { email: account.email, password: STRONG }, '')).status).toBe(403);
+  });
+
+  it('resets the proxy password after confirmation; the old one stops working on the gateway', async () => {
+    await page.goto(`${api.url}/proxies`);
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    const before = await page.getByLabel('Proxy password', { exact: true }).inputValue();
+    await page.getByRole('button', { name: 'Reset proxy password' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Reset password' }).click();
+    await page.waitForURL(`${api.url}/proxies?done=password`);
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    const after = await page.getByLabel('Proxy password', { exact: true }).inputValue();
+    expect(after).not.toBe(before);
+    // The basic plan's grammar: targeting after the password (password_country-us).
+    const line = `127.0.0.1:${gateway.port}:${account.proxyUsername}`;
+    await until(
+      async () => (await throughGateway(`${line}:${before}_country-us`)) === 407,
+      'old proxy password refused by the gateway',
+    );
+    await until(
+      async () => (await throughGateway(`${line}:${after}_country-us`)) === 200,
+      'new proxy password accepted by the gateway',
+    );
+  });
+
+  it('every asset came from the API process itself', () => {
+    expect(seenUrls.length).toBeGreaterThan(0);
+    expect(
+      seenUrls.filter((u) => !u.startsWith(api.url) && !u.startsWith('blob:') && !u.startsWith('data:')),
+    ).toEqual([]);
+    expect(seenUrls.some((u) => /\/assets\/uplot\.[0-9a-f]{12}\.js$/.test(u))).toBe(true);
+  });
+
+  it('works 375 px wide: every page fits and passes axe', async () => {
+    const narrow = await newContext({ width: 375, height: 800 });
+    const p = await narrow.newPage();
+    await signIn(p, account.email, STRONG);
+    await p.waitForURL(`${api.url}/`);
+    for (const [href, name] of [
+      ['/', 'overview'],
+      ['/proxies', 'proxies'],
+      ['/keys', 'api-keys'],
+      ['/alerts', 'alerts'],
+      ['/billing', 'billing'],
+    ] as const) {
+      await p.goto(api.url + href);
+      await axe(p, `${name} at 375 px`);
+      const width = await p.evaluate<number>('document.documentElement.scrollWidth');
+      expect({ href, width }).toEqual({ href, width: 375 });
+      await shot(p, `${name}-375`);
+    }
+    await narrow.close();
+  });
+
+  it('signing out ends the session on the server', async () => {
+    await page.goto(`${api.url}/`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(`${api.url}/sign-in`);
+    const { rows } = await db.pool.query('SELECT 1 FROM dashboard_sessions WHERE token_hash = $1', [
+      sha256(sessionCookie),
+    ]);
+    expect(rows).toHaveLength(0);
+    // The old cookie, replayed by a plain client, no longer opens anything.
+    const res = await fetch(`${api.url}/keys`, {
+      redirect: 'manual',
+      headers: { cookie: `pf_session=${sessionCookie}` },
+    });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/sign-in');
+  });
+
+  it('"Forgot password?" answers the same for known and unknown emails and emails a reset link', async () => {
+    for (const email of [account.email, exampleEmail('nobody')]) {
+      await page.goto(`${api.url}/sign-in`);
+      await page.getByRole('link', { name: 'Forgot password?' }).click();
+      await page.getByLabel('Email').fill(email);
+      await page.getByRole('button', { name: 'Send reset link' }).click();
+      await expect(
+        page.getByRole('status').filter({ hasText: 'If an account exists' }).isVisible(),
+      ).resolves.toBe(true);
+    }
+    await axe(page, 'forgot password sent');
+    const { rows } = await db.pool.query<{ body_text: string }>(
+      `SELECT body_text FROM email_outbox WHERE kind = 'dashboard_reset'`,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.body_text).toContain(account.email === rows[0]!.body_text ? '' : '/set-password?token=');
+  });
+
+  it('throttles failed sign-ins per account and per address', async () => {
+    const form = await signedOutForm();
+    for (let i = 0; i < 5; i++) {
+      const res = await postForm(
+        '/sign-in',
+        { _csrf: form.csrf, email: account.email, password: `wrong ${i}` },
+        form.cookie,
+      );
+      expect(res.status).toBe(401);
+    }
+    const locked = await postForm(
+      '/sign-in',
+      { _csrf: form.csrf, email: account.email, password: STRONG },
+      form.cookie,
+    );
+    expect(locked.status).toBe(429);
+    expect(await locked.text()).toContain('Too many failed sign-in attempts');
+    await db.pool.query('DELETE FROM dashboard_login_failures');
+
+    const from = { 'x-forwarded-for': '198.51.100.7' };
+    const other = await signedOutForm(from);
+    for (let i = 0; i < 20; i++) {
+      const res = await postForm(
+        '/sign-in',
+        { _csrf: other.csrf, email: exampleEmail('guess'), password: 'guess' },
+        other.cookie,
+        from,
+      );
+      expect(res.status).toBe(401);
+    }
+    const blocked = await postForm(
+      '/sign-in',
+      { _csrf: other.csrf, email: account.email, password: STRONG },
+      other.cookie,
+      from,
+    );
+    expect(blocked.status).toBe(429);
+    // Another address is not affected.
+    const ok = await postForm(
+      '/sign-in',
+      { _csrf: form.csrf, email: account.email, password: STRONG },
+      form.cookie,
+    );
+    expect(ok.status).toBe(303);
+  }, 180_000);
+
+  it('a suspended account cannot sign in, and its open sessions stop working', async () => {
+    const p = await context.newPage();
+    await signIn(p, account.email, STRONG);
+    await p.waitForURL(`${api.url}/`);
+    expect((await admin(`/accounts/${account.id}/suspend`, { method: 'POST' })).status).toBe(200);
+    await p.goto(`${api.url}/keys`);
+    await expect(p.getByRole('heading', { name: 'Sign in' }).isVisible()).resolves.toBe(true);
+    await signIn(p, account.email, STRONG);
+    await expect(p.getByRole('alert').textContent()).resolves.toContain('suspended');
+    await p.close();
+  });
+
+  it('never wrote a key, password or link token to the log', () => {
+    expect(logLines.length).toBeGreaterThan(10);
+    const log = logLines.join('');
+    expect(secrets.filter((secret) => log.includes(secret))).toEqual([]);
+  });
+
+  it('over HTTPS (behind a TLS-terminating proxy) cookies are Secure with the __Host- prefix', async () => {
+    const https = await startTestApi(db, { env: { PROXYFLEET_DASHBOARD_HTTPS: 'true' } });
+    try {
+      const res = await fetch(`${https.url}/sign-in`);
+      const cookie = res.headers.getSetCookie().find((c) => c.startsWith('__Host-pf_pre='))!;
+      expect(cookie).toMatch(/; Path=\//);
+      expect(cookie).toMatch(/; HttpOnly/);
+      expect(cookie).toMatch(/; Secure/);
+      expect(cookie).toMatch(/; SameSite=Lax/);
+      expect(cookie).not.toMatch(/Domain=/);
+      expect(res.headers.get('strict-transport-security')).toContain('max-age=31536000');
+    } finally {
+      await https.close();
+    }
+  });
+});

@@ -1,0 +1,66 @@
+// One-time links to set the dashboard password: an invite (admin API, CLI) or a reset ("Forgot
+// password?"). The link carries 256 random bits; only their sha256 is stored. The email is queued
+// in the outbox in the same transaction as the link, like every other email (docs/adr/0006), and
+// the worker sends it; the migration blanks the body once it is sent.
+import { randomBytes } from 'node:crypto';
+import type { Request } from 'express';
+import { withTransaction, type Pool } from '../../../../common/src/db/pool.ts';
+import { AppError } from '../../../../common/src/errors.ts';
+import { sha256 } from '../../../../common/src/secrets.ts';
+import { linkEmail } from './emails.ts';
+
+export const INVITE_TTL_SECONDS = 7 * 24 * 3600;
+export const RESET_TTL_SECONDS = 3600;
+export const SET_PASSWORD_PATH = '/set-password';
+
+export type LinkPurpose = 'invite' | 'reset';
+
+export const hashToken = (token: string): Buffer => sha256(token);
+export const newToken = (): string => randomBytes(32).toString('base64url');
+
+export async function createPasswordLink(
+  pool: Pool,
+  accountId: string,
+  purpose: LinkPurpose,
+  baseUrl: string,
+): Promise<{ url: string; expiresAt: Date }> {
+  const token = newToken();
+  const hash = hashToken(token);
+  const url = `${baseUrl.replace(/\/+$/, '')}${SET_PASSWORD_PATH}?token=${token}`;
+  return withTransaction(pool, async (client) => {
+    const account = await client.query<{ email: string }>(
+      'SELECT email FROM accounts WHERE id = $1 FOR UPDATE',
+      [accountId],
+    );
+    const email = account.rows[0]?.email;
+    if (!email) throw new AppError('ACCOUNT_NOT_FOUND');
+    const ttl = purpose === 'invite' ? INVITE_TTL_SECONDS : RESET_TTL_SECONDS;
+    const { rows } = await client.query<{ expires_at: Date }>(
+      `INSERT INTO dashboard_tokens (token_hash, account_id, purpose, expires_at)
+       VALUES ($1, $2, $3, now() + make_interval(secs => $4)) RETURNING expires_at`,
+      [hash, accountId, purpose, ttl],
+    );
+    const expiresAt = rows[0]!.expires_at;
+    const message = linkEmail(purpose, url, expiresAt);
+    const id = hash.toString('hex').slice(0, 32);
+    await client.query(
+      `INSERT INTO email_outbox (account_id, kind, dedupe_key, to_address, subject, body_text, message_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [
+        accountId,
+        message.kind,
+        `${message.kind}:${id}`,
+        email,
+        message.subject,
+        message.text,
+        `<${message.kind}-${id}@proxyfleet>`,
+      ],
+    );
+    return { url, expiresAt };
+  });
+}
+
+/** The dashboard's public origin as the client reached it (honours trust proxy for the scheme). */
+export function origin(req: Request): string {
+  return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+}

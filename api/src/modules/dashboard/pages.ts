@@ -1,0 +1,776 @@
+// The dashboard's pages: typed functions from data to escaped HTML (html.ts). Every form works
+// without JavaScript (a confirmation page stands in for each dialog); client/dashboard.js adds
+// copy, reveal, download, dialogs and the chart.
+import { PRODUCTS } from '../../../../common/src/products.ts';
+import type { KeyRecord } from '../../../../common/src/accounts/keys.ts';
+import type { IspProxy } from '../proxies/schemas.ts';
+import type { AlertsRow } from '../admin/repo.ts';
+import type { AutoRefillLine, InvoiceLine } from './billing.ts';
+import { html, jsonBlock, type Html } from './html.ts';
+
+export interface PageContext {
+  assets: { script: string; style: string; uplotStyle: string };
+  /** CSRF token for this page's forms. */
+  csrf: string;
+  /** Signed in: the navigation and "Sign out" are shown. */
+  email?: string;
+  /** Path of the current section (for aria-current). */
+  current?: string;
+}
+
+const NAV = [
+  { href: '/', label: 'Overview' },
+  { href: '/proxies', label: 'Proxies' },
+  { href: '/keys', label: 'API keys' },
+  { href: '/alerts', label: 'Alerts' },
+  { href: '/billing', label: 'Billing' },
+] as const;
+
+export const csrfField = (ctx: PageContext) => html`<input type="hidden" name="_csrf" value="${ctx.csrf}" />`;
+
+export function layout(
+  ctx: PageContext,
+  title: string,
+  body: Html,
+  options: { narrow?: boolean; chart?: boolean } = {},
+): Html {
+  const signedIn = ctx.email !== undefined;
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · proxyfleet</title>
+        <link rel="stylesheet" href="${ctx.assets.style}" />
+        ${options.chart ? html`<link rel="stylesheet" href="${ctx.assets.uplotStyle}" />` : ''}
+        <script type="module" src="${ctx.assets.script}"></script>
+      </head>
+      <body>
+        <a class="skip" href="#main">Skip to content</a>
+        <header class="top">
+          <p class="brand">proxyfleet</p>
+          ${
+            signedIn
+              ? html`<nav aria-label="Dashboard">
+                    <ul>
+                      ${NAV.map(
+                        (n) =>
+                          html`<li>
+                            <a href="${n.href}" ${ctx.current === n.href ? html` aria-current="page"` : ''}
+                              >${n.label}</a
+                            >
+                          </li>`,
+                      )}
+                    </ul>
+                  </nav>
+                  <form class="signout" method="post" action="/sign-out">
+                    ${csrfField(ctx)}<span class="hint">${ctx.email} </span
+                    ><button class="secondary" type="submit">Sign out</button>
+                  </form>`
+              : ''
+          }
+        </header>
+        <main id="main" ${options.narrow ? html` class="narrow"` : ''}>
+          <h1>${title}</h1>
+          <div id="live-status" class="visually-hidden" role="status" aria-live="polite"></div>
+          ${body}
+        </main>
+      </body>
+    </html>`;
+}
+
+const message = (kind: 'error' | 'success' | 'notice', text: string | undefined) =>
+  text
+    ? html`<div class="${kind}" ${kind === 'error' ? html`role="alert"` : html`role="status"`}>${text}</div>`
+    : '';
+
+// --- signed out ---
+
+export function signInPage(
+  ctx: PageContext,
+  state: { email?: string; error?: string; notice?: string } = {},
+): Html {
+  return layout(
+    ctx,
+    'Sign in',
+    html`${message('error', state.error)}${message('success', state.notice)}
+      <form method="post" action="/sign-in" novalidate>
+        ${csrfField(ctx)}
+        <label for="email">Email</label>
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autocomplete="username"
+          required
+          value="${state.email ?? ''}"
+        />
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required />
+        <button type="submit">Sign in</button>
+      </form>
+      <p><a href="/forgot-password">Forgot password?</a></p>`,
+    { narrow: true },
+  );
+}
+
+export function forgotPage(ctx: PageContext, state: { sent?: boolean; error?: string } = {}): Html {
+  return layout(
+    ctx,
+    'Reset your password',
+    state.sent
+      ? html`${message('success', 'If an account exists for that email, we have sent it a link to set a new password. The link works once, for one hour.')}
+          <p><a href="/sign-in">Back to sign in</a></p>`
+      : html`${message('error', state.error)}
+          <p>Enter the email of your account and we will email you a link to set a new password.</p>
+          <form method="post" action="/forgot-password">
+            ${csrfField(ctx)}
+            <label for="email">Email</label>
+            <input id="email" name="email" type="email" autocomplete="username" required />
+            <button type="submit">Send reset link</button>
+          </form>
+          <p><a href="/sign-in">Back to sign in</a></p>`,
+    { narrow: true },
+  );
+}
+
+export function setPasswordPage(
+  ctx: PageContext,
+  state: { token: string; email: string; error?: string },
+): Html {
+  return layout(
+    ctx,
+    'Set your password',
+    html`${message('error', state.error)}
+      <p>Choose the password for <strong>${state.email}</strong>.</p>
+      <form method="post" action="/set-password" novalidate>
+        ${csrfField(ctx)}
+        <input type="hidden" name="token" value="${state.token}" />
+        <input type="hidden" name="username" value="${state.email}" autocomplete="username" />
+        <label for="new-password">New password</label>
+        <p class="hint" id="new-password-hint">
+          At least 10 characters. A few unrelated words make a strong password that is easy to remember.
+        </p>
+        <input
+          id="new-password"
+          name="password"
+          type="password"
+          autocomplete="new-password"
+          minlength="10"
+          required
+          aria-describedby="new-password-hint"
+        />
+        <button type="submit">Set password</button>
+      </form>`,
+    { narrow: true },
+  );
+}
+
+export function linkInvalidPage(ctx: PageContext): Html {
+  return layout(
+    ctx,
+    'This link does not work',
+    html`<p>The link has expired or has already been used. Each link works once.</p>
+      <p><a href="/forgot-password">Get a new link</a> or <a href="/sign-in">sign in</a>.</p>`,
+    { narrow: true },
+  );
+}
+
+export function forbiddenPage(ctx: PageContext): Html {
+  return layout(
+    ctx,
+    'This form has expired',
+    html`<p>For your safety the form was refused. Go back, reload the page and try again.</p>
+      <p><a href="/">Go to the dashboard</a></p>`,
+    {
+      narrow: true,
+    },
+  );
+}
+
+// --- signed in ---
+
+const gbText = (bytes: number) => `${(bytes / 1e9).toLocaleString('en-US', { maximumFractionDigits: 3 })} GB`;
+const dateText = (d: Date | null) => (d ? d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : 'never');
+const keyText = (k: { prefix: string; last4: string }) => `${k.prefix}…${k.last4}`;
+
+export interface ProductUsage {
+  product: string;
+  total: number;
+  used: number;
+  remaining: number;
+}
+
+export interface ChartData {
+  days: string[];
+  products: string[];
+  /** MB (10^6 bytes) per product (outer) per day (inner). */
+  series: number[][];
+}
+
+export function overviewPage(
+  ctx: PageContext,
+  data: { products: ProductUsage[]; chart: ChartData; updatedAt: string },
+): Html {
+  const bought = data.products.filter((p) => p.total > 0);
+  const chartLabel = `Daily usage by product over the last ${data.chart.days.length} days, in MB`;
+  return layout(
+    ctx,
+    'Overview',
+    html`<section class="card" aria-labelledby="bandwidth-h">
+        <h2 id="bandwidth-h">Bandwidth</h2>
+        ${
+          bought.length === 0
+            ? html`<p>No bandwidth bought yet.</p>`
+            : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Bandwidth per product">
+                <table>
+                  <caption class="visually-hidden">
+                    Bandwidth per product
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Product</th>
+                      <th scope="col" class="num">Bought</th>
+                      <th scope="col" class="num">Used</th>
+                      <th scope="col" class="num">Remaining</th>
+                      <th scope="col">Share used</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${bought.map(
+                      (p) =>
+                        html`<tr>
+                          <th scope="row">${p.product}</th>
+                          <td class="num">${gbText(p.total)}</td>
+                          <td class="num">${gbText(p.used)}</td>
+                          <td class="num">${gbText(p.remaining)}</td>
+                          <td>
+                            <meter
+                              min="0"
+                              max="${p.total}"
+                              value="${Math.min(p.used, p.total)}"
+                              aria-label="${p.product} share used"
+                            >
+                              ${Math.round((p.used / p.total) * 100)}%
+                            </meter>
+                          </td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+        }
+        <p class="hint">
+          Updated ${data.updatedAt.slice(0, 19).replace('T', ' ')} UTC; usage is folded from the gateways
+          every few seconds.
+        </p>
+      </section>
+      <section class="card" aria-labelledby="usage-h">
+        <h2 id="usage-h">Usage over time</h2>
+        <div id="usage-chart" data-label="${chartLabel}"></div>
+        <script type="application/json" id="usage-data">
+          ${jsonBlock(data.chart)}
+        </script>
+        <details>
+          <summary>Usage as a table</summary>
+          <div class="table-wrap" tabindex="0" role="region" aria-label="Usage as a table">
+            <table>
+              <caption class="visually-hidden">
+                ${chartLabel}
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">Day</th>
+                  ${data.chart.products.map((p) => html`<th scope="col" class="num">${p}</th>`)}
+                </tr>
+              </thead>
+              <tbody>
+                ${data.chart.days.map(
+                  (day, i) =>
+                    html`<tr>
+                      <th scope="row">${day}</th>
+                      ${data.chart.series.map((s) => html`<td class="num">${s[i] ?? 0}</td>`)}
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>
+        </details>
+      </section>`,
+    { chart: true },
+  );
+}
+
+/** A button that opens a dialog (JavaScript) or a confirmation page (without). */
+function confirmed(
+  ctx: PageContext,
+  o: {
+    id: string;
+    pageHref: string;
+    action: string;
+    open: string;
+    title: string;
+    text: string;
+    confirm: string;
+    danger?: boolean;
+  },
+): Html {
+  return html`<form method="get" action="${o.pageHref}" data-confirm="${o.id}">
+      <button type="submit" class="${o.danger ? 'danger' : 'secondary'}">${o.open}</button>
+    </form>
+    <dialog id="${o.id}" aria-labelledby="${o.id}-h">
+      <h2 id="${o.id}-h">${o.title}</h2>
+      <p>${o.text}</p>
+      <form method="post" action="${o.action}">
+        ${csrfField(ctx)}<button type="submit" class="danger">${o.confirm}</button>
+        <button type="button" class="secondary" data-close="1">Cancel</button>
+      </form>
+    </dialog>`;
+}
+
+export function confirmPage(
+  ctx: PageContext,
+  o: { title: string; text: string; action: string; confirm: string; back: string },
+): Html {
+  return layout(
+    ctx,
+    o.title,
+    html`<p>${o.text}</p>
+      <form method="post" action="${o.action}">
+        ${csrfField(ctx)}<button type="submit" class="danger">${o.confirm}</button>
+      </form>
+      <p><a href="${o.back}">Cancel</a></p>`,
+    { narrow: true },
+  );
+}
+
+const copyButton = (id: string) =>
+  html`<button type="button" class="secondary" data-copy="${id}" data-js-only hidden>Copy</button>`;
+
+export interface GenerateForm {
+  product: string;
+  country: string;
+  sessionType: string;
+  count: string;
+}
+
+export function proxiesPage(
+  ctx: PageContext,
+  data: {
+    username: string;
+    password: string;
+    isp: IspProxy[];
+    form: GenerateForm;
+    generated?: string[];
+    error?: string;
+    notice?: string;
+  },
+): Html {
+  const f = data.form;
+  const option = (value: string, label: string, selected: string) =>
+    html`<option value="${value}" ${value === selected ? html` selected` : ''}>${label}</option>`;
+  return layout(
+    ctx,
+    'Proxies',
+    html`${message('success', data.notice)}
+      <section class="card" aria-labelledby="cred-h">
+        <h2 id="cred-h">Proxy credentials</h2>
+        <p class="hint">
+          Use these with any gateway; add targeting to the username or password as in generated proxies.
+        </p>
+        <label for="proxy-username">Proxy username</label>
+        <div class="row">
+          <input
+            id="proxy-username"
+            class="mono"
+            value="${data.username}"
+            readonly
+          />${copyButton('proxy-username')}
+        </div>
+        <label for="proxy-password">Proxy password</label>
+        <div class="row">
+          <input
+            id="proxy-password"
+            class="mono"
+            type="password"
+            value="${data.password}"
+            readonly
+            autocomplete="off"
+          />
+          <button
+            type="button"
+            class="secondary"
+            data-reveal="proxy-password"
+            aria-pressed="false"
+            data-js-only
+            hidden
+          >
+            Reveal</button
+          >${copyButton('proxy-password')}
+        </div>
+        ${confirmed(ctx, {
+          id: 'reset-password-dialog',
+          pageHref: '/proxies/reset-password',
+          action: '/proxies/reset-password',
+          open: 'Reset proxy password',
+          title: 'Issue a new password for the gateways?',
+          text: 'A new password is issued and the current one stops working on every gateway within seconds. Proxies you generated before stop working.',
+          confirm: 'Reset password',
+        })}
+      </section>
+      <section class="card" aria-labelledby="gen-h">
+        <h2 id="gen-h">Generate proxies</h2>
+        ${message('error', data.error)}
+        <form method="post" action="/proxies/generate">
+          ${csrfField(ctx)}
+          <div class="grid">
+            <div>
+              <label for="gen-product">Product</label>
+              <select id="gen-product" name="provider">
+                ${PRODUCTS.map((p) => option(p, p, f.product))}
+              </select>
+            </div>
+            <div>
+              <label for="gen-country">Country</label>
+              <input
+                id="gen-country"
+                name="country"
+                value="${f.country}"
+                maxlength="2"
+                autocomplete="off"
+                aria-describedby="gen-country-hint"
+                required
+              />
+              <p class="hint" id="gen-country-hint">Two letters, for example us</p>
+            </div>
+            <div>
+              <label for="gen-session">Session type</label>
+              <select id="gen-session" name="sessionType">
+                ${option('rotating', 'Rotating', f.sessionType)}${option('sticky', 'Sticky', f.sessionType)}
+              </select>
+            </div>
+            <div>
+              <label for="gen-count">Count</label>
+              <input
+                id="gen-count"
+                name="count"
+                type="number"
+                min="1"
+                max="1000"
+                value="${f.count}"
+                required
+              />
+            </div>
+          </div>
+          <button type="submit">Generate</button>
+        </form>
+        ${
+          data.generated
+            ? html`<label for="generated">Generated proxies</label>
+                <p class="hint">host:port:username:password, one per line</p>
+                <textarea id="generated" rows="${Math.min(10, Math.max(2, data.generated.length))}" readonly>
+${data.generated.join('\n')}</textarea>
+                <div class="row">
+                  ${copyButton('generated')}<button
+                    type="button"
+                    class="secondary"
+                    data-download="generated"
+                    data-filename="proxies-${f.product}.txt"
+                    data-js-only
+                    hidden
+                  >
+                    Download .txt
+                  </button>
+                </div>`
+            : ''
+        }
+      </section>
+      <section class="card" aria-labelledby="isp-h">
+        <h2 id="isp-h">ISP proxies</h2>
+        ${
+          data.isp.length === 0
+            ? html`<p>No static ISP proxies on this account.</p>`
+            : html`<div class="table-wrap" tabindex="0" role="region" aria-label="ISP proxies">
+                  <table>
+                    <thead>
+                      <tr>
+                        <th scope="col">Proxy</th>
+                        <th scope="col">Country</th>
+                        <th scope="col">City</th>
+                        <th scope="col">ISP</th>
+                        <th scope="col">Status</th>
+                        <th scope="col">Expires</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      ${data.isp.map(
+                        (p) =>
+                          html`<tr>
+                            <td class="mono">${p.host}:${p.port}:${p.username}:••••••</td>
+                            <td>${p.country}</td>
+                            <td>${p.city ?? ''}</td>
+                            <td>${p.isp ?? ''}</td>
+                            <td>${p.status}</td>
+                            <td>${p.expiresAt ? p.expiresAt.slice(0, 10) : 'never'}</td>
+                          </tr>`,
+                      )}
+                    </tbody>
+                  </table>
+                </div>
+                <label for="isp-list">ISP proxies as text</label>
+                <textarea id="isp-list" rows="${Math.min(8, data.isp.length + 1)}" readonly>
+${data.isp.map((p) => p.proxy).join('\n')}</textarea>
+                <div class="row">${copyButton('isp-list')}</div>`
+        }
+      </section>`,
+  );
+}
+
+export function keysPage(
+  ctx: PageContext,
+  data: {
+    keys: KeyRecord[];
+    newKey?: { apiKey: string; label: string };
+    error?: string;
+    notice?: string;
+    limit: number;
+  },
+): Html {
+  const active = data.keys.filter((k) => k.revokedAt === null);
+  const primary = active.find((k) => k.kind === 'primary');
+  const named = active.filter((k) => k.kind === 'named');
+  return layout(
+    ctx,
+    'API keys',
+    html`${message('error', data.error)}${message('success', data.notice)}
+      ${
+        data.newKey
+          ? html`<section class="notice" aria-labelledby="new-key-h">
+              <h2 id="new-key-h">${data.newKey.label}</h2>
+              <p>
+                Copy it now: it is shown only once. It already works, and any key it replaced is already
+                refused.
+              </p>
+              <label for="new-key">New API key</label>
+              <div class="row">
+                <input
+                  id="new-key"
+                  class="mono"
+                  value="${data.newKey.apiKey}"
+                  readonly
+                  autocomplete="off"
+                />${copyButton('new-key')}
+              </div>
+            </section>`
+          : ''
+      }
+      <section class="card" aria-labelledby="primary-h">
+        <h2 id="primary-h">Primary key</h2>
+        <p>Primary key: <code>${primary ? keyText(primary) : 'none'}</code></p>
+        ${primary ? html`<p class="hint">Created ${dateText(primary.createdAt)}, last used ${dateText(primary.lastUsedAt)}</p>` : ''}
+        ${confirmed(ctx, {
+          id: 'regenerate-dialog',
+          pageHref: '/keys/regenerate',
+          action: '/keys/regenerate',
+          open: 'Regenerate primary key',
+          title: 'Regenerate the primary key?',
+          text: 'A new primary key is issued and the current one stops working at once, on every server.',
+          confirm: 'Regenerate',
+        })}
+      </section>
+      <section class="card" aria-labelledby="named-h">
+        <h2 id="named-h">Named keys</h2>
+        <p class="hint">Up to ${data.limit} named keys, each with its own name, revocable on its own.</p>
+        <form method="post" action="/keys">
+          ${csrfField(ctx)}
+          <label for="key-name">Key name</label>
+          <div class="row">
+            <input id="key-name" name="name" maxlength="64" required autocomplete="off" /><button
+              type="submit"
+            >
+              Create key
+            </button>
+          </div>
+        </form>
+        ${
+          named.length === 0
+            ? html`<p>No named keys.</p>`
+            : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Named API keys">
+                <table>
+                  <caption class="visually-hidden">
+                    Named API keys
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Key</th>
+                      <th scope="col">Created</th>
+                      <th scope="col">Last used</th>
+                      <th scope="col"><span class="visually-hidden">Actions</span></th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${named.map(
+                      (k) =>
+                        html`<tr>
+                          <td>${k.name}</td>
+                          <td class="mono">${keyText(k)}</td>
+                          <td>${dateText(k.createdAt)}</td>
+                          <td>${dateText(k.lastUsedAt)}</td>
+                          <td>
+                            ${confirmed(ctx, {
+                              id: `revoke-${k.id}`,
+                              pageHref: `/keys/${k.id}/revoke`,
+                              action: `/keys/${k.id}/revoke`,
+                              open: 'Revoke',
+                              title: `Revoke the key “${k.name}”?`,
+                              text: 'It stops working at once, on every server. This cannot be undone.',
+                              confirm: 'Revoke',
+                              danger: true,
+                            })}
+                          </td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+        }
+      </section>`,
+  );
+}
+
+export function alertsPage(
+  ctx: PageContext,
+  data: { alerts: AlertsRow; notice?: string; error?: string },
+): Html {
+  const a = data.alerts;
+  const box = (name: string, label: string, checked: boolean, hint: string) =>
+    html`<div class="checkbox">
+        <input
+          type="checkbox"
+          id="alert-${name}"
+          name="${name}"
+          value="on"
+          ${checked ? html` checked` : ''}
+          aria-describedby="alert-${name}-hint"
+        /><label for="alert-${name}">${label}</label>
+      </div>
+      <p class="hint" id="alert-${name}-hint">${hint}</p>`;
+  return layout(
+    ctx,
+    'Alerts',
+    html`${message('error', data.error)}${message('success', data.notice)}
+      <form method="post" action="/alerts">
+        ${csrfField(ctx)}
+        <fieldset>
+          <legend>Email me when</legend>
+          ${box('lowBandwidth', 'Low bandwidth', a.lowBandwidth, 'A product falls below the threshold below.')}
+          ${box('newInvoice', 'New invoice', a.newInvoice, 'An invoice is issued (a purchase or an auto-refill).')}
+          ${box('serverAlerts', 'Server alerts', a.serverAlerts, 'Gateway incidents and maintenance.')}
+        </fieldset>
+        <label for="alert-threshold">Low-bandwidth threshold (% remaining)</label>
+        <input
+          id="alert-threshold"
+          name="lowBandwidthPercent"
+          type="number"
+          min="1"
+          max="99"
+          value="${a.lowBandwidthPercent}"
+          required
+        />
+        <button type="submit">Save</button>
+      </form>`,
+    { narrow: true },
+  );
+}
+
+export function billingPage(
+  ctx: PageContext,
+  data: { invoices: InvoiceLine[]; autoRefill: AutoRefillLine[] },
+): Html {
+  const refill = new Map(data.autoRefill.map((r) => [r.product, r]));
+  return layout(
+    ctx,
+    'Billing',
+    html`<section class="card" aria-labelledby="inv-h">
+        <h2 id="inv-h">Invoices</h2>
+        ${
+          data.invoices.length === 0
+            ? html`<p>No invoices yet.</p>`
+            : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Invoices">
+                <table>
+                  <caption class="visually-hidden">
+                    Invoices, newest first
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Invoice</th>
+                      <th scope="col">Issued</th>
+                      <th scope="col">Product</th>
+                      <th scope="col" class="num">Bandwidth</th>
+                      <th scope="col">Source</th>
+                      <th scope="col">Status</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${data.invoices.map(
+                      (i) =>
+                        html`<tr>
+                          <td>#${i.number}</td>
+                          <td>${dateText(i.issuedAt)}</td>
+                          <td>${i.product}</td>
+                          <td class="num">${gbText(i.bytes)}</td>
+                          <td>${i.source === 'auto_refill' ? 'Auto-refill' : 'Purchase'}</td>
+                          <td>${i.status}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+        }
+      </section>
+      <section class="card" aria-labelledby="refill-h">
+        <h2 id="refill-h">Auto-refill</h2>
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Auto-refill settings">
+          <table>
+            <caption class="visually-hidden">
+              Auto-refill settings per product
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Product</th>
+                <th scope="col">Auto-refill</th>
+                <th scope="col" class="num">When below</th>
+                <th scope="col" class="num">Buy</th>
+                <th scope="col" class="num">At most per month</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${PRODUCTS.map((p) => {
+                const r = refill.get(p);
+                return r
+                  ? html`<tr>
+                      <th scope="row">${p}</th>
+                      <td>${r.enabled ? 'On' : 'Off'}</td>
+                      <td class="num">${gbText(r.thresholdBytes)}</td>
+                      <td class="num">${gbText(r.refillBytes)}</td>
+                      <td class="num">${r.maxRefillsPerMonth}</td>
+                    </tr>`
+                  : html`<tr>
+                      <th scope="row">${p}</th>
+                      <td>Off</td>
+                      <td class="num">–</td>
+                      <td class="num">–</td>
+                      <td class="num">–</td>
+                    </tr>`;
+              })}
+            </tbody>
+          </table>
+        </div>
+        <p class="hint">
+          Auto-refill buys the set amount when a product's remaining bandwidth falls below its threshold. Ask
+          support to change it.
+        </p>
+      </section>`,
+  );
+}

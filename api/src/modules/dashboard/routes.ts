@@ -1,0 +1,579 @@
+// The customer dashboard at / (issue 12, docs/adr/0050): server-rendered pages, form posts with a
+// CSRF token, sessions in PostgreSQL. Every action calls the same operation as the admin API
+// (common/src/accounts, admin/repo.ts updateAlerts, proxies/service.ts generateProxies) and, like
+// the admin API, answers only once every API process has applied the change.
+import express, { type Request, type Response, type Router } from 'express';
+import helmet from 'helmet';
+import { z } from 'zod';
+import { AppError } from '../../../../common/src/errors.ts';
+import type { Logger } from '../../../../common/src/logger.ts';
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import { readProxyCredentials, resetProxyPassword } from '../../../../common/src/accounts/accounts.ts';
+import {
+  createNamedKey,
+  listKeys,
+  MAX_NAMED_KEYS,
+  regeneratePrimaryKey,
+  revokeKey,
+} from '../../../../common/src/accounts/keys.ts';
+import { PRODUCTS } from '../../../../common/src/products.ts';
+import { activeKeyKind, updateAlerts, type AlertsRow } from '../admin/repo.ts';
+import { createKeySchema } from '../admin/schemas.ts';
+import { generateRequestSchema } from '../proxies/schemas.ts';
+import { generateProxies, ispProxies, type ProxiesDeps } from '../proxies/service.ts';
+import type { WaitForApiCaches } from '../sync/wait.ts';
+import { productBalances, type UsageService } from '../usage/service.ts';
+import { loadAssets } from './assets.ts';
+import { listAutoRefill, listInvoices } from './billing.ts';
+import type { Html } from './html.ts';
+import { createPasswordLink, hashToken, origin } from './links.ts';
+import * as pages from './pages.ts';
+import {
+  decoyHash,
+  hashPassword,
+  MAX_PASSWORD_LENGTH,
+  passwordProblem,
+  verifyPassword,
+} from './passwords.ts';
+import * as repo from './repo.ts';
+import { csrfKeyFrom, SESSION_IDLE_SECONDS, Sessions } from './session.ts';
+
+/** Sign-in failures allowed per email and per source address within the window. */
+export const LOGIN_WINDOW_SECONDS = 15 * 60;
+export const LOGIN_FAILURES_PER_EMAIL = 5;
+export const LOGIN_FAILURES_PER_ADDRESS = 20;
+const CHART_DAYS = 30;
+const BODY_LIMIT = '16kb';
+
+export interface DashboardDeps {
+  pool: Pool;
+  logger: Logger;
+  credentialsKey: Buffer;
+  usage: UsageService;
+  proxies: ProxiesDeps;
+  waitForApiCaches: WaitForApiCaches;
+  /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies and HSTS. */
+  https: boolean;
+}
+
+const DASHBOARD_PATH =
+  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|billing|assets\/[^/]+)$/;
+const SIGNED_OUT_PATHS = new Set(['/sign-in', '/forgot-password', '/set-password']);
+
+const formString = (max: number) => z.string().max(max).optional().default('');
+const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
+const alertsForm = z.object({
+  lowBandwidth: z.literal('on').optional(),
+  newInvoice: z.literal('on').optional(),
+  serverAlerts: z.literal('on').optional(),
+  lowBandwidthPercent: z.coerce.number().int().min(1).max(99),
+});
+const uuid = z.uuid();
+
+export function dashboardRouter(deps: DashboardDeps): Router {
+  const { pool } = deps;
+  const assets = loadAssets();
+  const sessions = new Sessions({ pool, https: deps.https, csrfKey: csrfKeyFrom(deps.credentialsKey) });
+  const router = express.Router();
+
+  // Only the dashboard's own paths go through its headers, body parser, session and CSRF check;
+  // anything else (an unknown /api/v1 path, say) leaves for the API's JSON 404/405.
+  router.use((req, _res, next) => (DASHBOARD_PATH.test(req.path) ? next() : next('router')));
+  router.use(assets.handler);
+  router.use(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'none'"],
+          scriptSrc: ["'self'"],
+          styleSrc: ["'self'"],
+          imgSrc: ["'self'", 'data:'],
+          connectSrc: ["'self'"],
+          fontSrc: ["'self'"],
+          formAction: ["'self'"],
+          frameAncestors: ["'none'"],
+          baseUri: ["'none'"],
+          objectSrc: ["'none'"],
+        },
+      },
+      strictTransportSecurity: deps.https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      referrerPolicy: { policy: 'no-referrer' },
+      crossOriginEmbedderPolicy: false,
+    }),
+  );
+  router.use(express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: 50 }));
+
+  const base = (csrf: string, extra: Partial<pages.PageContext> = {}): pages.PageContext => ({
+    assets,
+    csrf,
+    ...extra,
+  });
+  const send = (res: Response, page: Html, status = 200) => {
+    res.status(status).type('html').set('Cache-Control', 'no-store').send(page.text);
+  };
+
+  /** Signed-out pages: their forms are bound to the pre-session cookie. */
+  const anon = (req: Request, res: Response) => base(sessions.csrfToken(sessions.preSession(req, res)));
+
+  // Every POST carries a CSRF token: bound to the session when signed in, to the pre-session cookie before.
+  interface Signed {
+    person: repo.Person;
+    ctx: pages.PageContext;
+  }
+  const signedIn = new WeakMap<Request, Signed>();
+  router.use(async (req, res, next) => {
+    try {
+      const current = await sessions.current(req);
+      if (current) {
+        signedIn.set(req, {
+          person: current.person,
+          ctx: base(sessions.csrfToken(current.token), { email: current.person.email, current: req.path }),
+        });
+      }
+      if (
+        req.method === 'POST' &&
+        !sessions.csrfValid(req, current !== undefined && !SIGNED_OUT_PATHS.has(req.path))
+      ) {
+        return send(res, pages.forbiddenPage(current ? signedIn.get(req)!.ctx : anon(req, res)), 403);
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  type Handler = (req: Request, res: Response, who: Signed) => Promise<void>;
+  /** A page or action for signed-in people; others get the sign-in page. */
+  const auth =
+    (handler: Handler) =>
+    async (req: Request, res: Response): Promise<void> => {
+      const who = signedIn.get(req);
+      if (!who) {
+        if (req.method === 'GET' && req.path === '/') return send(res, pages.signInPage(anon(req, res)));
+        return void res.redirect(303, '/sign-in');
+      }
+      await handler(req, res, who);
+    };
+
+  // --- signed out: sign in, forgot password, set password ---
+
+  router.get('/sign-in', (req, res) => {
+    if (signedIn.has(req)) return void res.redirect(303, '/');
+    const notice = req.query.done === 'password' ? 'Your password is set. Sign in with it.' : undefined;
+    send(res, pages.signInPage(anon(req, res), { notice }));
+  });
+
+  router.post('/sign-in', async (req, res) => {
+    const form = signInForm.safeParse(req.body);
+    const email = form.success ? form.data.email.trim() : '';
+    const password = form.success ? form.data.password : '';
+    const buckets = [`email:${email.toLowerCase()}`, `ip:${req.ip ?? 'unknown'}`];
+    const counts = await repo.countFailures(pool, buckets, LOGIN_WINDOW_SECONDS);
+    if (
+      (counts.get(buckets[0]!) ?? 0) >= LOGIN_FAILURES_PER_EMAIL ||
+      (counts.get(buckets[1]!) ?? 0) >= LOGIN_FAILURES_PER_ADDRESS
+    ) {
+      const minutes = LOGIN_WINDOW_SECONDS / 60;
+      return send(
+        res,
+        pages.signInPage(anon(req, res), {
+          email,
+          error: `Too many failed sign-in attempts. Try again in ${minutes} minutes.`,
+        }),
+        429,
+      );
+    }
+    const row = email ? await repo.findByEmail(pool, email) : undefined;
+    // Unknown emails and accounts without a password still cost one scrypt: timing tells nothing.
+    const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
+    if (!row?.passwordHash || !ok) {
+      await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS);
+      return send(
+        res,
+        pages.signInPage(anon(req, res), { email, error: 'The email or password is not right.' }),
+        401,
+      );
+    }
+    if (row.status !== 'active') {
+      return send(
+        res,
+        pages.signInPage(anon(req, res), { email, error: 'This account is suspended. Contact support.' }),
+        403,
+      );
+    }
+    await repo.clearFailures(pool, buckets[0]!);
+    // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
+    await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
+    await sessions.start(res, row.accountId);
+    res.redirect(303, '/');
+  });
+
+  router.get('/forgot-password', (req, res) => send(res, pages.forgotPage(anon(req, res))));
+
+  router.post('/forgot-password', async (req, res) => {
+    const email = signInForm.safeParse(req.body).data?.email.trim() ?? '';
+    const ipBucket = `ip:${req.ip ?? 'unknown'}`;
+    const counts = await repo.countFailures(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
+    if ((counts.get(ipBucket) ?? 0) >= LOGIN_FAILURES_PER_ADDRESS) {
+      return send(
+        res,
+        pages.forgotPage(anon(req, res), { error: 'Too many requests. Try again later.' }),
+        429,
+      );
+    }
+    // Each request counts against the address, so the form cannot be used to flood a mailbox.
+    await repo.recordFailure(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
+    const row = email ? await repo.findByEmail(pool, email) : undefined;
+    if (row && row.status === 'active') await createPasswordLink(pool, row.accountId, 'reset', origin(req));
+    // The same answer whether or not the email exists.
+    send(res, pages.forgotPage(anon(req, res), { sent: true }));
+  });
+
+  router.get('/set-password', async (req, res) => {
+    const token = typeof req.query.token === 'string' ? req.query.token : '';
+    const person = token ? await repo.peekToken(pool, hashToken(token)) : undefined;
+    if (!person) return send(res, pages.linkInvalidPage(anon(req, res)), 410);
+    send(res, pages.setPasswordPage(anon(req, res), { token, email: person.email }));
+  });
+
+  router.post('/set-password', async (req, res) => {
+    const body = req.body as Record<string, unknown>;
+    const token = typeof body.token === 'string' ? body.token : '';
+    const password = typeof body.password === 'string' ? body.password : '';
+    const person = token ? await repo.peekToken(pool, hashToken(token)) : undefined;
+    if (!person) return send(res, pages.linkInvalidPage(anon(req, res)), 410);
+    const problem = passwordProblem(password, [person.email, ...person.email.split(/[@.+_-]/)]);
+    if (problem)
+      return send(
+        res,
+        pages.setPasswordPage(anon(req, res), { token, email: person.email, error: problem }),
+        422,
+      );
+    const accountId = await repo.setPasswordWithToken(pool, hashToken(token), await hashPassword(password));
+    if (!accountId) return send(res, pages.linkInvalidPage(anon(req, res)), 410);
+    deps.logger.info({ accountId }, 'dashboard password set');
+    res.redirect(303, '/sign-in?done=password');
+  });
+
+  router.post('/sign-out', async (req, res) => {
+    await sessions.end(req, res);
+    res.redirect(303, '/sign-in');
+  });
+
+  // --- Overview ---
+
+  router.get(
+    '/',
+    auth(async (_req, res, { person, ctx }) => {
+      const snapshot = await deps.usage.snapshot(person.accountId);
+      const balances = productBalances(snapshot.row);
+      const products = PRODUCTS.map((product) => ({ product, ...balances[product] }));
+      const daily = await repo.dailyUsage(pool, person.accountId, CHART_DAYS);
+      send(
+        res,
+        pages.overviewPage(ctx, {
+          products,
+          chart: chartData(daily, products),
+          updatedAt: snapshot.row.computedAt.toISOString(),
+        }),
+      );
+    }),
+  );
+
+  // --- Proxies ---
+
+  const defaultForm = (): pages.GenerateForm => ({
+    product: 'basic',
+    country: 'us',
+    sessionType: 'rotating',
+    count: '1',
+  });
+  const renderProxies = async (
+    res: Response,
+    who: Signed,
+    extra: { form?: pages.GenerateForm; generated?: string[]; error?: string; notice?: string } = {},
+    status = 200,
+  ) => {
+    const creds = await readProxyCredentials(pool, who.person.accountId, deps.credentialsKey);
+    const isp = await ispProxies(deps.proxies, who.person.accountId);
+    send(
+      res,
+      pages.proxiesPage(who.ctx, {
+        username: creds.username,
+        password: creds.password,
+        isp,
+        form: extra.form ?? defaultForm(),
+        ...extra,
+      }),
+      status,
+    );
+  };
+
+  router.get(
+    '/proxies',
+    auth(async (req, res, who) =>
+      renderProxies(res, who, {
+        notice: req.query.done === 'password' ? 'A new proxy password is in place.' : undefined,
+      }),
+    ),
+  );
+
+  router.post(
+    '/proxies/generate',
+    auth(async (req, res, who) => {
+      const body = req.body as Record<string, unknown>;
+      const str = (k: string) => (typeof body[k] === 'string' ? body[k] : '');
+      const form: pages.GenerateForm = {
+        product: str('provider'),
+        country: str('country').trim(),
+        sessionType: str('sessionType'),
+        count: str('count'),
+      };
+      // The form's fields, typed as the JSON API takes them, through the API's own schema and service.
+      const parsed = generateRequestSchema.safeParse({
+        provider: form.product,
+        country: form.country,
+        sessionType: form.sessionType,
+        count: form.count.trim() === '' ? undefined : Number(form.count),
+      });
+      if (!parsed.success) {
+        const labels: Record<string, string> = {
+          provider: 'Product',
+          country: 'Country',
+          sessionType: 'Session type',
+          count: 'Count',
+        };
+        const error = parsed.error.issues
+          .map((i) => `${labels[String(i.path[0])] ?? String(i.path[0])}: ${i.message}`)
+          .join('. ');
+        return renderProxies(res, who, { form, error }, 422);
+      }
+      try {
+        const generated = await generateProxies(deps.proxies, who.person.accountId, parsed.data);
+        await renderProxies(res, who, { form, generated });
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'NO_BANDWIDTH')
+          return renderProxies(res, who, { form, error: err.message }, 403);
+        throw err;
+      }
+    }),
+  );
+
+  router.get(
+    '/proxies/reset-password',
+    auth((_req, res, { ctx }) =>
+      Promise.resolve(
+        send(
+          res,
+          pages.confirmPage(ctx, {
+            title: 'Issue a new password for the gateways?',
+            text: 'A new password is issued and the current one stops working on every gateway within seconds.',
+            action: '/proxies/reset-password',
+            confirm: 'Reset password',
+            back: '/proxies',
+          }),
+        ),
+      ),
+    ),
+  );
+
+  router.post(
+    '/proxies/reset-password',
+    auth(async (_req, res, { person }) => {
+      await resetProxyPassword(pool, person.accountId, deps.credentialsKey);
+      await deps.waitForApiCaches();
+      res.redirect(303, '/proxies?done=password');
+    }),
+  );
+
+  // --- API keys ---
+
+  const renderKeys = async (
+    res: Response,
+    who: Signed,
+    extra: { newKey?: { apiKey: string; label: string }; error?: string; notice?: string } = {},
+    status = 200,
+  ) => {
+    const keys = await listKeys(pool, who.person.accountId);
+    send(res, pages.keysPage(who.ctx, { keys, limit: MAX_NAMED_KEYS, ...extra }), status);
+  };
+
+  router.get(
+    '/keys',
+    auth(async (req, res, who) =>
+      renderKeys(res, who, { notice: req.query.done === 'revoked' ? 'The key is revoked.' : undefined }),
+    ),
+  );
+
+  router.get(
+    '/keys/regenerate',
+    auth((_req, res, { ctx }) =>
+      Promise.resolve(
+        send(
+          res,
+          pages.confirmPage(ctx, {
+            title: 'Regenerate the primary key?',
+            text: 'A new primary key is issued and the current one stops working at once, on every server.',
+            action: '/keys/regenerate',
+            confirm: 'Regenerate',
+            back: '/keys',
+          }),
+        ),
+      ),
+    ),
+  );
+
+  router.post(
+    '/keys/regenerate',
+    auth(async (_req, res, who) => {
+      const key = await regeneratePrimaryKey(pool, who.person.accountId);
+      // As the admin API: shown only once every API process refuses the old key.
+      await deps.waitForApiCaches();
+      await renderKeys(res, who, { newKey: { apiKey: key.apiKey, label: 'Your new primary key' } });
+    }),
+  );
+
+  router.post(
+    '/keys',
+    auth(async (req, res, who) => {
+      const raw = (req.body as Record<string, unknown>).name;
+      // The admin API's rules for names, from its own schema.
+      const parsed = createKeySchema.safeParse({ name: typeof raw === 'string' ? raw.trim() : '' });
+      if (!parsed.success) {
+        const why = parsed.error.issues[0]?.message ?? 'invalid';
+        return renderKeys(res, who, { error: `Key name: ${why} (1 to 64 characters).` }, 422);
+      }
+      const { name } = parsed.data;
+      try {
+        const key = await createNamedKey(pool, who.person.accountId, name);
+        await renderKeys(res, who, { newKey: { apiKey: key.apiKey, label: `Your new key “${name}”` } }, 201);
+      } catch (err) {
+        if (err instanceof AppError && (err.code === 'NAMED_KEY_LIMIT' || err.code === 'KEY_NAME_TAKEN'))
+          return renderKeys(res, who, { error: err.message }, 409);
+        throw err;
+      }
+    }),
+  );
+
+  router.get(
+    '/keys/:keyId/revoke',
+    auth(async (req, res, who) => {
+      const keyId = String(req.params.keyId);
+      const kind = uuid.safeParse(keyId).success
+        ? await activeKeyKind(pool, who.person.accountId, keyId)
+        : undefined;
+      if (kind !== 'named')
+        return renderKeys(res, who, { error: 'That key does not exist or is already revoked.' }, 404);
+      const key = (await listKeys(pool, who.person.accountId)).find((k) => k.id === keyId);
+      send(
+        res,
+        pages.confirmPage(who.ctx, {
+          title: `Revoke the key “${key?.name ?? ''}”?`,
+          text: 'It stops working at once, on every server. This cannot be undone.',
+          action: `/keys/${keyId}/revoke`,
+          confirm: 'Revoke',
+          back: '/keys',
+        }),
+      );
+    }),
+  );
+
+  router.post(
+    '/keys/:keyId/revoke',
+    auth(async (req, res, who) => {
+      const keyId = String(req.params.keyId);
+      // The admin API's rules: only active named keys; the primary key is regenerated, never revoked.
+      const kind = uuid.safeParse(keyId).success
+        ? await activeKeyKind(pool, who.person.accountId, keyId)
+        : undefined;
+      if (kind !== 'named' || !(await revokeKey(pool, who.person.accountId, keyId))) {
+        return renderKeys(res, who, { error: 'That key does not exist or is already revoked.' }, 404);
+      }
+      await deps.waitForApiCaches();
+      res.redirect(303, '/keys?done=revoked');
+    }),
+  );
+
+  // --- Alerts ---
+
+  const currentAlerts = async (accountId: string): Promise<AlertsRow> => {
+    const alerts = await repo.readAlerts(pool, accountId);
+    if (!alerts) throw new AppError('ACCOUNT_NOT_FOUND');
+    return alerts;
+  };
+
+  router.get(
+    '/alerts',
+    auth(async (req, res, { person, ctx }) =>
+      send(
+        res,
+        pages.alertsPage(ctx, {
+          alerts: await currentAlerts(person.accountId),
+          notice: req.query.done === 'saved' ? 'Alert settings saved.' : undefined,
+        }),
+      ),
+    ),
+  );
+
+  router.post(
+    '/alerts',
+    auth(async (req, res, { person, ctx }) => {
+      const form = alertsForm.safeParse(req.body);
+      if (!form.success) {
+        return send(
+          res,
+          pages.alertsPage(ctx, {
+            alerts: await currentAlerts(person.accountId),
+            error: 'Low-bandwidth threshold: a whole number from 1 to 99.',
+          }),
+          422,
+        );
+      }
+      await updateAlerts(pool, person.accountId, {
+        lowBandwidth: form.data.lowBandwidth === 'on',
+        newInvoice: form.data.newInvoice === 'on',
+        serverAlerts: form.data.serverAlerts === 'on',
+        lowBandwidthPercent: form.data.lowBandwidthPercent,
+      });
+      await deps.waitForApiCaches();
+      res.redirect(303, '/alerts?done=saved');
+    }),
+  );
+
+  // --- Billing ---
+
+  router.get(
+    '/billing',
+    auth(async (_req, res, { person, ctx }) => {
+      const [invoices, autoRefill] = await Promise.all([
+        listInvoices(pool, person.accountId),
+        listAutoRefill(pool, person.accountId),
+      ]);
+      send(res, pages.billingPage(ctx, { invoices, autoRefill }));
+    }),
+  );
+
+  return router;
+}
+
+function chartData(
+  daily: repo.DailyUsage[],
+  products: { product: string; total: number }[],
+): pages.ChartData {
+  const days: string[] = [];
+  const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
+  for (let i = CHART_DAYS - 1; i >= 0; i--)
+    days.push(new Date(today - i * 86_400_000).toISOString().slice(0, 10));
+  const shown = PRODUCTS.filter(
+    (p) => products.some((x) => x.product === p && x.total > 0) || daily.some((d) => d.product === p),
+  );
+  const index = new Map(days.map((d, i) => [d, i]));
+  const series = shown.map(() => days.map(() => 0));
+  for (const d of daily) {
+    const i = index.get(d.day);
+    const s = shown.indexOf(d.product as (typeof PRODUCTS)[number]);
+    if (i !== undefined && s >= 0) series[s]![i] = Number((d.bytes / 1e6).toFixed(3));
+  }
+  return { days, products: shown, series };
+}

@@ -1,0 +1,139 @@
+// Dashboard sessions and CSRF (docs/adr/0050). The session cookie holds 256 random bits; PostgreSQL
+// holds their sha256 with idle and absolute expiry, so every API process shares the sessions and a
+// sign-out ends one everywhere. CSRF follows OWASP's "signed double-submit cookie": the token in
+// every form is an HMAC of the session token (or, before sign-in, of a random pre-session cookie)
+// under a key derived from PROXYFLEET_CREDENTIALS_KEY, so every API process can check it and
+// nothing more is stored. A state-changing request without a valid token gets 403.
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { Pool } from '../../../../common/src/db/pool.ts';
+import { sha256 } from '../../../../common/src/secrets.ts';
+import { deleteSession, insertSession, readSession, type Person } from './repo.ts';
+
+/** A session ends after this long without a request... */
+export const SESSION_IDLE_SECONDS = 30 * 60;
+/** ...and at the latest this long after sign-in. */
+export const SESSION_ABSOLUTE_SECONDS = 12 * 3600;
+/** The idle clock is written at most this often (not on every request). */
+const SESSION_TOUCH_SECONDS = 60;
+const PRE_SESSION_SECONDS = 3600;
+
+export interface CookieNames {
+  session: string;
+  preSession: string;
+}
+
+export interface SessionConfig {
+  pool: Pool;
+  /** Served over HTTPS (directly or behind a TLS-terminating proxy): Secure cookies with the __Host- prefix. */
+  https: boolean;
+  csrfKey: Buffer;
+}
+
+export const csrfKeyFrom = (credentialsKey: Buffer): Buffer =>
+  Buffer.from(hkdfSync('sha256', credentialsKey, Buffer.alloc(0), 'proxyfleet dashboard csrf v1', 32));
+
+export function cookieNames(https: boolean): CookieNames {
+  // RFC 6265bis 4.1.3.2: a __Host- cookie must be Secure, Path=/ and have no Domain.
+  return https
+    ? { session: '__Host-pf_session', preSession: '__Host-pf_pre' }
+    : { session: 'pf_session', preSession: 'pf_pre' };
+}
+
+export function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === name) {
+      const value = part.slice(eq + 1).trim();
+      return /^[A-Za-z0-9_-]{1,100}$/.test(value) ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+export class Sessions {
+  readonly names: CookieNames;
+  private readonly config: SessionConfig;
+
+  constructor(config: SessionConfig) {
+    this.config = config;
+    this.names = cookieNames(config.https);
+  }
+
+  private cookieOptions(maxAgeSeconds: number) {
+    return {
+      httpOnly: true,
+      sameSite: 'lax' as const,
+      secure: this.config.https,
+      path: '/',
+      maxAge: maxAgeSeconds * 1000,
+    };
+  }
+
+  /** The signed-in person of this request, if its session is live. */
+  async current(req: Request): Promise<{ person: Person; token: string } | undefined> {
+    const token = readCookie(req, this.names.session);
+    if (!token) return undefined;
+    const person = await readSession(
+      this.config.pool,
+      sha256(token),
+      SESSION_IDLE_SECONDS,
+      SESSION_TOUCH_SECONDS,
+    );
+    return person ? { person, token } : undefined;
+  }
+
+  async start(res: Response, accountId: string): Promise<void> {
+    const token = randomBytes(32).toString('base64url');
+    await insertSession(this.config.pool, {
+      hash: sha256(token),
+      accountId,
+      absoluteSeconds: SESSION_ABSOLUTE_SECONDS,
+    });
+    res.cookie(this.names.session, token, this.cookieOptions(SESSION_ABSOLUTE_SECONDS));
+    res.clearCookie(this.names.preSession, {
+      path: '/',
+      secure: this.config.https,
+      httpOnly: true,
+      sameSite: 'lax',
+    });
+  }
+
+  async end(req: Request, res: Response): Promise<void> {
+    const token = readCookie(req, this.names.session);
+    if (token) await deleteSession(this.config.pool, sha256(token));
+    res.clearCookie(this.names.session, {
+      path: '/',
+      secure: this.config.https,
+      httpOnly: true,
+      sameSite: 'lax',
+    });
+  }
+
+  /** The pre-session value that binds CSRF tokens of the signed-out forms; set when missing. */
+  preSession(req: Request, res: Response): string {
+    const existing = readCookie(req, this.names.preSession);
+    if (existing) return existing;
+    const value = randomBytes(24).toString('base64url');
+    res.cookie(this.names.preSession, value, this.cookieOptions(PRE_SESSION_SECONDS));
+    return value;
+  }
+
+  csrfToken(binding: string): string {
+    return createHmac('sha256', this.config.csrfKey).update(binding).digest('base64url');
+  }
+
+  /** True when the request's `_csrf` field is the token of its session (or pre-session) cookie. */
+  csrfValid(req: Request, signedIn: boolean): boolean {
+    const binding = readCookie(req, signedIn ? this.names.session : this.names.preSession);
+    const body = req.body as Record<string, unknown> | undefined;
+    const sent = body?._csrf;
+    if (!binding || typeof sent !== 'string') return false;
+    const expected = Buffer.from(this.csrfToken(binding));
+    const given = Buffer.from(sent);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+}
