@@ -20,6 +20,12 @@ export const gatewayEnv = {
   ),
   /** Connections not yet authenticated, per source address. */
   PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE: z.coerce.number().int().min(1).default(256),
+  /**
+   * Failed logins per source address within a minute before that address is answered 429 for a
+   * while. Raise it where many customers share one address (a NAT, or the load-test fleet, whose
+   * clients all come from 127.0.0.1).
+   */
+  PROXYFLEET_GATEWAY_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(20),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
   PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
 };

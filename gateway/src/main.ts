@@ -38,6 +38,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
         ? { maxConnections: config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS }
         : {}),
       maxUnauthenticatedPerSource: config.PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE,
+      authFailuresPerAddress: config.PROXYFLEET_GATEWAY_AUTH_FAILURES_PER_MINUTE,
     },
   });
   const server = await startHealthServer(

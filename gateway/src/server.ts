@@ -49,7 +49,7 @@ export interface GatewayDeps {
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
   /** Connection caps of the process the gateway opens itself (ignored with `process`). */
-  limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
+  limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number; authFailuresPerAddress?: number };
 }
 
 export interface RunningGateway {
@@ -79,6 +79,8 @@ export interface GatewayProcessOptions {
   maxConnections?: number;
   /** Connections not yet authenticated, per source address (default 256). */
   maxUnauthenticatedPerSource?: number;
+  /** Failed logins per source address per minute before it is backed off (backoff.ts default). */
+  authFailuresPerAddress?: number;
 }
 
 /**
@@ -92,10 +94,12 @@ export class GatewayProcess {
   readonly metrics: GatewayMetrics;
   readonly limiter: ConnectionLimiter;
   readonly ledgers = new Set<Ledger>();
+  readonly authFailuresPerAddress: number | undefined;
   private readonly logger: Logger;
 
   private constructor(opts: GatewayProcessOptions) {
     this.logger = opts.logger;
+    this.authFailuresPerAddress = opts.authFailuresPerAddress;
     this.cache = new CredentialCache(opts.pool);
     this.metrics = createGatewayMetrics(opts.registry);
     this.limiter = new ConnectionLimiter(
@@ -172,7 +176,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const ctx: ProxyContext = {
     plan,
     spec,
-    auth: new Authenticator(plan, proc.cache, new AuthBackoff(), spec.session.maxMinutes),
+    auth: new Authenticator(plan, proc.cache, new AuthBackoff(proc.authFailuresPerAddress), spec.session.maxMinutes),
     ledger,
     guard: new DestinationGuard(deps.allowCidrs),
     exits: new ExitPool(spec.exits),

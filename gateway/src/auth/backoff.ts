@@ -25,6 +25,13 @@ interface Record {
 export class AuthBackoff {
   private readonly records = new Map<string, Record>();
 
+  private readonly addressAllowed: number;
+
+  /** @param addressAllowed failures of one key before it is backed off, unless fail() says otherwise. */
+  constructor(addressAllowed = FAILURES_ALLOWED) {
+    this.addressAllowed = addressAllowed;
+  }
+
   /** Seconds the key must wait, or 0. */
   retryAfter(key: string, now = Date.now()): number {
     if (this.records.size === 0) return 0;
@@ -33,7 +40,7 @@ export class AuthBackoff {
     return Math.ceil((r.blockedUntil - now) / 1000);
   }
 
-  fail(key: string, now = Date.now(), allowed = FAILURES_ALLOWED): void {
+  fail(key: string, now = Date.now(), allowed = this.addressAllowed): void {
     let r = this.records.get(key);
     if (!r) {
       if (this.records.size >= MAX_TRACKED) this.prune(now);
