@@ -512,10 +512,18 @@ async function scenario(fleet: Fleet): Promise<number> {
   // 3. No refusal the scenario did not cause. The fleet is fresh, so any counter above zero moved
   // during the run; max_over_time also sees a series whose first scrape already shows its final
   // value (increase() would call that 0) and the counts of the gateway killed mid-run.
+  // status_class="none" is a request the client abandoned before any answer (reason
+  // client_abandoned): nothing was refused, so it is a figure, not a failure (k6 gives up on a
+  // request when a gateway behind HAProxy is killed, or when this busy machine is slow).
   const refusals = await prom.query(
-    `sum by (instance_name, plan, reason, status_class) (max_over_time(proxyfleet_gateway_refusals_total[${range}])) > 0`,
+    `sum by (instance_name, plan, reason, status_class) (max_over_time(proxyfleet_gateway_refusals_total{status_class!="none"}[${range}])) > 0`,
     at,
   );
+  const abandoned = await prom.scalar(
+    `sum(max_over_time(proxyfleet_gateway_refusals_total{status_class="none"}[${range}]))`,
+    at,
+  );
+  say(`requests the client abandoned before an answer: ${abandoned}`);
   const authFailures = await prom.query(
     `sum by (instance_name, plan, reason) (max_over_time(proxyfleet_gateway_auth_failures_total[${range}])) > 0`,
     at,
