@@ -16,7 +16,10 @@ export const devSchema = z.object({
   PROXYFLEET_GATEWAY_HOST: z.string().default('127.0.0.1'),
   PROXYFLEET_DEV_GATEWAYS: z.string().default('dev/gateways.yaml'),
   /** Set to false to run without gateways (the API and worker only). */
-  PROXYFLEET_DEV_START_GATEWAYS: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
+  PROXYFLEET_DEV_START_GATEWAYS: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
   ...emailEnv,
 });
 export const loadDevConfig = (env?: Env) => parseConfig(devSchema, env);

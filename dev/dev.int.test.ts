@@ -26,9 +26,13 @@ describe('dev (npm start) on the embedded database', () => {
     };
     proc = startEntrypoint('dev/main.ts', env);
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, 200, 60_000);
-    const ready = JSON.parse(await waitForHttp(`http://127.0.0.1:${port}/readyz`)) as { checks: Record<string, string> };
+    const ready = JSON.parse(await waitForHttp(`http://127.0.0.1:${port}/readyz`)) as {
+      checks: Record<string, string>;
+    };
     expect(ready.checks.database).toBe('ok');
-    expect(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).toContain('proxyfleet_db_pool_clients');
+    expect(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).toContain(
+      'proxyfleet_db_pool_clients',
+    );
     const token = (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim();
     expect(proc.lines.join('\n')).toContain(token);
     const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -49,7 +53,9 @@ describe('dev (npm start) on the embedded database', () => {
     const migrated = await proc.waitForLog(/schema up to date|migrations applied/);
     expect(migrated.msg).toBe('schema up to date');
     // The account, its key and the credentials key survived the restart.
-    const again = await fetch(`http://127.0.0.1:${port}/api/v1/account`, { headers: { 'x-api-key': account.apiKey } });
+    const again = await fetch(`http://127.0.0.1:${port}/api/v1/account`, {
+      headers: { 'x-api-key': account.apiKey },
+    });
     expect(again.status).toBe(200);
     expect(JSON.stringify(await again.json())).toContain(account.id);
     proc.kill('SIGTERM');

@@ -47,7 +47,12 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   // No SMTP configured: a local sink keeps every email as a file (`npx proxyfleet mail list`).
   const mailSink = config.PROXYFLEET_SMTP_URL ? undefined : await startMailSink(path.join(dataDir, 'mail'));
   if (mailSink) process.stdout.write(`emails are kept in ${mailSink.dir} (npx proxyfleet mail list)\n`);
-  const jobs = allJobs({ config: { ...config, PROXYFLEET_SMTP_URL: config.PROXYFLEET_SMTP_URL ?? mailSink?.url }, credentialsKey, logger, registry });
+  const jobs = allJobs({
+    config: { ...config, PROXYFLEET_SMTP_URL: config.PROXYFLEET_SMTP_URL ?? mailSink?.url },
+    credentialsKey,
+    logger,
+    registry,
+  });
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
 
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS

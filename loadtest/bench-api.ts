@@ -28,7 +28,12 @@ interface Phase {
   latenciesMs: number[];
 }
 
-async function load(port: number, path: string, seconds: number, headers: Record<string, string>): Promise<Phase> {
+async function load(
+  port: number,
+  path: string,
+  seconds: number,
+  headers: Record<string, string>,
+): Promise<Phase> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const phase: Phase = { path, requests: 0, errors: 0, seconds, latenciesMs: [] };
   const started = performance.now();
@@ -131,9 +136,13 @@ async function main(): Promise<void> {
       const health = summary('/healthz');
       const account = summary('/api/v1/account');
       const ratio = account.rps / health.rps;
-      console.log(`connections ${CONNECTIONS}, ${SECONDS} s x 2 per path, node ${process.version}, ${os.cpus().length} CPUs`);
+      console.log(
+        `connections ${CONNECTIONS}, ${SECONDS} s x 2 per path, node ${process.version}, ${os.cpus().length} CPUs`,
+      );
       console.table([health, account]);
-      console.log(`ratio account/healthz: ${ratio.toFixed(2)} (goal >= 0.60) ${ratio >= 0.6 ? 'MET' : 'NOT MET'}`);
+      console.log(
+        `ratio account/healthz: ${ratio.toFixed(2)} (goal >= 0.60) ${ratio >= 0.6 ? 'MET' : 'NOT MET'}`,
+      );
       if (health.errors + account.errors > 0) {
         console.error('non-200 answers during the run: the figures are not valid');
         process.exitCode = 1;

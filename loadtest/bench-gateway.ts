@@ -30,7 +30,10 @@ const CONNECT_CONCURRENCY = Number(process.env.BENCH_CONNECT_CONCURRENCY ?? 50);
 const BULK_CONNS = 8;
 const IDLE_TUNNELS = 1_000;
 /** The canned origin's 1 KiB response, head included (loadtest/bench-origin.ts). */
-const ORIGIN_1K_RESPONSE_BYTES = Buffer.byteLength('HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1024\r\n\r\n') + 1024;
+const ORIGIN_1K_RESPONSE_BYTES =
+  Buffer.byteLength(
+    'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1024\r\n\r\n',
+  ) + 1024;
 const root = path.resolve(import.meta.dirname, '..');
 const logger = createLogger('bench', 'warn');
 const children: ChildProcess[] = [];
@@ -44,8 +47,16 @@ interface Target {
   stop(): Promise<void>;
 }
 
-function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startProcess(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let out = '';
   return new Promise((resolve, reject) => {
@@ -156,7 +167,11 @@ async function cpuSeconds(pid: number | undefined): Promise<number> {
 }
 
 /** Warms up, then measures for `seconds`: the measured seconds and the proxy's CPU seconds in them. */
-async function window(seconds: number, setMeasuring: (on: boolean) => void, pid: number | undefined): Promise<{ seconds: number; cpu: number }> {
+async function window(
+  seconds: number,
+  setMeasuring: (on: boolean) => void,
+  pid: number | undefined,
+): Promise<{ seconds: number; cpu: number }> {
   await sleep(WARMUP_MS);
   const cpuBefore = await cpuSeconds(pid);
   setMeasuring(true);
@@ -168,7 +183,13 @@ async function window(seconds: number, setMeasuring: (on: boolean) => void, pid:
 }
 
 /** `conns` keep-alive connections each sending one request after the other. */
-async function keepAlive(target: Target, originPort: number, conns: number, pathName: string, seconds: number): Promise<LoadResult> {
+async function keepAlive(
+  target: Target,
+  originPort: number,
+  conns: number,
+  pathName: string,
+  seconds: number,
+): Promise<LoadResult> {
   const request = requestText(target, originPort, pathName);
   const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, cpu: 0, errors: 0 };
   let measuring = false;
@@ -194,23 +215,38 @@ async function keepAlive(target: Target, originPort: number, conns: number, path
     sentAt = performance.now();
     socket.write(request);
   }
-  ({ seconds: result.seconds, cpu: result.cpu } = await window(seconds, (on) => (measuring = on), target.pid));
+  ({ seconds: result.seconds, cpu: result.cpu } = await window(
+    seconds,
+    (on) => (measuring = on),
+    target.pid,
+  ));
   running = false;
   for (const s of sockets) s.destroy();
   return result;
 }
 
 /** `concurrency` loops of: new connection, CONNECT (proxies), one 1 KiB request, close. */
-async function tunnels(target: Target, originPort: number, concurrency: number, seconds: number): Promise<LoadResult> {
+async function tunnels(
+  target: Target,
+  originPort: number,
+  concurrency: number,
+  seconds: number,
+): Promise<LoadResult> {
   const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, cpu: 0, errors: 0 };
   const get = Buffer.from(`GET /1k HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`);
-  const connectHead = Buffer.from(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`);
+  const connectHead = Buffer.from(
+    `CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`,
+  );
   let measuring = false;
   let running = true;
   const once = () =>
     new Promise<void>((resolve) => {
       const started = performance.now();
-      const socket = net.connect({ port: target.auth ? target.port : originPort, host: '127.0.0.1', noDelay: true });
+      const socket = net.connect({
+        port: target.auth ? target.port : originPort,
+        host: '127.0.0.1',
+        noDelay: true,
+      });
       let phase: 'connect' | 'request' = target.auth ? 'connect' : 'request';
       let head = '';
       const done = (ok: boolean) => {
@@ -242,7 +278,11 @@ async function tunnels(target: Target, originPort: number, concurrency: number, 
   const loops = Array.from({ length: concurrency }, async () => {
     while (running) await once();
   });
-  ({ seconds: result.seconds, cpu: result.cpu } = await window(seconds, (on) => (measuring = on), target.pid));
+  ({ seconds: result.seconds, cpu: result.cpu } = await window(
+    seconds,
+    (on) => (measuring = on),
+    target.pid,
+  ));
   running = false;
   await Promise.all(loops);
   return result;
@@ -253,7 +293,9 @@ async function idleTunnelMemory(target: Target, originPort: number, n: number): 
   const open = async () => {
     const s = await connect(target.port);
     s.on('error', () => undefined);
-    s.write(`CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${target.auth}\r\n\r\n`);
+    s.write(
+      `CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${target.auth}\r\n\r\n`,
+    );
     await new Promise<void>((r) => s.once('data', () => r()));
     return s;
   };
@@ -263,7 +305,8 @@ async function idleTunnelMemory(target: Target, originPort: number, n: number): 
   await sleep(1_000);
   const before = await rssKiB(target.pid!);
   const sockets: net.Socket[] = [];
-  for (let i = 0; i < n; i += 50) sockets.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, open))));
+  for (let i = 0; i < n; i += 50)
+    sockets.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, open))));
   await sleep(2_000);
   const after = await rssKiB(target.pid!);
   for (const s of [...warm, ...sockets]) s.destroy();
@@ -272,7 +315,13 @@ async function idleTunnelMemory(target: Target, originPort: number, n: number): 
 
 // ---- targets ---------------------------------------------------------------------------------
 
-async function startGatewayTarget(name: string, databaseUrl: string, auth: string, features: 'full' | 'bare', dir: string): Promise<Target> {
+async function startGatewayTarget(
+  name: string,
+  databaseUrl: string,
+  auth: string,
+  features: 'full' | 'bare',
+  dir: string,
+): Promise<Target> {
   const file = path.join(dir, 'gateway.yaml');
   await writeFile(
     file,
@@ -280,7 +329,12 @@ async function startGatewayTarget(name: string, databaseUrl: string, auth: strin
       apiVersion: 'proxyfleet.io/v1alpha1',
       kind: 'ProxyGateway',
       metadata: { name: 'bench' },
-      spec: { plan: 'basic', port: 12321, advertisedHost: '127.0.0.1', exits: [{ name: 'direct', country: '*' }] },
+      spec: {
+        plan: 'basic',
+        port: 12321,
+        advertisedHost: '127.0.0.1',
+        exits: [{ name: 'direct', country: '*' }],
+      },
     }),
   );
   const args = ['gateway/src/main.ts'];
@@ -348,7 +402,7 @@ async function main(): Promise<void> {
   let databaseUrl: string;
   let cleanup: () => Promise<void>;
   if (process.env.DATABASE_URL) {
-    const name = `gateway_bench_${randomBytes(4).toString("hex")}`;
+    const name = `gateway_bench_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${name}`);
@@ -370,7 +424,11 @@ async function main(): Promise<void> {
   try {
     await migrate(databaseUrl);
     const pool = createPool({ url: databaseUrl, max: 2, applicationName: 'bench', logger });
-    const account = await createAccount(pool, { email: `bench-${randomBytes(3).toString('hex')}@example.test` }, randomBytes(32));
+    const account = await createAccount(
+      pool,
+      { email: `bench-${randomBytes(3).toString('hex')}@example.test` },
+      randomBytes(32),
+    );
     await recordPurchase(pool, { accountId: account.id, product: 'basic', bytes: 10 ** 13 });
     await pool.end();
     const auth = `Basic ${Buffer.from(`${account.proxyUsername}:${account.proxyPassword}`).toString('base64')}`;
@@ -378,14 +436,26 @@ async function main(): Promise<void> {
     const originPort = Number(match[1]);
 
     const makers: [string, () => Promise<Target>][] = [
-      ['direct', () => Promise.resolve({ name: 'direct', port: originPort, auth: undefined, pid: undefined, stop: () => Promise.resolve() })],
+      [
+        'direct',
+        () =>
+          Promise.resolve({
+            name: 'direct',
+            port: originPort,
+            auth: undefined,
+            pid: undefined,
+            stop: () => Promise.resolve(),
+          }),
+      ],
       ['gateway (full)', () => startGatewayTarget('gateway (full)', databaseUrl, auth, 'full', dir)],
       ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
       ['proxy-chain', () => startProxyChainTarget(account.proxyUsername, account.proxyPassword, auth)],
     ];
     // For profiling one thing: BENCH_TARGETS=full,bare BENCH_SCENARIOS=connect (default: all).
     const onlyTargets = process.env.BENCH_TARGETS?.split(',');
-    const scenarios = new Set(process.env.BENCH_SCENARIOS?.split(',') ?? ['keepalive', 'connect', 'bulk', 'idle']);
+    const scenarios = new Set(
+      process.env.BENCH_SCENARIOS?.split(',') ?? ['keepalive', 'connect', 'bulk', 'idle'],
+    );
     const chosen = makers.filter(([name]) => !onlyTargets || onlyTargets.some((t) => name.includes(t)));
     // Every proxy runs for the whole measurement, and the targets take turns: ROUNDS rounds of
     // every scenario on every target, the order rotating each round, each figure the median of
@@ -395,14 +465,31 @@ async function main(): Promise<void> {
     // 0.58x-1.48x between consecutive runs.
     process.stderr.write(`starting ${chosen.map(([n]) => n).join(', ')}...\n`);
     const targets = await Promise.all(chosen.map(([, make]) => make()));
-    const samples = targets.map(() => ({ ka: [] as LoadResult[], tu: [] as LoadResult[], bulk: [] as LoadResult[] }));
+    const samples = targets.map(() => ({
+      ka: [] as LoadResult[],
+      tu: [] as LoadResult[],
+      bulk: [] as LoadResult[],
+    }));
     const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: 1, cpu: 0, errors: 0 };
     for (let round = 0; round < ROUNDS; round++) {
       process.stderr.write(`round ${round + 1}/${ROUNDS}: keep-alive, CONNECT, bulk...\n`);
       const order = targets.map((_, i) => (i + round) % targets.length);
-      for (const i of order) samples[i]!.ka.push(scenarios.has('keepalive') ? await keepAlive(targets[i]!, originPort, KEEPALIVE_CONNS, '/1k', SECONDS) : none);
-      for (const i of order) samples[i]!.tu.push(scenarios.has('connect') ? await tunnels(targets[i]!, originPort, CONNECT_CONCURRENCY, SECONDS) : none);
-      for (const i of order) samples[i]!.bulk.push(scenarios.has('bulk') ? await keepAlive(targets[i]!, originPort, BULK_CONNS, '/1m', SECONDS) : none);
+      for (const i of order)
+        samples[i]!.ka.push(
+          scenarios.has('keepalive')
+            ? await keepAlive(targets[i]!, originPort, KEEPALIVE_CONNS, '/1k', SECONDS)
+            : none,
+        );
+      for (const i of order)
+        samples[i]!.tu.push(
+          scenarios.has('connect')
+            ? await tunnels(targets[i]!, originPort, CONNECT_CONCURRENCY, SECONDS)
+            : none,
+        );
+      for (const i of order)
+        samples[i]!.bulk.push(
+          scenarios.has('bulk') ? await keepAlive(targets[i]!, originPort, BULK_CONNS, '/1m', SECONDS) : none,
+        );
     }
     await Promise.all(targets.map((t) => t.stop()));
     const rows: Row[] = [];
@@ -446,7 +533,8 @@ async function main(): Promise<void> {
 function report(rows: Row[]): void {
   const base = rows.find((r) => r.target === 'proxy-chain') ?? rows[0]!;
   const bare = rows.find((r) => r.target === 'gateway (bare)') ?? rows[0]!;
-  const ratio = (v: number | undefined, b: number | undefined) => (v === undefined || b === undefined ? '' : ` (${(v / b).toFixed(2)}x)`);
+  const ratio = (v: number | undefined, b: number | undefined) =>
+    v === undefined || b === undefined ? '' : ` (${(v / b).toFixed(2)}x)`;
   const f0 = (n: number) => n.toFixed(0);
   const lines = [
     `| target | keep-alive 1 KiB req/s @${KEEPALIVE_CONNS} | p99 ms | CONNECT tunnels/s @${CONNECT_CONCURRENCY} | 1 MiB MiB/s @${BULK_CONNS} | RSS KiB per idle tunnel | errors |`,
@@ -459,7 +547,7 @@ function report(rows: Row[]): void {
   const full = rows.find((r) => r.target === 'gateway (full)') ?? rows[0]!;
   lines.push(
     '',
-    `full features vs features off: keep-alive ${(full.keepAliveRps / bare.keepAliveRps * 100).toFixed(0)} %, CONNECT ${(full.tunnelsPerSecond / bare.tunnelsPerSecond * 100).toFixed(0)} %, bulk ${(full.bulkMiBps / bare.bulkMiBps * 100).toFixed(0)} %`,
+    `full features vs features off: keep-alive ${((full.keepAliveRps / bare.keepAliveRps) * 100).toFixed(0)} %, CONNECT ${((full.tunnelsPerSecond / bare.tunnelsPerSecond) * 100).toFixed(0)} %, bulk ${((full.bulkMiBps / bare.bulkMiBps) * 100).toFixed(0)} %`,
     `(medians of ${ROUNDS} interleaved rounds, ratios in parentheses to proxy-chain's median; ${SECONDS} s per measurement after ${WARMUP_MS / 1000} s warm-up; ${new Date().toISOString()})`,
     '',
     // Throughput on 2 shared cores also depends on the load generator and the origin; the proxy's
@@ -469,14 +557,18 @@ function report(rows: Row[]): void {
     '|---|---|---|---|',
     ...rows
       .filter((r) => r.target !== 'direct')
-      .map((r) => `| ${r.target} | ${r.cpu.ka.toFixed(0)}${ratio(base.cpu.ka, r.cpu.ka)} | ${r.cpu.tu.toFixed(0)}${ratio(base.cpu.tu, r.cpu.tu)} | ${r.cpu.bulk.toFixed(2)}${ratio(base.cpu.bulk, r.cpu.bulk)} |`),
+      .map(
+        (r) =>
+          `| ${r.target} | ${r.cpu.ka.toFixed(0)}${ratio(base.cpu.ka, r.cpu.ka)} | ${r.cpu.tu.toFixed(0)}${ratio(base.cpu.tu, r.cpu.tu)} | ${r.cpu.bulk.toFixed(2)}${ratio(base.cpu.bulk, r.cpu.bulk)} |`,
+      ),
     '(ratios: proxy-chain CPU / this CPU, so above 1 means cheaper than proxy-chain)',
     '',
     'per round, ratio to proxy-chain in the same round (keep-alive / CONNECT / bulk):',
     ...rows
       .filter((r) => r !== base && r.target !== 'direct')
       .map((r) => {
-        const per = (mine: number[], theirs: number[]) => mine.map((v, i) => (v / theirs[i]!).toFixed(2)).join(' ');
+        const per = (mine: number[], theirs: number[]) =>
+          mine.map((v, i) => (v / theirs[i]!).toFixed(2)).join(' ');
         return `  ${r.target}: ${per(r.rounds.ka, base.rounds.ka)} / ${per(r.rounds.tu, base.rounds.tu)} / ${per(r.rounds.bulk, base.rounds.bulk)}`;
       }),
   );

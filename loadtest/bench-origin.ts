@@ -5,7 +5,13 @@ import net from 'node:net';
 
 const body1k = Buffer.alloc(1024, 97);
 const body1m = Buffer.alloc(1024 * 1024, 98);
-const response = (body: Buffer) => Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
+const response = (body: Buffer) =>
+  Buffer.concat([
+    Buffer.from(
+      `HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n\r\n`,
+    ),
+    body,
+  ]);
 const r1k = response(body1k);
 const r1m = response(body1m);
 

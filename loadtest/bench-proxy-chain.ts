@@ -7,7 +7,9 @@ const server = new Server({
   port: 0,
   host: '127.0.0.1',
   verbose: false,
-  prepareRequestFunction: ({ username, password }) => ({ requestAuthentication: username !== user || password !== pass }),
+  prepareRequestFunction: ({ username, password }) => ({
+    requestAuthentication: username !== user || password !== pass,
+  }),
 });
 await server.listen();
 process.stdout.write(`${server.port}\n`);

@@ -811,7 +811,16 @@ async function finish(rows: string[][]): Promise<number> {
   await writeFile(path.join(resultsDir, 'promql.md'), md);
   await writeFile(
     path.join(resultsDir, 'verdicts.json'),
-    JSON.stringify({ ok, profile, verdicts, figures: Object.fromEntries(rows.map((r): [string, string] => [r[0] ?? "", r[1] ?? ""])) }, null, 2),
+    JSON.stringify(
+      {
+        ok,
+        profile,
+        verdicts,
+        figures: Object.fromEntries(rows.map((r): [string, string] => [r[0] ?? '', r[1] ?? ''])),
+      },
+      null,
+      2,
+    ),
   );
   say(
     `${ok ? 'all assertions held' : 'SOME ASSERTIONS FAILED'}; table in ${path.relative(REPO_ROOT, path.join(resultsDir, 'promql.md'))}`,

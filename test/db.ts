@@ -20,7 +20,12 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `pf_test_${requireEnv('PROXYFLEET_TEST_RUN_ID')}_${randomBytes(4).toString('hex')}`;
   await adminQuery(serverUrl, `CREATE DATABASE ${name} TEMPLATE ${template}`);
   const url = withDatabase(serverUrl, name);
-  const pool = createPool({ url, max: 5, applicationName: 'proxyfleet-test', logger: createLogger('test', 'silent') });
+  const pool = createPool({
+    url,
+    max: 5,
+    applicationName: 'proxyfleet-test',
+    logger: createLogger('test', 'silent'),
+  });
   return {
     url,
     serverUrl,

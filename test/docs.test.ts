@@ -13,7 +13,9 @@ import { REPO_ROOT } from './process.ts';
 
 const variables = [
   ...new Set(
-    [apiSchema, cliSchema, controllerSchema, devSchema, gatewaySchema, workerSchema].flatMap((s) => Object.keys(s.shape)),
+    [apiSchema, cliSchema, controllerSchema, devSchema, gatewaySchema, workerSchema].flatMap((s) =>
+      Object.keys(s.shape),
+    ),
   ),
 ].sort();
 

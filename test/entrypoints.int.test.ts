@@ -49,7 +49,11 @@ spec:
         PROXYFLEET_CREDENTIALS_KEY: TEST_CREDENTIALS_KEY.toString('hex'),
       }),
     },
-    { name: 'worker', script: 'worker/src/main.ts', env: (port) => ({ PROXYFLEET_HEALTH_PORT: String(port) }) },
+    {
+      name: 'worker',
+      script: 'worker/src/main.ts',
+      env: (port) => ({ PROXYFLEET_HEALTH_PORT: String(port) }),
+    },
     {
       name: 'gateway',
       script: 'gateway/src/main.ts',
@@ -57,31 +61,45 @@ spec:
     },
   ];
 
-  it.each(cases)('$name starts, is healthy and ready, serves metrics, and drains on SIGTERM', async ({ script, env }) => {
-    const port = await freePort();
-    const proc = startEntrypoint(script, {
-      DATABASE_URL: db.url,
-      PROXYFLEET_HEALTH_HOST: '127.0.0.1',
-      PROXYFLEET_SHUTDOWN_GRACE_SECONDS: '10',
-      ...env(port),
-    });
-    running.push(proc);
-    await waitForHttp(`http://127.0.0.1:${port}/healthz`);
-    const ready = JSON.parse(await waitForHttp(`http://127.0.0.1:${port}/readyz`)) as { ready: boolean; checks: Record<string, string> };
-    expect(ready.ready).toBe(true);
-    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).toContain('proxyfleet_process_resident_memory_bytes');
-    proc.kill('SIGTERM');
-    expect(await proc.exited).toBe(0);
-    await proc.waitForLog('shutdown complete');
-  });
+  it.each(cases)(
+    '$name starts, is healthy and ready, serves metrics, and drains on SIGTERM',
+    async ({ script, env }) => {
+      const port = await freePort();
+      const proc = startEntrypoint(script, {
+        DATABASE_URL: db.url,
+        PROXYFLEET_HEALTH_HOST: '127.0.0.1',
+        PROXYFLEET_SHUTDOWN_GRACE_SECONDS: '10',
+        ...env(port),
+      });
+      running.push(proc);
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+      const ready = JSON.parse(await waitForHttp(`http://127.0.0.1:${port}/readyz`)) as {
+        ready: boolean;
+        checks: Record<string, string>;
+      };
+      expect(ready.ready).toBe(true);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain('proxyfleet_process_resident_memory_bytes');
+      proc.kill('SIGTERM');
+      expect(await proc.exited).toBe(0);
+      await proc.waitForLog('shutdown complete');
+    },
+  );
 
   it('refuses to start on bad configuration, naming every bad variable', async () => {
-    const proc = startEntrypoint('api/src/main.ts', { DATABASE_URL: 'mysql://nope', PROXYFLEET_API_PORT: 'eighty' });
+    const proc = startEntrypoint('api/src/main.ts', {
+      DATABASE_URL: 'mysql://nope',
+      PROXYFLEET_API_PORT: 'eighty',
+    });
     running.push(proc);
     expect(await proc.exited).toBe(2);
     const output = proc.lines.join('\n');
-    for (const variable of ['DATABASE_URL', 'PROXYFLEET_API_PORT', 'PROXYFLEET_ADMIN_TOKEN', 'PROXYFLEET_CREDENTIALS_KEY']) {
+    for (const variable of [
+      'DATABASE_URL',
+      'PROXYFLEET_API_PORT',
+      'PROXYFLEET_ADMIN_TOKEN',
+      'PROXYFLEET_CREDENTIALS_KEY',
+    ]) {
       expect(output).toContain(`${variable}:`);
     }
   });

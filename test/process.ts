@@ -18,11 +18,15 @@ export interface RunningProcess {
 }
 
 export function startEntrypoint(script: string, env: Record<string, string | undefined>): RunningProcess {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(REPO_ROOT, script)], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PROXYFLEET_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', path.join(REPO_ROOT, script)],
+    {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PROXYFLEET_LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const lines: string[] = [];
   const waiters: Array<{ match: (line: string) => boolean; resolve: (line: string) => void }> = [];
   const onData = (chunk: Buffer) => {
@@ -39,7 +43,9 @@ export function startEntrypoint(script: string, env: Record<string, string | und
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   return {
     child,
     lines,
@@ -49,7 +55,10 @@ export function startEntrypoint(script: string, env: Record<string, string | und
       const test = (line: string) => {
         try {
           const parsed = JSON.parse(line) as { msg?: string };
-          return typeof parsed.msg === 'string' && (typeof msg === 'string' ? parsed.msg === msg : msg.test(parsed.msg));
+          return (
+            typeof parsed.msg === 'string' &&
+            (typeof msg === 'string' ? parsed.msg === msg : msg.test(parsed.msg))
+          );
         } catch {
           return false;
         }
@@ -58,7 +67,8 @@ export function startEntrypoint(script: string, env: Record<string, string | und
       if (seen) return Promise.resolve(JSON.parse(seen) as Record<string, unknown>);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(
-          () => reject(new Error(`no log "${String(msg)}" within ${timeoutMs} ms; output:\n${lines.join('\n')}`)),
+          () =>
+            reject(new Error(`no log "${String(msg)}" within ${timeoutMs} ms; output:\n${lines.join('\n')}`)),
           timeoutMs,
         );
         waiters.push({
@@ -105,7 +115,11 @@ export async function waitForHttp(url: string, status = 200, timeoutMs = 20_000)
 }
 
 /** Polls `check` until it holds; fails naming `what` after `timeoutMs`. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

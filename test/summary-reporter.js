@@ -5,7 +5,9 @@ import { writeSync } from 'node:fs';
 export default class SummaryReporter {
   onRunComplete(_contexts, results) {
     const skipped = results.numPendingTests + results.numTodoTests;
-    const line = `${results.numPassedTests} passed, ${results.numFailedTests} failed` + (skipped ? `, ${skipped} skipped` : '');
+    const line =
+      `${results.numPassedTests} passed, ${results.numFailedTests} failed` +
+      (skipped ? `, ${skipped} skipped` : '');
     process.once('exit', () => writeSync(1, `\n${line}\n`));
   }
 }

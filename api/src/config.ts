@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { TRUST_SILENCE_MS } from '../../common/src/db/changes.ts';
-import { baseEnv, bool, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
+import {
+  baseEnv,
+  bool,
+  encryptionKey,
+  parseConfig,
+  port,
+  positiveInt,
+  type Env,
+} from '../../common/src/config.ts';
 
 /** The variables of the API (also understood by `npm start`, which runs the API in-process). */
 export const apiTuningEnv = {
@@ -22,7 +30,10 @@ export const apiTuningEnv = {
   PROXYFLEET_API_SYNC_TIMEOUT_MS: z.coerce
     .number()
     .int()
-    .min(TRUST_SILENCE_MS + 1_000, `must exceed the cache trust window (${TRUST_SILENCE_MS} ms) by at least a second`)
+    .min(
+      TRUST_SILENCE_MS + 1_000,
+      `must exceed the cache trust window (${TRUST_SILENCE_MS} ms) by at least a second`,
+    )
     .default(TRUST_SILENCE_MS + 2_000),
   /** Reverse-proxy hops whose X-Forwarded-For is believed for the client address (0: none). */
   PROXYFLEET_API_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),

@@ -47,8 +47,7 @@ describe('every validation detail', () => {
   ];
   const schemas: [string, z.ZodType][] = [['GET /admin/v1/accounts (query)', listAccountsQuery]];
   for (const route of routes) {
-    if (route.body)
-      schemas.push([`${route.method.toUpperCase()} ${route.path} (body)`, route.body]);
+    if (route.body) schemas.push([`${route.method.toUpperCase()} ${route.path} (body)`, route.body]);
   }
   const fieldsOf = (schema: z.ZodType): string[] => {
     const shape = (schema as { shape?: Record<string, unknown> }).shape;

@@ -27,22 +27,39 @@ afterAll(async () => {
 
 test('keys and proxy passwords never reach the logs', async () => {
   const secrets: string[] = [TEST_ADMIN_TOKEN];
-  const admin = (path: string, options: Parameters<typeof call>[2] = {}) => call(api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
+  const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>
+    call(api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
 
   const account = (await admin('/accounts', { body: { email: exampleEmail() } })).body;
   secrets.push(account.apiKey, account.proxyPassword);
   await admin(`/accounts/${account.id}/purchases`, { body: { product: 'basic', gb: 1 } });
   const named = (await admin(`/accounts/${account.id}/keys`, { body: { name: 'ci' } })).body;
   secrets.push(named.apiKey);
-  const isp = (await admin(`/accounts/${account.id}/isp-proxies`, { body: { host: '198.51.100.1', port: 3128, username: 'ispuser', password: 'IspSecret123', country: 'us' } })).body;
+  const isp = (
+    await admin(`/accounts/${account.id}/isp-proxies`, {
+      body: {
+        host: '198.51.100.1',
+        port: 3128,
+        username: 'ispuser',
+        password: 'IspSecret123',
+        country: 'us',
+      },
+    })
+  ).body;
   secrets.push(isp.password);
 
   for (const key of [account.apiKey, named.apiKey]) {
     await call(api.url, '/api/v1/account', { key });
     await call(api.url, '/api/v1/usage', { key, bearer: true });
     await call(api.url, '/api/v1/proxies/list', { key });
-    await call(api.url, '/api/v1/proxies/generate', { key, body: { provider: 'basic', country: 'us', sessionType: 'sticky', count: 2 } });
-    await call(api.url, '/api/v1/proxies/generate', { key, body: { provider: 'basic', country: 'usa', sessionType: 'sticky', count: 2 } });
+    await call(api.url, '/api/v1/proxies/generate', {
+      key,
+      body: { provider: 'basic', country: 'us', sessionType: 'sticky', count: 2 },
+    });
+    await call(api.url, '/api/v1/proxies/generate', {
+      key,
+      body: { provider: 'basic', country: 'usa', sessionType: 'sticky', count: 2 },
+    });
     await call(api.url, `/api/v1/proxies/generate?key=${key}`, { key, body: '{"broken":' });
   }
   const rotated = (await admin(`/accounts/${account.id}/keys/primary/regenerate`, { method: 'POST' })).body;

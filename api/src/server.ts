@@ -63,7 +63,11 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   deps.health.addInfo('cacheVersion', () => feed.version);
 
   const waitForApiCaches = cacheSync(pool, logger, config.PROXYFLEET_API_SYNC_TIMEOUT_MS);
-  const proxies = { pool, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST };
+  const proxies = {
+    pool,
+    credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
+    fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST,
+  };
   const app = createApp({
     health: deps.health,
     logger,

@@ -29,13 +29,20 @@ const admin = (api: ChildApi, path: string, options: Parameters<typeof call>[2] 
 
 describe('two API processes', () => {
   test('both report themselves in cache_acks', async () => {
-    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM cache_acks WHERE component = 'api'`);
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM cache_acks WHERE component = 'api'`,
+    );
     expect(rows[0]!.n).toBe(2);
   });
 
   test('a named key revoked through one process is refused by the other on the next request', async () => {
-    const account = (await admin(one, '/accounts', { body: { email: exampleEmail() } })).body as { id: string };
-    const key = (await admin(one, `/accounts/${account.id}/keys`, { body: { name: 'ci' } })).body as { id: string; apiKey: string };
+    const account = (await admin(one, '/accounts', { body: { email: exampleEmail() } })).body as {
+      id: string;
+    };
+    const key = (await admin(one, `/accounts/${account.id}/keys`, { body: { name: 'ci' } })).body as {
+      id: string;
+      apiKey: string;
+    };
     // Warm the other process's cache with the key.
     expect((await call(two.url, '/api/v1/account', { key: key.apiKey })).status).toBe(200);
     expect((await call(two.url, '/api/v1/account', { key: key.apiKey })).status).toBe(200);
@@ -47,9 +54,14 @@ describe('two API processes', () => {
   });
 
   test('a regenerated primary key and a suspension take effect on the other process at once', async () => {
-    const account = (await admin(one, '/accounts', { body: { email: exampleEmail() } })).body as { id: string; apiKey: string };
+    const account = (await admin(one, '/accounts', { body: { email: exampleEmail() } })).body as {
+      id: string;
+      apiKey: string;
+    };
     expect((await call(two.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(200);
-    const regenerated = await admin(one, `/accounts/${account.id}/keys/primary/regenerate`, { method: 'POST' });
+    const regenerated = await admin(one, `/accounts/${account.id}/keys/primary/regenerate`, {
+      method: 'POST',
+    });
     expect((await call(two.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(401);
     const fresh = regenerated.body.apiKey as string;
     expect((await call(two.url, '/api/v1/usage', { key: fresh })).status).toBe(200);
@@ -60,7 +72,9 @@ describe('two API processes', () => {
   });
 
   test('the per-key rate limit holds across both processes', async () => {
-    const account = (await admin(one, '/accounts', { body: { email: exampleEmail() } })).body as { apiKey: string };
+    const account = (await admin(one, '/accounts', { body: { email: exampleEmail() } })).body as {
+      apiKey: string;
+    };
     const statuses: number[] = [];
     let lastRefusal: Awaited<ReturnType<typeof call>> | undefined;
     for (let i = 0; i < BURST + 5; i++) {
@@ -73,6 +87,9 @@ describe('two API processes', () => {
     expect(Number(lastRefusal!.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(lastRefusal!.headers.get('ratelimit-policy')).toBe(`"key";q=${BURST};w=${BURST * 60}`);
     expect(lastRefusal!.headers.get('ratelimit')).toMatch(/^"key";r=0;t=\d+$/);
-    expect(lastRefusal!.body).toEqual({ success: false, error: expect.stringMatching(/^Too many requests, retry after \d+ seconds?$/) });
+    expect(lastRefusal!.body).toEqual({
+      success: false,
+      error: expect.stringMatching(/^Too many requests, retry after \d+ seconds?$/),
+    });
   });
 });

@@ -13,7 +13,12 @@ const schema = z.object({
 
 describe('parseConfig', () => {
   it('applies defaults and coerces values', () => {
-    const config = parseConfig(schema, { KEY: 'a'.repeat(64), PORT: '9000', FLAG: 'yes', CIDRS: '127.0.0.0/8, 10.0.0.0/8' });
+    const config = parseConfig(schema, {
+      KEY: 'a'.repeat(64),
+      PORT: '9000',
+      FLAG: 'yes',
+      CIDRS: '127.0.0.0/8, 10.0.0.0/8',
+    });
     expect(config.PORT).toBe(9000);
     expect(config.FLAG).toBe(true);
     expect(config.KEY).toHaveLength(32);

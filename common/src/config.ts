@@ -43,7 +43,9 @@ export const bool = (fallback: boolean) =>
     .enum(['true', 'false', '1', '0', 'yes', 'no'])
     .default(fallback ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1' || v === 'yes');
-export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
+export const logLevel = z
+  .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  .default('info');
 export const postgresUrl = z
   .string()
   .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
@@ -70,13 +72,11 @@ export const baseEnv = {
 };
 
 /** 32 bytes as 64 hex characters or base64: the key that encrypts proxy passwords at rest. */
-export const encryptionKey = z
-  .string()
-  .transform((s, ctx) => {
-    const buf = /^[0-9a-fA-F]{64}$/.test(s) ? Buffer.from(s, 'hex') : Buffer.from(s, 'base64');
-    if (buf.length !== 32) {
-      ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, as 64 hex characters or base64' });
-      return z.NEVER;
-    }
-    return buf;
-  });
+export const encryptionKey = z.string().transform((s, ctx) => {
+  const buf = /^[0-9a-fA-F]{64}$/.test(s) ? Buffer.from(s, 'hex') : Buffer.from(s, 'base64');
+  if (buf.length !== 32) {
+    ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, as 64 hex characters or base64' });
+    return z.NEVER;
+  }
+  return buf;
+});

@@ -18,7 +18,11 @@ export const DEFAULT_GATEWAY_PORTS: Readonly<Record<Product, number>> = {
   datacenter: 10082,
 };
 
-export async function upsertGatewayEndpoint(pool: Pool, endpoint: GatewayEndpoint, source: string): Promise<void> {
+export async function upsertGatewayEndpoint(
+  pool: Pool,
+  endpoint: GatewayEndpoint,
+  source: string,
+): Promise<void> {
   await pool.query(
     `INSERT INTO gateway_endpoints (plan, host, port, source) VALUES ($1, $2, $3, $4)
      ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, source = EXCLUDED.source, updated_at = now()`,
@@ -27,6 +31,9 @@ export async function upsertGatewayEndpoint(pool: Pool, endpoint: GatewayEndpoin
 }
 
 export async function readGatewayEndpoint(pool: Pool, plan: Product): Promise<GatewayEndpoint | undefined> {
-  const { rows } = await pool.query<GatewayEndpoint>('SELECT plan, host, port FROM gateway_endpoints WHERE plan = $1', [plan]);
+  const { rows } = await pool.query<GatewayEndpoint>(
+    'SELECT plan, host, port FROM gateway_endpoints WHERE plan = $1',
+    [plan],
+  );
   return rows[0];
 }

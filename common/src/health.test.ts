@@ -33,7 +33,11 @@ describe('health server', () => {
   it('is ready while every check passes, with the info fields', async () => {
     const res = await get('/readyz');
     expect(res.status).toBe(200);
-    expect(JSON.parse(res.body)).toEqual({ ready: true, checks: { database: 'ok' }, info: { cacheVersion: 42 } });
+    expect(JSON.parse(res.body)).toEqual({
+      ready: true,
+      checks: { database: 'ok' },
+      info: { cacheVersion: 42 },
+    });
   });
 
   it('is not ready when a check fails, and says why', async () => {

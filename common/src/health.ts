@@ -36,7 +36,11 @@ export class Health {
     this.draining = true;
   }
 
-  async readiness(): Promise<{ ready: boolean; checks: Record<string, string>; info: Record<string, unknown> }> {
+  async readiness(): Promise<{
+    ready: boolean;
+    checks: Record<string, string>;
+    info: Record<string, unknown>;
+  }> {
     const checks: Record<string, string> = {};
     let ready = !this.draining;
     if (this.draining) checks.shutdown = 'draining';

@@ -1,5 +1,12 @@
 // Key and credential material shared by the API, the admin API and the ApiKey controller.
-import { createCipheriv, createDecipheriv, createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+} from 'node:crypto';
 
 export const API_KEY_PREFIX = 'svc_live_';
 export const API_KEY_PATTERN = /^svc_live_[0-9a-f]{48}$/;
@@ -64,8 +71,11 @@ export function seal(key: Buffer, plaintext: string): Buffer {
 }
 
 export function unseal(key: Buffer, sealed: Buffer): string {
-  if (sealed.length < 29 || sealed[0] !== SEALED_VERSION) throw new Error('sealed secret has an unknown format');
+  if (sealed.length < 29 || sealed[0] !== SEALED_VERSION)
+    throw new Error('sealed secret has an unknown format');
   const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(1, 13));
   decipher.setAuthTag(sealed.subarray(sealed.length - 16));
-  return Buffer.concat([decipher.update(sealed.subarray(13, sealed.length - 16)), decipher.final()]).toString('utf8');
+  return Buffer.concat([decipher.update(sealed.subarray(13, sealed.length - 16)), decipher.final()]).toString(
+    'utf8',
+  );
 }

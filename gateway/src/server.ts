@@ -176,7 +176,12 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const ctx: ProxyContext = {
     plan,
     spec,
-    auth: new Authenticator(plan, proc.cache, new AuthBackoff(proc.authFailuresPerAddress), spec.session.maxMinutes),
+    auth: new Authenticator(
+      plan,
+      proc.cache,
+      new AuthBackoff(proc.authFailuresPerAddress),
+      spec.session.maxMinutes,
+    ),
     ledger,
     guard: new DestinationGuard(deps.allowCidrs),
     exits: new ExitPool(spec.exits),

@@ -21,7 +21,14 @@ const refusedAfterRevocation = new Counter('api_revoked_refusals');
 const outOfBandwidth = new Counter('gateway_402');
 const stickyMoved = new Counter('sticky_exit_changes');
 
-const scenario = (exec, extra) => ({ executor: 'constant-vus', exec, vus: SCALE, duration: `${D}s`, gracefulStop: '5s', ...extra });
+const scenario = (exec, extra) => ({
+  executor: 'constant-vus',
+  exec,
+  vus: SCALE,
+  duration: `${D}s`,
+  gracefulStop: '5s',
+  ...extra,
+});
 export const options = {
   discardResponseBodies: true,
   insecureSkipTLSVerify: true,
@@ -29,9 +36,26 @@ export const options = {
     keepalive: scenario('keepalive'),
     sticky: scenario('sticky'),
     connect: scenario('connect'),
-    api: { executor: 'constant-arrival-rate', exec: 'api', rate: 2 * SCALE, timeUnit: '1s', duration: `${D}s`, preAllocatedVUs: SCALE },
-    revoked: { executor: 'constant-arrival-rate', exec: 'revoked', rate: 2, timeUnit: '1s', duration: `${D}s`, preAllocatedVUs: 2 },
-    exhaust: scenario('exhaust', { startTime: `${Number(__ENV.EXHAUST_START || 0)}s`, duration: `${Math.max(5, D - Number(__ENV.EXHAUST_START || 0))}s` }),
+    api: {
+      executor: 'constant-arrival-rate',
+      exec: 'api',
+      rate: 2 * SCALE,
+      timeUnit: '1s',
+      duration: `${D}s`,
+      preAllocatedVUs: SCALE,
+    },
+    revoked: {
+      executor: 'constant-arrival-rate',
+      exec: 'revoked',
+      rate: 2,
+      timeUnit: '1s',
+      duration: `${D}s`,
+      preAllocatedVUs: 2,
+    },
+    exhaust: scenario('exhaust', {
+      startTime: `${Number(__ENV.EXHAUST_START || 0)}s`,
+      duration: `${Math.max(5, D - Number(__ENV.EXHAUST_START || 0))}s`,
+    }),
   },
   thresholds: {
     // A gateway is SIGKILLed mid-run: the requests on its connections fail (a few per VU).
@@ -52,7 +76,8 @@ export const options = {
 };
 
 const auth = (b64) => ({ headers: { 'Proxy-Authorization': `Basic ${b64}` } });
-const withTargeting = (who, suffix) => encoding.b64encode(`${__ENV[`${who}_USER`]}:${__ENV[`${who}_PASS`]}${suffix}`);
+const withTargeting = (who, suffix) =>
+  encoding.b64encode(`${__ENV[`${who}_USER`]}:${__ENV[`${who}_PASS`]}${suffix}`);
 const A_ROTATING = withTargeting('A', '_country-us');
 
 export function keepalive() {
@@ -63,7 +88,10 @@ export function keepalive() {
 
 let myExit;
 export function sticky() {
-  const res = http.get(`${__ENV.ORIGIN_HTTP}/bytes/1024`, auth(withTargeting('A', `_country-us_session-vu${__VU}`)));
+  const res = http.get(
+    `${__ENV.ORIGIN_HTTP}/bytes/1024`,
+    auth(withTargeting('A', `_country-us_session-vu${__VU}`)),
+  );
   if (res.status !== 200) return void sleep(0.1);
   const exit = res.headers['X-Exit'];
   myExit ??= exit;
@@ -84,12 +112,18 @@ export function api() {
 }
 
 export function revoked() {
-  const res = http.get(`${__ENV.API_URL}/api/v1/usage`, { headers: { 'X-API-Key': __ENV.D_KEY }, responseCallback: http.expectedStatuses(200, 401) });
+  const res = http.get(`${__ENV.API_URL}/api/v1/usage`, {
+    headers: { 'X-API-Key': __ENV.D_KEY },
+    responseCallback: http.expectedStatuses(200, 401),
+  });
   if (res.status === 401) refusedAfterRevocation.add(1);
 }
 
 export function exhaust() {
-  const res = http.get(`${__ENV.ORIGIN_HTTP}/bytes/65536`, { ...auth(withTargeting('B', '_country-us')), responseCallback: http.expectedStatuses(200, 402) });
+  const res = http.get(`${__ENV.ORIGIN_HTTP}/bytes/65536`, {
+    ...auth(withTargeting('B', '_country-us')),
+    responseCallback: http.expectedStatuses(200, 402),
+  });
   if (res.status === 402) {
     outOfBandwidth.add(1);
     sleep(0.25);

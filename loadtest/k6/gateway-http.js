@@ -39,7 +39,10 @@ function scrape() {
   const res = http.get(__ENV.METRICS_URL, { tags: { name: 'metrics' } });
   const sums = {};
   for (const line of String(res.body).split('\n')) {
-    const m = /^(proxyfleet_gateway_(?:requests_total|billed_bytes_total|refusals_total))\{[^}]*\} ([0-9.e+]+)$/.exec(line);
+    const m =
+      /^(proxyfleet_gateway_(?:requests_total|billed_bytes_total|refusals_total))\{[^}]*\} ([0-9.e+]+)$/.exec(
+        line,
+      );
     if (m) sums[m[1]] = (sums[m[1]] || 0) + Number(m[2]);
   }
   return sums;

@@ -334,7 +334,9 @@ export async function eventually<T>(
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`${what} not reached in ${timeoutMs} ms${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`);
+      throw new Error(
+        `${what} not reached in ${timeoutMs} ms${lastError ? `: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}` : ''}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -13,7 +13,11 @@ runMain('worker', loadWorkerConfig, async (config, runtime) => {
   const jobs = allJobs({ config, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, logger, registry });
   registerOutboxMetrics(registry, db.pool);
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
-  const server = await startHealthServer(health, config.PROXYFLEET_HEALTH_HOST, config.PROXYFLEET_HEALTH_PORT);
+  const server = await startHealthServer(
+    health,
+    config.PROXYFLEET_HEALTH_HOST,
+    config.PROXYFLEET_HEALTH_PORT,
+  );
   logger.info({ port: server.port }, 'worker health server listening');
   shutdown.add({ name: 'worker', run: () => worker.close() });
   shutdown.add({ name: 'health', run: () => server.close() });

@@ -80,7 +80,10 @@ describe('proxyfleet admin', () => {
     expect(
       (json(await cli('admin', 'isp-proxies', 'list', account.id)) as { proxies: unknown[] }).proxies,
     ).toHaveLength(1);
-    const invite = json(await cli('admin', 'accounts', 'invite', account.id)) as { url: string; expiresAt: string };
+    const invite = json(await cli('admin', 'accounts', 'invite', account.id)) as {
+      url: string;
+      expiresAt: string;
+    };
     expect(invite.url).toMatch(/\/set-password\?token=[A-Za-z0-9_-]{43}$/);
     expect((await fetch(invite.url)).status).toBe(200);
   });

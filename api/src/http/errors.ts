@@ -33,7 +33,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return sendError(res, new AppError('SERVICE_UNAVAILABLE'));
     }
     // Log the error object only: request bodies and headers may carry keys and are never logged.
-    logger.error({ err, reqId: res.locals.reqId as unknown, method: req.method, route: routeTemplate(req) }, 'request failed');
+    logger.error(
+      { err, reqId: res.locals.reqId as unknown, method: req.method, route: routeTemplate(req) },
+      'request failed',
+    );
     sendError(res, new AppError('INTERNAL'));
   };
 }
@@ -45,11 +48,24 @@ export function routeTemplate(req: { baseUrl: string; route?: { path?: unknown }
 }
 
 /** Connection refused or lost, server shutting down, too many connections, pool wait timed out. */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300', '08006', '08001']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08006',
+  '08001',
+]);
 
 function databaseUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const code = 'code' in err ? String(err.code) : '';
   const message = err instanceof Error ? err.message : '';
-  return UNAVAILABLE_CODES.has(code) || /timeout exceeded when trying to connect|Connection terminated/.test(message);
+  return (
+    UNAVAILABLE_CODES.has(code) ||
+    /timeout exceeded when trying to connect|Connection terminated/.test(message)
+  );
 }

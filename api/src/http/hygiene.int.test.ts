@@ -19,18 +19,29 @@ afterAll(async () => {
 
 describe('HTTP hygiene', () => {
   test('unknown routes answer a JSON 404, known paths with another method a 405 with Allow', async () => {
-    expect(await call(api.url, '/api/v1/nothing')).toMatchObject({ status: 404, body: { success: false, error: 'Not found' } });
+    expect(await call(api.url, '/api/v1/nothing')).toMatchObject({
+      status: 404,
+      body: { success: false, error: 'Not found' },
+    });
     // `/` is the customer dashboard (issue 12): signed out, its sign-in page.
-    expect(await call(api.url, '/')).toMatchObject({ status: 200, body: expect.stringContaining('<h1>Sign in</h1>') });
+    expect(await call(api.url, '/')).toMatchObject({
+      status: 200,
+      body: expect.stringContaining('<h1>Sign in</h1>'),
+    });
     expect(await call(api.url, '/nothing-here')).toMatchObject({ status: 404, body: { success: false } });
     const res = await call(api.url, '/api/v1/usage', { method: 'POST', key, body: {} });
     expect(res).toMatchObject({ status: 405, body: { success: false, error: 'Method not allowed' } });
     expect(res.headers.get('allow')).toBe('GET, HEAD');
-    expect((await call(api.url, '/admin/v1/accounts/x/keys/y', { method: 'PUT' })).headers.get('allow')).toBe('DELETE');
+    expect((await call(api.url, '/admin/v1/accounts/x/keys/y', { method: 'PUT' })).headers.get('allow')).toBe(
+      'DELETE',
+    );
   });
 
   test('bodies above the limit are 413', async () => {
-    const res = await call(api.url, '/api/v1/proxies/generate', { key, body: { provider: 'basic', country: 'us', sessionType: 'rotating', count: 1, pad: 'x'.repeat(2000) } });
+    const res = await call(api.url, '/api/v1/proxies/generate', {
+      key,
+      body: { provider: 'basic', country: 'us', sessionType: 'rotating', count: 1, pad: 'x'.repeat(2000) },
+    });
     expect(res).toMatchObject({ status: 413, body: { success: false, error: 'Request body is too large' } });
   });
 
@@ -42,7 +53,10 @@ describe('HTTP hygiene', () => {
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
     expect(res.headers.get('x-powered-by')).toBeNull();
-    const unsafe = await call(api.url, '/api/v1/usage', { key, headers: { 'x-request-id': 'bad id\twith spaces' } });
+    const unsafe = await call(api.url, '/api/v1/usage', {
+      key,
+      headers: { 'x-request-id': 'bad id\twith spaces' },
+    });
     expect(unsafe.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -58,7 +72,9 @@ describe('HTTP hygiene', () => {
     expect(ready.body.info.cacheVersion).toEqual(expect.any(Number));
     await call(api.url, '/api/v1/usage', { key: 'svc_live_' + 'a'.repeat(48) });
     const metrics = (await call(api.url, '/metrics')).body as string;
-    expect(metrics).toContain('proxyfleet_api_request_duration_seconds_count{component="api",route="/api/v1/usage",method="GET",status_class="2xx"}');
+    expect(metrics).toContain(
+      'proxyfleet_api_request_duration_seconds_count{component="api",route="/api/v1/usage",method="GET",status_class="2xx"}',
+    );
     expect(metrics).toContain('proxyfleet_api_auth_failures_total{reason="unknown",component="api"}');
     expect(metrics).toContain('proxyfleet_api_rate_limited_total');
     expect(metrics).toContain('proxyfleet_api_cache_version');
@@ -88,6 +104,8 @@ describe('/api/v1/openapi.json', () => {
     expect(body.properties.count.maximum).toBe(1000);
     expect(Object.keys(generate.responses).sort()).toEqual(['200', '400', '401', '403', '413', '415', '429']);
     const usage = doc.paths['/api/v1/usage'].get.responses['200'].content['application/json'].schema;
-    expect(usage.required).toEqual(expect.arrayContaining(['products', 'dataUsedMb', 'percentUsed', 'requestsCount', 'updatedAt']));
+    expect(usage.required).toEqual(
+      expect.arrayContaining(['products', 'dataUsedMb', 'percentUsed', 'requestsCount', 'updatedAt']),
+    );
   });
 });

@@ -32,7 +32,9 @@ export function openApiDocument(groups: RouteGroup[], version: string): Record<s
             ? { description: 'Done' }
             : {
                 description: 'Success',
-                ...(route.response ? { content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } } : {}),
+                ...(route.response
+                  ? { content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } }
+                  : {}),
               },
       };
       const codes: ErrorCode[] = [...(route.errors ?? [])];
@@ -60,7 +62,12 @@ export function openApiDocument(groups: RouteGroup[], version: string): Record<s
               : [],
         ...(params.length ? { parameters: params } : {}),
         ...(route.body
-          ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
+          ? {
+              requestBody: {
+                required: true,
+                content: { 'application/json': { schema: jsonSchema(route.body, 'input') } },
+              },
+            }
           : {}),
         responses,
       };
@@ -71,14 +78,19 @@ export function openApiDocument(groups: RouteGroup[], version: string): Record<s
     info: {
       title: 'proxyfleet API',
       version,
-      description: 'Customer API (/api/v1, API key) and operator API (/admin/v1, admin token). See docs/api.md.',
+      description:
+        'Customer API (/api/v1, API key) and operator API (/admin/v1, admin token). See docs/api.md.',
     },
     paths,
     components: {
       securitySchemes: {
         ApiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         ApiKeyBearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer svc_live_...' },
-        AdminToken: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <PROXYFLEET_ADMIN_TOKEN>' },
+        AdminToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Authorization: Bearer <PROXYFLEET_ADMIN_TOKEN>',
+        },
       },
       schemas: {
         Error: {

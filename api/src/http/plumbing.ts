@@ -35,7 +35,14 @@ export function requestPlumbing(logger: Logger, metrics: ApiMetrics): RequestHan
       metrics.requestDuration.observe({ route, method: req.method, status_class: statusClass }, seconds);
       if (logger.isLevelEnabled('debug')) {
         logger.debug(
-          { reqId, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e4) / 10, code: res.locals.errorCode as unknown },
+          {
+            reqId,
+            method: req.method,
+            route,
+            status: res.statusCode,
+            ms: Math.round(seconds * 1e4) / 10,
+            code: res.locals.errorCode as unknown,
+          },
           'request',
         );
       }
@@ -49,8 +56,13 @@ const healthRoute = (req: Request) => (HEALTH_PATHS.has(req.path) ? req.path : u
 
 /** A request with a body must say it is JSON (the spec: Content-Type application/json). */
 export const requireJsonBody: RequestHandler = (req, res, next) => {
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  if (hasBody && (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') && !req.is('application/json')) {
+  const hasBody =
+    req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (
+    hasBody &&
+    (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') &&
+    !req.is('application/json')
+  ) {
     return sendError(res, new AppError('UNSUPPORTED_MEDIA_TYPE'));
   }
   next();
@@ -61,7 +73,9 @@ export function notFound(groups: RouteGroup[]): RequestHandler {
   const patterns = groups.flatMap((g) =>
     g.routes.map((r) => ({
       method: r.method.toUpperCase(),
-      regex: new RegExp('^' + (g.prefix + r.path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+') + '/?$'),
+      regex: new RegExp(
+        '^' + (g.prefix + r.path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+') + '/?$',
+      ),
     })),
   );
   return (req: Request, res: Response) => {

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { exampleEmail, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
 import { sha256 } from '../secrets.ts';
-import { createAccount, readProxyCredentials, recordPurchase, resetProxyPassword, setAccountStatus } from './accounts.ts';
+import {
+  createAccount,
+  readProxyCredentials,
+  recordPurchase,
+  resetProxyPassword,
+  setAccountStatus,
+} from './accounts.ts';
 
 describe('accounts', () => {
   let db: TestDatabase;
@@ -18,9 +24,10 @@ describe('accounts', () => {
     expect(rows[0]).toMatchObject({ low_bandwidth: true, new_invoice: true, server_alerts: false });
     const creds = await readProxyCredentials(db.pool, account.id, TEST_CREDENTIALS_KEY);
     expect(creds).toEqual({ username: account.proxyUsername, password: account.proxyPassword });
-    const stored = await db.pool.query('SELECT password_enc, password_sha256 FROM proxy_credentials WHERE account_id = $1', [
-      account.id,
-    ]);
+    const stored = await db.pool.query(
+      'SELECT password_enc, password_sha256 FROM proxy_credentials WHERE account_id = $1',
+      [account.id],
+    );
     expect(stored.rows[0].password_enc.includes(Buffer.from(account.proxyPassword))).toBe(false);
     expect(stored.rows[0].password_sha256.equals(sha256(account.proxyPassword))).toBe(true);
   });
@@ -28,18 +35,33 @@ describe('accounts', () => {
   it('refuses a second account with the same email, whatever its case', async () => {
     const email = exampleEmail();
     await createAccount(db.pool, { email }, TEST_CREDENTIALS_KEY);
-    await expect(createAccount(db.pool, { email: email.toUpperCase() }, TEST_CREDENTIALS_KEY)).rejects.toMatchObject({
+    await expect(
+      createAccount(db.pool, { email: email.toUpperCase() }, TEST_CREDENTIALS_KEY),
+    ).rejects.toMatchObject({
       code: 'EMAIL_TAKEN',
     });
   });
 
   it('issues an invoice and queues one new-invoice email per purchase; a retried purchase buys once', async () => {
     const account = await createAccount(db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
-    const first = await recordPurchase(db.pool, { accountId: account.id, product: 'basic', bytes: 500_000_000, idempotencyKey: 'order-1' });
-    const retry = await recordPurchase(db.pool, { accountId: account.id, product: 'basic', bytes: 500_000_000, idempotencyKey: 'order-1' });
+    const first = await recordPurchase(db.pool, {
+      accountId: account.id,
+      product: 'basic',
+      bytes: 500_000_000,
+      idempotencyKey: 'order-1',
+    });
+    const retry = await recordPurchase(db.pool, {
+      accountId: account.id,
+      product: 'basic',
+      bytes: 500_000_000,
+      idempotencyKey: 'order-1',
+    });
     await recordPurchase(db.pool, { accountId: account.id, product: 'basic', bytes: 1_500_000_000 });
     expect(retry.id).toBe(first.id);
-    const balance = await db.pool.query('SELECT total_bytes FROM balances WHERE account_id = $1 AND product = $2', [account.id, 'basic']);
+    const balance = await db.pool.query(
+      'SELECT total_bytes FROM balances WHERE account_id = $1 AND product = $2',
+      [account.id, 'basic'],
+    );
     expect(balance.rows[0].total_bytes).toBe(2_000_000_000);
     const mails = await db.pool.query(`SELECT kind FROM email_outbox WHERE account_id = $1`, [account.id]);
     expect(mails.rows).toEqual([{ kind: 'new_invoice' }, { kind: 'new_invoice' }]);
@@ -48,8 +70,18 @@ describe('accounts', () => {
   it('scopes a purchase idempotency key to its account', async () => {
     const a = await createAccount(db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
     const b = await createAccount(db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
-    const first = await recordPurchase(db.pool, { accountId: a.id, product: 'basic', bytes: 1_000, idempotencyKey: 'shared-key' });
-    const second = await recordPurchase(db.pool, { accountId: b.id, product: 'basic', bytes: 2_000, idempotencyKey: 'shared-key' });
+    const first = await recordPurchase(db.pool, {
+      accountId: a.id,
+      product: 'basic',
+      bytes: 1_000,
+      idempotencyKey: 'shared-key',
+    });
+    const second = await recordPurchase(db.pool, {
+      accountId: b.id,
+      product: 'basic',
+      bytes: 2_000,
+      idempotencyKey: 'shared-key',
+    });
     expect(second.id).not.toBe(first.id);
     expect(second.accountId).toBe(b.id);
     const balance = await db.pool.query('SELECT total_bytes FROM balances WHERE account_id = $1', [b.id]);
@@ -77,7 +109,10 @@ describe('accounts', () => {
     expect(await setAccountStatus(db.pool, account.id, 'suspended')).toBe(true);
     const password = await resetProxyPassword(db.pool, account.id, TEST_CREDENTIALS_KEY);
     expect(password).not.toBe(account.proxyPassword);
-    const { rows } = await db.pool.query('SELECT kind, subject FROM change_log WHERE account_id = $1 ORDER BY id', [account.id]);
+    const { rows } = await db.pool.query(
+      'SELECT kind, subject FROM change_log WHERE account_id = $1 ORDER BY id',
+      [account.id],
+    );
     expect(rows).toEqual(
       expect.arrayContaining([
         { kind: 'account', subject: 'suspended' },

@@ -52,15 +52,21 @@ describe('API keys in the database', () => {
     const account = await accountWithBandwidth(db.pool);
     const keys = [];
     for (let i = 0; i < MAX_NAMED_KEYS; i++) keys.push(await createNamedKey(db.pool, account.id, `k${i}`));
-    await expect(createNamedKey(db.pool, account.id, 'eleventh')).rejects.toMatchObject({ code: 'NAMED_KEY_LIMIT' });
+    await expect(createNamedKey(db.pool, account.id, 'eleventh')).rejects.toMatchObject({
+      code: 'NAMED_KEY_LIMIT',
+    });
     expect(await revokeKey(db.pool, account.id, keys[0]!.id)).toBe(true);
     expect(await revokeKey(db.pool, account.id, keys[0]!.id)).toBe(false);
-    await expect(createNamedKey(db.pool, account.id, 'eleventh')).resolves.toMatchObject({ name: 'eleventh' });
+    await expect(createNamedKey(db.pool, account.id, 'eleventh')).resolves.toMatchObject({
+      name: 'eleventh',
+    });
   });
 
   it('keeps one active primary key, also when regenerated concurrently', async () => {
     const account = await accountWithBandwidth(db.pool);
-    const results = await Promise.allSettled(Array.from({ length: 8 }, () => regeneratePrimaryKey(db.pool, account.id)));
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, () => regeneratePrimaryKey(db.pool, account.id)),
+    );
     expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
     const { rows } = await db.pool.query(
       `SELECT count(*)::int AS n FROM api_keys WHERE account_id = $1 AND kind = 'primary' AND revoked_at IS NULL`,

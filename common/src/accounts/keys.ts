@@ -26,7 +26,11 @@ export interface CreatedKey {
 }
 
 /** Inserts the account's primary key inside the caller's transaction. */
-export async function insertPrimaryKey(client: PoolClient, accountId: string, issued = issueApiKey()): Promise<CreatedKey> {
+export async function insertPrimaryKey(
+  client: PoolClient,
+  accountId: string,
+  issued = issueApiKey(),
+): Promise<CreatedKey> {
   const { rows } = await client.query<{ id: string }>(
     `INSERT INTO api_keys (account_id, kind, name, key_hash, prefix, last4)
      VALUES ($1, 'primary', 'primary', $2, $3, $4) RETURNING id`,
@@ -36,7 +40,11 @@ export async function insertPrimaryKey(client: PoolClient, accountId: string, is
 }
 
 /** Replaces the primary key: the old one is revoked in the same transaction. */
-export async function regeneratePrimaryKey(pool: Pool, accountId: string, issued: IssuedKey = issueApiKey()): Promise<CreatedKey> {
+export async function regeneratePrimaryKey(
+  pool: Pool,
+  accountId: string,
+  issued: IssuedKey = issueApiKey(),
+): Promise<CreatedKey> {
   return withTransaction(pool, async (client) => {
     await lockAccount(client, accountId);
     await client.query(
@@ -48,7 +56,12 @@ export async function regeneratePrimaryKey(pool: Pool, accountId: string, issued
 }
 
 /** Creates a named key; the 11th active one is refused with NAMED_KEY_LIMIT. */
-export async function createNamedKey(pool: Pool, accountId: string, name: string, issued: IssuedKey = issueApiKey()): Promise<CreatedKey> {
+export async function createNamedKey(
+  pool: Pool,
+  accountId: string,
+  name: string,
+  issued: IssuedKey = issueApiKey(),
+): Promise<CreatedKey> {
   return withTransaction(pool, async (client) => {
     await lockAccount(client, accountId);
     try {
@@ -59,7 +72,8 @@ export async function createNamedKey(pool: Pool, accountId: string, name: string
       );
       return { id: rows[0]!.id, name, apiKey: issued.key, prefix: issued.prefix };
     } catch (err) {
-      if (sqlState(err) === SQLSTATE.NAMED_KEY_LIMIT) throw new AppError('NAMED_KEY_LIMIT', { limit: MAX_NAMED_KEYS });
+      if (sqlState(err) === SQLSTATE.NAMED_KEY_LIMIT)
+        throw new AppError('NAMED_KEY_LIMIT', { limit: MAX_NAMED_KEYS });
       if (sqlState(err) === SQLSTATE.UNIQUE_VIOLATION) throw new AppError('KEY_NAME_TAKEN');
       throw err;
     }

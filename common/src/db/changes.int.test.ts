@@ -44,7 +44,9 @@ describe('ChangeFeed', () => {
     const { rows } = await db.pool.query<{ head: number }>('SELECT max(id)::bigint AS head FROM change_log');
     await until(() => feed.version === rows[0]!.head, 'version to reach the head');
     await until(async () => (await countCacheAcks(db.pool, 'gateway', feed.version)).synced === 1, 'the ack');
-    expect(await registry.getSingleMetricAsString('proxyfleet_test_cache_version')).toContain(String(feed.version));
+    expect(await registry.getSingleMetricAsString('proxyfleet_test_cache_version')).toContain(
+      String(feed.version),
+    );
   });
 
   it('reconnects after its backend is killed and catches up on what it missed', async () => {
@@ -56,11 +58,17 @@ describe('ChangeFeed', () => {
     // Changed while the feed is disconnected (it waits at least 200 ms before reconnecting): only
     // the catch-up from change_log can deliver it.
     await setAccountStatus(db.pool, account.id, 'suspended');
-    await until(() => seen.some((c) => c.kind === 'account' && c.accountId === account.id), 'the missed suspension');
+    await until(
+      () => seen.some((c) => c.kind === 'account' && c.accountId === account.id),
+      'the missed suspension',
+    );
     await until(() => feed.connected, 'reconnection');
     // And live notifications work again on the new connection.
     await setAccountStatus(db.pool, account.id, 'active');
-    await until(() => seen.some((c) => c.kind === 'account' && c.accountId === account.id && c.subject === 'active'), 'the reactivation');
+    await until(
+      () => seen.some((c) => c.kind === 'account' && c.accountId === account.id && c.subject === 'active'),
+      'the reactivation',
+    );
   });
 
   it('replays a batch whose handler failed, and reports it applied only after it succeeded', async () => {

@@ -11,7 +11,11 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
 
 const logger = createLogger('test', 'silent');
 
-async function query<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+async function query<T extends pg.QueryResultRow>(
+  url: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -59,14 +63,18 @@ describe('embedded PostgreSQL', () => {
     const listener = new pg.Client({ connectionString: db!.url });
     await listener.connect();
     await listener.query('LISTEN probe');
-    const received = new Promise<string | undefined>((resolve) => listener.on('notification', (m) => resolve(m.payload)));
+    const received = new Promise<string | undefined>((resolve) =>
+      listener.on('notification', (m) => resolve(m.payload)),
+    );
     await query(db!.url, `SELECT pg_notify('probe', 'hello')`);
     expect(await received).toBe('hello');
     await listener.end();
   });
 
   it('stops a server that a killed process left running, then starts its own', async () => {
-    const orphanPid = Number((await readFile(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const orphanPid = Number(
+      (await readFile(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0],
+    );
     // Simulate the owner dying: forget the handle without stopping the server.
     db = undefined;
     expect(alive(orphanPid)).toBe(true);

@@ -52,13 +52,18 @@ describe('migrate', () => {
   it('rolls back a failing migration and names it', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'pf-migrations-'));
     await writeFile(path.join(dir, '0001_ok.sql'), 'CREATE TABLE ok_table (id int);');
-    await writeFile(path.join(dir, '0002_bad.sql'), 'CREATE TABLE half (id int); SELECT nonsense_column FROM ok_table;');
+    await writeFile(
+      path.join(dir, '0002_bad.sql'),
+      'CREATE TABLE half (id int); SELECT nonsense_column FROM ok_table;',
+    );
     const fresh = await createEmptyDatabase();
     try {
       await expect(migrate(fresh.url, dir)).rejects.toThrow(/0002_bad\.sql failed/);
       const client = new pg.Client({ connectionString: fresh.url });
       await client.connect();
-      const { rows } = await client.query(`SELECT to_regclass('half') AS half, to_regclass('ok_table') AS ok`);
+      const { rows } = await client.query(
+        `SELECT to_regclass('half') AS half, to_regclass('ok_table') AS ok`,
+      );
       await client.end();
       expect(rows[0]).toEqual({ half: null, ok: 'ok_table' });
     } finally {

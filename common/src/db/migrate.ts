@@ -86,7 +86,9 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
       applied.push(m.version);
     }
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
+    await client
+      .query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()])
+      .catch(() => undefined);
     await client.end().catch(() => undefined);
   }
   return applied;

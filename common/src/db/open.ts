@@ -38,7 +38,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   try {
     if (options.migrate !== false) {
       const applied = await migrate(url);
-      logger.info({ applied, database: safeUrl(url) }, applied.length ? 'migrations applied' : 'schema up to date');
+      logger.info(
+        { applied, database: safeUrl(url) },
+        applied.length ? 'migrations applied' : 'schema up to date',
+      );
     }
   } catch (err) {
     await embedded?.stop();
@@ -82,6 +85,7 @@ export async function openEntrypointDatabase(
     registry: runtime.registry,
   });
   runtime.shutdown.add({ name: 'database', run: () => db.close(), order: SHUTDOWN_ORDER.LAST });
-  if (options.readinessCheck) runtime.health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
+  if (options.readinessCheck)
+    runtime.health.addCheck('database', async () => void (await db.pool.query('SELECT 1')));
   return db;
 }

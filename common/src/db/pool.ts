@@ -48,7 +48,9 @@ export function createPool(options: PoolOptions): Pool {
     statement_timeout: 15_000,
     keepAlive: true,
   });
-  pool.on('error', (err) => options.logger.warn({ err: err.message }, 'idle database client failed; it was removed'));
+  pool.on('error', (err) =>
+    options.logger.warn({ err: err.message }, 'idle database client failed; it was removed'),
+  );
   if (options.registry) {
     const registry = options.registry;
     new Gauge({

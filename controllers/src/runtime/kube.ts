@@ -303,7 +303,9 @@ export function createKubeClient(
           if (!err || (err as { name?: string }).name === 'TimeoutError') return done(undefined);
           const status = (err as { statusCode?: number }).statusCode;
           done(
-            status ? new KubeApiError(status, undefined, `watch ${r.plural}: ${asError(err).message}`) : asError(err),
+            status
+              ? new KubeApiError(status, undefined, `watch ${r.plural}: ${asError(err).message}`)
+              : asError(err),
           );
         },
       );

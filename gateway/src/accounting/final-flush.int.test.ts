@@ -3,7 +3,15 @@ import { createPool, type Pool } from '../../../common/src/db/pool.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, gatewaySpec, openTunnel, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  gatewaySpec,
+  openTunnel,
+  recordedUsage,
+  startOrigin,
+  startTestGateway,
+  type Origin,
+} from '../testing/harness.ts';
 
 let db: TestDatabase;
 let origin: Origin;
@@ -14,9 +22,16 @@ let gate: Promise<void> | undefined;
 beforeAll(async () => {
   db = await createTestDatabase();
   origin = await startOrigin();
-  pool = createPool({ url: db.url, max: 4, applicationName: 'final-flush-test', logger: createLogger('test', 'silent') });
+  pool = createPool({
+    url: db.url,
+    max: 4,
+    applicationName: 'final-flush-test',
+    logger: createLogger('test', 'silent'),
+  });
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
-  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
+    ...args: unknown[]
+  ) => {
     if (typeof args[0] === 'string' && args[0].includes('usage_record') && gate) {
       const wait = gate;
       gate = undefined;
@@ -36,7 +51,11 @@ describe('final flush', () => {
   it('closing while a periodic flush is in flight still writes every settled byte and returns every lease', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
-    const tunnel = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    const tunnel = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${origin.port}`,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
     expect(tunnel.status).toBe(200);
     // A periodic flush builds its batch now and then waits on the database.
     let release!: () => void;
@@ -54,8 +73,13 @@ describe('final flush', () => {
     await inFlight;
     await closing;
     const usage = await recordedUsage(db.pool, account.id);
-    expect({ up: Number(usage.up), down: Number(usage.down) }).toEqual({ up: tunnel.socket.bytesWritten, down: tunnel.socket.bytesRead });
-    const open = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL');
+    expect({ up: Number(usage.up), down: Number(usage.down) }).toEqual({
+      up: tunnel.socket.bytesWritten,
+      down: tunnel.socket.bytesRead,
+    });
+    const open = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL',
+    );
     expect(open.rows[0]!.n).toBe(0);
   }, 30_000);
 });

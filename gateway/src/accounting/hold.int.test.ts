@@ -6,7 +6,14 @@ import { createPool, type Pool } from '../../../common/src/db/pool.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, gatewaySpec, openTunnel, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  gatewaySpec,
+  openTunnel,
+  startOrigin,
+  startTestGateway,
+  type Origin,
+} from '../testing/harness.ts';
 
 const LEASE_DELAY_MS = 300;
 const DOWNLOAD_BYTES = 20_000_000;
@@ -19,10 +26,17 @@ let leaseCalls = 0;
 beforeAll(async () => {
   db = await createTestDatabase();
   origin = await startOrigin();
-  pool = createPool({ url: db.url, max: 4, applicationName: 'hold-test', logger: createLogger('test', 'silent') });
+  pool = createPool({
+    url: db.url,
+    max: 4,
+    applicationName: 'hold-test',
+    logger: createLogger('test', 'silent'),
+  });
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
   // Every lease after the first answers late, as a loaded database would.
-  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
+    ...args: unknown[]
+  ) => {
     if (typeof args[0] === 'string' && args[0].includes('lease_acquire') && leaseCalls++ > 0) {
       await new Promise((r) => setTimeout(r, LEASE_DELAY_MS));
     }
@@ -41,7 +55,11 @@ describe('a budget waiting for its next lease', () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
     try {
-      const tunnel = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+      const tunnel = await openTunnel(
+        gateway.port,
+        `127.0.0.1:${origin.port}`,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+      );
       expect(tunnel.status).toBe(200);
       let received = 0;
       let closedEarly = false;

@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, fold, gatewaySpec, spawnGateway, startOrigin, type GatewayProcess, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  fold,
+  gatewaySpec,
+  spawnGateway,
+  startOrigin,
+  type GatewayProcess,
+  type Origin,
+} from '../testing/harness.ts';
 import { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from './ledger.ts';
 
 // Five gateway processes drain one small budget at once (docs/adr/0020 states the bound).
@@ -31,7 +39,14 @@ afterAll(async () => {
 
 function download(port: number, auth: string, agent: http.Agent): Promise<number> {
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, method: 'GET', path: `http://127.0.0.1:${origin.port}/bytes/${DOWNLOAD}`, headers: { 'proxy-authorization': auth }, agent });
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'GET',
+      path: `http://127.0.0.1:${origin.port}/bytes/${DOWNLOAD}`,
+      headers: { 'proxy-authorization': auth },
+      agent,
+    });
     req.on('response', (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
@@ -46,7 +61,13 @@ function download(port: number, auth: string, agent: http.Agent): Promise<number
 describe('bandwidth leases across pods', () => {
   it(`${PODS} gateway processes draining one budget overspend at most the documented bound`, async () => {
     const account = await accountWithBandwidth(db.pool, { basic: BUDGET });
-    for (let i = 0; i < PODS; i++) pods.push(await spawnGateway(db.url, gatewaySpec('basic'), { PROXYFLEET_GATEWAY_ID: `pod-${i}`, PROXYFLEET_LOG_LEVEL: 'info' }));
+    for (let i = 0; i < PODS; i++)
+      pods.push(
+        await spawnGateway(db.url, gatewaySpec('basic'), {
+          PROXYFLEET_GATEWAY_ID: `pod-${i}`,
+          PROXYFLEET_LOG_LEVEL: 'info',
+        }),
+      );
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     const outcomes: number[] = [];
     await Promise.all(
@@ -72,12 +93,16 @@ describe('bandwidth leases across pods', () => {
       [account.id],
     );
     const b = rows[0]!;
-    const open = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL');
+    const open = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL',
+    );
     expect(open.rows[0]!.n).toBe(0);
     expect(b.leased_bytes).toBe(0);
     expect(b.used_bytes).toBeLessThanOrEqual(BUDGET + BOUND);
     // And the budget was really drained (the bound is not met by refusing early).
     expect(b.used_bytes).toBeGreaterThan(BUDGET * 0.95);
-    process.stdout.write(`lease test: used ${b.used_bytes} of ${BUDGET} (overspend ${b.used_bytes - BUDGET}, bound ${BOUND})\n`);
+    process.stdout.write(
+      `lease test: used ${b.used_bytes} of ${BUDGET} (overspend ${b.used_bytes - BUDGET}, bound ${BOUND})\n`,
+    );
   }, 120_000);
 });

@@ -16,25 +16,48 @@ describe('usage_record lock order', () => {
   it('locks every lease it releases before any balance (the fold order), so it cannot deadlock with usage_fold', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 10_000_000 });
     const acquire = async () =>
-      (await db.pool.query<{ out_lease_id: string }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [account.id, 'basic', 'pod-a', 1_000_000, 262_144, 300])).rows[0]!.out_lease_id;
+      (
+        await db.pool.query<{ out_lease_id: string }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
+          account.id,
+          'basic',
+          'pod-a',
+          1_000_000,
+          262_144,
+          300,
+        ])
+      ).rows[0]!.out_lease_id;
     const [low, high] = [await acquire(), await acquire()].sort() as [string, string];
     // A fold: it holds its leases (here the later one), then updates balances.
     const fold = await db.pool.connect();
     try {
       await fold.query('BEGIN');
       await fold.query('SELECT 1 FROM bandwidth_leases WHERE id = $1 FOR UPDATE', [high]);
-      const releases = JSON.stringify([{ lease_id: low, spent: 0 }, { lease_id: high, spent: 0 }]);
-      const record = db.pool.query<{ ok: boolean }>('SELECT usage_record($1, $2, $3, $4, $5) AS ok', ['lock-order', 'pod-a', '[]', '[]', releases]);
+      const releases = JSON.stringify([
+        { lease_id: low, spent: 0 },
+        { lease_id: high, spent: 0 },
+      ]);
+      const record = db.pool.query<{ ok: boolean }>('SELECT usage_record($1, $2, $3, $4, $5) AS ok', [
+        'lock-order',
+        'pod-a',
+        '[]',
+        '[]',
+        releases,
+      ]);
       record.catch(() => undefined);
       const waiting = async () =>
-        (await db.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT usage_record%'`,
-        )).rows[0]!.n;
+        (
+          await db.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT usage_record%'`,
+          )
+        ).rows[0]!.n;
       while ((await waiting()) === 0) await new Promise((r) => setTimeout(r, 20));
       try {
         // Before the fix usage_record held this balance (released the earlier lease) while
         // waiting for the later one: deadlock detected here or in usage_record.
-        await fold.query(`UPDATE balances SET updated_at = now() WHERE account_id = $1 AND product = 'basic'`, [account.id]);
+        await fold.query(
+          `UPDATE balances SET updated_at = now() WHERE account_id = $1 AND product = 'basic'`,
+          [account.id],
+        );
         await fold.query('COMMIT');
       } catch (err) {
         await fold.query('ROLLBACK');
@@ -44,7 +67,10 @@ describe('usage_record lock order', () => {
     } finally {
       fold.release();
     }
-    const open = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM bandwidth_leases WHERE account_id = $1 AND released_at IS NULL', [account.id]);
+    const open = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM bandwidth_leases WHERE account_id = $1 AND released_at IS NULL',
+      [account.id],
+    );
     expect(open.rows[0]!.n).toBe(0);
   }, 20_000);
 });

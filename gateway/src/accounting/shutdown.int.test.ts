@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, gatewaySpec, get, recordedUsage, spawnGateway, startOrigin, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  gatewaySpec,
+  get,
+  recordedUsage,
+  spawnGateway,
+  startOrigin,
+  type Origin,
+} from '../testing/harness.ts';
 
 let db: TestDatabase;
 let origin: Origin;
@@ -24,7 +32,9 @@ function transfer(port: number, request: string): { done: Promise<{ written: num
   socket.on('connect', () => socket.write(request));
   socket.on('data', () => undefined);
   return {
-    done: new Promise((r) => socket.on('close', () => r({ written: socket.bytesWritten, read: socket.bytesRead }))),
+    done: new Promise((r) =>
+      socket.on('close', () => r({ written: socket.bytesWritten, read: socket.bytesRead })),
+    ),
   };
 }
 
@@ -33,26 +43,38 @@ describe('graceful shutdown', () => {
     // grace seconds, transfer ms: drained to the end, or cut at the drain deadline
     ['drains transfers in progress', 12, 2_000],
     ['cuts transfers at the drain deadline', 8, 6_000],
-  ])('SIGTERM mid-transfer %s and every byte is accounted', async (_name, grace, ms) => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const pod = await spawnGateway(db.url, gatewaySpec('basic'), { PROXYFLEET_SHUTDOWN_GRACE_SECONDS: String(grace), PROXYFLEET_LOG_LEVEL: 'info' });
-    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
-    const plain = transfer(pod.port, get(`http://127.0.0.1:${origin.port}/slow/3000000/${ms}`, auth, 'Connection: close\r\n'));
-    const tunnel = transfer(
-      pod.port,
-      `CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${auth}\r\n\r\nGET /slow/2000000/${ms} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
-    );
-    await new Promise((r) => setTimeout(r, 500));
-    const exit = pod.stop('SIGTERM');
-    const [a, b] = await Promise.all([plain.done, tunnel.done]);
-    expect(await exit).toBe(0);
-    if (ms < 5_000) expect(a.read).toBeGreaterThan(3_000_000);
-    else expect(a.read).toBeLessThan(3_000_000);
-    const usage = await recordedUsage(db.pool, account.id);
-    expect(usage.up).toBe(a.written + b.written);
-    expect(usage.down).toBe(a.read + b.read);
-    expect(usage.requests).toBe(2);
-    const open = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL');
-    expect(open.rows[0]!.n).toBe(0);
-  }, 60_000);
+  ])(
+    'SIGTERM mid-transfer %s and every byte is accounted',
+    async (_name, grace, ms) => {
+      const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+      const pod = await spawnGateway(db.url, gatewaySpec('basic'), {
+        PROXYFLEET_SHUTDOWN_GRACE_SECONDS: String(grace),
+        PROXYFLEET_LOG_LEVEL: 'info',
+      });
+      const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+      const plain = transfer(
+        pod.port,
+        get(`http://127.0.0.1:${origin.port}/slow/3000000/${ms}`, auth, 'Connection: close\r\n'),
+      );
+      const tunnel = transfer(
+        pod.port,
+        `CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${auth}\r\n\r\nGET /slow/2000000/${ms} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      const exit = pod.stop('SIGTERM');
+      const [a, b] = await Promise.all([plain.done, tunnel.done]);
+      expect(await exit).toBe(0);
+      if (ms < 5_000) expect(a.read).toBeGreaterThan(3_000_000);
+      else expect(a.read).toBeLessThan(3_000_000);
+      const usage = await recordedUsage(db.pool, account.id);
+      expect(usage.up).toBe(a.written + b.written);
+      expect(usage.down).toBe(a.read + b.read);
+      expect(usage.requests).toBe(2);
+      const open = await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL',
+      );
+      expect(open.rows[0]!.n).toBe(0);
+    },
+    60_000,
+  );
 });

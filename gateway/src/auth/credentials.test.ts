@@ -21,18 +21,33 @@ const CASES: [Plan, string, string, Expect][] = [
   ['advanced', U, P, { targeting: {} }],
   // light
   ['light', U, `${P}_country-us`, { targeting: { country: 'us' } }],
-  ['light', U, `${P}_country-us_state-newyork-city-newyorkcity`, { targeting: { country: 'us', state: 'newyork', city: 'newyorkcity' } }],
+  [
+    'light',
+    U,
+    `${P}_country-us_state-newyork-city-newyorkcity`,
+    { targeting: { country: 'us', state: 'newyork', city: 'newyorkcity' } },
+  ],
   ['light', U, `${P}_country-us_session-abc`, { targeting: { country: 'us' }, session: { id: 'abc' } }],
   ['light', U, `${P}_country-us_session-abc_lifetime-5m`, 'unknown_parameter'],
   // basic (spec)
   ['basic', U, `${P}_country-us`, { targeting: { country: 'us' } }],
   ['basic', U, `${P}_country-us_state-california`, { targeting: { country: 'us', state: 'california' } }],
-  ['basic', U, `${P}_country-us_state-northcarolina-city-winstonsalem_session-Ab12_lifetime-30m`, {
-    targeting: { country: 'us', state: 'northcarolina', city: 'winstonsalem' },
-    session: { id: 'Ab12', minutes: 30 },
-  }],
+  [
+    'basic',
+    U,
+    `${P}_country-us_state-northcarolina-city-winstonsalem_session-Ab12_lifetime-30m`,
+    {
+      targeting: { country: 'us', state: 'northcarolina', city: 'winstonsalem' },
+      session: { id: 'Ab12', minutes: 30 },
+    },
+  ],
   ['basic', U, `${P}_country-de_session-xyz`, { targeting: { country: 'de' }, session: { id: 'xyz' } }],
-  ['basic', U, `${P}_country-de_session-xyz_lifetime-1440m`, { targeting: { country: 'de' }, session: { id: 'xyz', minutes: 1440 } }],
+  [
+    'basic',
+    U,
+    `${P}_country-de_session-xyz_lifetime-1440m`,
+    { targeting: { country: 'de' }, session: { id: 'xyz', minutes: 1440 } },
+  ],
   ['basic', U, `${P}_country-de_session-xyz_lifetime-1441m`, 'lifetime_out_of_range'],
   ['basic', U, `${P}_country-de_session-xyz_lifetime-0m`, 'bad_value'],
   ['basic', U, `${P}_country-de_session-xyz_lifetime-05m`, 'bad_value'],
@@ -66,7 +81,12 @@ const CASES: [Plan, string, string, Expect][] = [
   // advanced (spec)
   ['advanced', `${U}-country-us`, P, { targeting: { country: 'us' } }],
   ['advanced', `${U}-country-us-session-s1`, P, { targeting: { country: 'us' }, session: { id: 's1' } }],
-  ['advanced', `${U}-country-us-session-s1-sessionduration-15`, P, { targeting: { country: 'us' }, session: { id: 's1', minutes: 15 } }],
+  [
+    'advanced',
+    `${U}-country-us-session-s1-sessionduration-15`,
+    P,
+    { targeting: { country: 'us' }, session: { id: 's1', minutes: 15 } },
+  ],
   ['advanced', `${U}-country-us-session-s1-sessionduration-0`, P, 'bad_value'],
   ['advanced', `${U}-country-us-session-s1-sessionduration-99999`, P, 'lifetime_out_of_range'],
   ['advanced', `${U}-country-us-session-s1-sessionduration-15m`, P, 'bad_value'],
@@ -76,13 +96,23 @@ const CASES: [Plan, string, string, Expect][] = [
   ['advanced', `${U}-session-s1`, P, 'country_required'],
   ['advanced', U, `${P}_country-us`, 'bad_password'],
   // mobile (ours)
-  ['mobile', `${U}-country-gb-state-england-city-london-session-x9-sessionduration-60`, P, {
-    targeting: { country: 'gb', state: 'england', city: 'london' },
-    session: { id: 'x9', minutes: 60 },
-  }],
+  [
+    'mobile',
+    `${U}-country-gb-state-england-city-london-session-x9-sessionduration-60`,
+    P,
+    {
+      targeting: { country: 'gb', state: 'england', city: 'london' },
+      session: { id: 'x9', minutes: 60 },
+    },
+  ],
   ['mobile', `${U}-country-gb-city-london`, P, 'misplaced_parameter'],
   // datacenter (ours)
-  ['datacenter', U, `${P}_country-fr_session-q_lifetime-10m`, { targeting: { country: 'fr' }, session: { id: 'q', minutes: 10 } }],
+  [
+    'datacenter',
+    U,
+    `${P}_country-fr_session-q_lifetime-10m`,
+    { targeting: { country: 'fr' }, session: { id: 'q', minutes: 10 } },
+  ],
   ['datacenter', U, `${P}_country-fr_state-idf`, 'unknown_parameter'],
 ];
 
@@ -98,7 +128,9 @@ describe('parseCredentials', () => {
   });
 
   it('honours a lower maximum lifetime from spec.session', () => {
-    expect(parseCredentials('basic', U, `${P}_country-us_session-a_lifetime-61m`, { maxSessionMinutes: 60 })).toEqual({
+    expect(
+      parseCredentials('basic', U, `${P}_country-us_session-a_lifetime-61m`, { maxSessionMinutes: 60 }),
+    ).toEqual({
       ok: false,
       reason: 'lifetime_out_of_range',
     });
@@ -108,7 +140,23 @@ describe('parseCredentials', () => {
     const chunk = fc.oneof(
       fc.string({ maxLength: 12 }),
       fc.string({ unit: 'grapheme', maxLength: 8 }),
-      fc.constantFrom('_', '-', ':', 'country', 'state', 'city', 'session', 'lifetime', 'sessionduration', 'us', '5m', '15', '\u0000', '\u00e9', '%2d'),
+      fc.constantFrom(
+        '_',
+        '-',
+        ':',
+        'country',
+        'state',
+        'city',
+        'session',
+        'lifetime',
+        'sessionduration',
+        'us',
+        '5m',
+        '15',
+        '\u0000',
+        '\u00e9',
+        '%2d',
+      ),
     );
     const text = fc.array(chunk, { maxLength: 14 }).map((parts) => parts.join(''));
     fc.assert(
@@ -158,7 +206,10 @@ describe('parseCredentials', () => {
   it('survives huge and repeated inputs', () => {
     const huge = `${P}${'_country-us'.repeat(10_000)}`;
     expect(parseCredentials('basic', U, huge, limits).ok).toBe(false);
-    expect(parseCredentials('advanced', 'a'.repeat(100_000), P, limits)).toEqual({ ok: false, reason: 'bad_username' });
+    expect(parseCredentials('advanced', 'a'.repeat(100_000), P, limits)).toEqual({
+      ok: false,
+      reason: 'bad_username',
+    });
   });
 });
 
@@ -180,7 +231,9 @@ describe('decodeProxyAuthorization', () => {
   });
 
   it('never throws', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (s) => void decodeProxyAuthorization(s)));
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (s) => void decodeProxyAuthorization(s)),
+    );
   });
 });
 

@@ -87,24 +87,49 @@ const IN_USERNAME = {
 // The grammars as data, one per plan (docs/gateway.md shows them to customers).
 export const GRAMMARS: Readonly<Record<Plan, Grammar>> = {
   // <USERNAME>:<PASSWORD>_country-<cc>[_state-<STATE>[-city-<CITY>]][_session-<ID>]
-  light: { side: 'password', slots: [IN_PASSWORD.country, IN_PASSWORD.state, IN_PASSWORD.city, IN_PASSWORD.session] },
+  light: {
+    side: 'password',
+    slots: [IN_PASSWORD.country, IN_PASSWORD.state, IN_PASSWORD.city, IN_PASSWORD.session],
+  },
   // <USERNAME>:<PASSWORD>_country-<cc>[_state-<STATE>[-city-<CITY>]][_session-<ID>[_lifetime-<N>m]]
   basic: {
     side: 'password',
-    slots: [IN_PASSWORD.country, IN_PASSWORD.state, IN_PASSWORD.city, IN_PASSWORD.session, IN_PASSWORD.lifetime],
+    slots: [
+      IN_PASSWORD.country,
+      IN_PASSWORD.state,
+      IN_PASSWORD.city,
+      IN_PASSWORD.session,
+      IN_PASSWORD.lifetime,
+    ],
   },
   // <USERNAME>-country-<cc>[-session-<ID>[-sessionduration-<MINUTES>]]:<PASSWORD>
-  advanced: { side: 'username', slots: [IN_USERNAME.country, IN_USERNAME.session, IN_USERNAME.sessionduration] },
+  advanced: {
+    side: 'username',
+    slots: [IN_USERNAME.country, IN_USERNAME.session, IN_USERNAME.sessionduration],
+  },
   // <USERNAME>-country-<cc>[-state-<STATE>[-city-<CITY>]][-session-<ID>[-sessionduration-<MINUTES>]]:<PASSWORD>
   mobile: {
     side: 'username',
-    slots: [IN_USERNAME.country, IN_USERNAME.state, IN_USERNAME.city, IN_USERNAME.session, IN_USERNAME.sessionduration],
+    slots: [
+      IN_USERNAME.country,
+      IN_USERNAME.state,
+      IN_USERNAME.city,
+      IN_USERNAME.session,
+      IN_USERNAME.sessionduration,
+    ],
   },
   // <USERNAME>:<PASSWORD>_country-<cc>[_session-<ID>[_lifetime-<N>m]]
   datacenter: { side: 'password', slots: [IN_PASSWORD.country, IN_PASSWORD.session, IN_PASSWORD.lifetime] },
 };
 
-const KNOWN_KEYS: ReadonlySet<string> = new Set<Key>(['country', 'state', 'city', 'session', 'lifetime', 'sessionduration']);
+const KNOWN_KEYS: ReadonlySet<string> = new Set<Key>([
+  'country',
+  'state',
+  'city',
+  'session',
+  'lifetime',
+  'sessionduration',
+]);
 
 /**
  * Decodes `Proxy-Authorization: Basic <base64(user:pass)>` and splits at the FIRST colon
@@ -116,7 +141,8 @@ export function decodeProxyAuthorization(
   if (header === undefined || header === '') return { ok: false, reason: 'missing' };
   if (header.length > MAX_AUTHORIZATION_LENGTH) return { ok: false, reason: 'malformed_authorization' };
   const space = header.indexOf(' ');
-  if (space < 0 || header.slice(0, space).toLowerCase() !== 'basic') return { ok: false, reason: 'malformed_authorization' };
+  if (space < 0 || header.slice(0, space).toLowerCase() !== 'basic')
+    return { ok: false, reason: 'malformed_authorization' };
   const encoded = header.slice(space + 1).trim();
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) return { ok: false, reason: 'malformed_authorization' };
   const decoded = Buffer.from(encoded, 'base64').toString('utf8');
@@ -160,10 +186,12 @@ export function parseCredentials(plan: Plan, user: string, pass: string, limits:
         break;
       }
     }
-    if (found < 0) return fail(grammar.slots.some((s) => s.key === key) ? 'misplaced_parameter' : 'unknown_parameter');
+    if (found < 0)
+      return fail(grammar.slots.some((s) => s.key === key) ? 'misplaced_parameter' : 'unknown_parameter');
     const spec = grammar.slots[found]!;
     if (spec.sep !== token.sep) return fail('misplaced_parameter');
-    if (spec.after && !seen.has(spec.after)) return fail(spec.after === 'country' ? 'country_required' : 'misplaced_parameter');
+    if (spec.after && !seen.has(spec.after))
+      return fail(spec.after === 'country' ? 'country_required' : 'misplaced_parameter');
     seen.add(key);
     slot = found + 1;
     const problem = assign(value, key, token.value, limits);
@@ -199,7 +227,12 @@ function tokenize(text: string): Token[] | undefined {
   return tokens;
 }
 
-function assign(into: ParsedCredentials, key: Key, raw: string, limits: GrammarLimits): CredentialError | undefined {
+function assign(
+  into: ParsedCredentials,
+  key: Key,
+  raw: string,
+  limits: GrammarLimits,
+): CredentialError | undefined {
   switch (key) {
     case 'country':
       if (!COUNTRY.test(raw)) return 'bad_value';

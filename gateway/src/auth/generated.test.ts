@@ -20,7 +20,13 @@ describe('generated proxy strings', () => {
         fc.option(fc.integer({ min: 1, max: 1440 }), { nil: undefined }),
         (plan, country, state, city, session, minutes) => {
           const base = { username: newProxyUsername(), password: newProxyPassword() };
-          const c = credentialFor(plan, base, { country, state, city: state ? city : undefined, session, minutes });
+          const c = credentialFor(plan, base, {
+            country,
+            state,
+            city: state ? city : undefined,
+            session,
+            minutes,
+          });
           const parsed = parseCredentials(plan, c.username, c.password, { maxSessionMinutes: 1440 });
           expect(parsed.ok).toBe(true);
           if (!parsed.ok) return;

@@ -32,7 +32,11 @@ describe('openThroughExit with an upstream proxy', () => {
   it('delivers the bytes that arrive with the 200', async () => {
     const port = (upstream.address() as AddressInfo).port;
     const exit = buildExit({ name: 'up', country: 'us', upstream: { url: `http://127.0.0.1:${port}` } });
-    const socket = await openThroughExit(exit, { host: 'ssh.example', address: '93.184.216.34', port: 22 }, 2_000);
+    const socket = await openThroughExit(
+      exit,
+      { host: 'ssh.example', address: '93.184.216.34', port: 22 },
+      2_000,
+    );
     // A tunnel consumer attaches later (after the customer was told 200): nothing may be lost.
     await new Promise((r) => setTimeout(r, 50));
     let received = '';

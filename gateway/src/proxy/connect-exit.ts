@@ -30,11 +30,20 @@ export function isExitFault(err: NodeJS.ErrnoException, throughUpstream: boolean
 /** Largest upstream CONNECT response head accepted. */
 const MAX_UPSTREAM_HEAD = 16 * 1024;
 
-export function openThroughExit(exit: Exit, dest: { host: string; address: string; port: number }, timeoutMs: number): Promise<net.Socket> {
+export function openThroughExit(
+  exit: Exit,
+  dest: { host: string; address: string; port: number },
+  timeoutMs: number,
+): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const direct = !exit.upstream;
     const socket = direct
-      ? net.connect({ host: dest.address, port: dest.port, ...(exit.sourceAddress ? { localAddress: exit.sourceAddress } : {}), noDelay: true })
+      ? net.connect({
+          host: dest.address,
+          port: dest.port,
+          ...(exit.sourceAddress ? { localAddress: exit.sourceAddress } : {}),
+          noDelay: true,
+        })
       : net.connect({ host: exit.upstream!.host, port: exit.upstream!.port, noDelay: true });
     let done = false;
     const fail = (err: ExitError) => {
@@ -46,8 +55,16 @@ export function openThroughExit(exit: Exit, dest: { host: string; address: strin
     };
     // Before the TCP connect completes on an upstream exit, it is the upstream that failed; after
     // it, a timeout is the destination being slow to answer the upstream's CONNECT.
-    const timer = setTimeout(() => fail(new ExitError('timeout', `connect through ${exit.name} timed out`, !direct && socket.connecting)), timeoutMs);
-    socket.on('error', (err: NodeJS.ErrnoException) => fail(new ExitError('refused', err.message, isExitFault(err, !direct))));
+    const timer = setTimeout(
+      () =>
+        fail(
+          new ExitError('timeout', `connect through ${exit.name} timed out`, !direct && socket.connecting),
+        ),
+      timeoutMs,
+    );
+    socket.on('error', (err: NodeJS.ErrnoException) =>
+      fail(new ExitError('refused', err.message, isExitFault(err, !direct))),
+    );
     socket.once('close', () => fail(new ExitError('refused', 'closed during connect', !direct)));
     socket.once('connect', () => {
       if (direct) {
@@ -60,15 +77,21 @@ export function openThroughExit(exit: Exit, dest: { host: string; address: strin
       // Chain: CONNECT to the upstream with the destination name, so the name resolves where the
       // exit is (geo DNS answers for the exit's country). Our guard checked what the name means
       // here; what it means at the upstream is the upstream's to guard (docs/adr/0022).
-      const authority = dest.host.includes(':') && !dest.host.startsWith('[') ? `[${dest.host}]:${dest.port}` : `${dest.host}:${dest.port}`;
-      const auth = exit.upstream!.authorization ? `Proxy-Authorization: ${exit.upstream!.authorization}\r\n` : '';
+      const authority =
+        dest.host.includes(':') && !dest.host.startsWith('[')
+          ? `[${dest.host}]:${dest.port}`
+          : `${dest.host}:${dest.port}`;
+      const auth = exit.upstream!.authorization
+        ? `Proxy-Authorization: ${exit.upstream!.authorization}\r\n`
+        : '';
       socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
       let head = Buffer.alloc(0);
       const onData = (chunk: Buffer) => {
         head = Buffer.concat([head, chunk]);
         const end = head.indexOf('\r\n\r\n');
         if (end < 0) {
-          if (head.length > MAX_UPSTREAM_HEAD) fail(new ExitError('upstream_refused', 'upstream response head too large', true));
+          if (head.length > MAX_UPSTREAM_HEAD)
+            fail(new ExitError('upstream_refused', 'upstream response head too large', true));
           return;
         }
         // Pause first: without a 'data' listener a flowing socket drops what unshift() puts back

@@ -91,7 +91,10 @@ export class ExitPool {
     const g = this.group(t);
     if (g.exits.length <= 1) return g.exits;
     const ranked = g.exits
-      .map((e) => ({ e, score: createHash('sha256').update(seed).update('\0').update(e.name).digest().readBigUInt64BE() }))
+      .map((e) => ({
+        e,
+        score: createHash('sha256').update(seed).update('\0').update(e.name).digest().readBigUInt64BE(),
+      }))
       .sort((a, b) => (a.score < b.score ? 1 : a.score > b.score ? -1 : 0))
       .map((x) => x.e);
     return healthyFirst(ranked, now);

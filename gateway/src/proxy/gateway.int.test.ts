@@ -52,15 +52,22 @@ describe('plain HTTP', () => {
     const before = await usageAfterFlush(account.id);
     const url = `http://127.0.0.1:${origin.port}`;
     const { responses, written, read } = await rawExchange(gateway.port, [
-      get(`${url}/headers`, auth(), 'Connection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\nX-Kept: yes\r\n'),
+      get(
+        `${url}/headers`,
+        auth(),
+        'Connection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: timeout=5\r\nX-Kept: yes\r\n',
+      ),
       get(`${url}/bytes/5000`, auth()),
       get(`${url}/bytes/70000`, auth()),
     ]);
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
     // Header names only; the gateway's own hop to the origin carries its own Connection header.
-    const forwarded = (JSON.parse(responses[0]!.body.toString()) as string[]).filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase());
+    const forwarded = (JSON.parse(responses[0]!.body.toString()) as string[])
+      .filter((_, i) => i % 2 === 0)
+      .map((h) => h.toLowerCase());
     expect(forwarded).toContain('x-kept');
-    for (const name of ['proxy-authorization', 'x-secret', 'keep-alive', 'via', 'x-forwarded-for']) expect(forwarded).not.toContain(name);
+    for (const name of ['proxy-authorization', 'x-secret', 'keep-alive', 'via', 'x-forwarded-for'])
+      expect(forwarded).not.toContain(name);
     expect(responses[2]!.body.length).toBe(70_000);
     const after = await usageAfterFlush(account.id);
     expect(after.up - before.up).toBe(written);
@@ -135,7 +142,9 @@ describe('plain HTTP', () => {
 
   it('bills exactly what was delivered when the origin dies mid-transfer', async () => {
     const before = await usageAfterFlush(account.id);
-    const { responses, written, read } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/kill/100000`, auth())]);
+    const { responses, written, read } = await rawExchange(gateway.port, [
+      get(`http://127.0.0.1:${origin.port}/kill/100000`, auth()),
+    ]);
     expect(responses[0]!.status).toBe(200);
     expect(responses[0]!.body.length).toBeLessThan(200_000);
     const after = await usageAfterFlush(account.id);
@@ -145,30 +154,51 @@ describe('plain HTTP', () => {
 
   it('refuses missing and wrong credentials with 407 and Proxy-Authenticate, and does not bill them', async () => {
     const before = await usageAfterFlush(account.id);
-    for (const header of [undefined, basicAuth(account.proxyUsername, 'wrong_country-us'), basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us_zone-x`)]) {
-      const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/peer`, header)]);
+    for (const header of [
+      undefined,
+      basicAuth(account.proxyUsername, 'wrong_country-us'),
+      basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us_zone-x`),
+    ]) {
+      const { responses } = await rawExchange(gateway.port, [
+        get(`http://127.0.0.1:${origin.port}/peer`, header),
+      ]);
       expect(responses[0]!.status).toBe(407);
       expect(responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
-      expect(responses[0]!.headers['proxy-status']).toMatch(/^proxyfleet; error=http_request_denied; details=".+"$/);
+      expect(responses[0]!.headers['proxy-status']).toMatch(
+        /^proxyfleet; error=http_request_denied; details=".+"$/,
+      );
       expect(responses[0]!.headers.connection).toBe('close');
     }
     expect(await usageAfterFlush(account.id)).toEqual(before);
   });
 
   it('refuses 402 without bandwidth for the plan', async () => {
-    const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(broke.proxyUsername, broke.proxyPassword))]);
+    const { responses } = await rawExchange(gateway.port, [
+      get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(broke.proxyUsername, broke.proxyPassword)),
+    ]);
     expect(responses[0]!.status).toBe(402);
     expect(responses[0]!.headers['proxy-status']).toContain('no basic bandwidth');
   });
 
-  it.each(['127.0.0.1', '2130706433', '0x7f.0.0.1', '0177.0.0.1', '[::ffff:127.0.0.1]', '[::1]', '169.254.169.254', '10.1.2.3', '100.100.100.200', 'localhost', 'metadata.google.internal'])(
-    'refuses 403 for guarded destination %s',
-    async (host) => {
-      const { responses } = await rawExchange(guarded.port, [get(`http://${host}:${origin.port}/peer`, auth())]);
-      expect(responses[0]!.status).toBe(403);
-      expect(responses[0]!.headers['proxy-status']).toContain('error=destination_ip_prohibited');
-    },
-  );
+  it.each([
+    '127.0.0.1',
+    '2130706433',
+    '0x7f.0.0.1',
+    '0177.0.0.1',
+    '[::ffff:127.0.0.1]',
+    '[::1]',
+    '169.254.169.254',
+    '10.1.2.3',
+    '100.100.100.200',
+    'localhost',
+    'metadata.google.internal',
+  ])('refuses 403 for guarded destination %s', async (host) => {
+    const { responses } = await rawExchange(guarded.port, [
+      get(`http://${host}:${origin.port}/peer`, auth()),
+    ]);
+    expect(responses[0]!.status).toBe(403);
+    expect(responses[0]!.headers['proxy-status']).toContain('error=destination_ip_prohibited');
+  });
 
   it('refuses port 25', async () => {
     const { responses } = await rawExchange(gateway.port, [get('http://127.0.0.1:25/', auth())]);
@@ -182,7 +212,9 @@ describe('CONNECT', () => {
     const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth());
     expect(t.status).toBe(200);
     const payload = 'x'.repeat(3000);
-    t.socket.write(`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n${payload}`);
+    t.socket.write(
+      `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n${payload}`,
+    );
     const chunks: Buffer[] = [t.leftover];
     await new Promise<void>((r) => {
       t.socket.on('data', (c: Buffer) => chunks.push(c));
@@ -217,7 +249,11 @@ describe('usage fold', () => {
   it('folds batches into balances used_bytes and requests_count', async () => {
     const recorded = await usageAfterFlush(account.id);
     await fold(db.pool);
-    const { rows } = await db.pool.query<{ used_bytes: number; requests_count: number; leased_bytes: number }>(
+    const { rows } = await db.pool.query<{
+      used_bytes: number;
+      requests_count: number;
+      leased_bytes: number;
+    }>(
       `SELECT used_bytes, requests_count, leased_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
       [account.id],
     );

@@ -60,7 +60,11 @@ describe('DestinationGuard', () => {
   });
 
   it('resolves names to the address it checked (the one to connect to)', async () => {
-    expect(await guard.check('public.example', 80)).toEqual({ ok: true, address: '93.184.216.34', family: 4 });
+    expect(await guard.check('public.example', 80)).toEqual({
+      ok: true,
+      address: '93.184.216.34',
+      family: 4,
+    });
     expect(await guard.check('nothing.example', 80)).toEqual({ ok: false, status: 502, reason: 'dns_error' });
   });
 
@@ -119,7 +123,9 @@ describe('DestinationGuard', () => {
       status: 403,
       reason: 'destination_prohibited',
     });
-    expect(await new DestinationGuard(['169.254.0.0/16'], noDns).check('metadata.google.internal', 80)).toEqual({
+    expect(
+      await new DestinationGuard(['169.254.0.0/16'], noDns).check('metadata.google.internal', 80),
+    ).toEqual({
       ok: true,
       address: '169.254.169.254',
       family: 4,

@@ -60,7 +60,11 @@ const DNS_CACHE_LIMIT = 10_000;
 
 export type GuardResult =
   | { ok: true; address: string; family: 4 | 6 }
-  | { ok: false; status: 403 | 502 | 400; reason: 'destination_prohibited' | 'port_prohibited' | 'dns_error' | 'bad_destination' };
+  | {
+      ok: false;
+      status: 403 | 502 | 400;
+      reason: 'destination_prohibited' | 'port_prohibited' | 'dns_error' | 'bad_destination';
+    };
 
 export class DestinationGuard {
   private readonly blocked = new net.BlockList();
@@ -68,7 +72,10 @@ export class DestinationGuard {
   private readonly dns = new Map<string, { at: number; addresses: { address: string; family: number }[] }>();
   private readonly resolve: (host: string) => Promise<{ address: string; family: number }[]>;
 
-  constructor(allowCidrs: readonly string[], resolve?: (host: string) => Promise<{ address: string; family: number }[]>) {
+  constructor(
+    allowCidrs: readonly string[],
+    resolve?: (host: string) => Promise<{ address: string; family: number }[]>,
+  ) {
     for (const [a, p] of BLOCKED_V4) this.blocked.addSubnet(a, p, 'ipv4');
     for (const [a, p] of BLOCKED_V6) this.blocked.addSubnet(a, p, 'ipv6');
     for (const cidr of allowCidrs) {
@@ -76,7 +83,8 @@ export class DestinationGuard {
       const family = net.isIP(address ?? '');
       if (!family) throw new Error(`PROXYFLEET_GATEWAY_ALLOW_CIDRS: not a CIDR range: ${cidr}`);
       const bits = prefix === undefined ? (family === 4 ? 32 : 128) : Number(prefix);
-      if (!Number.isInteger(bits) || bits < 0 || bits > (family === 4 ? 32 : 128)) throw new Error(`PROXYFLEET_GATEWAY_ALLOW_CIDRS: bad prefix: ${cidr}`);
+      if (!Number.isInteger(bits) || bits < 0 || bits > (family === 4 ? 32 : 128))
+        throw new Error(`PROXYFLEET_GATEWAY_ALLOW_CIDRS: bad prefix: ${cidr}`);
       this.allowed.addSubnet(address!, bits, family === 4 ? 'ipv4' : 'ipv6');
     }
     this.resolve = resolve ?? ((host) => lookup(host, { all: true, verbatim: true }));
@@ -109,11 +117,14 @@ export class DestinationGuard {
    * (already normalised by the WHATWG parser: brackets around IPv6, canonical IPv4).
    */
   async check(host: string, port: number): Promise<GuardResult> {
-    if (BLOCKED_PORTS.has(port) || port > 65_535) return { ok: false, status: 403, reason: 'port_prohibited' };
+    if (BLOCKED_PORTS.has(port) || port > 65_535)
+      return { ok: false, status: 403, reason: 'port_prohibited' };
     const literal = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
     const family = net.isIP(literal);
     if (family) {
-      return this.addressAllowed(literal) ? { ok: true, address: literal, family: family as 4 | 6 } : { ok: false, status: 403, reason: 'destination_prohibited' };
+      return this.addressAllowed(literal)
+        ? { ok: true, address: literal, family: family as 4 | 6 }
+        : { ok: false, status: 403, reason: 'destination_prohibited' };
     }
     const name = literal.toLowerCase().replace(/\.$/, '');
     if (!name) return { ok: false, status: 403, reason: 'destination_prohibited' };
@@ -132,7 +143,8 @@ export class DestinationGuard {
     const first = cached.addresses[0];
     if (!first) return { ok: false, status: 502, reason: 'dns_error' };
     // A name with any forbidden address is refused: it is either a mistake or an attack.
-    if (!cached.addresses.every((a) => this.addressAllowed(a.address))) return { ok: false, status: 403, reason: 'destination_prohibited' };
+    if (!cached.addresses.every((a) => this.addressAllowed(a.address)))
+      return { ok: false, status: 403, reason: 'destination_prohibited' };
     return { ok: true, address: first.address, family: first.family === 6 ? 6 : 4 };
   }
 }
@@ -157,7 +169,10 @@ export function embeddedIPv4(address: string): string | undefined {
  */
 export function parseAuthority(authority: string): { host: string; port: number } | undefined {
   // Fast path: a canonical dotted-quad IPv4 address needs no URL parsing.
-  const quad = /^((?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}):(\d{1,5})$/.exec(authority);
+  const quad =
+    /^((?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}):(\d{1,5})$/.exec(
+      authority,
+    );
   if (quad) {
     const port = Number(quad[2]);
     return port >= 1 && port <= 65_535 ? { host: quad[1]!, port } : undefined;

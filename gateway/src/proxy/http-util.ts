@@ -55,8 +55,12 @@ export function refuseRequest(res: http.ServerResponse, r: Refusal): void {
 export function refuseSocket(socket: net.Socket, r: Refusal): void {
   if (socket.destroyed) return;
   const body = `${r.status} ${STATUS_TEXT[r.status] ?? ''}: ${r.details}\n`;
-  const lines = refusalHeaders(r).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  socket.end(`HTTP/1.1 ${r.status} ${STATUS_TEXT[r.status] ?? ''}\r\n${lines}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const lines = refusalHeaders(r)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 ${r.status} ${STATUS_TEXT[r.status] ?? ''}\r\n${lines}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
   socket.destroySoon();
 }
 

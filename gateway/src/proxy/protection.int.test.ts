@@ -10,7 +10,19 @@ import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from '../accounting/ledger.ts';
 import { FAILURES_ALLOWED } from '../auth/backoff.ts';
-import { basicAuth, cacheSynced, fold, gatewaySpec, get, openTunnel, rawExchange, recordedUsage, startOrigin, startTestGateway, type Origin } from '../testing/harness.ts';
+import {
+  basicAuth,
+  cacheSynced,
+  fold,
+  gatewaySpec,
+  get,
+  openTunnel,
+  rawExchange,
+  recordedUsage,
+  startOrigin,
+  startTestGateway,
+  type Origin,
+} from '../testing/harness.ts';
 
 let db: TestDatabase;
 let origin: Origin;
@@ -24,14 +36,38 @@ beforeAll(async () => {
   gateway = await startTestGateway(
     db.pool,
     db.url,
-    gatewaySpec('basic', undefined, { limits: { maxConnectionsPerAccount: 2 }, timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 1, maxLifetimeSeconds: 60 } }),
+    gatewaySpec('basic', undefined, {
+      limits: { maxConnectionsPerAccount: 2 },
+      timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 1, maxLifetimeSeconds: 60 },
+    }),
   );
   // A throwaway certificate for an HTTPS origin: the bytes billed inside a tunnel are TLS records.
   certDir = mkdtempSync(path.join(tmpdir(), 'pf-tls-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', path.join(certDir, 'key.pem'), '-out', path.join(certDir, 'cert.pem')], { stdio: 'ignore' });
-  tlsOrigin = https.createServer({ key: readFileSync(path.join(certDir, 'key.pem')), cert: readFileSync(path.join(certDir, 'cert.pem')) }, (req, res) => {
-    res.end(Buffer.alloc(Number(req.url?.slice(1) || 1000), 65));
-  });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=localhost',
+      '-days',
+      '1',
+      '-keyout',
+      path.join(certDir, 'key.pem'),
+      '-out',
+      path.join(certDir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
+  tlsOrigin = https.createServer(
+    { key: readFileSync(path.join(certDir, 'key.pem')), cert: readFileSync(path.join(certDir, 'cert.pem')) },
+    (req, res) => {
+      res.end(Buffer.alloc(Number(req.url?.slice(1) || 1000), 65));
+    },
+  );
   await new Promise<void>((r) => tlsOrigin.listen(0, '127.0.0.1', r));
 });
 
@@ -44,13 +80,18 @@ afterAll(async () => {
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
-const closed = (socket: Socket) => new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
+const closed = (socket: Socket) =>
+  new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
 
 describe('protection', () => {
   it('bills TLS inside a tunnel byte for byte', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     await cacheSynced(db.pool, [gateway]);
-    const t = await openTunnel(gateway.port, `127.0.0.1:${(tlsOrigin.address() as AddressInfo).port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    const t = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${(tlsOrigin.address() as AddressInfo).port}`,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
     expect(t.status).toBe(200);
     const secure = tls.connect({ socket: t.socket, rejectUnauthorized: false, servername: 'localhost' });
     secure.on('error', () => undefined);
@@ -78,7 +119,11 @@ describe('protection', () => {
     const budget = 1_000_000;
     const account = await accountWithBandwidth(db.pool, { basic: budget });
     await cacheSynced(db.pool, [gateway]);
-    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    const t = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${origin.port}`,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
     expect(t.status).toBe(200);
     let read = 0;
     t.socket.on('data', (c: Buffer) => (read += c.length));
@@ -87,9 +132,16 @@ describe('protection', () => {
     expect(read).toBeLessThan(50_000_000);
     await gateway.ledger.flush();
     await fold(db.pool);
-    const { rows } = await db.pool.query<{ used_bytes: number }>(`SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`, [account.id]);
+    const { rows } = await db.pool.query<{ used_bytes: number }>(
+      `SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
+      [account.id],
+    );
     expect(rows[0]!.used_bytes).toBeLessThanOrEqual(budget + OVERDRAFT_BYTES + PER_CONNECTION_SLACK_BYTES);
-    const again = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    const again = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${origin.port}`,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
     expect(again.status).toBe(402);
   });
 
@@ -111,7 +163,9 @@ describe('protection', () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     await cacheSynced(db.pool, [gateway]);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
-    const burst = await Promise.all(Array.from({ length: 10 }, () => openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth)));
+    const burst = await Promise.all(
+      Array.from({ length: 10 }, () => openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth)),
+    );
     const statuses = burst.map((t) => t.status).sort();
     expect(statuses.filter((s) => s === 200)).toHaveLength(2);
     expect(statuses.filter((s) => s === 429)).toHaveLength(8);
@@ -123,8 +177,11 @@ describe('protection', () => {
     await cacheSynced(db.pool, [gateway]);
     const smuggled = 'GET /bytes/7 HTTP/1.1\r\nHost: victim\r\n\r\n';
     const request =
-      get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, account.proxyPassword), `Connection: keep-alive, content-length\r\nContent-Length: ${smuggled.length}\r\n`) +
-      smuggled;
+      get(
+        `http://127.0.0.1:${origin.port}/peer`,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+        `Connection: keep-alive, content-length\r\nContent-Length: ${smuggled.length}\r\n`,
+      ) + smuggled;
     const r = await rawExchange(gateway.port, [request]);
     expect(r.responses).toHaveLength(1);
     expect(r.responses[0]!.status).toBe(400);
@@ -134,7 +191,11 @@ describe('protection', () => {
   it('closes idle tunnels after idleSeconds', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     await cacheSynced(db.pool, [gateway]);
-    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, basicAuth(account.proxyUsername, account.proxyPassword));
+    const t = await openTunnel(
+      gateway.port,
+      `127.0.0.1:${origin.port}`,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
     expect(t.status).toBe(200);
     const started = Date.now();
     await closed(t.socket);
@@ -146,13 +207,23 @@ describe('protection', () => {
     await cacheSynced(db.pool, [gateway]);
     const url = `http://127.0.0.1:${origin.port}/peer`;
     for (let i = 0; i < FAILURES_ALLOWED; i++) {
-      const r = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, 'wrong'))], { sourceAddress: '127.0.3.1' });
+      const r = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, 'wrong'))], {
+        sourceAddress: '127.0.3.1',
+      });
       expect(r.responses[0]!.status).toBe(407);
     }
-    const blocked = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, account.proxyPassword))], { sourceAddress: '127.0.3.1' });
+    const blocked = await rawExchange(
+      gateway.port,
+      [get(url, basicAuth(account.proxyUsername, account.proxyPassword))],
+      { sourceAddress: '127.0.3.1' },
+    );
     expect(blocked.responses[0]!.status).toBe(429);
     expect(Number(blocked.responses[0]!.headers['retry-after'])).toBeGreaterThan(0);
-    const other = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, account.proxyPassword))], { sourceAddress: '127.0.3.2' });
+    const other = await rawExchange(
+      gateway.port,
+      [get(url, basicAuth(account.proxyUsername, account.proxyPassword))],
+      { sourceAddress: '127.0.3.2' },
+    );
     expect(other.responses[0]!.status).toBe(200);
   });
 });

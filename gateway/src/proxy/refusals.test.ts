@@ -6,20 +6,29 @@ import { REFUSALS } from './refusals.ts';
 describe('refusal table', () => {
   it('is the table docs/gateway.md lists, row for row', () => {
     const doc = readFileSync(path.join(import.meta.dirname, '../../../docs/gateway.md'), 'utf8');
-    const section = doc.split('<!-- refusal-table:start -->')[1]?.split('<!-- refusal-table:end -->')[0] ?? '';
+    const section =
+      doc.split('<!-- refusal-table:start -->')[1]?.split('<!-- refusal-table:end -->')[0] ?? '';
     const documented = section
       .split('\n')
       .filter((l) => /^\| \d{3} /.test(l))
-      .map((l) => l.split('|').slice(1, 5).map((c) => c.trim().replace(/`/g, '')))
+      .map((l) =>
+        l
+          .split('|')
+          .slice(1, 5)
+          .map((c) => c.trim().replace(/`/g, '')),
+      )
       .map(([status, error, reason, message]) => `${status} ${error} ${reason} ${message}`)
       .sort();
-    const table = REFUSALS.map((r) => `${r.status} ${r.error} ${r.reason} ${r.message.replaceAll('{plan}', '<plan>')}`).sort();
+    const table = REFUSALS.map(
+      (r) => `${r.status} ${r.error} ${r.reason} ${r.message.replaceAll('{plan}', '<plan>')}`,
+    ).sort();
     expect(documented).toEqual(table);
   });
 
   it('gives every reason label one status class', () => {
     const classes = new Map<string, Set<number>>();
-    for (const r of REFUSALS) classes.set(r.reason, (classes.get(r.reason) ?? new Set()).add(Math.floor(r.status / 100)));
+    for (const r of REFUSALS)
+      classes.set(r.reason, (classes.get(r.reason) ?? new Set()).add(Math.floor(r.status / 100)));
     for (const [reason, set] of classes) expect([reason, set.size]).toEqual([reason, 1]);
   });
 });

@@ -28,7 +28,11 @@ export class SessionStore {
   async seed(parts: SessionKeyParts, minutes: number): Promise<string> {
     const t = parts.targeting;
     const key = createHash('sha256')
-      .update([parts.accountId, parts.plan, parts.sessionId, t.country ?? '', t.state ?? '', t.city ?? ''].join('\0'))
+      .update(
+        [parts.accountId, parts.plan, parts.sessionId, t.country ?? '', t.state ?? '', t.city ?? ''].join(
+          '\0',
+        ),
+      )
       .digest();
     const hex = key.toString('hex');
     const now = Date.now();

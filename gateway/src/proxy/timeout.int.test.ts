@@ -21,7 +21,9 @@ beforeAll(async () => {
   gateway = await startTestGateway(
     db.pool,
     db.url,
-    gatewaySpec('basic', undefined, { timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 } }),
+    gatewaySpec('basic', undefined, {
+      timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 },
+    }),
   );
 });
 
@@ -32,7 +34,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const total = async (name: string) => (await gateway.registry.getSingleMetric(name)!.get()).values.reduce((n, v) => n + v.value, 0);
+const total = async (name: string) =>
+  (await gateway.registry.getSingleMetric(name)!.get()).values.reduce((n, v) => n + v.value, 0);
 
 describe('forward timeout', () => {
   it('answers a destination that does not answer with one complete 504, refused once and not blamed on the exit', async () => {
@@ -44,12 +47,19 @@ describe('forward timeout', () => {
     const chunks: Buffer[] = [];
     socket.on('data', (c: Buffer) => chunks.push(c));
     const closed = new Promise<void>((r) => socket.on('close', () => r()));
-    socket.write(get(`http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/`, basicAuth(account.proxyUsername, account.proxyPassword)));
+    socket.write(
+      get(
+        `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/`,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+      ),
+    );
     await closed;
     const text = Buffer.concat(chunks).toString('latin1');
     expect(text.match(/HTTP\/1\.1 /g)).toHaveLength(1);
     expect(text).toMatch(/^HTTP\/1\.1 504 /);
-    expect(text).toMatch(/Proxy-Status: proxyfleet; error=http_response_timeout; details="the destination did not answer in time"/);
+    expect(text).toMatch(
+      /Proxy-Status: proxyfleet; error=http_response_timeout; details="the destination did not answer in time"/,
+    );
     const [head, body] = text.split('\r\n\r\n') as [string, string];
     expect(Buffer.byteLength(body)).toBe(Number(/Content-Length: (\d+)/i.exec(head)![1]));
     expect(await total('proxyfleet_gateway_refusals_total')).toBe(refusalsBefore + 1);

@@ -250,6 +250,9 @@ function errorField(err: unknown, field: 'code' | 'responseCode'): unknown {
 }
 
 function describeError(err: unknown): string {
-  const text = err instanceof Error ? `${(errorField(err, 'code') as string | undefined) ?? err.name}: ${err.message}` : String(err);
+  const text =
+    err instanceof Error
+      ? `${(errorField(err, 'code') as string | undefined) ?? err.name}: ${err.message}`
+      : String(err);
   return text.slice(0, LAST_ERROR_MAX_CHARS);
 }

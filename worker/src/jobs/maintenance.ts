@@ -12,6 +12,8 @@ export const maintenanceJob: Job = {
     await pool.query(`DELETE FROM change_log WHERE created_at < now() - make_interval(days => $1)`, [
       CHANGE_LOG_RETENTION_DAYS,
     ]);
-    await pool.query(`DELETE FROM cache_acks WHERE updated_at < now() - make_interval(mins => $1)`, [STALE_ACK_MINUTES]);
+    await pool.query(`DELETE FROM cache_acks WHERE updated_at < now() - make_interval(mins => $1)`, [
+      STALE_ACK_MINUTES,
+    ]);
   },
 };

@@ -32,28 +32,58 @@ describe('usage-fold and lease-reaper jobs', () => {
     );
     const lease = rows[0]!;
     expect(lease.out_granted).toBe(4_000_000);
-    const line = (up: number, down: number, requests: number) => JSON.stringify([{ account_id: account.id, product: 'basic', bytes_up: up, bytes_down: down, requests }]);
+    const line = (up: number, down: number, requests: number) =>
+      JSON.stringify([
+        { account_id: account.id, product: 'basic', bytes_up: up, bytes_down: down, requests },
+      ]);
     const spend = (bytes: number) => JSON.stringify([{ lease_id: lease.out_lease_id, bytes }]);
-    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', ['k1', 'pod-a', line(100, 900, 1), spend(1000), '[]']);
+    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
+      'k1',
+      'pod-a',
+      line(100, 900, 1),
+      spend(1000),
+      '[]',
+    ]);
     // Flushed, not folded: still held by the lease.
     expect(await balance(account.id)).toMatchObject({ used_bytes: 0, leased_bytes: 4_000_000 });
     await usageFoldJob.run({ pool: db.pool, logger });
-    expect(await balance(account.id)).toMatchObject({ used_bytes: 1000, leased_bytes: 3_999_000, requests_count: 1 });
+    expect(await balance(account.id)).toMatchObject({
+      used_bytes: 1000,
+      leased_bytes: 3_999_000,
+      requests_count: 1,
+    });
     // A second batch flushed, then the pod dies: the reaper returns the lease after expiry and
     // keeps holding exactly the unfolded spend until the fold charges it.
-    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', ['k2', 'pod-a', line(0, 5000, 0), spend(5000), '[]']);
+    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
+      'k2',
+      'pod-a',
+      line(0, 5000, 0),
+      spend(5000),
+      '[]',
+    ]);
     await db.pool.query(`UPDATE bandwidth_leases SET expires_at = now() - interval '1 second'`);
     await leaseReaperJob.run({ pool: db.pool, logger });
     expect(await balance(account.id)).toMatchObject({ used_bytes: 1000, leased_bytes: 5000 });
     await usageFoldJob.run({ pool: db.pool, logger });
     expect(await balance(account.id)).toMatchObject({ used_bytes: 6000, leased_bytes: 0, requests_count: 1 });
-    const l = await db.pool.query<{ charged_bytes: number; spent_bytes: number }>('SELECT charged_bytes, spent_bytes FROM bandwidth_leases');
+    const l = await db.pool.query<{ charged_bytes: number; spent_bytes: number }>(
+      'SELECT charged_bytes, spent_bytes FROM bandwidth_leases',
+    );
     expect(l.rows[0]).toEqual({ charged_bytes: 6000, spent_bytes: 6000 });
     // A retried flush is a no-op.
-    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', ['k2', 'pod-a', line(0, 5000, 0), spend(5000), '[]']);
+    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
+      'k2',
+      'pod-a',
+      line(0, 5000, 0),
+      spend(5000),
+      '[]',
+    ]);
     await usageFoldJob.run({ pool: db.pool, logger });
     expect(await balance(account.id)).toMatchObject({ used_bytes: 6000 });
-    const hourly = await db.pool.query<{ bytes_up: number; bytes_down: number }>('SELECT bytes_up, bytes_down FROM usage_hourly WHERE account_id = $1', [account.id]);
+    const hourly = await db.pool.query<{ bytes_up: number; bytes_down: number }>(
+      'SELECT bytes_up, bytes_down FROM usage_hourly WHERE account_id = $1',
+      [account.id],
+    );
     expect(hourly.rows).toEqual([{ bytes_up: 100, bytes_down: 5900 }]);
   });
 });

@@ -28,7 +28,10 @@ describe('GET /api/v1/account', () => {
       email: account.email,
       status: 'active',
       proxyUsername: account.proxyUsername,
-      products: { basic: { totalGb: 1, usedGb: 0, remainingGb: 1 }, light: { totalGb: 0, usedGb: 0, remainingGb: 0 } },
+      products: {
+        basic: { totalGb: 1, usedGb: 0, remainingGb: 1 },
+        light: { totalGb: 0, usedGb: 0, remainingGb: 0 },
+      },
       alerts: { lowBandwidth: true, newInvoice: true, serverAlerts: false },
       autoRefill: [],
       namedKeysLimit: 10,
@@ -48,11 +51,21 @@ describe('GET /api/v1/account', () => {
     const account = await accountWithBandwidth(fx.db.pool);
     expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys).toHaveLength(1);
     const named = await createNamedKey(fx.db.pool, account.id, 'late');
-    await eventually(async () => (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 2);
+    await eventually(
+      async () =>
+        (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 2,
+    );
     await revokeKey(fx.db.pool, account.id, named.id);
-    await eventually(async () => (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 1);
+    await eventually(
+      async () =>
+        (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.apiKeys.length === 1,
+    );
     await recordPurchase(fx.db.pool, { accountId: account.id, product: 'mobile', bytes: 2e9 });
     await fx.db.pool.query('DELETE FROM api_usage_snapshots WHERE account_id = $1', [account.id]);
-    await eventually(async () => (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.products.mobile.totalGb === 2);
+    await eventually(
+      async () =>
+        (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.products.mobile.totalGb ===
+        2,
+    );
   });
 });

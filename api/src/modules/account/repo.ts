@@ -9,8 +9,21 @@ export interface AccountRecord {
   createdAt: Date;
   proxyUsername: string;
   alerts: { lowBandwidth: boolean; newInvoice: boolean; serverAlerts: boolean; lowBandwidthPercent: number };
-  autoRefill: { product: Product; enabled: boolean; thresholdBytes: number; refillBytes: number; maxRefillsPerMonth: number }[];
-  apiKeys: { id: string; name: string; kind: 'primary' | 'named'; prefix: string; last4: string; createdAt: string }[];
+  autoRefill: {
+    product: Product;
+    enabled: boolean;
+    thresholdBytes: number;
+    refillBytes: number;
+    maxRefillsPerMonth: number;
+  }[];
+  apiKeys: {
+    id: string;
+    name: string;
+    kind: 'primary' | 'named';
+    prefix: string;
+    last4: string;
+    createdAt: string;
+  }[];
 }
 
 /** The account with its settings and active keys, in one round trip; undefined if it does not exist. */

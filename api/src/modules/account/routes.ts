@@ -10,7 +10,8 @@ export function accountRoutes(accounts: AccountService): RouteDef[] {
       path: '/account',
       tag: 'account',
       summary: 'The account record',
-      description: 'Identity, status, balances, alert and auto-refill settings, and the active API keys by name and display prefix (never a key).',
+      description:
+        'Identity, status, balances, alert and auto-refill settings, and the active API keys by name and display prefix (never a key).',
       auth: 'apiKey',
       response: accountResponseSchema,
       handler: async ({ res }) => ({ json: await accounts.viewJson(principal(res).accountId) }),

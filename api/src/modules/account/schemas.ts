@@ -6,14 +6,19 @@ export const alertsSchema = z.object({
   lowBandwidth: z.boolean(),
   newInvoice: z.boolean(),
   serverAlerts: z.boolean(),
-  lowBandwidthPercent: z.number().int().describe('Remaining share (%) of a product at which the low-bandwidth email is sent'),
+  lowBandwidthPercent: z
+    .number()
+    .int()
+    .describe('Remaining share (%) of a product at which the low-bandwidth email is sent'),
 });
 
 export const keySummarySchema = z.object({
   id: z.string(),
   name: z.string(),
   kind: z.enum(['primary', 'named']),
-  prefix: z.string().describe('Display prefix, for example svc_live_3fa9c1; the key itself is never shown again'),
+  prefix: z
+    .string()
+    .describe('Display prefix, for example svc_live_3fa9c1; the key itself is never shown again'),
   last4: z.string(),
   createdAt: z.string(),
 });

@@ -10,7 +10,10 @@ export interface AccountSummaryRow {
   created_at: Date;
 }
 
-export async function listAccounts(pool: Pool, q: { limit: number; offset: number; email?: string | undefined }): Promise<AccountSummaryRow[]> {
+export async function listAccounts(
+  pool: Pool,
+  q: { limit: number; offset: number; email?: string | undefined },
+): Promise<AccountSummaryRow[]> {
   const { rows } = await pool.query<AccountSummaryRow>(
     `SELECT id, email, status, created_at FROM accounts
       WHERE ($3::text IS NULL OR lower(email) = lower($3)) ORDER BY created_at, id LIMIT $1 OFFSET $2`,
@@ -24,7 +27,11 @@ export async function accountExists(pool: Pool, id: string): Promise<boolean> {
   return rowCount === 1;
 }
 
-export async function activeKeyKind(pool: Pool, accountId: string, keyId: string): Promise<'primary' | 'named' | undefined> {
+export async function activeKeyKind(
+  pool: Pool,
+  accountId: string,
+  keyId: string,
+): Promise<'primary' | 'named' | undefined> {
   const { rows } = await pool.query<{ kind: 'primary' | 'named' }>(
     'SELECT kind FROM api_keys WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL',
     [keyId, accountId],
@@ -40,7 +47,11 @@ export interface AlertsRow {
 }
 
 /** Updates the given switches; undefined when the account does not exist (createAccount makes the row). */
-export async function updateAlerts(pool: Pool, accountId: string, u: AlertsUpdate): Promise<AlertsRow | undefined> {
+export async function updateAlerts(
+  pool: Pool,
+  accountId: string,
+  u: AlertsUpdate,
+): Promise<AlertsRow | undefined> {
   const { rows } = await pool.query<AlertsRow>(
     `UPDATE alert_settings SET low_bandwidth = coalesce($2, low_bandwidth), new_invoice = coalesce($3, new_invoice),
             server_alerts = coalesce($4, server_alerts), low_bandwidth_percent = coalesce($5, low_bandwidth_percent),
@@ -48,7 +59,13 @@ export async function updateAlerts(pool: Pool, accountId: string, u: AlertsUpdat
       WHERE account_id = $1
       RETURNING low_bandwidth AS "lowBandwidth", new_invoice AS "newInvoice", server_alerts AS "serverAlerts",
                 low_bandwidth_percent AS "lowBandwidthPercent"`,
-    [accountId, u.lowBandwidth ?? null, u.newInvoice ?? null, u.serverAlerts ?? null, u.lowBandwidthPercent ?? null],
+    [
+      accountId,
+      u.lowBandwidth ?? null,
+      u.newInvoice ?? null,
+      u.serverAlerts ?? null,
+      u.lowBandwidthPercent ?? null,
+    ],
   );
   return rows[0];
 }
@@ -59,17 +76,41 @@ const ISP_COLUMNS = `id, host, port, username, password_enc, country, city, isp,
 export async function insertIspProxy(
   pool: Pool,
   accountId: string,
-  p: { host: string; port: number; username: string; passwordEnc: Buffer; country: string; city?: string | undefined; isp?: string | undefined; status: string; expiresAt?: string | undefined },
+  p: {
+    host: string;
+    port: number;
+    username: string;
+    passwordEnc: Buffer;
+    country: string;
+    city?: string | undefined;
+    isp?: string | undefined;
+    status: string;
+    expiresAt?: string | undefined;
+  },
 ): Promise<IspProxyRow> {
   const { rows } = await pool.query<IspProxyRow>(
     `INSERT INTO isp_proxies (account_id, host, port, username, password_enc, country, city, isp, status, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${ISP_COLUMNS}`,
-    [accountId, p.host, p.port, p.username, p.passwordEnc, p.country, p.city ?? null, p.isp ?? null, p.status, p.expiresAt ?? null],
+    [
+      accountId,
+      p.host,
+      p.port,
+      p.username,
+      p.passwordEnc,
+      p.country,
+      p.city ?? null,
+      p.isp ?? null,
+      p.status,
+      p.expiresAt ?? null,
+    ],
   );
   return rows[0]!;
 }
 
 export async function deleteIspProxy(pool: Pool, accountId: string, proxyId: string): Promise<boolean> {
-  const { rowCount } = await pool.query('DELETE FROM isp_proxies WHERE id = $1 AND account_id = $2', [proxyId, accountId]);
+  const { rowCount } = await pool.query('DELETE FROM isp_proxies WHERE id = $1 AND account_id = $2', [
+    proxyId,
+    accountId,
+  ]);
   return rowCount === 1;
 }

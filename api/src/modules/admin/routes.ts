@@ -5,8 +5,19 @@
 import { z } from 'zod';
 import { AppError } from '../../../../common/src/errors.ts';
 import { SQLSTATE, sqlState, type Pool } from '../../../../common/src/db/pool.ts';
-import { createAccount, recordPurchase, resetProxyPassword, setAccountStatus, readProxyCredentials } from '../../../../common/src/accounts/accounts.ts';
-import { createNamedKey, listKeys, regeneratePrimaryKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
+import {
+  createAccount,
+  recordPurchase,
+  resetProxyPassword,
+  setAccountStatus,
+  readProxyCredentials,
+} from '../../../../common/src/accounts/accounts.ts';
+import {
+  createNamedKey,
+  listKeys,
+  regeneratePrimaryKey,
+  revokeKey,
+} from '../../../../common/src/accounts/keys.ts';
 import { gbToBytes } from '../../../../common/src/products.ts';
 import { newProxyPassword, seal } from '../../../../common/src/secrets.ts';
 import { defineRoute, validationError, type RouteDef, type RouteResult } from '../../http/route.ts';
@@ -20,8 +31,19 @@ import type { WaitForApiCaches } from '../sync/wait.ts';
 import { gb } from '../usage/service.ts';
 import { createPasswordLink, origin } from '../dashboard/links.ts';
 import * as s from './schemas.ts';
-import { accountExists, activeKeyKind, deleteIspProxy, insertIspProxy, listAccounts, updateAlerts } from './repo.ts';
-import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '../../../../common/src/billing/auto-refill.ts';
+import {
+  accountExists,
+  activeKeyKind,
+  deleteIspProxy,
+  insertIspProxy,
+  listAccounts,
+  updateAlerts,
+} from './repo.ts';
+import {
+  autoRefillUpdateSchema,
+  putAutoRefill,
+  type AutoRefillUpdate,
+} from '../../../../common/src/billing/auto-refill.ts';
 
 export interface AdminDeps {
   pool: Pool;
@@ -39,7 +61,10 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
   /** Answers once every API process applied the change. */
   const synced = async (result: RouteResult): Promise<RouteResult> => {
     const sync = await deps.waitForApiCaches();
-    return { ...result, headers: { ...result.headers, 'Proxyfleet-Cache-Sync': `${sync.synced}/${sync.total}` } };
+    return {
+      ...result,
+      headers: { ...result.headers, 'Proxyfleet-Cache-Sync': `${sync.synced}/${sync.total}` },
+    };
   };
   const mustExist = async (id: string) => {
     if (!(await accountExists(pool, id))) throw new AppError('ACCOUNT_NOT_FOUND');
@@ -74,7 +99,16 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
         const parsed = s.listAccountsQuery.safeParse(req.query);
         if (!parsed.success) throw validationError(parsed.error);
         const rows = await listAccounts(pool, parsed.data);
-        return { body: { accounts: rows.map((r) => ({ id: r.id, email: r.email, status: r.status, createdAt: r.created_at.toISOString() })) } };
+        return {
+          body: {
+            accounts: rows.map((r) => ({
+              id: r.id,
+              email: r.email,
+              status: r.status,
+              createdAt: r.created_at.toISOString(),
+            })),
+          },
+        };
       },
     }),
     defineRoute<undefined, IdParams>({
@@ -322,7 +356,8 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       status: 204,
       errors: ['ISP_PROXY_NOT_FOUND'],
       handler: async ({ params }) => {
-        if (!(await deleteIspProxy(pool, params.id, params.proxyId))) throw new AppError('ISP_PROXY_NOT_FOUND');
+        if (!(await deleteIspProxy(pool, params.id, params.proxyId)))
+          throw new AppError('ISP_PROXY_NOT_FOUND');
         return { status: 204 };
       },
     }),

@@ -35,7 +35,9 @@ export class KeyUsageRecorder {
     if (this.pending.size === 0) return;
     const ids = [...this.pending];
     this.pending = new Set();
-    await touchKeys(this.pool, ids).catch((err: Error) => this.logger.warn({ err: err.message }, 'could not record key use'));
+    await touchKeys(this.pool, ids).catch((err: Error) =>
+      this.logger.warn({ err: err.message }, 'could not record key use'),
+    );
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,11 @@ import type { Pool } from '../../../../common/src/db/pool.ts';
 import type { Product } from '../../../../common/src/products.ts';
 
 /** Purchased minus used bytes for one plan; undefined when none was ever bought. */
-export async function remainingBytes(pool: Pool, accountId: string, plan: Product): Promise<number | undefined> {
+export async function remainingBytes(
+  pool: Pool,
+  accountId: string,
+  plan: Product,
+): Promise<number | undefined> {
   const { rows } = await pool.query<{ remaining: number }>(
     'SELECT total_bytes - used_bytes AS remaining FROM balances WHERE account_id = $1 AND product = $2',
     [accountId, plan],

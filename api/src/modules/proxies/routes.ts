@@ -1,6 +1,11 @@
 import { defineRoute, ok, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
-import { generateRequestSchema, generateResponseSchema, listResponseSchema, type GenerateRequest } from './schemas.ts';
+import {
+  generateRequestSchema,
+  generateResponseSchema,
+  listResponseSchema,
+  type GenerateRequest,
+} from './schemas.ts';
 import { generateProxies, ispProxies, type ProxiesDeps } from './service.ts';
 
 export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
@@ -12,7 +17,9 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
       summary: "The account's static ISP proxies",
       auth: 'apiKey',
       response: listResponseSchema,
-      handler: async ({ res }) => ({ body: ok({ proxies: await ispProxies(deps, principal(res).accountId) }) }),
+      handler: async ({ res }) => ({
+        body: ok({ proxies: await ispProxies(deps, principal(res).accountId) }),
+      }),
     }),
     defineRoute<GenerateRequest>({
       method: 'post',
@@ -20,13 +27,21 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
       tag: 'proxies',
       summary: 'Generate proxy strings for a plan',
       description:
-        'Returns `count` strings `<host>:<port>:<username>:<password>` in the plan\'s credential format. ' +
+        "Returns `count` strings `<host>:<port>:<username>:<password>` in the plan's credential format. " +
         'Sticky proxies each get a fresh random session id; rotating proxies are identical lines.',
       auth: 'apiKey',
       body: generateRequestSchema,
       response: generateResponseSchema,
-      errors: ['VALIDATION_FAILED', 'NO_BANDWIDTH', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE'],
-      handler: async ({ res, body }) => ({ body: ok({ proxies: await generateProxies(deps, principal(res).accountId, body) }) }),
+      errors: [
+        'VALIDATION_FAILED',
+        'NO_BANDWIDTH',
+        'MALFORMED_JSON',
+        'UNSUPPORTED_MEDIA_TYPE',
+        'PAYLOAD_TOO_LARGE',
+      ],
+      handler: async ({ res, body }) => ({
+        body: ok({ proxies: await generateProxies(deps, principal(res).accountId, body) }),
+      }),
     }),
   ];
 }

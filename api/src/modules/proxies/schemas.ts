@@ -129,7 +129,9 @@ export const ispProxySchema = z.object({
       checkedAt: z.string().nullable(),
       since: z.string().nullable().describe('When the state last changed'),
     })
-    .describe('Additive to the spec: the server-alert health check (docs/alerts.md); "unchecked" while server alerts are off'),
+    .describe(
+      'Additive to the spec: the server-alert health check (docs/alerts.md); "unchecked" while server alerts are off',
+    ),
 });
 export type IspProxy = z.infer<typeof ispProxySchema>;
 

@@ -14,7 +14,11 @@ export interface ProxiesDeps {
   fallbackHost: string;
 }
 
-export async function generateProxies(deps: ProxiesDeps, accountId: string, req: GenerateRequest): Promise<string[]> {
+export async function generateProxies(
+  deps: ProxiesDeps,
+  accountId: string,
+  req: GenerateRequest,
+): Promise<string[]> {
   const remaining = await remainingBytes(deps.pool, accountId, req.provider);
   if (remaining === undefined || remaining <= 0) throw new AppError('NO_BANDWIDTH', { plan: req.provider });
   const endpoint = (await readGatewayEndpoint(deps.pool, req.provider)) ?? {

@@ -14,7 +14,12 @@ afterAll(async () => {
 /** Counts the statements the limiter sends. */
 function countingPool(pool: Pool): { pool: Pool; calls: () => number } {
   let calls = 0;
-  const wrapped = { query: (...args: Parameters<Pool['query']>) => (calls++, (pool.query as (...a: unknown[]) => unknown)(...args)) } as unknown as Pool;
+  const wrapped = {
+    query: (...args: Parameters<Pool['query']>) => (
+      calls++,
+      (pool.query as (...a: unknown[]) => unknown)(...args)
+    ),
+  } as unknown as Pool;
   return { pool: wrapped, calls: () => calls };
 }
 
@@ -57,7 +62,9 @@ describe('RateLimiter', () => {
 describe('cleanup job', () => {
   test('deletes buckets idle for a day, keeps the rest', async () => {
     const { rateLimitCleanupJob } = await import('../../../../worker/src/jobs/rate-limit-cleanup.ts');
-    await db.pool.query(`INSERT INTO api_rate_limits (bucket, tat_us, updated_at) VALUES ('old', 0, now() - interval '2 days'), ('new', 0, now())`);
+    await db.pool.query(
+      `INSERT INTO api_rate_limits (bucket, tat_us, updated_at) VALUES ('old', 0, now() - interval '2 days'), ('new', 0, now())`,
+    );
     const { createLogger } = await import('../../../../common/src/logger.ts');
     await rateLimitCleanupJob.run({ pool: db.pool, logger: createLogger('test', 'silent') });
     const { rows } = await db.pool.query(`SELECT bucket FROM api_rate_limits WHERE bucket IN ('old', 'new')`);

@@ -68,7 +68,8 @@ export class RateLimiter {
   /** Takes one token from `bucket`. */
   async take(bucket: string): Promise<Decision> {
     const blockedFor = this.isBlocked(bucket);
-    if (blockedFor !== undefined) return { allowed: false, limit: this.policy.burst, retryAfterSeconds: blockedFor };
+    if (blockedFor !== undefined)
+      return { allowed: false, limit: this.policy.burst, retryAfterSeconds: blockedFor };
     const lease = this.leases.get(bucket);
     if (lease && lease.expiresAt > this.now() && lease.tokens > 0) {
       lease.tokens -= 1;
@@ -93,15 +94,30 @@ export class RateLimiter {
   }
 
   private async refill(bucket: string, previous: Lease | undefined): Promise<Decision> {
-    const result = await takeTokens(this.pool, bucket, this.intervalUs, this.policy.burst, this.nextLeaseSize(previous));
+    const result = await takeTokens(
+      this.pool,
+      bucket,
+      this.intervalUs,
+      this.policy.burst,
+      this.nextLeaseSize(previous),
+    );
     const now = this.now();
     this.leases.delete(bucket);
     if (result.granted === 0) {
       this.blocked.set(bucket, now + result.retryAfterMs);
       if (this.blocked.size > MAX_LOCAL_BUCKETS) this.blocked.delete(this.blocked.keys().next().value!);
-      return { allowed: false, limit: this.policy.burst, retryAfterSeconds: Math.max(1, Math.ceil(result.retryAfterMs / 1000)) };
+      return {
+        allowed: false,
+        limit: this.policy.burst,
+        retryAfterSeconds: Math.max(1, Math.ceil(result.retryAfterMs / 1000)),
+      };
     }
-    const lease = { granted: result.granted, tokens: result.granted - 1, sharedRemaining: result.remaining, expiresAt: now + LEASE_TTL_MS };
+    const lease = {
+      granted: result.granted,
+      tokens: result.granted - 1,
+      sharedRemaining: result.remaining,
+      expiresAt: now + LEASE_TTL_MS,
+    };
     this.leases.set(bucket, lease);
     if (this.leases.size > MAX_LOCAL_BUCKETS) this.leases.delete(this.leases.keys().next().value!);
     return this.allowed(lease);

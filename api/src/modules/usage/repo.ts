@@ -13,7 +13,11 @@ export interface SnapshotRow {
 
 const COLUMNS = `balances, requests_count AS "requestsCount", computed_at AS "computedAt"`;
 
-export async function readFreshSnapshot(pool: Pool, accountId: string, refreshSeconds: number): Promise<SnapshotRow | undefined> {
+export async function readFreshSnapshot(
+  pool: Pool,
+  accountId: string,
+  refreshSeconds: number,
+): Promise<SnapshotRow | undefined> {
   const { rows } = await pool.query<SnapshotRow>(
     `SELECT ${COLUMNS}, (extract(epoch FROM now() - computed_at) * 1000)::float8 AS "ageMs"
        FROM api_usage_snapshots WHERE account_id = $1 AND computed_at > now() - make_interval(secs => $2)`,
@@ -26,7 +30,11 @@ export async function readFreshSnapshot(pool: Pool, accountId: string, refreshSe
  * Recomputes the snapshot unless another process did so within the interval (then returns
  * undefined and the caller reads theirs): every process answers with the same numbers.
  */
-export async function recomputeSnapshot(pool: Pool, accountId: string, refreshSeconds: number): Promise<SnapshotRow | undefined> {
+export async function recomputeSnapshot(
+  pool: Pool,
+  accountId: string,
+  refreshSeconds: number,
+): Promise<SnapshotRow | undefined> {
   const { rows } = await pool.query<SnapshotRow>(
     `INSERT INTO api_usage_snapshots AS s (account_id, balances, requests_count, computed_at)
      SELECT $1,

@@ -7,7 +7,12 @@ export const balanceSchema = z.object({
   remainingGb: z.number().describe('Remaining bandwidth, GB, 3 decimals; never negative'),
 });
 
-export const productsSchema = z.object(Object.fromEntries(PRODUCTS.map((p) => [p, balanceSchema])) as Record<(typeof PRODUCTS)[number], typeof balanceSchema>);
+export const productsSchema = z.object(
+  Object.fromEntries(PRODUCTS.map((p) => [p, balanceSchema])) as Record<
+    (typeof PRODUCTS)[number],
+    typeof balanceSchema
+  >,
+);
 
 export const usageResponseSchema = z.object({
   success: z.literal(true),

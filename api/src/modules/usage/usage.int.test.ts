@@ -21,12 +21,10 @@ afterAll(async () => {
 
 /** What the gateway's usage folding does to balances. */
 const use = (accountId: string, product: string, bytes: number, requests: number) =>
-  db.pool.query('UPDATE balances SET used_bytes = used_bytes + $3, requests_count = requests_count + $4 WHERE account_id = $1 AND product = $2', [
-    accountId,
-    product,
-    bytes,
-    requests,
-  ]);
+  db.pool.query(
+    'UPDATE balances SET used_bytes = used_bytes + $3, requests_count = requests_count + $4 WHERE account_id = $1 AND product = $2',
+    [accountId, product, bytes, requests],
+  );
 
 describe('GET /api/v1/usage', () => {
   test('the spec shape: five products, zeros where nothing was bought', async () => {
@@ -53,7 +51,13 @@ describe('GET /api/v1/usage', () => {
     const res = await call(api.url, '/api/v1/usage', { key: account.apiKey });
     expect(res.body.products.basic).toEqual({ totalGb: 2, usedGb: 0.25, remainingGb: 1.75 });
     expect(res.body.products.advanced).toEqual({ totalGb: 1, usedGb: 0.001, remainingGb: 0.999 });
-    expect(res.body).toMatchObject({ dataUsedMb: 251, dataLimitMb: 3000, dataRemainingMb: 2749, percentUsed: 8.37, requestsCount: 10 });
+    expect(res.body).toMatchObject({
+      dataUsedMb: 251,
+      dataLimitMb: 3000,
+      dataRemainingMb: 2749,
+      percentUsed: 8.37,
+      requestsCount: 10,
+    });
   });
 
   test('over-use never reports negative remaining bandwidth', async () => {
@@ -83,7 +87,9 @@ describe('GET /api/v1/usage', () => {
       const second = await call(short.url, '/api/v1/usage', { key: account.apiKey });
       expect(second.body.products.basic.usedGb).toBe(0.5);
       expect(second.body.requestsCount).toBe(5);
-      expect(Date.parse(second.body.updatedAt) - Date.parse(first.body.updatedAt)).toBeGreaterThanOrEqual(1_000);
+      expect(Date.parse(second.body.updatedAt) - Date.parse(first.body.updatedAt)).toBeGreaterThanOrEqual(
+        1_000,
+      );
     } finally {
       await short.close();
     }
