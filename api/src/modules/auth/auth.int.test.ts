@@ -129,7 +129,11 @@ describe('every mounted route, read from the router', () => {
   // Routes that need no credentials, on purpose.
   const PUBLIC = new Set(['GET /api/v1/openapi.json']);
   const fill = (path: string) => path.replace(/:\w+/g, '00000000-0000-4000-8000-000000000000');
-  const routes = () => mountedRoutes(api.api.app).filter((r) => !PUBLIC.has(r));
+  // The dashboard (its router is mounted at /, so its routes read `GET //sign-in`) signs people in
+  // with a session cookie, not with keys or the admin token: its own suite covers that
+  // (api/src/modules/dashboard). Every other route must be a key or admin-token route.
+  const isDashboard = (r: string) => / \/\//.test(r);
+  const routes = () => mountedRoutes(api.api.app).filter((r) => !PUBLIC.has(r) && !isDashboard(r));
 
   test('the router mounts the customer and admin routes this table covers', () => {
     const all = routes();
