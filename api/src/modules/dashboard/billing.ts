@@ -1,18 +1,17 @@
-// MERGE NOTE (issue 12 -> issue 11): the Billing page reads invoices and auto-refill settings
-// straight from their tables here, because common/src/billing/ (issue 11) was being written on
-// another branch at the same time. At merge, replace these two functions with the
-// common/src/billing/ operations (the invoice listing with `source`, the auto-refill settings);
-// the page only needs the shapes below.
+// The Billing page's view of the shared billing operations (common/src/billing/): the same
+// invoice listing as GET /api/v1/invoices and the same auto-refill settings as
+// GET /api/v1/auto-refill/:product.
+import { getAutoRefill } from '../../../../common/src/billing/auto-refill.ts';
+import { listInvoices as listAccountInvoices } from '../../../../common/src/billing/invoices.ts';
 import type { Pool } from '../../../../common/src/db/pool.ts';
+import { BYTES_PER_GB, PRODUCTS } from '../../../../common/src/products.ts';
 
 export interface InvoiceLine {
   number: number;
   product: string;
   bytes: number;
   status: string;
-  source: string;
-  amountCents: number | null;
-  currency: string;
+  source: 'purchase' | 'auto-refill';
   issuedAt: Date;
 }
 
@@ -24,22 +23,33 @@ export interface AutoRefillLine {
   maxRefillsPerMonth: number;
 }
 
-export async function listInvoices(pool: Pool, accountId: string, limit = 100): Promise<InvoiceLine[]> {
-  const { rows } = await pool.query<InvoiceLine>(
-    `SELECT i.number, i.product, i.bytes, i.status, p.source, i.amount_cents AS "amountCents", i.currency, i.issued_at AS "issuedAt"
-       FROM invoices i JOIN purchases p ON p.id = i.purchase_id
-      WHERE i.account_id = $1 ORDER BY i.issued_at DESC, i.number DESC LIMIT $2`,
-    [accountId, limit],
-  );
-  return rows;
+/** The newest invoices (one page of the API's listing, its largest). */
+export async function listInvoices(pool: Pool, accountId: string): Promise<InvoiceLine[]> {
+  const page = await listAccountInvoices(pool, accountId, { limit: 100 });
+  return page.invoices.map((i) => ({
+    number: i.number,
+    product: i.product,
+    bytes: i.bytes,
+    status: i.status,
+    source: i.source,
+    issuedAt: new Date(i.issuedAt),
+  }));
 }
 
+/** The products whose auto-refill was ever configured. */
 export async function listAutoRefill(pool: Pool, accountId: string): Promise<AutoRefillLine[]> {
-  const { rows } = await pool.query<AutoRefillLine>(
-    `SELECT product, enabled, threshold_bytes AS "thresholdBytes", refill_bytes AS "refillBytes",
-            max_refills_per_month AS "maxRefillsPerMonth"
-       FROM auto_refill_settings WHERE account_id = $1 ORDER BY product`,
-    [accountId],
+  const settings = await Promise.all(PRODUCTS.map((p) => getAutoRefill(pool, accountId, p)));
+  return settings.flatMap((s) =>
+    s.thresholdGb === null || s.refillGb === null
+      ? []
+      : [
+          {
+            product: s.product,
+            enabled: s.enabled,
+            thresholdBytes: Math.round(s.thresholdGb * BYTES_PER_GB),
+            refillBytes: Math.round(s.refillGb * BYTES_PER_GB),
+            maxRefillsPerMonth: s.maxRefillsPerMonth,
+          },
+        ],
   );
-  return rows;
 }

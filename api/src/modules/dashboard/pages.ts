@@ -720,7 +720,7 @@ export function billingPage(
                           <td>${dateText(i.issuedAt)}</td>
                           <td>${i.product}</td>
                           <td class="num">${gbText(i.bytes)}</td>
-                          <td>${i.source === 'auto_refill' ? 'Auto-refill' : 'Purchase'}</td>
+                          <td>${i.source === 'auto-refill' ? 'Auto-refill' : 'Purchase'}</td>
                           <td>${i.status}</td>
                         </tr>`,
                     )}
@@ -768,8 +768,9 @@ export function billingPage(
           </table>
         </div>
         <p class="hint">
-          Auto-refill buys the set amount when a product's remaining bandwidth falls below its threshold. Ask
-          support to change it.
+          Auto-refill buys the set amount when a product's remaining bandwidth falls below its threshold, at
+          most the set number of times per calendar month. Change it with
+          <code>PUT /api/v1/auto-refill/&lt;product&gt;</code> (docs/api.md).
         </p>
       </section>`,
   );
