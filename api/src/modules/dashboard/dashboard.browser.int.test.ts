@@ -306,6 +306,27 @@ maybe('customer dashboard in Chromium', () => {
     expect(readFileSync(await file.path(), 'utf8')).toBe(lines.join('\n') + '\n');
 
     expect(await throughGateway(lines[0]!)).toBe(200);
+
+    // The account's ISP proxies: in the table with the password masked, and in full in the copy
+    // field, exactly as GET /api/v1/proxies/list gives them.
+    const isp = await admin(`/accounts/${account.id}/isp-proxies`, {
+      method: 'POST',
+      body: { host: '192.0.2.10', port: 8080, username: 'isp-user', country: 'us', password: 'isp-secret-1' },
+    });
+    expect(isp.status).toBe(201);
+    secrets.push('isp-secret-1');
+    await page.goto(`${api.url}/proxies`);
+    const ispRow = page
+      .getByRole('region', { name: 'ISP proxies' })
+      .getByRole('row', { name: /192\.0\.2\.10/ });
+    await expect(ispRow.textContent()).resolves.toContain('192.0.2.10:8080:isp-user:••••••');
+    await expect(ispRow.textContent()).resolves.not.toContain('isp-secret-1');
+    const listed = await call(api.url, '/api/v1/proxies/list', { key: account.apiKey });
+    expect(await page.getByLabel('ISP proxies as text').inputValue()).toBe(
+      (listed.body as { proxies: { proxy: string }[] }).proxies.map((x) => x.proxy).join('\n'),
+    );
+    await axe(page, 'proxies with an ISP proxy');
+
     // The gateway's usage batches, folded as the worker does, feed the Overview's chart.
     await until(async () => {
       await gateway.ledger.flush();
