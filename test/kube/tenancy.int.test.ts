@@ -103,6 +103,13 @@ describeKube('operator safety with many tenants (issue 13)', () => {
     );
     return events.items.filter((e) => e.involvedObject?.name === name).map((e) => e.reason);
   };
+  // Events are written after the status they explain: wait for one, do not read once.
+  const eventSeen = (namespace: string, name: string, reason: string) =>
+    eventually(
+      async () => (await eventReasons(namespace, name)).includes(reason),
+      20_000,
+      `event ${reason} on ${namespace}/${name}`,
+    );
 
   test('finding 1: a second ProxyGateway of a plan cannot take its endpoint (PlanConflict); it takes over within seconds of the owner going', async () => {
     await applyPgw('tenant-a', 'basic', spec('basic.proxy.example.com'));
@@ -117,7 +124,7 @@ describeKube('operator safety with many tenants (issue 13)', () => {
     );
     expect(c.status).toBe('False');
     expect(c.message).toContain('ProxyGateway/tenant-a/basic');
-    expect(await eventReasons('tenant-b', 'hijack')).toContain('PlanConflict');
+    await eventSeen('tenant-b', 'hijack', 'PlanConflict');
     expect(await endpointRow()).toEqual({
       host: 'basic.proxy.example.com',
       source: 'ProxyGateway/tenant-a/basic',
@@ -209,7 +216,7 @@ describeKube('operator safety with many tenants (issue 13)', () => {
     expect(ready.message).toBe('1/1 gateway pods ready');
     const pgw = (await admin.get<ProxyGateway>(PROXY_GATEWAY, 'quota', 'gw'))!;
     expect(pgw.status?.ready).toBe('1/1');
-    expect(await eventReasons('quota', 'gw')).toContain('ApplyFailed');
+    await eventSeen('quota', 'gw', 'ApplyFailed');
     // Quota lifted: the PDB is applied and Applied turns True.
     await kube.kubectl(['delete', 'validatingadmissionpolicybinding', 'deny-pdb']);
     // Touch the ProxyGateway so the retry does not wait out the backoff.
@@ -235,7 +242,7 @@ describeKube('operator safety with many tenants (issue 13)', () => {
     const c = await waitCondition(PROXY_GATEWAY, 'tenant-a', 'mine', 'Applied', (x) => x.status === 'False');
     expect(c.reason).toBe('ObjectNotOwned');
     expect(c.message).toContain('ConfigMap mine-gateway');
-    expect(await eventReasons('tenant-a', 'mine')).toContain('ObjectNotOwned');
+    await eventSeen('tenant-a', 'mine', 'ObjectNotOwned');
     const cm = (await admin.get<Obj>(RESOURCES.configMap, 'tenant-a', 'mine-gateway'))!;
     expect(cm.data).toEqual({ owner: 'someone-else' });
     expect(cm.metadata.ownerReferences).toBeUndefined();
