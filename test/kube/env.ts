@@ -231,7 +231,11 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
             : reject(new Error(`kubectl ${args.join(' ')} exited ${code}: ${err}${out}`)),
         );
       });
-      child.stdin?.end(opts.input ?? '');
+      // kubectl exits without reading stdin for commands that take none (auth can-i): a write
+      // to its closed pipe is EPIPE, which is not a failure of the command; its exit code is.
+      child.stdin?.on('error', () => {});
+      if (opts.input === undefined) child.stdin?.end();
+      else child.stdin?.end(opts.input);
       return result;
     };
     const apply = (yamlText: string) =>
