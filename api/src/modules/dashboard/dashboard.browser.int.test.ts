@@ -69,7 +69,8 @@ async function shot(p: Page, name: string): Promise<void> {
 async function newContext(viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
   const ctx = await browser.newContext({ viewport, acceptDownloads: true });
   await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api.url });
-  ctx.setDefaultTimeout(10_000);
+  // A bound, not a measurement: scrypt sign-ins on a loaded 2-core machine take seconds.
+  ctx.setDefaultTimeout(30_000);
   return ctx;
 }
 
@@ -437,6 +438,56 @@ maybe('customer dashboard in Chromium', () => {
     await shot(page, 'billing');
   });
 
+  it('Billing: auto-refill is changed in a form; a refused form keeps what was typed', async () => {
+    await page.goto(`${api.url}/billing`);
+    await page.getByRole('link', { name: 'Change auto-refill of basic' }).click();
+    await page.waitForURL(`${api.url}/billing/auto-refill/basic`);
+    await expect(page.getByLabel('Auto-refill basic').isChecked()).resolves.toBe(true);
+    await expect(page.getByLabel('When below (GB)').inputValue()).resolves.toBe('0.5');
+    await expect(page.getByLabel('Buy (GB)').inputValue()).resolves.toBe('2');
+    await expect(page.getByLabel('At most per month').inputValue()).resolves.toBe('3');
+    await axe(page, 'auto-refill form');
+
+    // The API's own rule (threshold below the refill amount), named by the form's labels.
+    await page.getByLabel('When below (GB)').fill('3');
+    const refused = page.waitForResponse((r) => r.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Save' }).click();
+    expect((await refused).status()).toBe(422);
+    await expect(page.getByRole('alert').textContent()).resolves.toContain(
+      'When below (GB): must be less than Buy (GB).',
+    );
+    await expect(page.getByLabel('When below (GB)').inputValue()).resolves.toBe('3');
+    const unchanged = await call(api.url, '/api/v1/auto-refill/basic', { key: account.apiKey });
+    expect(unchanged.body).toMatchObject({
+      enabled: true,
+      thresholdGb: 0.5,
+      refillGb: 2,
+      maxRefillsPerMonth: 3,
+    });
+
+    await page.getByLabel('When below (GB)').fill('1');
+    await page.getByLabel('Buy (GB)').fill('4.5');
+    await page.getByLabel('At most per month').fill('2');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${api.url}/billing?done=refill`);
+    await expect(page.getByRole('status').filter({ hasText: 'Auto-refill saved.' }).count()).resolves.toBe(1);
+    await expect(page.getByRole('row', { name: /^basic/ }).textContent()).resolves.toMatch(
+      /On\s+1 GB\s+4\.5 GB\s+2/,
+    );
+    const saved = await call(api.url, '/api/v1/auto-refill/basic', { key: account.apiKey });
+    expect(saved.body).toMatchObject({ enabled: true, thresholdGb: 1, refillGb: 4.5, maxRefillsPerMonth: 2 });
+
+    // Turned off for a product: kept, but off; an unknown product is a 404 on the Billing page.
+    await page.goto(`${api.url}/billing/auto-refill/basic`);
+    await page.getByLabel('Auto-refill basic').uncheck();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${api.url}/billing?done=refill`);
+    await expect(page.getByRole('row', { name: /^basic/ }).textContent()).resolves.toMatch(/Off\s+1 GB/);
+    const unknown = await page.goto(`${api.url}/billing/auto-refill/premium`);
+    expect(unknown?.status()).toBe(404);
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('There is no such product.');
+  });
+
   it('refuses a state-changing request without a valid CSRF token (403)', async () => {
     const cookie = `pf_session=${sessionCookie}`;
     const missing = await postForm('/alerts', { lowBandwidthPercent: '50' }, cookie);
@@ -491,6 +542,7 @@ maybe('customer dashboard in Chromium', () => {
       ['/keys', 'api-keys'],
       ['/alerts', 'alerts'],
       ['/billing', 'billing'],
+      ['/billing/auto-refill/basic', 'auto-refill'],
     ] as const) {
       await p.goto(api.url + href);
       await axe(p, `${name} at 375 px`);

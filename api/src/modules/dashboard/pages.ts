@@ -1,7 +1,9 @@
 // The dashboard's pages: typed functions from data to escaped HTML (html.ts). Every form works
 // without JavaScript (a confirmation page stands in for each dialog); client/dashboard.js adds
 // copy, reveal, download, dialogs and the chart.
+import type { z } from 'zod';
 import { PRODUCTS } from '../../../../common/src/products.ts';
+import type { AutoRefillSettings } from '../../../../common/src/billing/auto-refill.ts';
 import type { KeyRecord } from '../../../../common/src/accounts/keys.ts';
 import type { IspProxy } from '../proxies/schemas.ts';
 import type { AlertsRow } from '../admin/repo.ts';
@@ -686,13 +688,16 @@ export function alertsPage(
 
 export function billingPage(
   ctx: PageContext,
-  data: { invoices: InvoiceLine[]; autoRefill: AutoRefillLine[] },
+  data: { invoices: InvoiceLine[]; autoRefill: AutoRefillLine[]; notice?: string; error?: string },
 ): Html {
   const refill = new Map(data.autoRefill.map((r) => [r.product, r]));
+  const change = (p: string) =>
+    html`<td><a href="/billing/auto-refill/${p}" aria-label="Change auto-refill of ${p}">Change</a></td>`;
   return layout(
     ctx,
     'Billing',
-    html`<section class="card" aria-labelledby="inv-h">
+    html`${message('error', data.error)}${message('success', data.notice)}
+      <section class="card" aria-labelledby="inv-h">
         <h2 id="inv-h">Invoices</h2>
         ${
           data.invoices.length === 0
@@ -743,6 +748,7 @@ export function billingPage(
                 <th scope="col" class="num">When below</th>
                 <th scope="col" class="num">Buy</th>
                 <th scope="col" class="num">At most per month</th>
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
               </tr>
             </thead>
             <tbody>
@@ -755,6 +761,7 @@ export function billingPage(
                       <td class="num">${gbText(r.thresholdBytes)}</td>
                       <td class="num">${gbText(r.refillBytes)}</td>
                       <td class="num">${r.maxRefillsPerMonth}</td>
+                      ${change(p)}
                     </tr>`
                   : html`<tr>
                       <th scope="row">${p}</th>
@@ -762,6 +769,7 @@ export function billingPage(
                       <td class="num">–</td>
                       <td class="num">–</td>
                       <td class="num">–</td>
+                      ${change(p)}
                     </tr>`;
               })}
             </tbody>
@@ -769,9 +777,86 @@ export function billingPage(
         </div>
         <p class="hint">
           Auto-refill buys the set amount when a product's remaining bandwidth falls below its threshold, at
-          most the set number of times per calendar month. Change it with
-          <code>PUT /api/v1/auto-refill/&lt;product&gt;</code> (docs/api.md).
+          most the set number of times per calendar month (UTC), with an invoice for each. The API sets the
+          same with <code>PUT /api/v1/auto-refill/&lt;product&gt;</code> (docs/api.md).
         </p>
       </section>`,
+  );
+}
+
+/** What the auto-refill form shows: the stored settings, or what was typed when it was refused. */
+export interface AutoRefillFormValues {
+  enabled: boolean;
+  thresholdGb: string;
+  refillGb: string;
+  maxRefillsPerMonth: string;
+}
+
+export const autoRefillFormValues = (s: AutoRefillSettings): AutoRefillFormValues => ({
+  enabled: s.enabled,
+  thresholdGb: s.thresholdGb === null ? '' : String(s.thresholdGb),
+  refillGb: s.refillGb === null ? '' : String(s.refillGb),
+  maxRefillsPerMonth: String(s.maxRefillsPerMonth),
+});
+
+const AUTO_REFILL_FIELDS: Record<string, string> = {
+  thresholdGb: 'When below (GB)',
+  refillGb: 'Buy (GB)',
+  maxRefillsPerMonth: 'At most per month',
+};
+
+/** The first problem the API's schema found, named by the form's label. */
+export function autoRefillProblem(error: z.ZodError): string {
+  const issue = error.issues[0];
+  const field = AUTO_REFILL_FIELDS[String(issue?.path[0])] ?? 'The form';
+  if (issue?.path[0] === 'thresholdGb' && issue.code === 'custom')
+    return 'When below (GB): must be less than Buy (GB).';
+  if (issue?.path[0] === 'maxRefillsPerMonth') return `${field}: a whole number from 1 to 100.`;
+  return `${field}: a number of GB greater than 0 and at most 1,000,000.`;
+}
+
+export function autoRefillPage(
+  ctx: PageContext,
+  state: { settings: AutoRefillSettings; form: AutoRefillFormValues; error?: string },
+): Html {
+  const { settings: s, form: f } = state;
+  const field = (name: keyof typeof AUTO_REFILL_FIELDS, hint: string, attrs: Html) =>
+    html`<label for="refill-${name}">${AUTO_REFILL_FIELDS[name]}</label>
+      <p class="hint" id="refill-${name}-hint">${hint}</p>
+      <input
+        id="refill-${name}"
+        name="${name}"
+        type="number"
+        ${attrs}
+        required
+        value="${f[name as keyof AutoRefillFormValues]}"
+        aria-describedby="refill-${name}-hint"
+      />`;
+  return layout(
+    ctx,
+    `Auto-refill of ${s.product}`,
+    html`${message('error', state.error)}
+      <p>
+        Refills this month: ${s.refillsThisMonth}. Each refill is invoiced (${s.paymentMethod}) and announced
+        by the new-invoice email when that alert is on.
+      </p>
+      <form method="post" action="/billing/auto-refill/${s.product}">
+        ${csrfField(ctx)}
+        <div class="checkbox">
+          <input
+            type="checkbox"
+            id="refill-enabled"
+            name="enabled"
+            value="on"
+            ${f.enabled ? html` checked` : ''}
+          /><label for="refill-enabled">Auto-refill ${s.product}</label>
+        </div>
+        ${field('thresholdGb', 'Refill when the remaining bandwidth drops below this.', html`min="0" step="any"`)}
+        ${field('refillGb', 'Bandwidth bought per refill; more than the threshold.', html`min="0" step="any"`)}
+        ${field('maxRefillsPerMonth', 'Per calendar month (UTC), 1 to 100.', html`min="1" max="100" step="1"`)}
+        <button type="submit">Save</button>
+      </form>
+      <p><a href="/billing">Back to billing</a></p>`,
+    { narrow: true },
   );
 }

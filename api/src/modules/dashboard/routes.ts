@@ -16,6 +16,11 @@ import {
   regeneratePrimaryKey,
   revokeKey,
 } from '../../../../common/src/accounts/keys.ts';
+import {
+  getAutoRefill,
+  putAutoRefill,
+  autoRefillUpdateSchema,
+} from '../../../../common/src/billing/auto-refill.ts';
 import { PRODUCTS } from '../../../../common/src/products.ts';
 import { activeKeyKind, updateAlerts, type AlertsRow } from '../admin/repo.ts';
 import { createKeySchema } from '../admin/schemas.ts';
@@ -57,7 +62,7 @@ export interface DashboardDeps {
 }
 
 const DASHBOARD_PATH =
-  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|billing|assets\/[^/]+)$/;
+  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|billing|billing\/auto-refill\/[^/]+|assets\/[^/]+)$/;
 const SIGNED_OUT_PATHS = new Set(['/sign-in', '/forgot-password', '/set-password']);
 
 const formString = (max: number) => z.string().max(max).optional().default('');
@@ -69,6 +74,14 @@ const alertsForm = z.object({
   lowBandwidthPercent: z.coerce.number().int().min(1).max(99),
 });
 const uuid = z.uuid();
+/** The Billing page's auto-refill form: strings from the browser, judged by the API's own schema. */
+const autoRefillForm = z.object({
+  enabled: z.literal('on').optional(),
+  thresholdGb: formString(32),
+  refillGb: formString(32),
+  maxRefillsPerMonth: formString(32),
+});
+const product = z.enum(PRODUCTS);
 
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { pool } = deps;
@@ -543,14 +556,66 @@ export function dashboardRouter(deps: DashboardDeps): Router {
 
   // --- Billing ---
 
+  const renderBilling = async (
+    res: Response,
+    who: Signed,
+    state: { notice?: string; error?: string },
+    status = 200,
+  ) => {
+    const [invoices, autoRefill] = await Promise.all([
+      listInvoices(pool, who.person.accountId),
+      listAutoRefill(pool, who.person.accountId),
+    ]);
+    send(res, pages.billingPage(who.ctx, { invoices, autoRefill, ...state }), status);
+  };
+  const unknownProduct = 'There is no such product.';
+
   router.get(
     '/billing',
-    auth(async (_req, res, { person, ctx }) => {
-      const [invoices, autoRefill] = await Promise.all([
-        listInvoices(pool, person.accountId),
-        listAutoRefill(pool, person.accountId),
-      ]);
-      send(res, pages.billingPage(ctx, { invoices, autoRefill }));
+    auth(async (req, res, who) =>
+      renderBilling(res, who, { notice: req.query.done === 'refill' ? 'Auto-refill saved.' : undefined }),
+    ),
+  );
+
+  router.get(
+    '/billing/auto-refill/:product',
+    auth(async (req, res, who) => {
+      const p = product.safeParse(req.params.product);
+      if (!p.success) return renderBilling(res, who, { error: unknownProduct }, 404);
+      const settings = await getAutoRefill(pool, who.person.accountId, p.data);
+      send(res, pages.autoRefillPage(who.ctx, { settings, form: pages.autoRefillFormValues(settings) }));
+    }),
+  );
+
+  router.post(
+    '/billing/auto-refill/:product',
+    auth(async (req, res, who) => {
+      const p = product.safeParse(req.params.product);
+      if (!p.success) return renderBilling(res, who, { error: unknownProduct }, 404);
+      const raw = autoRefillForm.safeParse(req.body);
+      const form = raw.success ? raw.data : { thresholdGb: '', refillGb: '', maxRefillsPerMonth: '' };
+      // Empty or non-numeric fields become NaN, which the API's schema refuses, naming the field.
+      const number = (v: string) => (v.trim() === '' ? Number.NaN : Number(v));
+      const update = autoRefillUpdateSchema.safeParse({
+        enabled: form.enabled === 'on',
+        thresholdGb: number(form.thresholdGb),
+        refillGb: number(form.refillGb),
+        maxRefillsPerMonth: number(form.maxRefillsPerMonth),
+      });
+      if (!raw.success || !update.success) {
+        // Nothing is lost: the form comes back with what was typed and what is wrong with it.
+        return send(
+          res,
+          pages.autoRefillPage(who.ctx, {
+            settings: await getAutoRefill(pool, who.person.accountId, p.data),
+            form: { ...form, enabled: form.enabled === 'on' },
+            error: update.success ? 'The form could not be read.' : pages.autoRefillProblem(update.error),
+          }),
+          422,
+        );
+      }
+      await putAutoRefill(pool, who.person.accountId, p.data, update.data);
+      res.redirect(303, '/billing?done=refill');
     }),
   );
 
