@@ -13,6 +13,9 @@ import type { Plan } from '../spec.ts';
 /** How often the row is written: six beats fit in gateway_dead_after(), so a few lost ones do not kill. */
 export const HEARTBEAT_MS = 5_000;
 
+/** At shutdown, how long a heartbeat in flight is waited for before the row is removed. */
+const STOP_WAIT_MS = 2_000;
+
 export interface HeartbeatOptions {
   pool: Pool;
   gatewayId: string;
@@ -134,7 +137,9 @@ export class GatewayHeartbeat {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    await this.beating;
+    // A beat still in flight would re-create the row if it landed after it is deleted; wait for it,
+    // but not for the whole query timeout when the database does not answer.
+    await Promise.race([this.beating, new Promise((r) => setTimeout(r, STOP_WAIT_MS).unref())]);
     const { pool, gatewayId, logger } = this.opts;
     try {
       const { rows } = await pool.query<{ reclaimed: number }>(
