@@ -30,6 +30,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     logger,
     registry,
   });
+  health.addInfo('liveGateways', () => heartbeat.liveGateways());
   const running = await startGateway({
     gateway,
     host: config.PROXYFLEET_GATEWAY_HOST,
