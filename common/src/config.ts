@@ -69,6 +69,11 @@ export const baseEnv = {
   PROXYFLEET_HEALTH_HOST: z.string().default('0.0.0.0'),
   PROXYFLEET_SHUTDOWN_GRACE_SECONDS: positiveInt(25),
   PROXYFLEET_DB_POOL_SIZE: positiveInt(10),
+  /**
+   * Longest wait for the database's answer to one query before it fails and its connection is
+   * dropped (a connection that hangs); the server's statement_timeout is derived from it (pool.ts).
+   */
+  PROXYFLEET_DB_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(20_000),
 };
 
 /** 32 bytes as 64 hex characters or base64: the key that encrypts proxy passwords at rest. */

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { startHealthServer } from '../../common/src/health.ts';
 import { openEntrypointDatabase } from '../../common/src/db/open.ts';
 import { runMain } from '../../common/src/runtime.ts';
+import { GatewayHeartbeat } from './accounting/heartbeat.ts';
 import { loadGatewayConfig } from './config.ts';
 import { raiseFileLimit } from './proxy/limits.ts';
 import { startGateway } from './server.ts';
@@ -19,11 +20,23 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
   );
   logger.info({ fdLimit }, 'open-file limit');
   const db = await openEntrypointDatabase('gateway', config, runtime, { readinessCheck: false });
+  const gatewayId = config.PROXYFLEET_GATEWAY_ID ?? hostname();
+  // Before the first lease: a crashed gateway's leases are reclaimed once its heartbeat is 30 s
+  // old, and registering returns what an earlier process of this id left open (docs/adr/0025).
+  const heartbeat = await GatewayHeartbeat.start({
+    pool: db.pool,
+    gatewayId,
+    plan: gateway.spec.plan,
+    logger,
+    registry,
+  });
+  health.addInfo('liveGateways', () => heartbeat.liveGateways());
   const running = await startGateway({
     gateway,
     host: config.PROXYFLEET_GATEWAY_HOST,
     ...(config.PROXYFLEET_GATEWAY_PORT !== undefined ? { port: config.PROXYFLEET_GATEWAY_PORT } : {}),
-    gatewayId: config.PROXYFLEET_GATEWAY_ID ?? hostname(),
+    gatewayId,
+    fleetSize: () => heartbeat.liveGateways(),
     allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     pool: db.pool,
     databaseUrl: db.url,
@@ -47,5 +60,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     config.PROXYFLEET_HEALTH_PORT,
   );
   shutdown.add({ name: 'gateway', run: () => running.close() });
+  // After the final flush returned the leases: the row goes, the gateway counts as gone at once.
+  shutdown.add({ name: 'heartbeat', run: () => heartbeat.stop() });
   shutdown.add({ name: 'health', run: () => server.close() });
 });

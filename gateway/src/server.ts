@@ -48,6 +48,11 @@ export interface GatewayDeps {
   bare?: boolean;
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
+  /**
+   * Live gateways of this plan (the heartbeat's count, accounting/heartbeat.ts): the fleet size a
+   * fleet-wide outage credit is divided by.
+   */
+  fleetSize?: () => number;
   /** Connection caps of the process the gateway opens itself (ignored with `process`). */
   limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number; authFailuresPerAddress?: number };
 }
@@ -170,6 +175,9 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     hot,
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
+    // MERGE (issue 10, findings 6 and 7): LedgerOptions gains `fleetSize?: () => number` in the
+    // ledger split; until then the Ledger ignores it. Keep this line when merging.
+    ...(deps.fleetSize ? { fleetSize: deps.fleetSize } : {}),
   });
   proc.ledgers.add(ledger);
   const limiter = proc.limiter;

@@ -47,13 +47,17 @@ describe('worker', () => {
     await until(() => b.leading && runs.b >= 3, 'b to take over');
   });
 
-  it('prunes old change_log rows and stale cache acks, keeping recent ones', async () => {
+  it('prunes old change_log rows, stale cache acks and heartbeats, keeping recent ones', async () => {
     await db.pool.query(`INSERT INTO change_log (kind, account_id, subject, created_at)
       VALUES ('account', gen_random_uuid(), 'old', now() - interval '8 days'),
              ('account', gen_random_uuid(), 'new', now())`);
     await db.pool.query(`INSERT INTO cache_acks (instance, component, version, updated_at)
       VALUES ('gone', 'api', 1, now() - interval '2 hours'), ('here', 'api', 1, now())`);
+    await db.pool.query(`INSERT INTO gateway_heartbeats (gateway_id, plan, boot_id, beat_at)
+      VALUES ('gw-gone', 'basic', 'b', now() - interval '2 hours'), ('gw-here', 'basic', 'b', now())`);
     await maintenanceJob.run({ pool: db.pool, logger: createLogger('test', 'silent') });
+    const beats = await db.pool.query(`SELECT gateway_id FROM gateway_heartbeats`);
+    expect(beats.rows).toEqual([{ gateway_id: 'gw-here' }]);
     const log = await db.pool.query(`SELECT subject FROM change_log WHERE subject IN ('old', 'new')`);
     expect(log.rows).toEqual([{ subject: 'new' }]);
     const acks = await db.pool.query(`SELECT instance FROM cache_acks`);

@@ -21,6 +21,8 @@ export interface OpenDatabaseOptions {
   databaseUrl: string | undefined;
   dataDir: string;
   poolSize: number;
+  /** The pool's client-side query timeout (pool.ts; default there). */
+  queryTimeoutMs?: number | undefined;
   component: string;
   logger: Logger;
   registry?: Registry;
@@ -52,6 +54,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     max: options.poolSize,
     applicationName: `proxyfleet-${options.component}`,
     logger,
+    ...(options.queryTimeoutMs !== undefined ? { queryTimeoutMs: options.queryTimeoutMs } : {}),
     ...(options.registry ? { registry: options.registry } : {}),
   });
   return {
@@ -72,7 +75,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
  */
 export async function openEntrypointDatabase(
   component: string,
-  config: { DATABASE_URL?: string | undefined; PROXYFLEET_DATA_DIR: string; PROXYFLEET_DB_POOL_SIZE: number },
+  config: {
+    DATABASE_URL?: string | undefined;
+    PROXYFLEET_DATA_DIR: string;
+    PROXYFLEET_DB_POOL_SIZE: number;
+    PROXYFLEET_DB_QUERY_TIMEOUT_MS?: number;
+  },
   runtime: { logger: Logger; registry: Registry; health: Health; shutdown: Shutdown },
   options: { readinessCheck: boolean } = { readinessCheck: true },
 ): Promise<Database> {
@@ -80,6 +88,7 @@ export async function openEntrypointDatabase(
     databaseUrl: config.DATABASE_URL,
     dataDir: config.PROXYFLEET_DATA_DIR,
     poolSize: config.PROXYFLEET_DB_POOL_SIZE,
+    queryTimeoutMs: config.PROXYFLEET_DB_QUERY_TIMEOUT_MS,
     component,
     logger: runtime.logger,
     registry: runtime.registry,

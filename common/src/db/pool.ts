@@ -34,19 +34,45 @@ export interface PoolOptions {
   applicationName: string;
   logger: Logger;
   registry?: Registry;
+  /** Client-side bound on every query (default DEFAULT_QUERY_TIMEOUT_MS; PROXYFLEET_DB_QUERY_TIMEOUT_MS). */
+  queryTimeoutMs?: number;
+}
+
+/**
+ * A query the server has not answered within this long fails with pg's "Query read timeout" and
+ * its connection is dropped (pool.query releases it as broken): on a connection that hangs (the
+ * database unreachable, packets dropped) a query would otherwise wait for TCP to give up, hours.
+ */
+export const DEFAULT_QUERY_TIMEOUT_MS = 20_000;
+/** Opening a connection (TCP, TLS, startup) and waiting for a free pool client, each. */
+export const CONNECTION_TIMEOUT_MS = 5_000;
+
+/**
+ * The server-side statement_timeout that goes with a client-side query timeout: shorter, so a
+ * server that is there cancels a slow statement (a lock wait, a bad plan) and says so with its
+ * own error (SQLSTATE 57014) before the client gives up on the connection. 15 s for the default.
+ */
+export function statementTimeoutFor(queryTimeoutMs: number): number {
+  return queryTimeoutMs - Math.min(5_000, Math.floor(queryTimeoutMs / 4));
 }
 
 export function createPool(options: PoolOptions): Pool {
+  const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max,
     application_name: options.applicationName,
     types: PG_TYPES,
-    connectionTimeoutMillis: 5_000,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
-    // Fail a query that waits on a lock or a dead server instead of hanging a request forever.
-    statement_timeout: 15_000,
+    // A statement that waits on a lock or runs long is cancelled by the server...
+    statement_timeout: statementTimeoutFor(queryTimeoutMs),
+    // ...and one the server never answers (a connection that hangs) fails on the client's side.
+    query_timeout: queryTimeoutMs,
     keepAlive: true,
+    // An idle connection to a vanished server is found by TCP keepalive probes after 10 s idle
+    // rather than the kernel's default two hours.
+    keepAliveInitialDelayMillis: 10_000,
   });
   pool.on('error', (err) =>
     options.logger.warn({ err: err.message }, 'idle database client failed; it was removed'),
@@ -85,12 +111,23 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    if (!lost) await client.query('ROLLBACK').catch(() => undefined);
+    // A query that timed out left the connection in an unknown state (its answer may still come):
+    // no ROLLBACK on it (that would wait a second timeout), the client is destroyed instead.
+    if (!lost && isQueryTimeout(err)) lost = err;
+    if (!lost)
+      await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+        lost = rollbackErr;
+      });
     throw err;
   } finally {
     client.off('error', onError);
     client.release(lost);
   }
+}
+
+/** pg's error for a query that hit query_timeout (it has no code to match on). */
+function isQueryTimeout(err: unknown): err is Error {
+  return err instanceof Error && err.message === 'Query read timeout';
 }
 
 /** The SQLSTATE of a database error, if it is one. */

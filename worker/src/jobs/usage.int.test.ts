@@ -86,4 +86,33 @@ describe('usage-fold and lease-reaper jobs', () => {
     );
     expect(hourly.rows).toEqual([{ bytes_up: 100, bytes_down: 5900 }]);
   });
+
+  it('returns the leases of a gateway whose heartbeat is over 30 s old, long before they expire', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 10_000_000 });
+    for (const [gateway, silentSeconds] of [
+      ['pod-dead', 31],
+      ['pod-alive', 5],
+    ] as const) {
+      await db.pool.query(
+        `INSERT INTO gateway_heartbeats (gateway_id, plan, boot_id, beat_at)
+         VALUES ($1, 'basic', 'boot', now() - make_interval(secs => $2))`,
+        [gateway, silentSeconds],
+      );
+      await db.pool.query('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
+        account.id,
+        'basic',
+        gateway,
+        1_000_000,
+        262_144,
+        300,
+      ]);
+    }
+    await leaseReaperJob.run({ pool: db.pool, logger });
+    const open = await db.pool.query<{ gateway_id: string }>(
+      'SELECT gateway_id FROM bandwidth_leases WHERE account_id = $1 AND released_at IS NULL',
+      [account.id],
+    );
+    expect(open.rows).toEqual([{ gateway_id: 'pod-alive' }]);
+    expect(await balance(account.id)).toMatchObject({ leased_bytes: 1_000_000 });
+  });
 });

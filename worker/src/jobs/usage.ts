@@ -1,6 +1,7 @@
 // The worker jobs that settle gateway usage (migrations/0020, docs/adr/0020): the fold turns
 // usage batches into balances (used_bytes, requests_count, leased_bytes) and usage_hourly; the
-// reaper returns leases whose gateway stopped renewing them, and forgets expired sticky sessions.
+// reaper returns leases that expired or whose gateway stopped heartbeating (migrations/0080: over
+// 30 s silent), and forgets expired sticky sessions.
 import type { Job } from '../jobs.ts';
 
 /** Batches folded per statement; the job loops until none is left. */
@@ -30,7 +31,10 @@ export const leaseReaperJob: Job = {
     const { rows } = await pool.query<{ reaped: number }>('SELECT lease_reap(1000) AS reaped');
     const reaped = rows[0]?.reaped ?? 0;
     if (reaped)
-      logger.warn({ reaped }, 'expired bandwidth leases returned (a gateway stopped without releasing them)');
+      logger.warn(
+        { reaped },
+        'bandwidth leases returned: expired, or their gateway stopped heartbeating without releasing them',
+      );
     await pool.query("DELETE FROM sticky_sessions WHERE expires_at < now() - interval '1 hour'");
   },
 };
