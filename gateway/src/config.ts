@@ -26,6 +26,11 @@ export const gatewayEnv = {
    * clients all come from 127.0.0.1).
    */
   PROXYFLEET_GATEWAY_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(20),
+  /**
+   * Share of access-log lines (one per request, tunnel and refusal) logged at info, 0 to 1; the
+   * provider-side refusals always are, and every line is at debug (docs/gateway.md).
+   */
+  PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE: z.coerce.number().min(0).max(1).default(0.01),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
   PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
 };

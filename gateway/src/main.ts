@@ -46,6 +46,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     // Keep a few seconds of the grace period for the final usage flush.
     drainMs: Math.max(1, config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS - 7) * 1000,
     bare: config.PROXYFLEET_GATEWAY_FEATURES === 'bare',
+    accessLogSample: config.PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE,
     limits: {
       ...(config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS !== undefined
         ? { maxConnections: config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS }

@@ -15,6 +15,7 @@ import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
 import { createGatewayMetrics, planMetrics, zeroPlanSeries, type GatewayMetrics } from './metrics.ts';
+import { AccessLog, DEFAULT_ACCESS_LOG_SAMPLE } from './proxy/access-log.ts';
 import { statusClass, type ProxyContext } from './proxy/context.ts';
 import { ExitPool } from './proxy/exits.ts';
 import { handleRequest } from './proxy/forward.ts';
@@ -46,6 +47,8 @@ export interface GatewayDeps {
   drainMs?: number;
   /** Benchmark only: authentication and metering off. */
   bare?: boolean;
+  /** Share of access-log lines logged at info (default 1 %); all of them at debug. */
+  accessLogSample?: number;
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
   /**
@@ -197,6 +200,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     metrics,
     hot,
     logger,
+    access: new AccessLog(logger, plan, deps.accessLogSample ?? DEFAULT_ACCESS_LOG_SAMPLE),
     meters: new WeakMap<net.Socket, Metered>(),
     bare: deps.bare ?? false,
     draining: false,
@@ -243,6 +247,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       const r = refusalFor(key);
       metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
       refuseSocket(socket, r);
+      ctx.access.refused('http', socket, r, true, performance.now());
     }
     socket.destroy();
   });
@@ -263,6 +268,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       const r = refusalFor('head_timeout');
       metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
       refuseSocket(socket, r);
+      ctx.access.refused('http', socket, r, true, performance.now() - headersMs);
       socket.destroySoon();
       setTimeout(() => socket.destroy(), 1_000).unref();
     }, headersMs);

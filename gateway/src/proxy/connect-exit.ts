@@ -1,7 +1,8 @@
-// Opening a TCP stream to a destination through an exit: directly (binding the exit's source
-// address when it has one) or through the exit's upstream HTTP proxy with CONNECT.
+// Opening a TCP stream to a destination through an exit: directly (from the exit's source address
+// when it has one, source-ports.ts) or through the exit's upstream HTTP proxy with CONNECT.
 import net from 'node:net';
 import type { Exit } from './exits.ts';
+import { dialFrom } from './source-ports.ts';
 
 export class ExitError extends Error {
   readonly kind: 'timeout' | 'refused' | 'upstream_refused';
@@ -35,15 +36,19 @@ export function openThroughExit(
   dest: { host: string; address: string; port: number },
   timeoutMs: number,
 ): Promise<net.Socket> {
+  if (exit.sourceAddress && exit.ports) {
+    return dialFrom(exit.sourceAddress, exit.ports, { host: dest.address, port: dest.port }, timeoutMs).catch(
+      (err: NodeJS.ErrnoException) => {
+        throw err.code === 'ETIMEDOUT'
+          ? new ExitError('timeout', `connect through ${exit.name} timed out`, false)
+          : new ExitError('refused', err.message, isExitFault(err, false));
+      },
+    );
+  }
   return new Promise((resolve, reject) => {
     const direct = !exit.upstream;
     const socket = direct
-      ? net.connect({
-          host: dest.address,
-          port: dest.port,
-          ...(exit.sourceAddress ? { localAddress: exit.sourceAddress } : {}),
-          noDelay: true,
-        })
+      ? net.connect({ host: dest.address, port: dest.port, noDelay: true })
       : net.connect({ host: exit.upstream!.host, port: exit.upstream!.port, noDelay: true });
     let done = false;
     const fail = (err: ExitError) => {

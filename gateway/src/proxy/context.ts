@@ -6,6 +6,7 @@ import type { Budget, Ledger, Metered } from '../accounting/ledger.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { ParsedCredentials } from '../auth/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
+import type { AccessLog } from './access-log.ts';
 import type { Plan, ProxyGatewaySpec } from '../spec.ts';
 import type { Exit, ExitPool } from './exits.ts';
 import type { DestinationGuard } from './guard.ts';
@@ -24,6 +25,8 @@ export interface ProxyContext {
   metrics: GatewayMetrics;
   hot: PlanMetrics;
   logger: Logger;
+  /** One line per request, tunnel and refusal (access-log.ts). */
+  access: AccessLog;
   meters: WeakMap<net.Socket, Metered>;
   /** Benchmark only: no authentication and no metering ("features off"). */
   bare: boolean;

@@ -7,8 +7,10 @@
 // the same next one (docs/adr/0022).
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Targeting } from '../auth/credentials.ts';
 import type { ExitSpec } from '../spec.ts';
+import { dialFrom, ephemeralRange, SourcePorts, type PortRange } from './source-ports.ts';
 
 /** How long a failed exit is tried last. */
 export const EXIT_RETRY_MS = 10_000;
@@ -21,22 +23,59 @@ export interface Exit {
   state?: string;
   city?: string;
   sourceAddress?: string;
+  /** The source ports this exit binds (with sourceAddress; source-ports.ts). */
+  ports?: SourcePorts;
   upstream?: { host: string; port: number; authorization?: string };
   /** Keep-alive pool for plain HTTP through this exit (per destination, same source address). */
   agent: http.Agent;
   failedUntil: number;
 }
 
-export function buildExit(spec: ExitSpec): Exit {
+/** Connection timeout of the plain-HTTP agent when the request gives none. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The keep-alive agent of an exit with a source address: its new connections choose their source
+ * port as tunnels do (source-ports.ts) instead of binding port 0.
+ */
+class SourceAddressAgent extends http.Agent {
+  private readonly address: string;
+  private readonly ports: SourcePorts;
+
+  constructor(address: string, ports: SourcePorts) {
+    super({ keepAlive: true, maxFreeSockets: AGENT_MAX_FREE_SOCKETS, scheduling: 'lifo' });
+    this.address = address;
+    this.ports = ports;
+  }
+
+  override createConnection(
+    options: http.ClientRequestArgs,
+    callback?: (err: Error | null, stream: Duplex) => void,
+  ): undefined {
+    const dest = { host: options.host ?? 'localhost', port: Number(options.port ?? 80) };
+    dialFrom(this.address, this.ports, dest, options.timeout || DEFAULT_CONNECT_TIMEOUT_MS).then(
+      (socket) => callback?.(null, socket),
+      (err: Error) => callback?.(err, undefined as unknown as Duplex),
+    );
+    return undefined;
+  }
+}
+
+export function buildExit(spec: ExitSpec, range: PortRange = ephemeralRange()): Exit {
+  const ports = spec.sourceAddress ? new SourcePorts(range) : undefined;
   const exit: Exit = {
     name: spec.name,
     country: spec.country,
-    agent: new http.Agent({ keepAlive: true, maxFreeSockets: AGENT_MAX_FREE_SOCKETS, scheduling: 'lifo' }),
+    agent:
+      spec.sourceAddress && ports
+        ? new SourceAddressAgent(spec.sourceAddress, ports)
+        : new http.Agent({ keepAlive: true, maxFreeSockets: AGENT_MAX_FREE_SOCKETS, scheduling: 'lifo' }),
     failedUntil: 0,
   };
   if (spec.state) exit.state = spec.state;
   if (spec.city) exit.city = spec.city;
   if (spec.sourceAddress) exit.sourceAddress = spec.sourceAddress;
+  if (ports) exit.ports = ports;
   if (spec.upstream) {
     const url = new URL(spec.upstream.url);
     if (url.protocol !== 'http:') throw new Error(`exit ${spec.name}: upstream must be an http:// proxy URL`);
@@ -62,7 +101,8 @@ export class ExitPool {
   private readonly matching = new Map<string, { exits: Exit[]; next: number }>();
 
   constructor(specs: readonly ExitSpec[]) {
-    this.exits = specs.map(buildExit);
+    const range = ephemeralRange();
+    this.exits = specs.map((spec) => buildExit(spec, range));
   }
 
   private group(t: Targeting): { exits: Exit[]; next: number } {

@@ -38,18 +38,21 @@ async function forward(
   res: http.ServerResponse,
 ): Promise<void> {
   const socket = req.socket;
+  const started = performance.now();
+  let target: URL | undefined;
+  let account: string | undefined = undefined;
   const refuse = (r: Refusal) => {
     const send = countRefusal(ctx, r, socket);
     const conn = ctx.meters.get(socket);
     if (conn) ctx.ledger.detach(conn);
     req.resume();
     if (send) refuseRequest(res, r);
+    ctx.access.refused('http', socket, r, send, started, req.method, target, account);
   };
   const url = req.url ?? '';
   if (!url.startsWith('http://')) {
     return refuse(refusalFor(url.startsWith('https://') ? 'https_not_connect' : 'not_proxy_request'));
   }
-  let target: URL;
   try {
     target = new URL(url);
   } catch {
@@ -60,6 +63,7 @@ async function forward(
   }
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
   if ('status' in admitted) return refuse(admitted);
+  account = admitted.accountId;
   const host = target.hostname;
   const port = target.port ? Number(target.port) : 80;
   const dest = await ctx.guard.check(host, port);
@@ -82,13 +86,11 @@ async function forward(
   const hasBody =
     req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
   if (conn) res.on('finish', () => conn.mark());
-  send(ctx, req, res, admitted, exits.slice(0, MAX_EXIT_ATTEMPTS), {
-    url: target,
-    address: dest.address,
-    port,
-    headers,
-    hasBody,
-  });
+  const out: Outgoing = { url: target, address: dest.address, port, headers, hasBody };
+  send(ctx, req, res, admitted, exits.slice(0, MAX_EXIT_ATTEMPTS), out);
+  res.once('close', () =>
+    ctx.access.response(res, out.refusal, started, req.method, target, account, out.exit),
+  );
 }
 
 interface Outgoing {
@@ -97,6 +99,9 @@ interface Outgoing {
   port: number;
   headers: string[];
   hasBody: boolean;
+  /** The exit tried last, and the refusal answered after it (the access log's). */
+  exit?: Exit;
+  refusal?: Refusal;
 }
 
 function send(
@@ -108,6 +113,7 @@ function send(
   out: Outgoing,
 ): void {
   const exit = exits[0]!;
+  out.exit = exit;
   const timeoutMs = ctx.spec.timeouts.idleSeconds * 1000;
   const options: http.RequestOptions = exit.upstream
     ? {
@@ -212,6 +218,7 @@ function send(
   else proxyReq.end();
 
   function fail(r: Refusal): void {
+    out.refusal = r;
     const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
     if (a.conn) ctx.ledger.detach(a.conn);
     if (send) refuseRequest(res, r);

@@ -7,6 +7,7 @@ import { admit, chooseExits, countRefusal, guardRefusal, NO_EXIT, type ProxyCont
 import { refusalFor } from './refusals.ts';
 import { ExitError, openThroughExit } from './connect-exit.ts';
 import { parseAuthority } from './guard.ts';
+import type { Exit } from './exits.ts';
 import { refuseSocket, type Refusal } from './http-util.ts';
 
 const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
@@ -33,16 +34,21 @@ async function tunnel(
   socket: net.Socket,
   head: Buffer,
 ): Promise<void> {
+  const started = performance.now();
+  let account: string | undefined = undefined;
+  let via: Exit | undefined;
   const refuse = (r: Refusal) => {
     const send = countRefusal(ctx, r, socket);
     const conn = ctx.meters.get(socket);
     if (conn) ctx.ledger.detach(conn);
     if (send) refuseSocket(socket, r);
+    ctx.access.refused('connect', socket, r, send, started, 'CONNECT', target ?? undefined, account, via);
   };
   const target = parseAuthority(req.url ?? '');
   if (!target) return refuse(refusalFor('connect_needs_authority'));
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
   if ('status' in admitted) return refuse(admitted);
+  account = admitted.accountId;
   const dest = await ctx.guard.check(target.host, target.port);
   if (!dest.ok) return refuse(guardRefusal(dest.reason));
   const exits = await chooseExits(ctx, admitted);
@@ -53,6 +59,7 @@ async function tunnel(
   let lastError: ExitError | undefined;
   for (const exit of exits.slice(0, MAX_EXIT_ATTEMPTS)) {
     if (socket.destroyed) return;
+    via = exit;
     try {
       upstream = await openThroughExit(
         exit,
@@ -113,6 +120,7 @@ async function tunnel(
     if (closed) return;
     closed = true;
     ctx.hot.tunnels.dec();
+    ctx.access.done('connect', socket, 200, undefined, started, 'CONNECT', target, account, via);
     if (reset && !up.destroyed) up.resetAndDestroy();
     else up.destroy();
   });
