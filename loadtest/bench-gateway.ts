@@ -371,6 +371,7 @@ async function startGatewayTarget(
   auth: string,
   features: 'full' | 'bare',
   dir: string,
+  connectFastPath = true,
 ): Promise<Target> {
   const file = path.join(dir, 'gateway.yaml');
   await writeFile(
@@ -400,6 +401,7 @@ async function startGatewayTarget(
       PROXYFLEET_GATEWAY_HOST: '127.0.0.1',
       PROXYFLEET_GATEWAY_ALLOW_CIDRS: '127.0.0.0/8',
       PROXYFLEET_GATEWAY_FEATURES: features,
+      PROXYFLEET_GATEWAY_CONNECT_FAST_PATH: connectFastPath ? 'on' : 'off',
       // Without authentication no connection ever leaves its source's unauthenticated cap (256):
       // the bare gateway's cap is lifted so that the idle phase can hold its 6,000 tunnels.
       ...(features === 'bare' ? { PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE: '1000000' } : {}),
@@ -510,6 +512,13 @@ async function main(): Promise<void> {
       ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
       ['proxy-chain', () => startProxyChainTarget(account.proxyUsername, account.proxyPassword, auth)],
     ];
+    // The full gateway with every CONNECT through node:http (the front end's fast path off): only
+    // when BENCH_TARGETS names it (`BENCH_TARGETS=full,node:http`), to measure the fast path.
+    if (process.env.BENCH_TARGETS?.split(',').includes('node:http'))
+      makers.push([
+        'gateway (full, node:http CONNECT)',
+        () => startGatewayTarget('gateway (full, node:http CONNECT)', databaseUrl, auth, 'full', dir, false),
+      ]);
     // No authentication configured: the Proxy-Authorization header the generator sends is ignored.
     if (installed(SQUID))
       makers.push(['squid', async () => ({ name: 'squid', auth, ...(await startSquid(dir)) })]);
@@ -644,6 +653,7 @@ function report(rows: Row[]): boolean {
   if (full && base) {
     const goal = (label: string, v: number, b: number, op: '<=' | '>=', limit: number) => {
       const r = v / b;
+      if (!Number.isFinite(r) || r === 0) return `  ${label}: not measured`;
       const met = op === '<=' ? r <= limit : r >= limit;
       return `  ${label}: ${r.toFixed(2)}x (goal ${op} ${limit}x) ${met ? 'met' : 'NOT met'}`;
     };

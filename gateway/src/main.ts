@@ -33,6 +33,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     // Keep a few seconds of the grace period for the final usage flush.
     drainMs: Math.max(1, config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS - 7) * 1000,
     bare: config.PROXYFLEET_GATEWAY_FEATURES === 'bare',
+    connectFastPath: config.PROXYFLEET_GATEWAY_CONNECT_FAST_PATH === 'on',
     limits: {
       ...(config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS !== undefined
         ? { maxConnections: config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS }
