@@ -551,7 +551,8 @@ async function main(): Promise<void> {
       tu: [] as LoadResult[],
       bulk: [] as LoadResult[],
     }));
-    const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: 1, cpu: 0, errors: 0 };
+    // A scenario a target does not run: NaN rates, shown as n/a (a measured 0 stays 0).
+    const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: NaN, cpu: 0, errors: 0 };
     const runs = (t: Target, scenario: string) =>
       scenarios.has(scenario) && (!t.scenarios || t.scenarios.includes(scenario));
     for (let round = 0; round < ROUNDS; round++) {
@@ -630,9 +631,7 @@ function report(rows: Row[]): boolean {
       ? ''
       : ` (${(v / b).toFixed(2)}x)`;
   const fig = (v: number | undefined, digits: number, b: number | undefined, direct = false) =>
-    v === undefined || !Number.isFinite(v) || v === 0
-      ? 'n/a'
-      : `${v.toFixed(digits)}${direct ? '' : ratio(v, b)}`;
+    v === undefined || !Number.isFinite(v) ? 'n/a' : `${v.toFixed(digits)}${direct ? '' : ratio(v, b)}`;
   const errorText = (e: Row['errors']) =>
     e.ka + e.tu + e.bulk + e.idle === 0 ? '0' : `${e.ka}/${e.tu}/${e.bulk}/${e.idle}`;
   const lines = [
