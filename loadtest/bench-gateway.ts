@@ -673,7 +673,7 @@ function report(rows: Row[]): boolean {
     );
     for (const r of rows.filter((r) => r !== base && r.target !== 'direct')) {
       const per = (mine: number[], theirs: number[]) =>
-        mine.map((v, i) => (v && theirs[i] ? (v / theirs[i]).toFixed(2) : 'n/a')).join(' ');
+        mine.map((v, i) => (Number.isNaN(v) || !theirs[i] ? 'n/a' : (v / theirs[i]).toFixed(2))).join(' ');
       lines.push(
         `  ${r.target}: ${per(r.rounds.ka, base.rounds.ka)} / ${per(r.rounds.tu, base.rounds.tu)} / ${per(r.rounds.bulk, base.rounds.bulk)}`,
       );
