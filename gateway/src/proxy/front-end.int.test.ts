@@ -185,3 +185,18 @@ describe('CONNECT fast path against node:http', () => {
     }, 20_000);
   }
 });
+
+describe('front end at shutdown', () => {
+  it('closes connections that have not sent a byte at once, as node:http closes its idle ones', async () => {
+    const drainMs = 10_000;
+    const gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), { drainMs });
+    const silent = net.connect({ port: gateway.port, host: '127.0.0.1' });
+    silent.on('error', () => undefined);
+    await new Promise<void>((r) => silent.once('connect', () => r()));
+    const closedAt = new Promise<number>((r) => silent.once('close', () => r(Date.now())));
+    const started = Date.now();
+    await gateway.close();
+    // Without the front end's closeIdle the drain waited its whole 10 s for this connection.
+    expect((await closedAt) - started).toBeLessThan(drainMs / 2);
+  }, 60_000);
+});

@@ -43,9 +43,15 @@ export function installFrontEnd(server: http.Server, handlers: FrontEndHandlers)
   const route = (socket: net.Socket) => {
     let bytes: Buffer | undefined;
     silent.add(socket);
-    socket.once('close', () => silent.delete(socket));
+    // Dropped at the first byte: a listener held for a tunnel's whole life is memory per tunnel.
+    const forget = () => silent.delete(socket);
+    socket.once('close', forget);
+    const spoke = () => {
+      silent.delete(socket);
+      socket.off('close', forget);
+    };
     const onData = (chunk: Buffer) => {
-      if (bytes === undefined) silent.delete(socket);
+      if (bytes === undefined) spoke();
       bytes = bytes === undefined ? chunk : Buffer.concat([bytes, chunk]);
       const head = parseConnectHead(bytes);
       if (head === INCOMPLETE) return;
@@ -64,7 +70,7 @@ export function installFrontEnd(server: http.Server, handlers: FrontEndHandlers)
       handlers.connect(socket, head, bytes.subarray(head.length));
     };
     const onEnd = () => {
-      silent.delete(socket);
+      if (bytes === undefined) spoke();
       socket.off('data', onData);
       if (bytes === undefined) socket.end();
       else handlers.truncated(socket);
