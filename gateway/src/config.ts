@@ -11,6 +11,8 @@ export const gatewayEnv = {
   PROXYFLEET_GATEWAY_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   /** Benchmark only: "bare" turns authentication and metering off (docs/benchmarks.md). */
   PROXYFLEET_GATEWAY_FEATURES: z.enum(['full', 'bare']).default('full'),
+  /** Benchmark only: "off" sends every CONNECT head through node:http (docs/adr/0027). */
+  PROXYFLEET_GATEWAY_CONNECT_FAST_PATH: z.enum(['on', 'off']).default('on'),
   /** Address the proxy listens on. */
   PROXYFLEET_GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** Open customer connections of the process (default: half the open-file limit less 1024). */

@@ -47,6 +47,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     drainMs: Math.max(1, config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS - 7) * 1000,
     bare: config.PROXYFLEET_GATEWAY_FEATURES === 'bare',
     accessLogSample: config.PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE,
+    connectFastPath: config.PROXYFLEET_GATEWAY_CONNECT_FAST_PATH === 'on',
     limits: {
       ...(config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS !== undefined
         ? { maxConnections: config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS }

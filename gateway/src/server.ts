@@ -19,6 +19,7 @@ import { AccessLog, DEFAULT_ACCESS_LOG_SAMPLE } from './proxy/access-log.ts';
 import { statusClass, type ProxyContext } from './proxy/context.ts';
 import { ExitPool } from './proxy/exits.ts';
 import { handleRequest } from './proxy/forward.ts';
+import { installFrontEnd } from './proxy/front-end.ts';
 import { DestinationGuard } from './proxy/guard.ts';
 import { refuseSocket } from './proxy/http-util.ts';
 import {
@@ -49,6 +50,11 @@ export interface GatewayDeps {
   bare?: boolean;
   /** Share of access-log lines logged at info (default 1 %); all of them at debug. */
   accessLogSample?: number;
+  /**
+   * CONNECT heads parsed by the front end and handled straight on the socket (default true);
+   * false: every head goes through node:http (tests compare the two, docs/adr/0027).
+   */
+  connectFastPath?: boolean;
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
   /**
@@ -232,17 +238,13 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     headArrived(req.socket);
     handleRequest(ctx, req, res);
   });
+  // CONNECT heads node:http parsed: the front end declined them (or it is off), or they follow a
+  // plain request on a keep-alive connection.
   server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
     headArrived(socket);
-    handleConnect(ctx, req, socket, head);
+    handleConnect(ctx, req.url ?? '', req.headers['proxy-authorization'], socket, head);
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
-    const key =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? 'header_too_large'
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? 'head_timeout'
-          : 'malformed_request';
+  const refuseHead = (socket: net.Socket, key: 'header_too_large' | 'head_timeout' | 'malformed_request') => {
     if (socket.writable && !socket.destroyed) {
       const r = refusalFor(key);
       metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
@@ -250,7 +252,28 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       ctx.access.refused('http', socket, r, true, performance.now());
     }
     socket.destroy();
+  };
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    refuseHead(
+      socket,
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'header_too_large'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'head_timeout'
+          : 'malformed_request',
+    );
   });
+  const front =
+    deps.connectFastPath === false
+      ? undefined
+      : installFrontEnd(server, {
+          connect: (socket, head, rest) => {
+            headArrived(socket);
+            handleConnect(ctx, head.target, head.proxyAuthorization, socket, rest);
+          },
+          // As node:http answers a head cut by the client's FIN (HPE_INVALID_EOF_STATE).
+          truncated: (socket) => refuseHead(socket, 'malformed_request'),
+        });
   const open = new Set<net.Socket>();
   server.on('connection', (socket: net.Socket) => {
     socket.on('error', () => socket.destroy());
@@ -279,6 +302,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       open.delete(socket);
       hot.connections.dec();
     });
+    front?.route(socket);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -316,9 +340,11 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         const drainMs = deps.drainMs ?? DEFAULT_DRAIN_MS;
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        front?.closeIdle();
         const deadline = Date.now() + drainMs;
         while (open.size > 0 && Date.now() < deadline) {
           server.closeIdleConnections();
+          front?.closeIdle();
           await new Promise((r) => setTimeout(r, 100));
         }
         for (const socket of open) socket.destroy();

@@ -42,6 +42,9 @@ export interface Admitted {
   conn: Metered | undefined;
 }
 
+// Built once, like NO_EXIT (building it for every admitted request was 0.8 % of a CONNECT profile).
+const CONNECTION_LIMIT = refusalFor('connection_limit', { retryAfter: 1 });
+
 /** Runs the admission steps; the connection is attached to the budget only when admitted. */
 export async function admit(
   ctx: ProxyContext,
@@ -59,8 +62,7 @@ export async function admit(
   let conn = ctx.meters.get(socket);
   const overCap = () =>
     budget.conns.size >= ctx.spec.limits.maxConnectionsPerAccount && !(conn && budget.conns.has(conn));
-  const CAP = refusalFor('connection_limit', { retryAfter: 1 });
-  if (overCap()) return CAP;
+  if (overCap()) return CONNECTION_LIMIT;
   if (!budget.canAdmit()) {
     const verdict = await ctx.ledger.admit(budget);
     // 402 only when the database said the balance is gone; it being unreachable is a 503.
@@ -69,7 +71,7 @@ export async function admit(
   }
   if (socket.destroyed) return refusalFor('client_gone');
   // Again after the wait for a lease: connections that arrived meanwhile were attached.
-  if (overCap()) return CAP;
+  if (overCap()) return CONNECTION_LIMIT;
   if (!conn) {
     conn = ctx.ledger.track(socket);
     ctx.meters.set(socket, conn);

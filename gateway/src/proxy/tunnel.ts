@@ -1,7 +1,6 @@
 // CONNECT tunnels: admit, check the destination, open it through an exit (failing over to the
 // next matching exit when one fails), answer 200, then splice bytes both ways. Billing reads the
 // customer socket's counters; the 'data' listeners only feed the budget's enforcement estimate.
-import type http from 'node:http';
 import type net from 'node:net';
 import { admit, chooseExits, countRefusal, guardRefusal, NO_EXIT, type ProxyContext } from './context.ts';
 import { refusalFor } from './refusals.ts';
@@ -14,15 +13,20 @@ const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
 /** At most this many exits are tried for one tunnel. */
 export const MAX_EXIT_ATTEMPTS = 3;
 
+/**
+ * A CONNECT head, from the front end's parser or from node:http (`req.url` and
+ * `req.headers['proxy-authorization']`); `head` is what the client sent after it.
+ */
 export function handleConnect(
   ctx: ProxyContext,
-  req: http.IncomingMessage,
+  requestTarget: string,
+  proxyAuthorization: string | undefined,
   socket: net.Socket,
   head: Buffer,
 ): void {
   // The http server removed its own listeners: this socket must never be without an error handler.
   socket.on('error', () => socket.destroy());
-  tunnel(ctx, req, socket, head).catch((err: unknown) => {
+  tunnel(ctx, requestTarget, proxyAuthorization, socket, head).catch((err: unknown) => {
     ctx.logger.error({ err }, 'tunnel failed');
     socket.destroy();
   });
@@ -30,7 +34,8 @@ export function handleConnect(
 
 async function tunnel(
   ctx: ProxyContext,
-  req: http.IncomingMessage,
+  requestTarget: string,
+  proxyAuthorization: string | undefined,
   socket: net.Socket,
   head: Buffer,
 ): Promise<void> {
@@ -44,9 +49,9 @@ async function tunnel(
     if (send) refuseSocket(socket, r);
     ctx.access.refused('connect', socket, r, send, started, 'CONNECT', target ?? undefined, account, via);
   };
-  const target = parseAuthority(req.url ?? '');
+  const target = parseAuthority(requestTarget);
   if (!target) return refuse(refusalFor('connect_needs_authority'));
-  const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
+  const admitted = await admit(ctx, proxyAuthorization, socket);
   if ('status' in admitted) return refuse(admitted);
   account = admitted.accountId;
   const dest = await ctx.guard.check(target.host, target.port);

@@ -93,6 +93,8 @@ export async function startTestGateway(
     drainMs?: number;
     allowCidrs?: string[];
     limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
+    /** false: every CONNECT head through node:http (the front end's fast path off). */
+    connectFastPath?: boolean;
   } = {},
 ): Promise<RunningGateway & { registry: Registry }> {
   const registry = new Registry();
@@ -109,6 +111,7 @@ export async function startTestGateway(
     health: new Health([registry]),
     drainMs: options.drainMs ?? 2_000,
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.connectFastPath === false ? { connectFastPath: false } : {}),
   });
   return { ...running, registry };
 }
