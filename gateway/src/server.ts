@@ -10,7 +10,7 @@ import { ChangeFeed } from '../../common/src/db/changes.ts';
 import type { Health } from '../../common/src/health.ts';
 import type { Logger } from '../../common/src/logger.ts';
 import type { Pool } from '../../common/src/db/pool.ts';
-import { Ledger, type Metered } from './accounting/ledger.ts';
+import { Ledger } from './accounting/ledger.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
@@ -189,7 +189,6 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     metrics,
     hot,
     logger,
-    meters: new WeakMap<net.Socket, Metered>(),
     bare: deps.bare ?? false,
     draining: false,
     authenticated: (socket) => limiter.authenticated(socket),

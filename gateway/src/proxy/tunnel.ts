@@ -35,8 +35,7 @@ async function tunnel(
 ): Promise<void> {
   const refuse = (r: Refusal) => {
     const send = countRefusal(ctx, r, socket);
-    const conn = ctx.meters.get(socket);
-    if (conn) ctx.ledger.detach(conn);
+    ctx.ledger.refused(socket);
     if (send) refuseSocket(socket, r);
   };
   const target = parseAuthority(req.url ?? '');
@@ -82,17 +81,15 @@ async function tunnel(
     upstream.destroy();
     return;
   }
-  const { conn, budget } = admitted;
+  const { tab } = admitted;
   ctx.hot.connectRequests.inc();
   ctx.hot.tunnels.inc();
-  if (conn && budget) {
-    conn.kind = 'tunnel';
-    conn.peer = upstream;
-    conn.sources = [socket, upstream];
-    budget.requests++;
-    const ledger = ctx.ledger;
-    socket.on('data', (chunk: Buffer) => budget.spend(ledger, chunk.length));
-    upstream.on('data', (chunk: Buffer) => budget.spend(ledger, chunk.length));
+  if (tab) {
+    tab.tunnel(upstream);
+    tab.relaying(socket, upstream);
+    tab.request();
+    socket.on('data', (chunk: Buffer) => tab.onChunk(chunk.length));
+    upstream.on('data', (chunk: Buffer) => tab.onChunk(chunk.length));
   }
   const up = upstream;
   let closed = false;
