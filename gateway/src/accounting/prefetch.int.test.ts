@@ -42,6 +42,8 @@ afterAll(async () => {
 interface Outcome {
   /** Complete answers (head and whole body) received. */
   completed: number;
+  /** How the connection ended: 'done', the status line of a refusal, or 'cut' (closed mid-answer). */
+  end: string;
   written: number;
   read: number;
 }
@@ -63,12 +65,14 @@ function downloads(port: number, auth: string, count: number, tunnel: boolean): 
     let completed = 0;
     let head = Buffer.alloc(0);
     let remaining = -1;
-    const finish = () => {
+    let end = 'cut';
+    const finish = (how?: string) => {
+      if (how) end = how;
       socket.destroy();
-      resolve({ completed, written: socket.bytesWritten, read: socket.bytesRead });
+      resolve({ completed, end, written: socket.bytesWritten, read: socket.bytesRead });
     };
     socket.on('error', () => undefined);
-    socket.on('close', finish);
+    socket.on('close', () => finish());
     socket.on('connect', () =>
       socket.write(
         tunnel
@@ -85,7 +89,7 @@ function downloads(port: number, auth: string, count: number, tunnel: boolean): 
           if (end < 0) return;
           const text = head.toString('latin1', 0, end);
           if (!established) {
-            if (!text.startsWith('HTTP/1.1 200')) return finish();
+            if (!text.startsWith('HTTP/1.1 200')) return finish(text.split('\r\n')[0]);
             established = true;
             offset = chunk.length - (head.length - end - 4);
             head = Buffer.alloc(0);
@@ -93,7 +97,7 @@ function downloads(port: number, auth: string, count: number, tunnel: boolean): 
             continue;
           }
           const length = /content-length:\s*(\d+)/i.exec(text);
-          if (!text.startsWith('HTTP/1.1 200') || !length) return finish();
+          if (!text.startsWith('HTTP/1.1 200') || !length) return finish(text.split('\r\n')[0]);
           offset = chunk.length - (head.length - end - 4);
           head = Buffer.alloc(0);
           remaining = Number(length[1]);
@@ -103,7 +107,7 @@ function downloads(port: number, auth: string, count: number, tunnel: boolean): 
         offset += take;
         if (remaining === 0) {
           remaining = -1;
-          if (++completed === count) return finish();
+          if (++completed === count) return finish('done');
           socket.write(request);
         }
       }
@@ -148,7 +152,9 @@ describe('lease prefetch', () => {
       await locker;
       expect(await pod.stop('SIGTERM')).toBe(0);
       pod = undefined;
-      expect(outcomes.map((o) => o.completed)).toEqual(outcomes.map(() => DOWNLOADS_PER_CONNECTION));
+      expect(outcomes.map((o) => `${o.completed} ${o.end}`)).toEqual(
+        outcomes.map(() => `${DOWNLOADS_PER_CONNECTION} done`),
+      );
       const usage = await recordedUsage(db.pool, account.id);
       expect({ up: Number(usage.up), down: Number(usage.down), requests: Number(usage.requests) }).toEqual({
         up: outcomes.reduce((n, o) => n + o.written, 0),
