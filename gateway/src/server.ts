@@ -48,6 +48,11 @@ export interface GatewayDeps {
   bare?: boolean;
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
+  /**
+   * How many gateways serve this plan now: the database-outage credit is shared among them
+   * (docs/adr/0024). Default: 1.
+   */
+  fleetSize?: () => number;
   /** Connection caps of the process the gateway opens itself (ignored with `process`). */
   limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number; authFailuresPerAddress?: number };
 }
@@ -170,6 +175,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     hot,
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
+    ...(deps.fleetSize ? { fleetSize: deps.fleetSize } : {}),
   });
   proc.ledgers.add(ledger);
   const limiter = proc.limiter;

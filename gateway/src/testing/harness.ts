@@ -93,6 +93,7 @@ export async function startTestGateway(
     drainMs?: number;
     allowCidrs?: string[];
     limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
+    fleetSize?: () => number;
   } = {},
 ): Promise<RunningGateway & { registry: Registry }> {
   const registry = new Registry();
@@ -109,6 +110,7 @@ export async function startTestGateway(
     health: new Health([registry]),
     drainMs: options.drainMs ?? 2_000,
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.fleetSize ? { fleetSize: options.fleetSize } : {}),
   });
   return { ...running, registry };
 }
