@@ -171,7 +171,7 @@ describe('the bound', () => {
         (balance, ops) => {
           // The ledger's loop on the policy, against a database that grants from what is free
           // (balance - max(granted, billed): the fold is taken as instant). Connections stop when
-          // cut; held ones are not modelled as stopping (a tunnel's pipe() resumes on drain), so
+          // cut; held ones are not modelled as stopping (uploads are not held), so
           // holding is never what keeps the bound.
           const s = newBudgetState();
           let now = 0;

@@ -179,9 +179,9 @@ export type PressureDecision = 'cut' | 'hold' | 'draw' | 'none';
 
 /**
  * The estimate crossed the trigger. After a denial, past what the leases hold: cut. While a
- * grant is on its way: past the whole overdraft, cut (a tunnel's pipe() resumes a held source on
- * every 'drain', so holding alone is no hard bound); past half of it, hold the budget's streams
- * until it arrives. Otherwise draw the next lease.
+ * grant is on its way: past the whole overdraft, cut (the hard bound: a held stream still
+ * delivers the chunk it had read, and uploads are not held); past half of it, hold the budget's
+ * streams until it arrives. Otherwise draw the next lease.
  */
 export function pressure(s: BudgetState): PressureDecision {
   const spent = s.pending ? s.estimate + overdrawn(s) : s.estimate;
