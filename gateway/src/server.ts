@@ -10,7 +10,7 @@ import { ChangeFeed } from '../../common/src/db/changes.ts';
 import type { Health } from '../../common/src/health.ts';
 import type { Logger } from '../../common/src/logger.ts';
 import type { Pool } from '../../common/src/db/pool.ts';
-import { Ledger, type Metered } from './accounting/ledger.ts';
+import { Ledger } from './accounting/ledger.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
@@ -58,8 +58,8 @@ export interface GatewayDeps {
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
   /**
-   * Live gateways of this plan (the heartbeat's count, accounting/heartbeat.ts): the fleet size a
-   * fleet-wide outage credit is divided by.
+   * Live gateways of this plan (the heartbeat's count, accounting/heartbeat.ts): the database-outage
+   * credit is shared among them (docs/adr/0024). Default: 1.
    */
   fleetSize?: () => number;
   /** Connection caps of the process the gateway opens itself (ignored with `process`). */
@@ -184,8 +184,6 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     hot,
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
-    // MERGE (issue 10, findings 6 and 7): LedgerOptions gains `fleetSize?: () => number` in the
-    // ledger split; until then the Ledger ignores it. Keep this line when merging.
     ...(deps.fleetSize ? { fleetSize: deps.fleetSize } : {}),
   });
   proc.ledgers.add(ledger);
@@ -207,7 +205,6 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     hot,
     logger,
     access: new AccessLog(logger, plan, deps.accessLogSample ?? DEFAULT_ACCESS_LOG_SAMPLE),
-    meters: new WeakMap<net.Socket, Metered>(),
     bare: deps.bare ?? false,
     draining: false,
     authenticated: (socket) => limiter.authenticated(socket),

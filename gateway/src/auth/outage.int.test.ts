@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import net from 'node:net';
 import { recordPurchase } from '../../../common/src/accounts/accounts.ts';
 import { createPool, type Pool } from '../../../common/src/db/pool.ts';
 import { createLogger } from '../../../common/src/logger.ts';
@@ -17,40 +16,10 @@ import {
   startTestGateway,
   type Origin,
 } from '../testing/harness.ts';
+import { Relay } from '../testing/relay.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut
 // (docs/adr/0021: known customers keep being served; usage and the cache catch up afterwards).
-class Relay {
-  private server: net.Server | undefined;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-  private readonly target: { host: string; port: number };
-  constructor(target: { host: string; port: number }) {
-    this.target = target;
-  }
-  async up(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('error', () => undefined);
-        s.on('close', () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((r) => this.server!.listen(this.port, '127.0.0.1', r));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-  async down(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    if (this.server?.listening) await new Promise<void>((r) => this.server!.close(() => r()));
-  }
-}
-
 let db: TestDatabase;
 let origin: Origin;
 let relay: Relay;

@@ -2,7 +2,7 @@
 // request forms: credentials -> account state -> connection cap -> bandwidth -> exit choice.
 import type net from 'node:net';
 import type { Logger } from '../../../common/src/logger.ts';
-import type { Budget, Ledger, Metered } from '../accounting/ledger.ts';
+import type { Ledger, Tab } from '../accounting/ledger.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { ParsedCredentials } from '../auth/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
@@ -27,7 +27,6 @@ export interface ProxyContext {
   logger: Logger;
   /** One line per request, tunnel and refusal (access-log.ts). */
   access: AccessLog;
-  meters: WeakMap<net.Socket, Metered>;
   /** Benchmark only: no authentication and no metering ("features off"). */
   bare: boolean;
   draining: boolean;
@@ -38,8 +37,8 @@ export interface ProxyContext {
 export interface Admitted {
   accountId: string;
   credentials: ParsedCredentials | undefined;
-  budget: Budget | undefined;
-  conn: Metered | undefined;
+  /** Billing of this request or tunnel (undefined in a bare gateway). */
+  tab: Tab | undefined;
 }
 
 // Built once, like NO_EXIT (building it for every admitted request was 0.8 % of a CONNECT profile).
@@ -51,33 +50,30 @@ export async function admit(
   header: string | undefined,
   socket: net.Socket,
 ): Promise<Admitted | Refusal> {
-  if (ctx.bare) return { accountId: '', credentials: undefined, budget: undefined, conn: undefined };
+  if (ctx.bare) return { accountId: '', credentials: undefined, tab: undefined };
   const auth = ctx.auth.authenticate(header, socket.remoteAddress ?? '');
   if (!auth.ok) {
     ctx.metrics.authFailures.inc({ plan: ctx.plan, reason: auth.reason });
     return refusalFor(auth.reason, { retryAfter: auth.retryAfter });
   }
   ctx.authenticated(socket);
-  const budget = ctx.ledger.budget(auth.account.accountId);
-  let conn = ctx.meters.get(socket);
-  const overCap = () =>
-    budget.conns.size >= ctx.spec.limits.maxConnectionsPerAccount && !(conn && budget.conns.has(conn));
-  if (overCap()) return CONNECTION_LIMIT;
-  if (!budget.canAdmit()) {
-    const verdict = await ctx.ledger.admit(budget);
+  const tab = await ctx.ledger.admit(
+    auth.account.accountId,
+    socket,
+    ctx.spec.limits.maxConnectionsPerAccount,
+  );
+  switch (tab) {
+    case 'connection_limit':
+      return CONNECTION_LIMIT;
     // 402 only when the database said the balance is gone; it being unreachable is a 503.
-    if (verdict === 'denied') return refusalFor('no_bandwidth', { plan: ctx.plan });
-    if (verdict === 'unavailable') return refusalFor('billing_unavailable', { retryAfter: 5 });
+    case 'no_bandwidth':
+      return refusalFor('no_bandwidth', { plan: ctx.plan });
+    case 'billing_unavailable':
+      return refusalFor('billing_unavailable', { retryAfter: 5 });
+    case 'client_gone':
+      return refusalFor('client_gone');
   }
-  if (socket.destroyed) return refusalFor('client_gone');
-  // Again after the wait for a lease: connections that arrived meanwhile were attached.
-  if (overCap()) return CONNECTION_LIMIT;
-  if (!conn) {
-    conn = ctx.ledger.track(socket);
-    ctx.meters.set(socket, conn);
-  }
-  ctx.ledger.attach(conn, budget);
-  return { accountId: auth.account.accountId, credentials: auth.credentials, budget, conn };
+  return { accountId: auth.account.accountId, credentials: auth.credentials, tab };
 }
 
 /** Exits to try, best first; empty when none matches the targeting (503). */

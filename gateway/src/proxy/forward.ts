@@ -43,8 +43,7 @@ async function forward(
   let account: string | undefined = undefined;
   const refuse = (r: Refusal) => {
     const send = countRefusal(ctx, r, socket);
-    const conn = ctx.meters.get(socket);
-    if (conn) ctx.ledger.detach(conn);
+    ctx.ledger.refused(socket);
     req.resume();
     if (send) refuseRequest(res, r);
     ctx.access.refused('http', socket, r, send, started, req.method, target, account);
@@ -71,12 +70,11 @@ async function forward(
   const exits = await chooseExits(ctx, admitted);
   if (exits.length === 0) return refuse(NO_EXIT);
 
-  const { budget, conn } = admitted;
+  const { tab } = admitted;
   ctx.hot.httpRequests.inc();
-  if (budget) {
-    budget.requests++;
-    budget.spend(ctx.ledger, headBytes(req.rawHeaders, url.length + 16));
-    req.on('data', (chunk: Buffer) => budget.spend(ctx.ledger, chunk.length));
+  if (tab) {
+    tab.request(headBytes(req.rawHeaders, url.length + 16));
+    req.on('data', (chunk: Buffer) => tab.onChunk(chunk.length));
   }
   // RFC 9112 section 3.2.2: with an absolute-form target the received Host is ignored and
   // replaced by the target's authority.
@@ -85,7 +83,7 @@ async function forward(
   if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
   const hasBody =
     req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
-  if (conn) res.on('finish', () => conn.mark());
+  if (tab) res.on('finish', () => tab.done());
   const out: Outgoing = { url: target, address: dest.address, port, headers, hasBody };
   send(ctx, req, res, admitted, exits.slice(0, MAX_EXIT_ATTEMPTS), out);
   res.once('close', () =>
@@ -144,11 +142,10 @@ function send(
   proxyReq.on('response', (upstreamRes) => {
     responded = true;
     ctx.exits.markHealthy(exit);
-    const budget = a.budget;
-    const ledger = ctx.ledger;
-    if (budget) {
-      budget.spend(ledger, headBytes(upstreamRes.rawHeaders, 32));
-      if (a.conn) a.conn.sources = [upstreamRes];
+    const tab = a.tab;
+    if (tab) {
+      tab.onChunk(headBytes(upstreamRes.rawHeaders, 32));
+      tab.relaying(upstreamRes);
     }
     upstreamRes.on('error', () => res.destroy());
     res.writeHead(
@@ -160,11 +157,11 @@ function send(
     // and writes, pausing on back-pressure; a drain resumes the answer unless the ledger holds it
     // (a budget waiting for its next lease). pipe() adds and removes eight listeners per request.
     upstreamRes.on('data', (chunk: Buffer) => {
-      if (budget) budget.spend(ledger, chunk.length);
+      if (tab) tab.onChunk(chunk.length);
       if (!res.write(chunk)) upstreamRes.pause();
     });
     res.on('drain', () => {
-      if (!budget?.held.has(upstreamRes)) upstreamRes.resume();
+      if (!tab?.isHeld(upstreamRes)) upstreamRes.resume();
     });
     upstreamRes.on('end', () => res.end());
   });
@@ -220,7 +217,7 @@ function send(
   function fail(r: Refusal): void {
     out.refusal = r;
     const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
-    if (a.conn) ctx.ledger.detach(a.conn);
+    a.tab?.refused();
     if (send) refuseRequest(res, r);
     else res.destroy();
   }

@@ -2,6 +2,7 @@
 // next matching exit when one fails), answer 200, then splice bytes both ways. Billing reads the
 // customer socket's counters; the 'data' listeners only feed the budget's enforcement estimate.
 import type net from 'node:net';
+import type { Tab } from '../accounting/ledger.ts';
 import { admit, chooseExits, countRefusal, guardRefusal, NO_EXIT, type ProxyContext } from './context.ts';
 import { refusalFor } from './refusals.ts';
 import { ExitError, openThroughExit } from './connect-exit.ts';
@@ -44,8 +45,7 @@ async function tunnel(
   let via: Exit | undefined;
   const refuse = (r: Refusal) => {
     const send = countRefusal(ctx, r, socket);
-    const conn = ctx.meters.get(socket);
-    if (conn) ctx.ledger.detach(conn);
+    ctx.ledger.refused(socket);
     if (send) refuseSocket(socket, r);
     ctx.access.refused('connect', socket, r, send, started, 'CONNECT', target ?? undefined, account, via);
   };
@@ -94,22 +94,18 @@ async function tunnel(
     upstream.destroy();
     return;
   }
-  const { conn, budget } = admitted;
+  const { tab } = admitted;
   ctx.hot.connectRequests.inc();
   ctx.hot.tunnels.inc();
-  if (conn && budget) {
-    conn.kind = 'tunnel';
-    conn.peer = upstream;
-    conn.sources = [socket, upstream];
-    budget.requests++;
-    const ledger = ctx.ledger;
-    socket.on('data', (chunk: Buffer) => budget.spend(ledger, chunk.length));
-    upstream.on('data', (chunk: Buffer) => budget.spend(ledger, chunk.length));
+  if (tab) {
+    tab.tunnel(upstream);
+    tab.relaying(socket, upstream);
+    tab.request();
   }
   const up = upstream;
   let closed = false;
-  // An upstream that finished cleanly lets the customer's socket flush what is queued (pipe has
-  // ended it); an error on either side tears both down.
+  // An upstream that finished cleanly lets the customer's socket flush what is queued (the relay
+  // has ended it); an error on either side tears both down.
   up.on('error', () => socket.destroy());
   // (Skipped once the customer's socket is gone: end() on a destroyed socket builds an error,
   // with its stack trace, that nobody reads; that was 3 % of a CONNECT profile.)
@@ -131,6 +127,27 @@ async function tunnel(
   });
   socket.write(ESTABLISHED);
   if (head.length) up.write(head);
-  socket.pipe(up);
-  up.pipe(socket);
+  relay(socket, up, tab);
+  relay(up, socket, tab);
+}
+
+/**
+ * One direction of a tunnel, by hand rather than pipe() (as forward.ts relays answers): each chunk
+ * feeds the budget's estimate and is written, the source pauses on back-pressure, and a 'drain'
+ * resumes it unless the ledger holds it (pipe() resumed a held source on every drain, so a tunnel
+ * waiting for its budget's next lease ran on into its overdraft and was cut: prefetch.int.test.ts).
+ */
+function relay(from: net.Socket, to: net.Socket, tab: Tab | undefined): void {
+  from.on('data', (chunk: Buffer) => {
+    tab?.onChunk(chunk.length);
+    // The other side is gone or finished: stop reading (pipe() unpiped here).
+    if (to.destroyed || to.writableEnded) return void from.pause();
+    if (!to.write(chunk)) from.pause();
+  });
+  to.on('drain', () => {
+    if (!tab?.isHeld(from)) from.resume();
+  });
+  from.on('end', () => {
+    if (!to.destroyed && !to.writableEnded) to.end();
+  });
 }

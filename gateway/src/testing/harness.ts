@@ -95,6 +95,7 @@ export async function startTestGateway(
     limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
     /** false: every CONNECT head through node:http (the front end's fast path off). */
     connectFastPath?: boolean;
+    fleetSize?: () => number;
   } = {},
 ): Promise<RunningGateway & { registry: Registry }> {
   const registry = new Registry();
@@ -112,6 +113,7 @@ export async function startTestGateway(
     drainMs: options.drainMs ?? 2_000,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.connectFastPath === false ? { connectFastPath: false } : {}),
+    ...(options.fleetSize ? { fleetSize: options.fleetSize } : {}),
   });
   return { ...running, registry };
 }

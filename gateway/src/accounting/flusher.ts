@@ -1,0 +1,142 @@
+// The usage flusher: insert-only usage batches (migrations/0020, docs/adr/0020) written with
+// usage_record, one round trip per batch (lines per account, spends per lease, leases returned).
+// A batch that was sent but not confirmed is retried with the same idempotency key (a retry of a
+// batch that did land is a no-op); new usage merges into the last batch never sent.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../../../common/src/logger.ts';
+import type { Pool } from '../../../common/src/db/pool.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { Plan } from '../spec.ts';
+
+interface Line {
+  account_id: string;
+  product: Plan;
+  bytes_up: number;
+  bytes_down: number;
+  requests: number;
+}
+
+interface Batch {
+  key: string;
+  attempted: boolean;
+  lines: Map<string, Line>;
+  spends: Map<string, number>;
+  releases: Map<string, number>;
+  createdAt: number;
+}
+
+export interface FlusherOptions {
+  pool: Pool;
+  gatewayId: string;
+  plan: Plan;
+  logger: Logger;
+  metrics: GatewayMetrics;
+}
+
+export class UsageFlusher {
+  private readonly queue: Batch[] = [];
+  private readonly bootId = randomBytes(6).toString('hex');
+  private seq = 0;
+  /** The batch being filled (not yet in the queue while it is empty). */
+  private filling: Batch | undefined;
+  private readonly opts: FlusherOptions;
+
+  constructor(opts: FlusherOptions) {
+    this.opts = opts;
+  }
+
+  /** Opens the batch new usage goes into: the last one if it was never sent, else a new one. */
+  begin(): void {
+    const last = this.queue.at(-1);
+    this.filling =
+      last && !last.attempted
+        ? last
+        : {
+            key: `${this.opts.gatewayId}:${this.bootId}:${++this.seq}`,
+            attempted: false,
+            lines: new Map(),
+            spends: new Map(),
+            releases: new Map(),
+            createdAt: Date.now(),
+          };
+  }
+
+  addLine(accountId: string, product: Plan, up: number, down: number, requests: number): void {
+    const batch = this.batch();
+    const line = batch.lines.get(accountId) ?? {
+      account_id: accountId,
+      product,
+      bytes_up: 0,
+      bytes_down: 0,
+      requests: 0,
+    };
+    line.bytes_up += up;
+    line.bytes_down += down;
+    line.requests += requests;
+    batch.lines.set(accountId, line);
+  }
+
+  addSpend(leaseId: string, bytes: number): void {
+    const batch = this.batch();
+    batch.spends.set(leaseId, (batch.spends.get(leaseId) ?? 0) + bytes);
+  }
+
+  addRelease(leaseId: string, spent: number): void {
+    this.batch().releases.set(leaseId, spent);
+  }
+
+  /** Queues the batch begun last, unless it is empty. */
+  end(): void {
+    const batch = this.filling;
+    this.filling = undefined;
+    if (!batch || (!batch.lines.size && !batch.spends.size && !batch.releases.size)) return;
+    if (this.queue.at(-1) !== batch) this.queue.push(batch);
+  }
+
+  private batch(): Batch {
+    if (!this.filling) this.begin();
+    return this.filling!;
+  }
+
+  /**
+   * Sends the queued batches in order; stops at the first failure. Returns false on a failure,
+   * true when batches went, undefined when there was nothing to send (the database was not asked).
+   */
+  async send(): Promise<boolean | undefined> {
+    let ok: boolean | undefined;
+    while (this.queue.length) {
+      const batch = this.queue[0]!;
+      batch.attempted = true;
+      try {
+        await this.opts.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
+          batch.key,
+          this.opts.gatewayId,
+          JSON.stringify([...batch.lines.values()]),
+          JSON.stringify([...batch.spends].map(([lease_id, bytes]) => ({ lease_id, bytes }))),
+          JSON.stringify([...batch.releases].map(([lease_id, spent]) => ({ lease_id, spent }))),
+        ]);
+        this.queue.shift();
+        ok = true;
+      } catch (err) {
+        ok = false;
+        this.opts.metrics.flushFailures.inc({ plan: this.opts.plan });
+        this.opts.logger.warn(
+          { err: (err as Error).message, pending: this.queue.length },
+          'usage flush failed; will retry',
+        );
+        break;
+      }
+    }
+    const oldest = this.queue[0];
+    this.opts.metrics.flushLag.set(
+      { plan: this.opts.plan },
+      oldest ? (Date.now() - oldest.createdAt) / 1000 : 0,
+    );
+    return ok;
+  }
+
+  /** Batches not yet confirmed by the database. */
+  get unsent(): number {
+    return this.queue.length;
+  }
+}

@@ -1,0 +1,359 @@
+// The budget policy of one (account, product) on one gateway: when to serve, draw the next lease,
+// hold, cut or refuse, and how much outage credit to give. Plain functions of plain state, the
+// time (passed in) and what the database answered: no I/O, no timers, no clock, so every rule is
+// unit-tested without sockets or a database (policy.test.ts) and its bound is checked by a
+// property test. The ledger (ledger.ts) runs these decisions against real sockets and leases.
+//
+// The bound (docs/adr/0020, docs/adr/0024): what one gateway serves a budget never passes
+//   leases granted + OVERDRAFT_BYTES + open connections x PER_CONNECTION_SLACK_BYTES
+//     + (during a database outage) outageCredit(last free balance, fleet size).
+
+/** Smallest lease asked for (the database grants less only when less is left). */
+export const MIN_LEASE_BYTES = 256 * 1024;
+export const MAX_LEASE_BYTES = 256 * 1024 * 1024;
+export const INITIAL_LEASE_BYTES = 4 * 1024 * 1024;
+/** A lease is sized to last about this long at the budget's recent rate. */
+export const LEASE_TARGET_SECONDS = 10;
+export const LEASE_TTL_SECONDS = 300;
+/** Leases are returned this long before they expire, and replaced. */
+export const LEASE_RENEW_MARGIN_MS = 30_000;
+/** How far a budget may run past its leases while the next grant is on its way (then: cut). */
+export const OVERDRAFT_BYTES = 256 * 1024;
+/** Past this much overdraft the budget's streams are paused until the grant arrives. */
+export const HOLD_AT_BYTES = OVERDRAFT_BYTES / 2;
+/**
+ * What one open connection can add beyond that (docs/adr/0020): the chunk that crosses the limit
+ * in each direction (a socket read is at most 64 KiB), what sits queued in its write buffer when
+ * a tick replaces estimates with delivered counts (16 KiB high-water mark plus one chunk), and
+ * one header block (16 KiB, Node's maxHeaderSize).
+ */
+export const PER_CONNECTION_SLACK_BYTES = 2 * 64 * 1024 + (16 + 64) * 1024 + 16 * 1024;
+/** After "nothing free", admissions are refused without asking again for this long (or until a purchase). */
+export const DENIAL_RECHECK_MS = 2_000;
+/**
+ * When nothing is free but other gateways hold leases, an admission waits this long for them to
+ * come back (idle pods return theirs after the ledger's idle release) before answering 402.
+ */
+export const CONTENDED_WAIT_MS = 2_000;
+/**
+ * During a database outage a known customer may spend at most this much on credit, in total over
+ * the fleet: each gateway gives its share (outageCredit below).
+ */
+export const OUTAGE_CREDIT_BYTES = 64 * 1024 * 1024;
+/** A lease spent faster than this makes the next request four times larger. */
+export const FAST_SPEND_MS = 2_000;
+
+export interface LeaseState {
+  /** null: outage credit, not backed by a database lease. */
+  id: string | null;
+  granted: number;
+  spent: number;
+  flushed: number;
+  expiresAt: number;
+}
+
+export interface BudgetState {
+  leases: LeaseState[];
+  /** Σ unspent granted bytes of the leases, as of the last allocation. */
+  available: number;
+  /** Bytes relayed since the last tick (the proxy's chunk counts, replaced by exact counts each tick). */
+  estimate: number;
+  /** When estimate passes this, the ledger asks `pressure` what to do. */
+  trigger: number;
+  /** A lease request is on its way. */
+  pending: boolean;
+  /** Exact bytes charged past the leases (spent beyond granted), as of the last allocation. */
+  overrun: number;
+  /** `overrun` when the pending draw started: the overdraft is measured from there, across ticks. */
+  overrunAtDraw: number;
+  /** When the database last said nothing is free (0: not denied). */
+  deniedAt: number;
+  creditUsed: boolean;
+  everGranted: boolean;
+  /** The last lease request failed (database unreachable): refuse with 503, never 402. */
+  unavailable: boolean;
+  /** The last denial came while other gateways held leases (they may come back). */
+  contended: boolean;
+  lastGrantAt: number;
+  /** Size of the next lease request. */
+  wanted: number;
+  /** Bytes allocated since the last rate observation. */
+  rateBytes: number;
+  /** Prefetch: the next lease is drawn when what the leases hold falls to this (half of it at the last grant). */
+  drawAt: number;
+  /** Bytes allocated (exact counts) in the budget's life; with `estimate`, what it has spent so far. */
+  allocated: number;
+  /** allocated + estimate at the last grant: the prefetch measures the rate from there. */
+  spentAtGrant: number;
+}
+
+export function newBudgetState(): BudgetState {
+  return {
+    leases: [],
+    available: 0,
+    estimate: 0,
+    trigger: 0,
+    pending: false,
+    overrun: 0,
+    overrunAtDraw: 0,
+    deniedAt: 0,
+    creditUsed: false,
+    everGranted: false,
+    unavailable: false,
+    contended: false,
+    lastGrantAt: 0,
+    wanted: INITIAL_LEASE_BYTES,
+    rateBytes: 0,
+    drawAt: 0,
+    allocated: 0,
+    spentAtGrant: 0,
+  };
+}
+
+/** Whether a new connection or request may start now without waiting for the database. */
+export function canAdmit(s: BudgetState): boolean {
+  return s.available - s.estimate > 0;
+}
+
+/**
+ * Recomputes what the leases hold and the trigger: after a denial, all of it (then cut); while a
+ * grant is pending, all of it plus HOLD_AT_BYTES (then hold); otherwise down to `drawAt` (then
+ * draw the next lease: prefetch, finding 9 of issue 10).
+ */
+export function recompute(s: BudgetState): void {
+  let available = 0;
+  let overrun = 0;
+  for (const lease of s.leases) {
+    available += Math.max(0, lease.granted - lease.spent);
+    overrun += Math.max(0, lease.spent - lease.granted);
+  }
+  s.available = available;
+  s.overrun = overrun;
+  if (s.deniedAt) s.trigger = available;
+  else if (s.pending) s.trigger = available + HOLD_AT_BYTES - overdrawn(s);
+  else s.trigger = Math.max(0, available - s.drawAt);
+}
+
+/**
+ * What the pending draw has already run past the leases in exact counts: a tick replaces the
+ * estimate with them, so without this a draw pending over several ticks could overdraw
+ * OVERDRAFT_BYTES per tick (policy.test.ts, the property test, found it).
+ */
+function overdrawn(s: BudgetState): number {
+  return Math.max(0, s.overrun - s.overrunAtDraw);
+}
+
+/** Exact bytes (from socket counters) charged to the leases, oldest first. */
+export function allocate(s: BudgetState, n: number): void {
+  s.rateBytes += n;
+  s.allocated += n;
+  let left = n;
+  for (const lease of s.leases) {
+    if (left === 0) break;
+    const room = lease.granted - lease.spent;
+    if (room <= 0) continue;
+    const take = Math.min(room, left);
+    lease.spent += take;
+    left -= take;
+  }
+  // Past every lease (overdraft, or no lease left): charged to the last lease so the database
+  // folds it as used; bytes with no lease at all are still billed through the usage lines.
+  const last = s.leases.at(-1);
+  if (left > 0 && last) last.spent += left;
+  recompute(s);
+}
+
+const clampLease = (n: number) => Math.min(MAX_LEASE_BYTES, Math.max(MIN_LEASE_BYTES, n));
+
+/** Adapts the next lease size to about LEASE_TARGET_SECONDS of the recent rate (each tick). */
+export function observeRate(s: BudgetState, elapsedMs: number): void {
+  if (elapsedMs <= 0) return;
+  const perSecond = (s.rateBytes * 1000) / elapsedMs;
+  s.rateBytes = 0;
+  const target = clampLease(perSecond * LEASE_TARGET_SECONDS);
+  // Grow at once, shrink slowly.
+  s.wanted = Math.round(target > s.wanted ? target : s.wanted * 0.9 + target * 0.1);
+}
+
+export type PressureDecision = 'cut' | 'hold' | 'draw' | 'none';
+
+/**
+ * The estimate crossed the trigger. After a denial, past what the leases hold: cut. While a
+ * grant is on its way: past the whole overdraft, cut (the hard bound: a held stream still
+ * delivers the chunk it had read, and uploads are not held); past half of it, hold the budget's
+ * streams until it arrives. Otherwise draw the next lease.
+ */
+export function pressure(s: BudgetState): PressureDecision {
+  const spent = s.pending ? s.estimate + overdrawn(s) : s.estimate;
+  if (s.deniedAt ? spent > s.available : spent > s.available + OVERDRAFT_BYTES) return 'cut';
+  if (s.pending) return spent > s.available + HOLD_AT_BYTES ? 'hold' : 'none';
+  return s.deniedAt ? 'none' : 'draw';
+}
+
+/** Admission without the database: 'ok', 'refuse' (a recent denial stands) or 'ask' (draw a lease). */
+export function admission(s: BudgetState, now: number): 'ok' | 'refuse' | 'ask' {
+  if (canAdmit(s)) return 'ok';
+  if (s.deniedAt && now - s.deniedAt < DENIAL_RECHECK_MS) return 'refuse';
+  return 'ask';
+}
+
+/** The answer to an admission: 402 only when the database said the balance is gone. */
+export function verdict(s: BudgetState): 'ok' | 'denied' | 'unavailable' {
+  return canAdmit(s) ? 'ok' : s.unavailable ? 'unavailable' : 'denied';
+}
+
+/** After a draw in an admission: ask again (nothing free, but other gateways may return theirs)? */
+export function waitForContended(s: BudgetState, now: number, giveUpAt: number): boolean {
+  return !canAdmit(s) && s.contended && now <= giveUpAt;
+}
+
+/**
+ * The size of the lease to ask for now, also recorded as `wanted`. A lease spent within
+ * FAST_SPEND_MS was too small: four times more. And sized from the rate observed since the last
+ * grant (the prefetch draws at half a lease: the next one must cover the time the database takes
+ * to answer and LEASE_TARGET_SECONDS more), not only from the last tick's.
+ */
+export function leaseRequestSize(s: BudgetState, now: number): number {
+  if (s.lastGrantAt && now - s.lastGrantAt < FAST_SPEND_MS)
+    s.wanted = Math.min(MAX_LEASE_BYTES, s.wanted * 4);
+  if (s.lastGrantAt && now > s.lastGrantAt) {
+    const spent = s.allocated + s.estimate - s.spentAtGrant;
+    const perSecond = (spent * 1000) / (now - s.lastGrantAt);
+    s.wanted = Math.max(s.wanted, clampLease(Math.round(perSecond * LEASE_TARGET_SECONDS)));
+  }
+  return s.wanted;
+}
+
+/** A lease request is sent. */
+export function drawStarted(s: BudgetState): void {
+  s.pending = true;
+  s.overrunAtDraw = s.overrun;
+  recompute(s);
+}
+
+export interface Grant {
+  id: string;
+  granted: number;
+  expiresAt: number;
+}
+
+/** The database granted a lease. */
+export function granted(s: BudgetState, lease: Grant, held: number, now: number): void {
+  s.unavailable = false;
+  s.contended = held > 0;
+  s.leases.push({ id: lease.id, granted: lease.granted, spent: 0, flushed: 0, expiresAt: lease.expiresAt });
+  s.everGranted = true;
+  s.creditUsed = false;
+  s.lastGrantAt = now;
+  s.spentAtGrant = s.allocated + s.estimate;
+  settleDrawAt(s);
+}
+
+/** The next lease is drawn when what the leases still hold (after this estimate) is half spent. */
+function settleDrawAt(s: BudgetState): void {
+  let holds = 0;
+  for (const lease of s.leases) holds += Math.max(0, lease.granted - lease.spent);
+  s.drawAt = Math.floor(Math.max(0, holds - s.estimate) / 2);
+}
+
+/** The database said nothing is free (`held`: what other leases still hold). */
+export function denied(s: BudgetState, held: number, now: number): void {
+  s.unavailable = false;
+  s.contended = held > 0;
+  s.deniedAt = now;
+}
+
+/**
+ * A gateway's share of the fleet-wide outage credit: the fleet together gives at most
+ * min(OUTAGE_CREDIT_BYTES, what the database last said was free) (finding 7 of issue 10).
+ */
+export function outageCredit(lastFree: number, fleetSize: number): number {
+  const size = Number.isFinite(fleetSize) && fleetSize >= 1 ? Math.floor(fleetSize) : 1;
+  return Math.floor(Math.min(OUTAGE_CREDIT_BYTES, Math.max(0, lastFree)) / size);
+}
+
+/**
+ * The lease request failed (database unreachable). A customer this gateway served before gets its
+ * share of the outage credit once per outage; without credit admissions are refused with 503
+ * (never 402: the balance is not known). Returns whether credit was given.
+ */
+export function failed(s: BudgetState, known: boolean, credit: number, now: number): boolean {
+  if (known && !s.creditUsed && credit > 0) {
+    s.everGranted = true;
+    s.unavailable = false;
+    s.creditUsed = true;
+    s.leases.push({ id: null, granted: credit, spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
+    settleDrawAt(s);
+    return true;
+  }
+  s.deniedAt = now;
+  s.unavailable = true;
+  return false;
+}
+
+/** The lease request settled (any answer): cut now if a denial leaves the estimate past the leases. */
+export function drawSettled(s: BudgetState): 'cut' | 'none' {
+  s.pending = false;
+  recompute(s);
+  return s.deniedAt && s.estimate > s.available ? 'cut' : 'none';
+}
+
+/** A purchase: forget a denial so the next admission asks again. */
+export function balanceChanged(s: BudgetState): void {
+  if (s.deniedAt) {
+    s.deniedAt = 0;
+    recompute(s);
+  }
+}
+
+/**
+ * Each tick, after the exact counts were allocated: the estimate restarts, the rate is observed,
+ * leases near expiry stop being spent (their unspent part goes back with the next flush). Returns
+ * whether to draw the next lease now (less than half a lease left while connections are open).
+ */
+export function tick(s: BudgetState, elapsedMs: number, now: number, hasConnections: boolean): boolean {
+  s.estimate = 0;
+  observeRate(s, elapsedMs);
+  for (const lease of s.leases)
+    if (lease.expiresAt - now < LEASE_RENEW_MARGIN_MS) lease.granted = Math.min(lease.granted, lease.spent);
+  recompute(s);
+  return (
+    (s.available < s.wanted / 2 || s.available <= s.drawAt) && hasConnections && !s.pending && !s.deniedAt
+  );
+}
+
+export interface LeaseSettlement {
+  /** Bytes spent per database lease since the last flush. */
+  spends: [string, number][];
+  /** Leases returned, with everything spent on them. */
+  releases: [string, number][];
+}
+
+/**
+ * At each flush: what was spent on each lease since the last one, and which leases go back. The
+ * last lease, once spent, stays to absorb the overdraft while its successor is asked for; it goes
+ * back when nothing more was granted or it is about to expire. Everything goes back when the
+ * budget is idle or the gateway stops.
+ */
+export function settleLeases(s: BudgetState, now: number, returnAll: boolean): LeaseSettlement {
+  const out: LeaseSettlement = { spends: [], releases: [] };
+  const keep: LeaseState[] = [];
+  for (const [i, lease] of s.leases.entries()) {
+    const delta = lease.spent - lease.flushed;
+    if (lease.id && delta > 0) out.spends.push([lease.id, delta]);
+    lease.flushed = lease.spent;
+    const last = i === s.leases.length - 1;
+    const exhausted = lease.spent >= lease.granted;
+    const release =
+      returnAll ||
+      (exhausted && (!last || s.deniedAt !== 0 || lease.expiresAt - now < LEASE_RENEW_MARGIN_MS));
+    if (release) {
+      if (lease.id) out.releases.push([lease.id, lease.spent]);
+    } else {
+      keep.push(lease);
+    }
+  }
+  s.leases = keep;
+  recompute(s);
+  return out;
+}
