@@ -1,7 +1,8 @@
-// A TCP relay in front of a real server for fault injection: it forwards both ways until told to
-// black-hole, then holds every byte (new connections are accepted and held too), as a network
-// that drops packets does: nothing is answered, nothing is closed. forward() delivers what was
-// held, as TCP's retransmissions would once the path is back.
+// A TCP relay in front of a real server for fault injection, with the two outages a database
+// meets: blackHole() holds every byte (new connections are accepted and held too), as a network
+// that drops packets does: nothing is answered, nothing is closed; forward() delivers what was
+// held, as TCP's retransmissions would once the path is back. cut() resets every connection and
+// refuses new ones, as a server that went down does; restore() listens again on the same port.
 import net from 'node:net';
 
 interface Pair {
@@ -32,7 +33,7 @@ export class TcpRelay {
   }
 
   async listen(): Promise<void> {
-    this.server = net.createServer((client) => {
+    const server = net.createServer((client) => {
       const pair: Pair = { client, upstream: undefined, toUpstream: [], toClient: [] };
       this.pairs.add(pair);
       client.on('error', () => undefined);
@@ -46,8 +47,9 @@ export class TcpRelay {
       });
       if (this.forwarding) this.connect(pair);
     });
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
-    this.port = (this.server.address() as net.AddressInfo).port;
+    this.server = server;
+    await new Promise<void>((r) => server.listen(this.port, '127.0.0.1', r));
+    this.port = (server.address() as net.AddressInfo).port;
   }
 
   private connect(pair: Pair): void {
@@ -80,11 +82,21 @@ export class TcpRelay {
     }
   }
 
-  async close(): Promise<void> {
+  /** Every open connection reset, new ones refused (nothing listens) until restore(). */
+  async cut(): Promise<void> {
     for (const pair of this.pairs) {
       pair.client.destroy();
       pair.upstream?.destroy();
     }
     if (this.server?.listening) await new Promise<void>((r) => this.server!.close(() => r()));
+  }
+
+  /** Listens again on the same port after cut(). */
+  restore(): Promise<void> {
+    return this.listen();
+  }
+
+  close(): Promise<void> {
+    return this.cut();
   }
 }

@@ -18,7 +18,7 @@ import {
   startTestGateway,
   type Origin,
 } from '../testing/harness.ts';
-import { Relay } from '../testing/relay.ts';
+import { TcpRelay } from '../../../test/tcp-relay.ts';
 import { OUTAGE_CREDIT_BYTES, OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from './policy.ts';
 
 const GATEWAYS = 3;
@@ -34,24 +34,24 @@ const BOUND =
 
 let db: TestDatabase;
 let origin: Origin;
-let relay: Relay;
+let relay: TcpRelay;
+let relayedUrl: string;
 let pool: Pool;
 let gateways: Awaited<ReturnType<typeof startTestGateway>>[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
   origin = await startOrigin();
-  relay = Relay.forDatabase(db.url);
-  await relay.up();
+  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(db.url));
   pool = createPool({
-    url: relay.url(db.url),
+    url: relayedUrl,
     max: 6,
     applicationName: 'fleet-credit-test',
     logger: createLogger('test', 'silent'),
   });
   gateways = await Promise.all(
     Array.from({ length: GATEWAYS }, (_, i) =>
-      startTestGateway(pool, relay.url(db.url), gatewaySpec('basic'), {
+      startTestGateway(pool, relayedUrl, gatewaySpec('basic'), {
         gatewayId: `fleet-${i}`,
         fleetSize: () => GATEWAYS,
       }),
@@ -62,7 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(gateways.map((g) => g.close()));
   await pool?.end();
-  await relay?.down();
+  await relay?.close();
   await origin?.close();
   await db?.drop();
 });
@@ -97,7 +97,7 @@ describe('outage credit across a fleet', () => {
     // Served by every gateway before the outage (fast: their next lease requests grow).
     for (const g of gateways) expect(await download(g.port, auth, DOWNLOAD_BYTES)).toBe(200);
 
-    await relay.down();
+    await relay.cut();
     const statuses: number[][] = [];
     try {
       await Promise.all(
@@ -112,7 +112,7 @@ describe('outage credit across a fleet', () => {
         }),
       );
     } finally {
-      await relay.up();
+      await relay.restore();
     }
     for (const mine of statuses) {
       expect(mine).not.toContain(402);

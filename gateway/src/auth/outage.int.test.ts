@@ -16,36 +16,34 @@ import {
   startTestGateway,
   type Origin,
 } from '../testing/harness.ts';
-import { Relay } from '../testing/relay.ts';
+import { TcpRelay } from '../../../test/tcp-relay.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut
 // (docs/adr/0021: known customers keep being served; usage and the cache catch up afterwards).
 let db: TestDatabase;
 let origin: Origin;
-let relay: Relay;
+let relay: TcpRelay;
+let relayedUrl: string;
 let relayedPool: Pool;
 let gateway: Awaited<ReturnType<typeof startTestGateway>>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   origin = await startOrigin();
-  const url = new URL(db.url);
-  relay = new Relay({ host: url.hostname, port: Number(url.port || 5432) });
-  await relay.up();
-  url.host = `127.0.0.1:${relay.port}`;
+  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(db.url));
   relayedPool = createPool({
-    url: url.toString(),
+    url: relayedUrl,
     max: 4,
     applicationName: 'outage-test',
     logger: createLogger('test', 'silent'),
   });
-  gateway = await startTestGateway(relayedPool, url.toString(), gatewaySpec('basic'));
+  gateway = await startTestGateway(relayedPool, relayedUrl, gatewaySpec('basic'));
 });
 
 afterAll(async () => {
   await gateway?.close();
   await relayedPool?.end();
-  await relay?.down();
+  await relay?.close();
   await origin?.close();
   await db?.drop();
 });
@@ -62,7 +60,7 @@ describe('database outage', () => {
     let written = first.written;
     let read = first.read;
 
-    await relay.down();
+    await relay.cut();
     for (let i = 0; i < 5; i++) {
       const r = await rawExchange(gateway.port, [get(url, knownAuth)]);
       expect(r.responses[0]!.status).toBe(200);
@@ -73,7 +71,7 @@ describe('database outage', () => {
     // A purchase made while the gateway cannot hear about it.
     await recordPurchase(db.pool, { accountId: later.id, product: 'basic', bytes: 1_000_000_000 });
 
-    await relay.up();
+    await relay.restore();
     // The change feed reconnects (backoff) and catches up from change_log; the flush retries.
     const deadline = Date.now() + 15_000;
     let laterStatus = 0;
@@ -101,7 +99,7 @@ describe('database outage', () => {
     // Requests spaced out: idle past the release delay, the budget returns its lease and is dropped.
     await new Promise((r) => setTimeout(r, 8_000));
     await gateway.ledger.flush();
-    await relay.down();
+    await relay.cut();
     try {
       const again = await rawExchange(gateway.port, [get(url, servedAuth)]);
       expect(again.responses[0]!.status).toBe(200);
@@ -112,7 +110,7 @@ describe('database outage', () => {
       expect(unknown.headers['proxy-status']).toMatch(/error=proxy_internal_error/);
       expect(Number(unknown.headers['retry-after'])).toBeGreaterThan(0);
     } finally {
-      await relay.up();
+      await relay.restore();
     }
   }, 60_000);
 });
