@@ -150,4 +150,7 @@ function relay(from: net.Socket, to: net.Socket, tab: Tab | undefined): void {
   from.on('end', () => {
     if (!to.destroyed && !to.writableEnded) to.end();
   });
+  // The front end paused the customer's socket when it handed it over (front-end.ts), and a
+  // paused stream stays paused when a 'data' listener is added: start the flow unless held.
+  if (!tab?.isHeld(from)) from.resume();
 }
