@@ -22,6 +22,11 @@ const DEAD_AFTER_MS = 30_000;
 /** Time to notice on top of it: a request every second, each admission re-asking within 2 s. */
 const SLACK_MS = 10_000;
 const BALANCE = 2_000_000;
+/**
+ * Two missed heartbeats (10 s) after the last one (up to 5 s before the kill), plus an admission's
+ * waits for held leases (2 s) and a standing denial (2 s), and slack for a loaded machine.
+ */
+const STRANDED_AFTER_MS = 20_000;
 
 let db: TestDatabase;
 let origin: Origin;
@@ -79,14 +84,29 @@ describe('a gateway that crashes holding a lease', () => {
     expect(await one.stop('SIGKILL')).toBe(null);
     const killedAt = Date.now();
     let status = 0;
+    // Meanwhile: 402 only until the dead gateway has missed two heartbeats (10 s after its last,
+    // at most 15 s after the kill, plus an admission's waits), then 503 bandwidth_held, never
+    // "buy bandwidth" for what is only stranded (migrations/0081).
+    const latePaymentRequired: number[] = [];
+    const held: string[] = [];
     while (Date.now() - killedAt < DEAD_AFTER_MS + SLACK_MS) {
-      status = (await rawExchange(two.port, [get(url, auth)])).responses[0]!.status;
+      const answer = (await rawExchange(two.port, [get(url, auth)])).responses[0]!;
+      status = answer.status;
       if (status === 200) break;
+      const since = Date.now() - killedAt;
+      if (status === 402 && since > STRANDED_AFTER_MS) latePaymentRequired.push(since);
+      if (status === 503)
+        held.push(`${String(answer.headers['proxy-status'])} retry-after ${answer.headers['retry-after']}`);
       await new Promise((r) => setTimeout(r, 1_000));
     }
     const waitedMs = Date.now() - killedAt;
-    process.stdout.write(`crash test: status ${status} on gateway 2, ${waitedMs} ms after the SIGKILL\n`);
+    process.stdout.write(
+      `crash test: status ${status} on gateway 2, ${waitedMs} ms after the SIGKILL; ${held.length} answers 503 before\n`,
+    );
     expect(status).toBe(200);
+    expect(latePaymentRequired).toEqual([]);
+    expect(held.length).toBeGreaterThan(0);
+    for (const h of held) expect(h).toMatch(/held by a gateway that stopped.*retry-after 10$/);
 
     // What the leases hold is what the balance says they hold; gateway 1's leases are all closed.
     const after = await balance(account.id);

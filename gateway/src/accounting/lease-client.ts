@@ -16,8 +16,11 @@ export const LEASE_QUERY_TIMEOUT_MS = 3_000;
 export type LeaseAnswer =
   /** `free`: what the database still had free after this grant; `held`: what leases hold in all. */
   | { kind: 'granted'; id: string; granted: number; expiresAt: number; free: number; held: number }
-  /** Nothing free; `held`: what other gateways' leases still hold (they may come back). */
-  | { kind: 'denied'; held: number }
+  /**
+   * Nothing free; `held`: what other gateways' leases still hold (they may come back);
+   * `stranded`: the part held by gateways that stopped heartbeating (back within 30 s).
+   */
+  | { kind: 'denied'; held: number; stranded: number }
   /** The database could not be asked (unreachable, or no answer in time). */
   | { kind: 'failed'; error: Error };
 
@@ -56,8 +59,10 @@ export class LeaseClient {
         }),
       ]);
       const row = rows[0];
-      if (!row || !row.out_lease_id || row.out_granted <= 0)
-        return { kind: 'denied', held: row?.out_held ?? 0 };
+      if (!row || !row.out_lease_id || row.out_granted <= 0) {
+        const held = row?.out_held ?? 0;
+        return { kind: 'denied', held, stranded: held > 0 ? await this.stranded(accountId, product) : 0 };
+      }
       return {
         kind: 'granted',
         id: row.out_lease_id,
@@ -70,6 +75,19 @@ export class LeaseClient {
       return { kind: 'failed', error: err as Error };
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /** migrations/0081; only after a denial while leases are held. 0 when it cannot be asked. */
+  private async stranded(accountId: string, product: Plan): Promise<number> {
+    try {
+      const { rows } = await this.pool.query<{ stranded: number }>(
+        'SELECT lease_stranded($1, $2) AS stranded',
+        [accountId, product],
+      );
+      return Number(rows[0]?.stranded ?? 0);
+    } catch {
+      return 0;
     }
   }
 }

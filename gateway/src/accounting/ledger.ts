@@ -45,7 +45,8 @@ export interface LedgerOptions {
 }
 
 /** Why an admission was refused (the proxy maps each to its refusal). */
-export type AdmissionRefusal = 'connection_limit' | 'no_bandwidth' | 'billing_unavailable' | 'client_gone';
+export type AdmissionRefusal =
+  'connection_limit' | 'no_bandwidth' | 'bandwidth_held' | 'billing_unavailable' | 'client_gone';
 
 /**
  * What the proxy code holds for one admitted request or tunnel: the only way it reaches billing.
@@ -164,6 +165,7 @@ export class Ledger {
     if (!policy.canAdmit(b.state)) {
       const verdict = await this.admitBandwidth(b);
       if (verdict === 'denied') return 'no_bandwidth';
+      if (verdict === 'stranded') return 'bandwidth_held';
       if (verdict === 'unavailable') return 'billing_unavailable';
     }
     if (socket.destroyed) return 'client_gone';
@@ -180,7 +182,7 @@ export class Ledger {
     if (conn) this.detach(conn);
   }
 
-  private async admitBandwidth(b: Budget): Promise<'ok' | 'denied' | 'unavailable'> {
+  private async admitBandwidth(b: Budget): Promise<ReturnType<typeof policy.verdict>> {
     const s = b.state;
     b.lastActive = Date.now();
     const step = policy.admission(s, Date.now());
@@ -268,7 +270,7 @@ export class Ledger {
     const now = Date.now();
     if (answer.kind === 'denied') {
       this.databaseDown = false;
-      policy.denied(s, answer.held, now);
+      policy.denied(s, answer.held, now, answer.stranded);
       const served = this.served.get(b.accountId);
       if (served) served.free = 0;
       m.leaseDenials.inc({ plan: b.product });

@@ -98,6 +98,16 @@ describe('budget policy', () => {
     expect(admission(s, 10)).toBe('refuse');
   });
 
+  it('answers 503 (stranded), not 402, when what is left sits in leases of a gateway that stopped', () => {
+    const s = withLease(MiB);
+    drawStarted(s);
+    denied(s, 4 * MiB, 5, 4 * MiB);
+    s.estimate = MiB + 1;
+    expect(verdict(s)).toBe('stranded');
+    denied(s, 4 * MiB, 6, 0);
+    expect(verdict(s)).toBe('denied');
+  });
+
   it('gives a known customer its share of the outage credit once, and 503 after', () => {
     expect(outageCredit(10 * OUTAGE_CREDIT_BYTES, 1)).toBe(OUTAGE_CREDIT_BYTES);
     expect(outageCredit(10 * OUTAGE_CREDIT_BYTES, 3)).toBe(Math.floor(OUTAGE_CREDIT_BYTES / 3));

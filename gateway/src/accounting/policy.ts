@@ -74,6 +74,8 @@ export interface BudgetState {
   unavailable: boolean;
   /** The last denial came while other gateways held leases (they may come back). */
   contended: boolean;
+  /** The last denial came while gateways that stopped heartbeating held leases (back within 30 s). */
+  stranded: boolean;
   lastGrantAt: number;
   /** Size of the next lease request. */
   wanted: number;
@@ -101,6 +103,7 @@ export function newBudgetState(): BudgetState {
     everGranted: false,
     unavailable: false,
     contended: false,
+    stranded: false,
     lastGrantAt: 0,
     wanted: INITIAL_LEASE_BYTES,
     rateBytes: 0,
@@ -197,9 +200,14 @@ export function admission(s: BudgetState, now: number): 'ok' | 'refuse' | 'ask' 
   return 'ask';
 }
 
-/** The answer to an admission: 402 only when the database said the balance is gone. */
-export function verdict(s: BudgetState): 'ok' | 'denied' | 'unavailable' {
-  return canAdmit(s) ? 'ok' : s.unavailable ? 'unavailable' : 'denied';
+/**
+ * The answer to an admission: 402 only when the database said the balance is gone; 'stranded'
+ * when what is left sits in the leases of a gateway that stopped (503: back within 30 s).
+ */
+export function verdict(s: BudgetState): 'ok' | 'denied' | 'unavailable' | 'stranded' {
+  if (canAdmit(s)) return 'ok';
+  if (s.unavailable) return 'unavailable';
+  return s.stranded ? 'stranded' : 'denied';
 }
 
 /** After a draw in an admission: ask again (nothing free, but other gateways may return theirs)? */
@@ -241,6 +249,7 @@ export interface Grant {
 export function granted(s: BudgetState, lease: Grant, held: number, now: number): void {
   s.unavailable = false;
   s.contended = held > 0;
+  s.stranded = false;
   s.leases.push({ id: lease.id, granted: lease.granted, spent: 0, flushed: 0, expiresAt: lease.expiresAt });
   s.everGranted = true;
   s.creditUsed = false;
@@ -256,10 +265,14 @@ function settleDrawAt(s: BudgetState): void {
   s.drawAt = Math.floor(Math.max(0, holds - s.estimate) / 2);
 }
 
-/** The database said nothing is free (`held`: what other leases still hold). */
-export function denied(s: BudgetState, held: number, now: number): void {
+/**
+ * The database said nothing is free (`held`: what other leases still hold; `stranded`: the part
+ * held by gateways that stopped heartbeating).
+ */
+export function denied(s: BudgetState, held: number, now: number, stranded = 0): void {
   s.unavailable = false;
   s.contended = held > 0;
+  s.stranded = stranded > 0;
   s.deniedAt = now;
 }
 

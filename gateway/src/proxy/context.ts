@@ -68,6 +68,8 @@ export async function admit(
     // 402 only when the database said the balance is gone; it being unreachable is a 503.
     case 'no_bandwidth':
       return refusalFor('no_bandwidth', { plan: ctx.plan });
+    case 'bandwidth_held':
+      return refusalFor('bandwidth_held', { retryAfter: 10, plan: ctx.plan });
     case 'billing_unavailable':
       return refusalFor('billing_unavailable', { retryAfter: 5 });
     case 'client_gone':

@@ -131,6 +131,12 @@ const TABLE = {
     reason: 'dns_error',
     message: 'destination name did not resolve',
   },
+  bandwidth_held: {
+    status: 503,
+    error: 'proxy_internal_error',
+    reason: 'bandwidth_held',
+    message: '{plan} bandwidth is held by a gateway that stopped: retry in a few seconds',
+  },
   billing_unavailable: {
     status: 503,
     error: 'proxy_internal_error',
