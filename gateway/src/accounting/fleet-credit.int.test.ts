@@ -4,7 +4,6 @@
 // refused. What the database bills afterwards stays within the documented fleet-wide bound
 // (docs/gateway.md; docs/adr/0024); before the fix each gateway gave up to 64 MiB (3 x 64 MiB).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import http from 'node:http';
 import { createPool, type Pool } from '../../../common/src/db/pool.ts';
 import { createLogger } from '../../../common/src/logger.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
@@ -12,6 +11,7 @@ import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
+  download,
   fold,
   gatewaySpec,
   startOrigin,
@@ -67,35 +67,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** One download on a fresh connection: its status (-1: cut mid-answer or no answer). */
-function download(port: number, auth: string, bytes: number): Promise<number> {
-  return new Promise((resolve) => {
-    const req = http.request({
-      host: '127.0.0.1',
-      port,
-      path: `http://127.0.0.1:${origin.port}/bytes/${bytes}`,
-      headers: { 'proxy-authorization': auth },
-      agent: false,
-    });
-    req.on('response', (res) => {
-      let n = 0;
-      res.on('data', (c: Buffer) => (n += c.length));
-      res.on('end', () => resolve(res.statusCode === 200 && n < bytes ? -1 : (res.statusCode ?? -1)));
-      res.on('error', () => resolve(-1));
-      res.on('aborted', () => resolve(-1));
-    });
-    req.on('error', () => resolve(-1));
-    req.end();
-  });
-}
-
 describe('outage credit across a fleet', () => {
   it(`${GATEWAYS} gateways in a database outage serve a customer at most the fleet-wide credit beyond the balance`, async () => {
     const account = await accountWithBandwidth(db.pool, { basic: BALANCE });
     await cacheSynced(db.pool, gateways);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     // Served by every gateway before the outage (fast: their next lease requests grow).
-    for (const g of gateways) expect(await download(g.port, auth, DOWNLOAD_BYTES)).toBe(200);
+    for (const g of gateways) expect(await download(g.port, origin.port, auth, DOWNLOAD_BYTES)).toBe(200);
 
     await relay.cut();
     const statuses: number[][] = [];
@@ -104,7 +82,7 @@ describe('outage credit across a fleet', () => {
         gateways.map(async (g, i) => {
           const mine: number[] = (statuses[i] = []);
           for (let n = 0; n < MAX_DOWNLOADS; n++) {
-            const status = await download(g.port, auth, DOWNLOAD_BYTES);
+            const status = await download(g.port, origin.port, auth, DOWNLOAD_BYTES);
             mine.push(status);
             // Refused (never 402 in an outage) or cut: this gateway's leases and credit are spent.
             if (status !== 200 && status !== -1) break;

@@ -246,6 +246,36 @@ export async function openTunnel(
   return { status: Number(headers.split(' ')[1] ?? 0), socket, headers, leftover: buffer.subarray(end + 4) };
 }
 
+/**
+ * One download of `bytes` from the origin through a gateway on a fresh connection: its status, or
+ * -1 when the answer was cut short or never came.
+ */
+export function download(
+  proxyPort: number,
+  originPort: number,
+  auth: string,
+  bytes: number,
+): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port: proxyPort,
+      path: `http://127.0.0.1:${originPort}/bytes/${bytes}`,
+      headers: { 'proxy-authorization': auth },
+      agent: false,
+    });
+    req.on('response', (res) => {
+      let n = 0;
+      res.on('data', (c: Buffer) => (n += c.length));
+      res.on('end', () => resolve(res.statusCode === 200 && n < bytes ? -1 : (res.statusCode ?? -1)));
+      res.on('error', () => resolve(-1));
+      res.on('aborted', () => resolve(-1));
+    });
+    req.on('error', () => resolve(-1));
+    req.end();
+  });
+}
+
 /** Billed bytes and requests recorded in usage batches for an account (flushed, unfolded or not). */
 export async function recordedUsage(
   pool: Pool,
