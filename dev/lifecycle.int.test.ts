@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { freePort, startEmbeddedPostgres } from '../common/src/db/embedded.ts';
+import { startEmbeddedPostgres } from '../common/src/db/embedded.ts';
+import { freePort } from '../test/ports.ts';
 import { createLogger } from '../common/src/logger.ts';
 import { basicAuth, openTunnel, startOrigin, type Origin } from '../gateway/src/testing/harness.ts';
 import {

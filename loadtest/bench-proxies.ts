@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import { freePort } from '../test/ports.ts';
 import path from 'node:path';
 
 export const SQUID = '/usr/sbin/squid';
@@ -14,15 +15,6 @@ export interface ExternalProxy {
   port: number;
   pid: number | undefined;
   stop(): Promise<void>;
-}
-
-/** A port nobody listens on right now (the proxy binds it a moment later). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 /** Resolves once something accepts connections on the port (polled), or rejects after 10 s. */

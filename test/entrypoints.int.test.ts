@@ -5,7 +5,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { freePort } from '../common/src/db/embedded.ts';
+import { freePort } from './ports.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from './fixtures.ts';
 import { startEntrypoint, stopProcess, waitForHttp, type RunningProcess } from './process.ts';

@@ -6,9 +6,9 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../ports.ts';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 
@@ -46,17 +46,6 @@ export interface KubeEnv {
   kubectl(args: string[], options?: { input?: string; asOperator?: boolean }): Promise<string>;
   /** kubectl apply --server-side of a YAML text, as the admin. */
   apply(yamlText: string): Promise<string>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 interface Proc {

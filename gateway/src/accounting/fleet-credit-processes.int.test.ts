@@ -6,7 +6,7 @@
 // fleet-wide bound (docs/gateway.md "The bound"). fleet-credit.int.test.ts measures the same with
 // in-process gateways given the fleet size by hand.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { freePort } from '../../../common/src/db/embedded.ts';
+import { freePort } from '../../../test/ports.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import { TcpRelay } from '../../../test/tcp-relay.ts';
