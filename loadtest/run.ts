@@ -13,6 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { z } from 'zod';
+import { overspendBound } from '../gateway/src/accounting/policy.ts';
 import { REPO_ROOT, removeDir, startFleet, type Fleet } from './fleet/fleet.ts';
 import { Prometheus } from './prom.ts';
 
@@ -31,9 +32,6 @@ const profile = smoke
       killAt: 50,
       revocations: 30,
     };
-/** Per open connection and per pod (docs/adr/0020-bandwidth-leases-and-overspend-bound.md). */
-const PER_POD_BYTES = 256 * 1024;
-const PER_CONNECTION_BYTES = 352 * 1024;
 /** p99 of the time from the admin call's answer until a process refuses the revoked credential. */
 const REVOCATION_P99_MS = 100;
 /**
@@ -676,7 +674,7 @@ async function scenario(fleet: Fleet): Promise<number> {
   const servedB =
     metric(basic.summary, 'data_sent{scenario:exhaust}') +
     metric(basic.summary, 'data_received{scenario:exhaust}');
-  const bound = 3 * (PER_POD_BYTES + profile.scale * PER_CONNECTION_BYTES);
+  const bound = overspendBound(3, profile.scale);
   const got402 = metric(basic.summary, 'gateway_402');
   judge(
     'overspend within the documented bound after the SIGKILL',
@@ -684,7 +682,7 @@ async function scenario(fleet: Fleet): Promise<number> {
       servedB <= balance.total + bound &&
       balance.used <= balance.total + bound &&
       got402 > 0,
-    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased} (open leases: ${holders.join(', ') || 'none'}); bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 352 KiB)); ${got402} answers 402`,
+    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased} (open leases: ${holders.join(', ') || 'none'}); bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 224 KiB)); ${got402} answers 402`,
   );
 
   // 7. Every dashboard panel's query returns data during the run.

@@ -19,7 +19,7 @@ import {
   type Origin,
 } from '../testing/harness.ts';
 import { TcpRelay } from '../../../test/tcp-relay.ts';
-import { OUTAGE_CREDIT_BYTES, OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from './policy.ts';
+import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
 
 const GATEWAYS = 3;
 const BALANCE = 40_000_000;
@@ -27,10 +27,7 @@ const DOWNLOAD_BYTES = 4_000_000;
 /** Downloads per gateway during the outage at most (far more than leases and credit cover). */
 const MAX_DOWNLOADS = 40;
 /** The documented bound: the fleet's credit together, plus each gateway's overdraft and slack (one connection at a time). */
-const BOUND =
-  BALANCE +
-  Math.min(OUTAGE_CREDIT_BYTES, BALANCE) +
-  GATEWAYS * (OVERDRAFT_BYTES + PER_CONNECTION_SLACK_BYTES);
+const BOUND = BALANCE + overspendBound(GATEWAYS, 1, Math.min(OUTAGE_CREDIT_BYTES, BALANCE));
 
 let db: TestDatabase;
 let origin: Origin;

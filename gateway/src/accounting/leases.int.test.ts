@@ -11,14 +11,14 @@ import {
   type GatewayProcess,
   type Origin,
 } from '../testing/harness.ts';
-import { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from './ledger.ts';
+import { overspendBound } from './policy.ts';
 
 // Five gateway processes drain one small budget at once (docs/adr/0020 states the bound).
 const PODS = 5;
 const CLIENTS_PER_POD = 3;
 const BUDGET = 20_000_000;
 const DOWNLOAD = 1_000_000;
-const BOUND = PODS * (OVERDRAFT_BYTES + CLIENTS_PER_POD * PER_CONNECTION_SLACK_BYTES);
+const BOUND = overspendBound(PODS, CLIENTS_PER_POD);
 /** Without enforcement every client would download this many times. */
 const MAX_DOWNLOADS_PER_CLIENT = 40;
 

@@ -15,9 +15,6 @@ import { LeaseClient } from './lease-client.ts';
 import { Budget, Metered } from './meter.ts';
 import * as policy from './policy.ts';
 
-// The bound's terms, where the tests of the bound have always read them.
-export { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from './policy.ts';
-
 export const TICK_MS = 250;
 export const FLUSH_MS = 2_000;
 /** A budget with no connections for this long returns its leases (so other pods can use them). */

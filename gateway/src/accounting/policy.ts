@@ -277,6 +277,22 @@ export function denied(s: BudgetState, held: number, now: number, stranded = 0):
 }
 
 /**
+ * The documented bound (docs/gateway.md "The bound"): at most this many bytes beyond what was
+ * bought, for `gateways` gateways with `connectionsPerGateway` open connections each, plus the
+ * fleet's outage credit together (`outageCreditBytes`, 0 while the database is up). Tests and the
+ * load test judge against this, so the figure exists once.
+ */
+export function overspendBound(
+  gateways: number,
+  connectionsPerGateway: number,
+  outageCreditBytes = 0,
+): number {
+  return (
+    gateways * (OVERDRAFT_BYTES + connectionsPerGateway * PER_CONNECTION_SLACK_BYTES) + outageCreditBytes
+  );
+}
+
+/**
  * A gateway's share of the fleet-wide outage credit: the fleet together gives at most
  * min(OUTAGE_CREDIT_BYTES, what the database last said was free) (finding 7 of issue 10).
  */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { OVERDRAFT_BYTES, PER_CONNECTION_SLACK_BYTES } from '../accounting/ledger.ts';
+import { overspendBound } from '../accounting/policy.ts';
 import { FAILURES_ALLOWED } from '../auth/backoff.ts';
 import {
   basicAuth,
@@ -136,7 +136,7 @@ describe('protection', () => {
       `SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
       [account.id],
     );
-    expect(rows[0]!.used_bytes).toBeLessThanOrEqual(budget + OVERDRAFT_BYTES + PER_CONNECTION_SLACK_BYTES);
+    expect(rows[0]!.used_bytes).toBeLessThanOrEqual(budget + overspendBound(1, 1));
     const again = await openTunnel(
       gateway.port,
       `127.0.0.1:${origin.port}`,
