@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
+import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
+import { resetProxyPassword, setAccountStatus } from '../../../common/src/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -68,6 +68,11 @@ function readUntilClose(s: net.Socket, ms: number): Promise<{ text: string; open
 }
 
 const metricText = () => gateway.registry.metrics();
+const revocationCuts = async () =>
+  (await gateway.registry.getSingleMetric('proxyfleet_gateway_revocation_cuts_total')!.get()).values.reduce(
+    (n, v) => n + v.value,
+    0,
+  );
 
 describe('gateway hardening', () => {
   it('exports every counter at zero from the start', async () => {
@@ -132,23 +137,36 @@ describe('gateway hardening', () => {
     for (const s of flood) s.destroy();
   });
 
-  it('cuts a live tunnel within a second of the account being suspended', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
-    const t = await openTunnel(
-      gateway.port,
-      `127.0.0.1:${origin.port}`,
-      basicAuth(account.proxyUsername, account.proxyPassword),
-    );
-    expect(t.status).toBe(200);
-    // Keep the tunnel busy: a slow download that would last 20 s.
-    t.socket.write('GET /slow/2000000/20000 HTTP/1.1\r\nHost: x\r\n\r\n');
-    const closed = readUntilClose(t.socket, 10_000);
-    await setAccountStatus(db.pool, account.id, 'suspended');
-    const r = await closed;
-    expect(r.open).toBe(false);
-    expect(await metricText()).toMatch(/proxyfleet_gateway_revocation_cuts_total\{plan="basic"\} 1/);
-  }, 20_000);
+  // The cut's latency is printed (docs/gateway.md), not asserted: a busy machine must not fail it.
+  it.each([
+    ['the account is suspended', (id: string) => setAccountStatus(db.pool, id, 'suspended')],
+    ['the proxy password is reset', (id: string) => resetProxyPassword(db.pool, id, TEST_CREDENTIALS_KEY)],
+  ])(
+    'cuts a live tunnel when %s',
+    async (change, apply) => {
+      const cutsBefore = await revocationCuts();
+      const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+      await cacheSynced(db.pool, [gateway]);
+      const t = await openTunnel(
+        gateway.port,
+        `127.0.0.1:${origin.port}`,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+      );
+      expect(t.status).toBe(200);
+      // Keep the tunnel busy: a slow download that would last 20 s.
+      t.socket.write('GET /slow/2000000/20000 HTTP/1.1\r\nHost: x\r\n\r\n');
+      const closed = readUntilClose(t.socket, 10_000);
+      await apply(account.id);
+      const changed = performance.now();
+      const r = await closed;
+      expect(r.open).toBe(false);
+      console.log(
+        `revocation cut (${change}): tunnel closed ${Math.round(performance.now() - changed)} ms after the commit`,
+      );
+      expect(await revocationCuts()).toBe(cutsBefore + 1);
+    },
+    20_000,
+  );
 
   it('does not count a request the client abandoned as a refusal', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
