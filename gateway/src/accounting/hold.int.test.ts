@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import {
   basicAuth,
+  download,
   gatewaySpec,
   openTunnel,
   startOrigin,
@@ -89,4 +90,27 @@ describe('a budget waiting for its next lease', () => {
       await gateway.close();
     }
   }, 30_000);
+
+  it('holds 16 parallel downloads of one customer through late grants: none is cut', async () => {
+    // Found by CI (worker/src/billing-gateways.int.test.ts): with several connections per budget,
+    // each held stream still delivers the chunk it had read; together they passed the 256 KiB
+    // overdraft and the pod cut a paying customer whose grant was merely late.
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    const before = leaseCalls;
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          const out: number[] = [];
+          for (let i = 0; i < 4; i++) out.push(await download(gateway.port, origin.port, auth, 2_000_000));
+          return out;
+        }),
+      );
+      expect(statuses.flat().filter((s) => s !== 200)).toEqual([]);
+      expect(leaseCalls - before).toBeGreaterThan(1);
+    } finally {
+      await gateway.close();
+    }
+  }, 60_000);
 });

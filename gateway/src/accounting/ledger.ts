@@ -202,7 +202,7 @@ export class Ledger {
 
   /** The estimate crossed the trigger: cut, hold or draw, as the policy says. */
   pressure(b: Budget): void {
-    switch (policy.pressure(b.state)) {
+    switch (policy.pressure(b.state, b.conns.size)) {
       case 'cut':
         return this.cut(b);
       case 'hold':
@@ -301,6 +301,19 @@ export class Ledger {
   /** Cuts every connection of a budget that has run out. */
   private cut(b: Budget): void {
     this.opts.metrics.budgetCuts.inc({ plan: b.product });
+    const { estimate, available, pending, deniedAt } = b.state;
+    this.opts.logger.warn(
+      {
+        account: b.accountId,
+        plan: b.product,
+        connections: b.conns.size,
+        estimate,
+        available,
+        pending,
+        denied: deniedAt > 0,
+      },
+      'budget cut: connections closed past the leases',
+    );
     for (const conn of [...b.conns]) {
       this.settle(conn);
       conn.socket.destroy();
