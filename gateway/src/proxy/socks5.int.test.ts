@@ -379,6 +379,11 @@ describe('SOCKS5 refusals, byte by byte', () => {
     expect(delta(await refusals(gateway), before)).toEqual({ 'malformed_request 4xx': 1 });
   });
 
+  it('leaves SOCKS4 (first byte 0x04) to node:http, which answers 400', async () => {
+    const raw = new Raw(gateway.port).send([4, 1, 0, 80, 127, 0, 0, 1, 0]);
+    expect((await raw.rest()).toString('latin1')).toMatch(/^HTTP\/1\.1 400 /);
+  });
+
   it('takes a whole handshake and the first data in one write', async () => {
     const raw = new Raw(gateway.port).send(
       Buffer.concat([
