@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { SocksClient } from 'socks';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -262,6 +263,36 @@ describe('SOCKS5 with the socks client library', () => {
       bytesRead,
       1,
     ]);
+  }, 30_000);
+
+  it('has a live tunnel cut when the account is suspended; its next request gets 0x02', async () => {
+    const a = await customer();
+    const { socket } = await SocksClient.createConnection({
+      proxy: {
+        host: '127.0.0.1',
+        port: gateway.port,
+        type: 5,
+        userId: a.proxyUsername,
+        password: a.proxyPassword,
+      },
+      command: 'connect',
+      destination: { host: '127.0.0.1', port: echoPort },
+    });
+    socket.on('error', () => undefined);
+    const closed = new Promise((r) => socket.once('close', r));
+    await setAccountStatus(db.pool, a.id, 'suspended');
+    // (an echo tunnel stays open for a minute unless the revocation cuts it)
+    await closed;
+    await cacheSynced(db.pool, [gateway]);
+    const before = await refusals(gateway);
+    // The credentials are right: authentication succeeds, the request is not allowed.
+    const { code } = await socksRequest(
+      a.proxyUsername,
+      a.proxyPassword,
+      ipv4Request(1, [127, 0, 0, 1], echoPort),
+    );
+    expect(code).toBe(0x02);
+    expect(delta(await refusals(gateway), before)).toEqual({ 'account_suspended 4xx': 1 });
   }, 30_000);
 
   it('is told "not allowed" (0x02) for a customer without bandwidth, counted as no_bandwidth', async () => {
