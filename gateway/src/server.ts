@@ -29,6 +29,7 @@ import {
 } from './proxy/limits.ts';
 import { REFUSALS, refusalFor } from './proxy/refusals.ts';
 import { SessionStore } from './proxy/sessions.ts';
+import { handleSocks, socksHeadTimeout } from './proxy/socks5.ts';
 import { handleConnect } from './proxy/tunnel.ts';
 import type { ProxyGateway } from './spec.ts';
 
@@ -52,7 +53,8 @@ export interface GatewayDeps {
   accessLogSample?: number;
   /**
    * CONNECT heads parsed by the front end and handled straight on the socket (default true);
-   * false: every head goes through node:http (tests compare the two, docs/adr/0027).
+   * false: every HTTP head goes through node:http (tests compare the two, docs/adr/0027). SOCKS5
+   * is served either way.
    */
   connectFastPath?: boolean;
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
@@ -260,17 +262,24 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           : 'malformed_request',
     );
   });
-  const front =
-    deps.connectFastPath === false
-      ? undefined
-      : installFrontEnd(server, {
-          connect: (socket, head, rest) => {
-            headArrived(socket);
-            handleConnect(ctx, head.target, head.proxyAuthorization, socket, rest);
-          },
-          // As node:http answers a head cut by the client's FIN (HPE_INVALID_EOF_STATE).
-          truncated: (socket) => refuseHead(socket, 'malformed_request'),
-        });
+  // SOCKS5 connections still in their handshake: the head timer closes them without HTTP bytes.
+  const socksHandshakes = new WeakSet<net.Socket>();
+  const front = installFrontEnd(server, {
+    connectFastPath: deps.connectFastPath !== false,
+    connect: (socket, head, rest) => {
+      headArrived(socket);
+      handleConnect(ctx, head.target, head.proxyAuthorization, socket, rest);
+    },
+    // As node:http answers a head cut by the client's FIN (HPE_INVALID_EOF_STATE).
+    truncated: (socket) => refuseHead(socket, 'malformed_request'),
+    socks: (socket, first) => {
+      socksHandshakes.add(socket);
+      handleSocks(ctx, socket, first, () => {
+        socksHandshakes.delete(socket);
+        headArrived(socket);
+      });
+    },
+  });
   const open = new Set<net.Socket>();
   server.on('connection', (socket: net.Socket) => {
     socket.on('error', () => socket.destroy());
@@ -285,6 +294,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     const timer = setTimeout(() => {
       headTimers.delete(socket);
       if (socket.destroyed) return;
+      if (socksHandshakes.has(socket)) return socksHeadTimeout(ctx, socket, performance.now() - headersMs);
       const r = refusalFor('head_timeout');
       metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
       refuseSocket(socket, r);
@@ -299,7 +309,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       open.delete(socket);
       hot.connections.dec();
     });
-    front?.route(socket);
+    front.route(socket);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -337,11 +347,11 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         const drainMs = deps.drainMs ?? DEFAULT_DRAIN_MS;
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
-        front?.closeIdle();
+        front.closeIdle();
         const deadline = Date.now() + drainMs;
         while (open.size > 0 && Date.now() < deadline) {
           server.closeIdleConnections();
-          front?.closeIdle();
+          front.closeIdle();
           await new Promise((r) => setTimeout(r, 100));
         }
         for (const socket of open) socket.destroy();

@@ -1,5 +1,6 @@
 // The gateway's front end (docs/adr/0027): every accepted connection's first bytes are read here.
-// A plain CONNECT head (connect-head.ts) is handled straight on the socket: no llhttp parser, no
+// A first byte 0x05 is SOCKS5 (socks5.ts, docs/adr/0028: no HTTP method starts with it). A plain
+// CONNECT head (connect-head.ts) is handled straight on the socket: no llhttp parser, no
 // IncomingMessage, no hand-back of the socket by node:http. Anything else (plain HTTP, unusual or
 // malformed CONNECT heads) goes to the node:http server with its bytes put back unread, so
 // forwarding, llhttp's refusals and every later request on the connection are node:http's as
@@ -8,8 +9,16 @@
 import type http from 'node:http';
 import type net from 'node:net';
 import { DECLINE, INCOMPLETE, parseConnectHead, type ConnectHead } from './connect-head.ts';
+import { SOCKS_VERSION } from './socks5.ts';
 
 export interface FrontEndHandlers {
+  /**
+   * CONNECT heads parsed here (default true); false: every HTTP head goes to node:http (tests
+   * compare the two paths, docs/adr/0027). SOCKS5 is routed either way.
+   */
+  connectFastPath?: boolean;
+  /** A SOCKS5 connection: `first` holds its first bytes (the socket is paused). */
+  socks(socket: net.Socket, first: Buffer): void;
   /** A plain CONNECT head arrived; `rest` is what the client sent after it (the tunnel's first data). */
   connect(socket: net.Socket, head: ConnectHead, rest: Buffer): void;
   /** The client ended its side in the middle of a CONNECT head (node:http: HPE_INVALID_EOF_STATE). */
@@ -39,6 +48,7 @@ export function installFrontEnd(server: http.Server, handlers: FrontEndHandlers)
   const httpConnection = own[0] as (this: http.Server, socket: net.Socket) => void;
   server.removeListener('connection', httpConnection);
 
+  const fastPath = handlers.connectFastPath ?? true;
   const silent = new Set<net.Socket>();
   const route = (socket: net.Socket) => {
     let bytes: Buffer | undefined;
@@ -53,7 +63,14 @@ export function installFrontEnd(server: http.Server, handlers: FrontEndHandlers)
     const onData = (chunk: Buffer) => {
       if (bytes === undefined) spoke();
       bytes = bytes === undefined ? chunk : Buffer.concat([bytes, chunk]);
-      const head = parseConnectHead(bytes);
+      if (bytes[0] === SOCKS_VERSION) {
+        socket.off('data', onData);
+        socket.off('end', onEnd);
+        socket.pause();
+        handlers.socks(socket, bytes);
+        return;
+      }
+      const head = fastPath ? parseConnectHead(bytes) : DECLINE;
       if (head === INCOMPLETE) return;
       socket.off('data', onData);
       socket.off('end', onEnd);

@@ -10,6 +10,8 @@ export interface Refusal {
   reason: string;
   details: string;
   retryAfter?: number;
+  /** The SOCKS5 reply code for a SOCKS client (refusals.ts). */
+  socks: number;
 }
 
 const STATUS_TEXT: Record<number, string> = {

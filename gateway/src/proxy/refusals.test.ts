@@ -14,13 +14,14 @@ describe('refusal table', () => {
       .map((l) =>
         l
           .split('|')
-          .slice(1, 5)
+          .slice(1, 6)
           .map((c) => c.trim().replace(/`/g, '')),
       )
-      .map(([status, error, reason, message]) => `${status} ${error} ${reason} ${message}`)
+      .map(([status, error, reason, message, socks]) => `${status} ${error} ${reason} ${message} ${socks}`)
       .sort();
     const table = REFUSALS.map(
-      (r) => `${r.status} ${r.error} ${r.reason} ${r.message.replaceAll('{plan}', '<plan>')}`,
+      (r) =>
+        `${r.status} ${r.error} ${r.reason} ${r.message.replaceAll('{plan}', '<plan>')} 0x${r.socks.toString(16).padStart(2, '0')}`,
     ).sort();
     expect(documented).toEqual(table);
   });

@@ -1,8 +1,11 @@
-// CONNECT tunnels: admit, check the destination, open it through an exit (failing over to the
-// next matching exit when one fails), answer 200, then splice bytes both ways. Billing reads the
-// customer socket's counters; the 'data' listeners only feed the budget's enforcement estimate.
+// Tunnels, for HTTP CONNECT and SOCKS5 CONNECT alike: admit, check the destination, open it
+// through an exit (failing over to the next matching exit when one fails), answer success, then
+// splice bytes both ways. Only the answers differ (TunnelAnswer: an HTTP status line or a SOCKS5
+// reply). Billing reads the customer socket's counters; the 'data' listeners only feed the
+// budget's enforcement estimate.
 import type net from 'node:net';
 import type { Tab } from '../accounting/ledger.ts';
+import type { AccessKind } from './access-log.ts';
 import { admit, chooseExits, countRefusal, guardRefusal, NO_EXIT, type ProxyContext } from './context.ts';
 import { refusalFor } from './refusals.ts';
 import { ExitError, openThroughExit } from './connect-exit.ts';
@@ -13,6 +16,22 @@ import { refuseSocket, type Refusal } from './http-util.ts';
 const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
 /** At most this many exits are tried for one tunnel. */
 export const MAX_EXIT_ATTEMPTS = 3;
+
+/** How a tunnel answers its client: the protocol it was asked in. */
+export interface TunnelAnswer {
+  /** The access log's `kind` and the requests_total label. */
+  kind: Extract<AccessKind, 'connect' | 'socks5'>;
+  /** The tunnel is open: tell the client (its bytes are billed, as the 200 is). */
+  established(socket: net.Socket): void;
+  /** Refuse and close the connection (a refused tunnel never stays open). */
+  refuse(socket: net.Socket, r: Refusal): void;
+}
+
+const HTTP_ANSWER: TunnelAnswer = {
+  kind: 'connect',
+  established: (socket) => socket.write(ESTABLISHED),
+  refuse: refuseSocket,
+};
 
 /**
  * A CONNECT head, from the front end's parser or from node:http (`req.url` and
@@ -25,9 +44,25 @@ export function handleConnect(
   socket: net.Socket,
   head: Buffer,
 ): void {
+  openTunnel(ctx, parseAuthority(requestTarget), proxyAuthorization, socket, head, HTTP_ANSWER);
+}
+
+/**
+ * Opens a tunnel to `target` (undefined: the request named none that parses) for a client that
+ * sent `proxyAuthorization` (an HTTP client's header, or the same value built from SOCKS5
+ * credentials); `head` is what the client sent after its request.
+ */
+export function openTunnel(
+  ctx: ProxyContext,
+  target: { host: string; port: number } | undefined,
+  proxyAuthorization: string | undefined,
+  socket: net.Socket,
+  head: Buffer,
+  answer: TunnelAnswer,
+): void {
   // The http server removed its own listeners: this socket must never be without an error handler.
   socket.on('error', () => socket.destroy());
-  tunnel(ctx, requestTarget, proxyAuthorization, socket, head).catch((err: unknown) => {
+  tunnel(ctx, target, proxyAuthorization, socket, head, answer).catch((err: unknown) => {
     ctx.logger.error({ err }, 'tunnel failed');
     socket.destroy();
   });
@@ -35,10 +70,11 @@ export function handleConnect(
 
 async function tunnel(
   ctx: ProxyContext,
-  requestTarget: string,
+  target: { host: string; port: number } | undefined,
   proxyAuthorization: string | undefined,
   socket: net.Socket,
   head: Buffer,
+  answer: TunnelAnswer,
 ): Promise<void> {
   const started = performance.now();
   let account: string | undefined = undefined;
@@ -46,10 +82,9 @@ async function tunnel(
   const refuse = (r: Refusal) => {
     const send = countRefusal(ctx, r, socket);
     ctx.ledger.refused(socket);
-    if (send) refuseSocket(socket, r);
-    ctx.access.refused('connect', socket, r, send, started, 'CONNECT', target ?? undefined, account, via);
+    if (send) answer.refuse(socket, r);
+    ctx.access.refused(answer.kind, socket, r, send, started, 'CONNECT', target, account, via);
   };
-  const target = parseAuthority(requestTarget);
   if (!target) return refuse(refusalFor('connect_needs_authority'));
   const admitted = await admit(ctx, proxyAuthorization, socket);
   if ('status' in admitted) return refuse(admitted);
@@ -95,7 +130,7 @@ async function tunnel(
     return;
   }
   const { tab } = admitted;
-  ctx.hot.connectRequests.inc();
+  (answer.kind === 'socks5' ? ctx.hot.socksRequests : ctx.hot.connectRequests).inc();
   ctx.hot.tunnels.inc();
   if (tab) {
     tab.tunnel(upstream);
@@ -121,11 +156,11 @@ async function tunnel(
     if (closed) return;
     closed = true;
     ctx.hot.tunnels.dec();
-    ctx.access.done('connect', socket, 200, undefined, started, 'CONNECT', target, account, via);
+    ctx.access.done(answer.kind, socket, 200, undefined, started, 'CONNECT', target, account, via);
     if (reset && !up.destroyed) up.resetAndDestroy();
     else up.destroy();
   });
-  socket.write(ESTABLISHED);
+  answer.established(socket);
   if (head.length) up.write(head);
   relay(socket, up, tab);
   relay(up, socket, tab);

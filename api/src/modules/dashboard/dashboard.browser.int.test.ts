@@ -93,6 +93,32 @@ async function throughGateway(line: string): Promise<number> {
   return answer!.status;
 }
 
+/** The same download through the same gateway as SOCKS5, by curl: the HTTP status curl got. */
+async function throughGatewaySocks(line: string): Promise<string> {
+  const [host, port, user, ...rest] = line.split(':');
+  const { execFile } = await import('node:child_process');
+  return new Promise((resolve) => {
+    execFile(
+      'curl',
+      [
+        '--silent',
+        '--max-time',
+        '20',
+        '--socks5-hostname',
+        `${host}:${port}`,
+        '--proxy-user',
+        `${user}:${rest.join(':')}`,
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        `http://127.0.0.1:${origin.port}/bytes/200000`,
+      ],
+      (_err, stdout) => resolve(stdout),
+    );
+  });
+}
+
 /** The signed-out forms' CSRF token and pre-session cookie, as a plain HTTP client gets them. */
 async function signedOutForm(
   headers: Record<string, string> = {},
@@ -307,6 +333,11 @@ maybe('customer dashboard in Chromium', () => {
     expect(readFileSync(await file.path(), 'utf8')).toBe(lines.join('\n') + '\n');
 
     expect(await throughGateway(lines[0]!)).toBe(200);
+    // The SOCKS5 form the page shows, with the same generated credentials, through the same port.
+    await expect(page.locator('#proxy-url-forms').textContent()).resolves.toContain(
+      'socks5h://username:password@host:port',
+    );
+    expect(await throughGatewaySocks(lines[0]!)).toBe('200');
 
     // The account's ISP proxies: in the table with the password masked, and in full in the copy
     // field, exactly as GET /api/v1/proxies/list gives them.

@@ -380,6 +380,10 @@ export function proxiesPage(
         <p class="hint">
           Use these with any gateway; add targeting to the username or password as in generated proxies.
         </p>
+        <p class="hint" id="proxy-url-forms">
+          HTTP: <span class="mono">http://username:password@host:port</span>. SOCKS5 on the same port:
+          <span class="mono">socks5h://username:password@host:port</span>.
+        </p>
         <label for="proxy-username">Proxy username</label>
         <div class="row">
           <input
