@@ -11,6 +11,7 @@ import type { Health } from '../../common/src/health.ts';
 import type { Logger } from '../../common/src/logger.ts';
 import type { Pool } from '../../common/src/db/pool.ts';
 import { Ledger } from './accounting/ledger.ts';
+import { TargetTally, type TargetTallyOptions } from './accounting/targets.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
@@ -66,12 +67,16 @@ export interface GatewayDeps {
   fleetSize?: () => number;
   /** Connection caps of the process the gateway opens itself (ignored with `process`). */
   limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number; authFailuresPerAddress?: number };
+  /** Target statistics caps (tests lower them; accounting/targets.ts has the defaults). */
+  targets?: Pick<TargetTallyOptions, 'perAccount' | 'perDay' | 'maxEntries'>;
 }
 
 export interface RunningGateway {
   port: number;
   /** The gateway's ledger (tests flush it). */
   ledger: Ledger;
+  /** The gateway's target statistics (tests drain them after a flush). */
+  targets: TargetTally;
   /** Change-feed version this process's credential cache has applied. */
   cacheVersion(): number;
   close(): Promise<void>;
@@ -177,7 +182,9 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const hot = planMetrics(metrics, plan);
   zeroPlanSeries(metrics, plan, REFUSALS);
 
+  const targets = new TargetTally({ pool: deps.pool, plan, logger, ...deps.targets });
   const ledger = new Ledger({
+    targets,
     pool: deps.pool,
     gatewayId: deps.gatewayId,
     plan,
@@ -206,7 +213,13 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     metrics,
     hot,
     logger,
-    access: new AccessLog(logger, plan, deps.accessLogSample ?? DEFAULT_ACCESS_LOG_SAMPLE),
+    access: new AccessLog(
+      logger,
+      plan,
+      deps.accessLogSample ?? DEFAULT_ACCESS_LOG_SAMPLE,
+      Math.random,
+      targets,
+    ),
     bare: deps.bare ?? false,
     draining: false,
     authenticated: (socket) => limiter.authenticated(socket),
@@ -339,6 +352,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   return {
     port,
     ledger,
+    targets,
     cacheVersion: () => proc.feed.version,
     close: () =>
       (closing ??= (async () => {

@@ -13,6 +13,7 @@ import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { UsageFlusher } from './flusher.ts';
 import { LeaseClient } from './lease-client.ts';
 import { Budget, Metered } from './meter.ts';
+import type { TargetTally } from './targets.ts';
 import * as policy from './policy.ts';
 
 export const TICK_MS = 250;
@@ -39,6 +40,8 @@ export interface LedgerOptions {
    * Default: 1.
    */
   fleetSize?: () => number;
+  /** Target statistics, written after each usage batch in their own statement (docs/adr/0026). */
+  targets?: TargetTally;
 }
 
 /** Why an admission was refused (the proxy maps each to its refusal). */
@@ -438,6 +441,8 @@ export class Ledger {
     this.build(final);
     const sent = await this.flusher.send();
     if (sent !== undefined) this.databaseDown = !sent;
+    // After billing, and not awaited: a slow or failing statistics write never delays the next batch.
+    void this.opts.targets?.flush();
   }
 
   /** Moves the usage since the last flush, and the leases to return, into the flusher's batch. */
@@ -479,6 +484,7 @@ export class Ledger {
       if (this.flusher.unsent === 0 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));
     }
+    await this.opts.targets?.drain();
     if (this.flusher.unsent)
       this.opts.logger.error({ batches: this.flusher.unsent }, 'usage left unflushed at shutdown');
   }

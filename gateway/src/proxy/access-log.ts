@@ -13,6 +13,7 @@
 import type http from 'node:http';
 import type net from 'node:net';
 import type { Logger } from '../../../common/src/logger.ts';
+import type { TargetTally } from '../accounting/targets.ts';
 import type { Exit } from './exits.ts';
 import type { Refusal } from './http-util.ts';
 
@@ -38,12 +39,21 @@ export class AccessLog {
   private readonly random: () => number;
   /** Socket counters at the end of the connection's previous line. */
   private readonly marks = new WeakMap<net.Socket, Marks>();
+  /** Target statistics (docs/adr/0026): fed from the same per-line bytes, for billed lines only. */
+  private readonly targets: TargetTally | undefined;
 
-  constructor(logger: Logger, plan: string, sample: number, random: () => number = Math.random) {
+  constructor(
+    logger: Logger,
+    plan: string,
+    sample: number,
+    random: () => number = Math.random,
+    targets?: TargetTally,
+  ) {
     this.logger = logger;
     this.plan = plan;
     this.sample = sample;
     this.random = random;
+    this.targets = targets;
   }
 
   /**
@@ -63,7 +73,25 @@ export class AccessLog {
     account?: string,
     exit?: Exit,
   ): void {
+    this.line(kind, socket, status, reason, started, method, target, account, exit, true);
+  }
+
+  /** One line; `billed`: the line's bytes are billed (not a refusal), so target statistics count it. */
+  private line(
+    kind: AccessKind,
+    socket: net.Socket,
+    status: number,
+    reason: string | undefined,
+    started: number,
+    method: string | undefined,
+    target: AccessTarget,
+    account: string | undefined,
+    exit: Exit | undefined,
+    billed: boolean,
+  ): void {
     const [up, down] = this.bytes(socket);
+    if (billed && account && target && this.targets)
+      this.targets.add(account, target instanceof URL ? target.hostname : target.host, up + down);
     const level = this.level(reason !== undefined && ALWAYS.has(reason));
     if (!level) return;
     this.logger[level](
@@ -96,8 +124,9 @@ export class AccessLog {
     account?: string,
     exit?: Exit,
   ): void {
-    if (sent) this.done(kind, socket, refusal.status, refusal.reason, started, method, target, account, exit);
-    else this.done(kind, socket, 0, 'client_abandoned', started, method, target, account, exit);
+    if (sent)
+      this.line(kind, socket, refusal.status, refusal.reason, started, method, target, account, exit, false);
+    else this.line(kind, socket, 0, 'client_abandoned', started, method, target, account, exit, false);
   }
 
   /** A plain request's answer closed: relayed (complete or cut) or refused after the exit was chosen. */
@@ -111,12 +140,14 @@ export class AccessLog {
     exit: Exit | undefined,
   ): void {
     const socket = res.req.socket;
+    // A refusal after admission is not billed (Tab.refused); an answer cut short or abandoned is.
+    const billed = refusal === undefined;
     if (!res.headersSent) {
-      this.done('http', socket, 0, 'client_abandoned', started, method, target, account, exit);
+      this.line('http', socket, 0, 'client_abandoned', started, method, target, account, exit, billed);
       return;
     }
     const reason = refusal?.reason ?? (res.writableFinished ? undefined : 'cut');
-    this.done('http', socket, res.statusCode, reason, started, method, target, account, exit);
+    this.line('http', socket, res.statusCode, reason, started, method, target, account, exit, billed);
   }
 
   /** Whether and at which level to log; undefined: not at all (and nothing gets built). */

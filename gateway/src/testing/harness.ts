@@ -23,7 +23,7 @@ export interface Origin {
  */
 export async function startOrigin(): Promise<Origin> {
   const server = http.createServer((req, res) => {
-    const parts = (req.url ?? '/').split('/');
+    const parts = (req.url ?? '/').split('?')[0]!.split('/');
     if (parts[1] === 'peer') {
       res.end(req.socket.remoteAddress ?? '');
     } else if (parts[1] === 'headers') {
@@ -96,6 +96,8 @@ export async function startTestGateway(
     /** false: every CONNECT head through node:http (the front end's fast path off). */
     connectFastPath?: boolean;
     fleetSize?: () => number;
+    /** Target statistics caps (accounting/targets.ts). */
+    targets?: { perAccount?: number; perDay?: number; maxEntries?: number };
   } = {},
 ): Promise<RunningGateway & { registry: Registry }> {
   const registry = new Registry();
@@ -114,6 +116,7 @@ export async function startTestGateway(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.connectFastPath === false ? { connectFastPath: false } : {}),
     ...(options.fleetSize ? { fleetSize: options.fleetSize } : {}),
+    ...(options.targets ? { targets: options.targets } : {}),
   });
   return { ...running, registry };
 }

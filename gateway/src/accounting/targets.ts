@@ -1,0 +1,148 @@
+// Target statistics (docs/adr/0026): bytes and requests per registrable domain, per account and
+// UTC day, tallied in memory at each completed request or tunnel (the access log's completion
+// point, with the same socket counters billing reads) and added to target_usage on the ledger's
+// usage flush, in a statement of their own that billing never waits for.
+//
+// Bounded memory: at most `perAccount` domains per account and day between two flushes (the rest
+// fold into OTHER) and at most `maxEntries` entries in all (past it, a new key is dropped and
+// counted). Only the registrable domain is kept (tldts, the public suffix list): never a path, a
+// query or the full host name.
+import { getDomain } from 'tldts';
+import { isIP } from 'node:net';
+import type { Logger } from '../../../common/src/logger.ts';
+import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Plan } from '../spec.ts';
+
+/** Where the domains past a cap are added up (parentheses cannot occur in a host name). */
+export const OTHER = '(other)';
+/** Domains per account and day one gateway keeps between two flushes. */
+export const DEFAULT_DOMAINS_PER_ACCOUNT = 100;
+/** Domains per account, product and day the database keeps (target_usage_record's p_cap). */
+export const DEFAULT_DOMAINS_PER_DAY = 200;
+/** Entries one gateway keeps between two flushes, all accounts together. */
+export const DEFAULT_MAX_ENTRIES = 50_000;
+/** The longest host name (RFC 1035 section 2.3.4); longer is not a name and counts as OTHER. */
+const MAX_NAME = 253;
+
+export interface TargetRow {
+  account_id: string;
+  product: Plan;
+  day: string;
+  domain: string;
+  bytes: number;
+  requests: number;
+}
+
+export interface TargetTallyOptions {
+  pool: Pool;
+  plan: Plan;
+  logger: Logger;
+  perAccount?: number;
+  perDay?: number;
+  maxEntries?: number;
+}
+
+/**
+ * The registrable domain of a host (`a.b.example.co.uk` -> `example.co.uk`); an IP address is kept
+ * as the address (it has no domain; brackets dropped); a name with no registrable domain
+ * (`localhost`, a public suffix) is kept whole, lower-cased.
+ */
+export function registrableDomain(host: string): string {
+  const name = host
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
+  if (!name || name.length > MAX_NAME || /[/?#\s()]/.test(name)) return OTHER;
+  if (isIP(name)) return name;
+  return getDomain(name, { allowPrivateDomains: false }) ?? name;
+}
+
+/** The UTC day of a time, YYYY-MM-DD. */
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+export class TargetTally {
+  private entries = new Map<string, TargetRow>();
+  /** Distinct domains per account and day since the last drain. */
+  private domains = new Map<string, number>();
+  private inFlight: Promise<void> | undefined;
+  private readonly opts: Required<Omit<TargetTallyOptions, 'pool' | 'logger'>> &
+    Pick<TargetTallyOptions, 'pool' | 'logger'>;
+  /** Completions dropped because the gateway-wide cap was reached (since start). */
+  dropped = 0;
+
+  constructor(opts: TargetTallyOptions) {
+    this.opts = {
+      perAccount: DEFAULT_DOMAINS_PER_ACCOUNT,
+      perDay: DEFAULT_DOMAINS_PER_DAY,
+      maxEntries: DEFAULT_MAX_ENTRIES,
+      ...opts,
+    };
+  }
+
+  /** A request or tunnel of `accountId` to `host` completed having moved `bytes` (up + down). */
+  add(accountId: string, host: string, bytes: number, now = Date.now()): void {
+    const day = utcDay(now);
+    let domain = registrableDomain(host);
+    let key = `${accountId} ${day} ${domain}`;
+    let entry = this.entries.get(key);
+    if (!entry) {
+      const scope = `${accountId} ${day}`;
+      const seen = this.domains.get(scope) ?? 0;
+      if (domain !== OTHER && seen >= this.opts.perAccount) {
+        domain = OTHER;
+        key = `${scope} ${OTHER}`;
+        entry = this.entries.get(key);
+      }
+      if (!entry) {
+        if (this.entries.size >= this.opts.maxEntries) {
+          this.dropped++;
+          return;
+        }
+        entry = { account_id: accountId, product: this.opts.plan, day, domain, bytes: 0, requests: 0 };
+        this.entries.set(key, entry);
+        if (domain !== OTHER) this.domains.set(scope, seen + 1);
+      }
+    }
+    entry.bytes += bytes;
+    entry.requests += 1;
+  }
+
+  /** Entries held now (tests; the bound). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Writes what was tallied since the last call, unless a write is still in flight (then the tally
+   * waits for the next tick). Never throws: a failure is logged and its rows are lost (these are
+   * statistics; billing has its own batches and retries).
+   */
+  flush(): Promise<void> {
+    if (this.inFlight || this.entries.size === 0) return this.inFlight ?? Promise.resolve();
+    const rows = [...this.entries.values()];
+    this.entries = new Map();
+    this.domains = new Map();
+    this.inFlight = this.write(rows).finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  /** Waits for a write in flight, then writes the rest (shutdown's final flush; tests). */
+  async drain(): Promise<void> {
+    while (this.inFlight) await this.inFlight;
+    await this.flush();
+  }
+
+  private async write(rows: TargetRow[]): Promise<void> {
+    try {
+      await this.opts.pool.query('SELECT target_usage_record($1::jsonb, $2)', [
+        JSON.stringify(rows),
+        this.opts.perDay,
+      ]);
+    } catch (err) {
+      this.opts.logger.warn(
+        { err: (err as Error).message, rows: rows.length },
+        'target statistics flush failed; rows dropped',
+      );
+    }
+  }
+}
