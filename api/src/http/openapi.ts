@@ -14,17 +14,37 @@ const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') =>
 
 const errorRef = { $ref: '#/components/schemas/Error' };
 
+/** One OpenAPI query parameter per field of the route's query object schema. */
+function queryParameters(query: z.ZodType | undefined): Record<string, unknown>[] {
+  if (!query) return [];
+  const schema = jsonSchema(query, 'input') as {
+    properties?: Record<string, Record<string, unknown>>;
+    required?: string[];
+  };
+  return Object.entries(schema.properties ?? {}).map(([name, property]) => {
+    const { description, ...rest } = property;
+    return {
+      name,
+      in: 'query',
+      required: schema.required?.includes(name) ?? false,
+      ...(description ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
 export function openApiDocument(groups: RouteGroup[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const group of groups) {
     for (const route of group.routes) {
       const path = (group.prefix + route.path).replace(/:(\w+)/g, '{$1}');
-      const params = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({
+      const params: Record<string, unknown>[] = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({
         name: m[1],
         in: 'path',
         required: true,
         schema: { type: 'string' },
       }));
+      params.push(...queryParameters(route.query));
       const status = String(route.status ?? 200);
       const responses: Record<string, unknown> = {
         [status]:

@@ -16,14 +16,16 @@ export interface RouteResult {
   headers?: Record<string, string>;
 }
 
-export interface RouteContext<B, P> {
+export interface RouteContext<B, P, Q = Record<string, unknown>> {
   body: B;
   params: P;
+  /** The query string, validated by the route's `query` schema (else Express's parse). */
+  query: Q;
   req: Request;
   res: Response;
 }
 
-export interface RouteDef<B = unknown, P = Record<string, string>> {
+export interface RouteDef<B = unknown, P = Record<string, string>, Q = Record<string, unknown>> {
   method: Method;
   /** Express path relative to the router's mount point, `:name` for parameters. */
   path: string;
@@ -33,6 +35,8 @@ export interface RouteDef<B = unknown, P = Record<string, string>> {
   auth: AuthKind;
   body?: z.ZodType<B>;
   params?: z.ZodType<P>;
+  /** The query string (an object schema: its fields are the OpenAPI query parameters). */
+  query?: z.ZodType<Q>;
   /** Code to answer when `params` do not validate (an id that cannot exist is "not found"). */
   paramsError?: ErrorCode;
   response?: z.ZodType;
@@ -40,11 +44,13 @@ export interface RouteDef<B = unknown, P = Record<string, string>> {
   status?: number;
   /** Error codes the route can answer with, for the OpenAPI document. */
   errors?: ErrorCode[];
-  handler(ctx: RouteContext<B, P>): Promise<RouteResult | undefined> | RouteResult | undefined;
+  handler(ctx: RouteContext<B, P, Q>): Promise<RouteResult | undefined> | RouteResult | undefined;
 }
 
 /** Keeps the generic types of one route while collecting routes of different shapes in a list. */
-export function defineRoute<B = undefined, P = Record<string, string>>(def: RouteDef<B, P>): RouteDef {
+export function defineRoute<B = undefined, P = Record<string, string>, Q = Record<string, unknown>>(
+  def: RouteDef<B, P, Q>,
+): RouteDef {
   return def as unknown as RouteDef;
 }
 
@@ -56,7 +62,9 @@ function problem(issue: z.core.$ZodIssue): string {
   if (!/^[A-Z]/.test(issue.message)) return issue.message.replace(/\.$/, '');
   switch (issue.code) {
     case 'invalid_type':
-      return issue.input === undefined
+      // zod leaves `input` out of issues unless asked (reportInput): its message still says
+      // "received undefined" for a missing field, and names the type for a wrong one.
+      return ('input' in issue ? issue.input === undefined : /received undefined$/.test(issue.message))
         ? 'is required'
         : `must be ${issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`}`;
     case 'too_small':
@@ -114,6 +122,12 @@ export function mountRoutes(
             throw route.paramsError ? new AppError(route.paramsError) : validationError(parsed.error);
           params = parsed.data;
         }
+        let query: unknown = req.query;
+        if (route.query) {
+          const parsed = route.query.safeParse(req.query);
+          if (!parsed.success) throw validationError(parsed.error);
+          query = parsed.data;
+        }
         let body: unknown;
         if (route.body) {
           const parsed = route.body.safeParse(req.body ?? {});
@@ -121,7 +135,13 @@ export function mountRoutes(
           body = parsed.data;
         }
         const result =
-          (await route.handler({ body, params: params as Record<string, string>, req, res })) ?? {};
+          (await route.handler({
+            body,
+            params: params as Record<string, string>,
+            query: query as Record<string, unknown>,
+            req,
+            res,
+          })) ?? {};
         if (result.headers) res.set(result.headers);
         const status = result.status ?? route.status ?? 200;
         if (status === 204) res.status(204).end();
