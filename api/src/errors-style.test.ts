@@ -10,6 +10,7 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { listAccountsQuery } from './modules/admin/schemas.ts';
 import { proxiesRoutes } from './modules/proxies/routes.ts';
 import { usageRoutes } from './modules/usage/routes.ts';
+import { adminTargetRoutes, targetRoutes } from './modules/targets/routes.ts';
 
 /** Messages whose words the product specification fixes (spec section 7). */
 const SPEC_FIXED: ReadonlySet<ErrorCode> = new Set(['NO_BANDWIDTH']);
@@ -42,12 +43,15 @@ describe('every validation detail', () => {
   const routes: RouteDef[] = [
     ...accountRoutes(stub),
     ...usageRoutes(stub),
+    ...targetRoutes(stub),
+    ...adminTargetRoutes(stub),
     ...proxiesRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), fallbackHost: 'x' }),
     ...adminRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), accounts: stub, waitForApiCaches: stub }),
   ];
   const schemas: [string, z.ZodType][] = [['GET /admin/v1/accounts (query)', listAccountsQuery]];
   for (const route of routes) {
     if (route.body) schemas.push([`${route.method.toUpperCase()} ${route.path} (body)`, route.body]);
+    if (route.query) schemas.push([`${route.method.toUpperCase()} ${route.path} (query)`, route.query]);
   }
   const fieldsOf = (schema: z.ZodType): string[] => {
     const shape = (schema as { shape?: Record<string, unknown> }).shape;

@@ -18,6 +18,7 @@ import { KeyUsageRecorder } from './modules/auth/key-usage.ts';
 import { RateLimiter } from './modules/rate-limit/limiter.ts';
 import { UsageService } from './modules/usage/service.ts';
 import { usageRoutes } from './modules/usage/routes.ts';
+import { adminTargetRoutes, targetRoutes } from './modules/targets/routes.ts';
 import { AccountService } from './modules/account/service.ts';
 import { accountRoutes } from './modules/account/routes.ts';
 import { proxiesRoutes } from './modules/proxies/routes.ts';
@@ -93,6 +94,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     apiRoutes: [
       ...accountRoutes(accounts),
       ...usageRoutes(usage),
+      ...targetRoutes(pool),
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
     ],
@@ -105,6 +107,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         dashboardUrl: config.PROXYFLEET_DASHBOARD_URL,
       }),
       ...adminBillingRoutes(pool),
+      ...adminTargetRoutes(pool),
     ],
     dashboard: dashboardRouter({
       pool,

@@ -7,6 +7,7 @@ import type { Job } from './jobs.ts';
 import { maintenanceJob } from './jobs/maintenance.ts';
 import { leaseReaperJob, usageFoldJob } from './jobs/usage.ts';
 import { rateLimitCleanupJob } from './jobs/rate-limit-cleanup.ts';
+import { targetRetentionJob } from './jobs/target-retention.ts';
 import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
 import { autoRefillJob, balanceSweepJob, priceSyncJob } from './jobs/auto-refill.ts';
@@ -38,6 +39,7 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     usageFoldJob,
     leaseReaperJob,
     rateLimitCleanupJob,
+    targetRetentionJob,
     priceSyncJob({ currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB }),
     balanceSweepJob,
     autoRefillJob(payments ?? paymentMethods()),

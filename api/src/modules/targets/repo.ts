@@ -1,0 +1,56 @@
+// target_usage (migrations/0082): read per day, and the account's opt-out switch.
+import { withTransaction, type Pool } from '../../../../common/src/db/pool.ts';
+import type { Product } from '../../../../common/src/products.ts';
+
+export interface TargetRow {
+  domain: string;
+  product: Product;
+  bytes: number;
+  requests: number;
+}
+
+/** The day's rows, most bytes first; undefined when the account does not exist. */
+export async function readTargets(
+  pool: Pool,
+  accountId: string,
+  date: string,
+  product: Product | undefined,
+): Promise<{ enabled: boolean; targets: TargetRow[] } | undefined> {
+  const { rows } = await pool.query<{ enabled: boolean; targets: TargetRow[] }>(
+    `SELECT a.target_stats AS enabled,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('domain', t.domain, 'product', t.product,
+                                                          'bytes', t.bytes, 'requests', t.requests)
+                                       ORDER BY t.bytes DESC, t.domain, t.product)
+                        FROM target_usage t
+                       WHERE t.account_id = a.id AND t.day = $2::date AND ($3::text IS NULL OR t.product = $3)),
+                     '[]'::jsonb) AS targets
+       FROM accounts a WHERE a.id = $1`,
+    [accountId, date, product ?? null],
+  );
+  return rows[0];
+}
+
+export async function readTargetStatsEnabled(pool: Pool, accountId: string): Promise<boolean | undefined> {
+  const { rows } = await pool.query<{ enabled: boolean }>(
+    'SELECT target_stats AS enabled FROM accounts WHERE id = $1',
+    [accountId],
+  );
+  return rows[0]?.enabled;
+}
+
+/**
+ * Switches target statistics; off deletes what is stored, in the same transaction. The account row
+ * lock makes a gateway flush in progress finish first (target_usage_record locks it too), so
+ * nothing it wrote survives. Returns false when the account does not exist.
+ */
+export function setTargetStats(pool: Pool, accountId: string, enabled: boolean): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    const { rowCount } = await client.query('UPDATE accounts SET target_stats = $2 WHERE id = $1', [
+      accountId,
+      enabled,
+    ]);
+    if (!rowCount) return false;
+    if (!enabled) await client.query('DELETE FROM target_usage WHERE account_id = $1', [accountId]);
+    return true;
+  });
+}
