@@ -26,6 +26,42 @@ async function cli(...argv: string[]): Promise<{ code: number; out: string; err:
 const json = (r: { out: string }) => JSON.parse(r.out) as Record<string, unknown>;
 
 describe('proxyfleet admin', () => {
+  test("usage targets and target-stats: the day asked for, a bad date refused with the API's message", async () => {
+    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
+      id: string;
+    };
+    const today = new Date().toISOString().slice(0, 10);
+    await fx.db.pool.query('SELECT target_usage_record($1::jsonb, 200)', [
+      JSON.stringify([
+        {
+          account_id: account.id,
+          product: 'basic',
+          day: today,
+          domain: 'example.com',
+          bytes: 42,
+          requests: 2,
+        },
+      ]),
+    ]);
+    expect(json(await cli('admin', 'usage', 'targets', account.id, '--date', today))).toEqual({
+      success: true,
+      date: today,
+      enabled: true,
+      targets: [{ domain: 'example.com', product: 'basic', bytes: 42, requests: 2 }],
+    });
+    expect(await cli('admin', 'usage', 'targets', account.id, '--date', '2020-01-01')).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('date: must be within the last 30 days'),
+    });
+    expect(json(await cli('admin', 'target-stats', 'set', account.id, '--enabled', 'off'))).toEqual({
+      enabled: false,
+    });
+    expect(json(await cli('admin', 'usage', 'targets', account.id))).toMatchObject({
+      enabled: false,
+      targets: [],
+    });
+  });
+
   test('wraps the admin API: account, purchase, keys, suspension, alerts, ISP proxies', async () => {
     const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
       id: string;

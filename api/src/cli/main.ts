@@ -183,6 +183,34 @@ export const COMMANDS: Record<string, Command> = {
       return { method: 'GET', path: `/accounts/${a.accountId}/invoices${q.size ? `?${q.toString()}` : ''}` };
     },
   },
+  'usage targets': {
+    usage: 'usage targets <accountId> [--date <YYYY-MM-DD>] [--product <plan>]',
+    summary: "An account's bytes and requests per target domain on one UTC day (default today)",
+    args: ['accountId'],
+    options: {
+      date: { type: 'string', help: 'UTC day of the last 30, YYYY-MM-DD (default today)' },
+      product: { type: 'string', help: 'Only this product' },
+    },
+    request: (a, o) => {
+      const q = new URLSearchParams();
+      for (const k of ['date', 'product']) if (typeof o[k] === 'string') q.set(k, o[k]);
+      return {
+        method: 'GET',
+        path: `/accounts/${a.accountId}/usage/targets${q.size ? `?${q.toString()}` : ''}`,
+      };
+    },
+  },
+  'target-stats set': {
+    usage: 'target-stats set <accountId> --enabled on|off',
+    summary: 'Record target statistics for an account or not (off deletes what is stored)',
+    args: ['accountId'],
+    options: { enabled: { type: 'string', required: true, help: 'on or off' } },
+    request: (a, o) => ({
+      method: 'PUT',
+      path: `/accounts/${a.accountId}/target-stats`,
+      body: { enabled: onOff(o.enabled, 'enabled') },
+    }),
+  },
   'proxy-password reset': {
     usage: 'proxy-password reset <accountId>',
     summary: 'Issue a new proxy password',
