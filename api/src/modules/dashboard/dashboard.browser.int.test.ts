@@ -333,6 +333,15 @@ maybe('customer dashboard in Chromium', () => {
     expect(readFileSync(await file.path(), 'utf8')).toBe(lines.join('\n') + '\n');
 
     expect(await throughGateway(lines[0]!)).toBe(200);
+    // A named target for the Overview's Top targets table (its query must never be shown or stored).
+    const [, , targetUser, ...targetPass] = lines[0]!.split(':');
+    const named = await rawExchange(gateway.port, [
+      get(
+        `http://shop.example.localhost:${origin.port}/bytes/1000?q=secret-query`,
+        basicAuth(targetUser!, targetPass.join(':')),
+      ),
+    ]);
+    expect(named.responses[0]!.status).toBe(200);
     // The SOCKS5 form the page shows, with the same generated credentials, through the same port.
     await expect(page.locator('#proxy-url-forms').textContent()).resolves.toContain(
       'socks5h://username:password@host:port',
@@ -362,6 +371,7 @@ maybe('customer dashboard in Chromium', () => {
     // The gateway's usage batches, folded as the worker does, feed the Overview's chart.
     await until(async () => {
       await gateway.ledger.flush();
+      await gateway.targets.drain();
       await fold(db.pool);
       const { rows } = await db.pool.query<{ n: number }>(
         'SELECT coalesce(sum(bytes_up + bytes_down), 0)::bigint AS n FROM usage_hourly WHERE account_id = $1',
@@ -386,6 +396,13 @@ maybe('customer dashboard in Chromium', () => {
     };
     expect(data.products).toEqual(['basic']);
     expect(data.series[0]!.at(-1)).toBeGreaterThan(0);
+    const target = page
+      .getByRole('table', { name: /Top targets/ })
+      .getByRole('row', { name: /example\.localhost/ });
+    await expect(target.textContent()).resolves.toContain('basic');
+    await expect(
+      page.getByRole('region', { name: 'Top targets', exact: true }).textContent(),
+    ).resolves.not.toMatch(/secret-query|shop\./);
     await axe(page, 'overview with chart');
     await shot(page, 'overview');
   });
@@ -453,6 +470,17 @@ maybe('customer dashboard in Chromium', () => {
     });
     await axe(page, 'alerts saved');
     await shot(page, 'alerts');
+
+    // Opting out of target statistics deletes them; the Overview says they are off.
+    await expect(page.getByLabel('Record target statistics').isChecked()).resolves.toBe(true);
+    await page.getByLabel('Record target statistics').uncheck();
+    await page.getByRole('button', { name: 'Update privacy setting' }).click();
+    await page.waitForURL(`${api.url}/alerts?done=privacy`);
+    await expect(page.getByLabel('Record target statistics').isChecked()).resolves.toBe(false);
+    const targets = await admin(`/accounts/${account.id}/usage/targets`);
+    expect(targets.body).toMatchObject({ enabled: false, targets: [] });
+    await page.goto(`${api.url}/`);
+    await page.getByText('Target statistics are off for this account').waitFor();
   });
 
   it('Billing: the invoices and the auto-refill settings per product', async () => {

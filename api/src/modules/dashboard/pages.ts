@@ -210,9 +210,71 @@ export interface ChartData {
   series: number[][];
 }
 
+export interface TopTargets {
+  date: string;
+  enabled: boolean;
+  rows: { domain: string; product: string; bytes: number; requests: number }[];
+  /** The date field's bounds: the kept days. */
+  earliest: string;
+  today: string;
+  error?: string;
+}
+
+/** Rows of the Overview's Top targets table (the API gives them all). */
+const TOP_TARGETS = 20;
+
+function topTargets(t: TopTargets): Html {
+  const shown = t.rows.slice(0, TOP_TARGETS);
+  return html`<section class="card" aria-labelledby="targets-h">
+    <h2 id="targets-h">Top targets</h2>
+    ${message('error', t.error)}
+    <form method="get" action="/">
+      <label for="targets-day">Day (UTC)</label>
+      <input id="targets-day" name="day" type="date" min="${t.earliest}" max="${t.today}" value="${t.date}" />
+      <button type="submit" class="secondary">Show</button>
+    </form>
+    ${
+      !t.enabled
+        ? html`<p>Target statistics are off for this account; turn them on under Alerts.</p>`
+        : shown.length === 0
+          ? html`<p>No traffic recorded on ${t.date}.</p>`
+          : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Top targets per domain">
+              <table>
+                <caption class="visually-hidden">
+                  Top targets on ${t.date}
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Domain</th>
+                    <th scope="col">Product</th>
+                    <th scope="col" class="num">Bytes</th>
+                    <th scope="col" class="num">Requests</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${shown.map(
+                    (r) =>
+                      html`<tr>
+                        <th scope="row">${r.domain}</th>
+                        <td>${r.product}</td>
+                        <td class="num">${r.bytes.toLocaleString('en-US')}</td>
+                        <td class="num">${r.requests.toLocaleString('en-US')}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+    }
+    <p class="hint">
+      Per registrable domain, never a path or a query; kept 30 days. The ${TOP_TARGETS} largest are shown (all
+      of them: GET /api/v1/usage/targets).
+    </p>
+  </section>`;
+}
+
 export function overviewPage(
   ctx: PageContext,
-  data: { products: ProductUsage[]; chart: ChartData; updatedAt: string },
+  data: { products: ProductUsage[]; chart: ChartData; updatedAt: string; targets: TopTargets },
 ): Html {
   const bought = data.products.filter((p) => p.total > 0);
   const chartLabel = `Daily usage by product over the last ${data.chart.days.length} days, in MB`;
@@ -298,7 +360,8 @@ export function overviewPage(
             </table>
           </div>
         </details>
-      </section>`,
+      </section>
+      ${topTargets(data.targets)}`,
     { chart: true },
   );
 }
@@ -647,7 +710,7 @@ export function keysPage(
 
 export function alertsPage(
   ctx: PageContext,
-  data: { alerts: AlertsRow; notice?: string; error?: string },
+  data: { alerts: AlertsRow; targetStats: boolean; notice?: string; error?: string },
 ): Html {
   const a = data.alerts;
   const box = (name: string, label: string, checked: boolean, hint: string) =>
@@ -685,6 +748,19 @@ export function alertsPage(
           required
         />
         <button type="submit">Save</button>
+      </form>
+      <form method="post" action="/target-stats">
+        ${csrfField(ctx)}
+        <fieldset>
+          <legend>Privacy</legend>
+          ${box(
+            'targetStats',
+            'Record target statistics',
+            data.targetStats,
+            'Bytes and requests per target domain (never a path or a query), kept 30 days, shown on the Overview. Turning this off deletes what is stored.',
+          )}
+        </fieldset>
+        <button type="submit">Update privacy setting</button>
       </form>`,
     { narrow: true },
   );

@@ -28,6 +28,9 @@ import { generateRequestSchema } from '../proxies/schemas.ts';
 import { generateProxies, ispProxies, type ProxiesDeps } from '../proxies/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { productBalances, type UsageService } from '../usage/service.ts';
+import { readTargetStatsEnabled, setTargetStats } from '../targets/repo.ts';
+import { targetsView } from '../targets/routes.ts';
+import { dayProblem, TARGET_RETENTION_DAYS, utcToday } from '../targets/schemas.ts';
 import { loadAssets } from './assets.ts';
 import { listAutoRefill, listInvoices } from './billing.ts';
 import type { Html } from './html.ts';
@@ -62,7 +65,7 @@ export interface DashboardDeps {
 }
 
 const DASHBOARD_PATH =
-  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|billing|billing\/auto-refill\/[^/]+|assets\/[^/]+)$/;
+  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|target-stats|billing|billing\/auto-refill\/[^/]+|assets\/[^/]+)$/;
 const SIGNED_OUT_PATHS = new Set(['/sign-in', '/forgot-password', '/set-password']);
 
 const formString = (max: number) => z.string().max(max).optional().default('');
@@ -278,17 +281,32 @@ export function dashboardRouter(deps: DashboardDeps): Router {
 
   router.get(
     '/',
-    auth(async (_req, res, { person, ctx }) => {
+    auth(async (req, res, { person, ctx }) => {
       const snapshot = await deps.usage.snapshot(person.accountId);
       const balances = productBalances(snapshot.row);
       const products = PRODUCTS.map((product) => ({ product, ...balances[product] }));
       const daily = await repo.dailyUsage(pool, person.accountId, CHART_DAYS);
+      // Top targets: ?day=YYYY-MM-DD (the form's date field), today by default; a bad day is said
+      // next to the field and today is shown.
+      const asked = typeof req.query.day === 'string' && req.query.day !== '' ? req.query.day : undefined;
+      const problem = asked === undefined ? undefined : dayProblem(asked);
+      const date = asked !== undefined && !problem ? asked : utcToday();
+      const view = await targetsView(pool, person.accountId, { date });
+      if (!view) throw new AppError('ACCOUNT_NOT_FOUND');
       send(
         res,
         pages.overviewPage(ctx, {
           products,
           chart: chartData(daily, products),
           updatedAt: snapshot.row.computedAt.toISOString(),
+          targets: {
+            date,
+            enabled: view.enabled,
+            rows: view.targets,
+            earliest: utcToday(Date.now() - (TARGET_RETENTION_DAYS - 1) * 86_400_000),
+            today: utcToday(),
+            ...(problem ? { error: `Day: ${problem}.` } : {}),
+          },
         }),
       );
     }),
@@ -523,7 +541,13 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         res,
         pages.alertsPage(ctx, {
           alerts: await currentAlerts(person.accountId),
-          notice: req.query.done === 'saved' ? 'Alert settings saved.' : undefined,
+          targetStats: (await readTargetStatsEnabled(pool, person.accountId)) ?? true,
+          notice:
+            req.query.done === 'saved'
+              ? 'Alert settings saved.'
+              : req.query.done === 'privacy'
+                ? 'Privacy setting saved.'
+                : undefined,
         }),
       ),
     ),
@@ -538,6 +562,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
           res,
           pages.alertsPage(ctx, {
             alerts: await currentAlerts(person.accountId),
+            targetStats: (await readTargetStatsEnabled(pool, person.accountId)) ?? true,
             error: 'Low-bandwidth threshold: a whole number from 1 to 99.',
           }),
           422,
@@ -551,6 +576,16 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       });
       await deps.waitForApiCaches();
       res.redirect(303, '/alerts?done=saved');
+    }),
+  );
+
+  // Target statistics on or off (docs/adr/0026): an unticked box is absent from the form.
+  router.post(
+    '/target-stats',
+    auth(async (req, res, { person }) => {
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      await setTargetStats(pool, person.accountId, body.targetStats === 'on');
+      res.redirect(303, '/alerts?done=privacy');
     }),
   );
 
