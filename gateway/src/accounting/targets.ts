@@ -57,8 +57,9 @@ export function registrableDomain(host: string): string {
   return getDomain(name, { allowPrivateDomains: false }) ?? name;
 }
 
-/** The UTC day of a time, YYYY-MM-DD. */
-const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const DAY_MS = 86_400_000;
+/** Host names whose domain is remembered (the lookup is most of the cost of a completion). */
+const DOMAIN_CACHE = 10_000;
 
 export class TargetTally {
   private entries = new Map<string, TargetRow>();
@@ -69,6 +70,10 @@ export class TargetTally {
     Pick<TargetTallyOptions, 'pool' | 'logger'>;
   /** Completions dropped because the gateway-wide cap was reached (since start). */
   dropped = 0;
+  /** The current UTC day and when it ends: formatting a date per completion cost 1 µs. */
+  private day = '';
+  private dayEnds = 0;
+  private readonly domainOf = new Map<string, string>();
 
   constructor(opts: TargetTallyOptions) {
     this.opts = {
@@ -81,8 +86,17 @@ export class TargetTally {
 
   /** A request or tunnel of `accountId` to `host` completed having moved `bytes` (up + down). */
   add(accountId: string, host: string, bytes: number, now = Date.now()): void {
-    const day = utcDay(now);
-    let domain = registrableDomain(host);
+    if (now >= this.dayEnds || now < this.dayEnds - DAY_MS) {
+      this.day = new Date(now).toISOString().slice(0, 10);
+      this.dayEnds = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
+    }
+    const day = this.day;
+    let domain = this.domainOf.get(host);
+    if (domain === undefined) {
+      if (this.domainOf.size >= DOMAIN_CACHE) this.domainOf.clear();
+      domain = registrableDomain(host);
+      this.domainOf.set(host, domain);
+    }
     let key = `${accountId} ${day} ${domain}`;
     let entry = this.entries.get(key);
     if (!entry) {
