@@ -43,6 +43,8 @@ async function flushed(): Promise<void> {
   for (let i = 0; i < 200 && gateway.ledger.activeConnections > 0; i++)
     await new Promise((r) => setTimeout(r, 10));
   expect(gateway.ledger.activeConnections).toBe(0);
+  // Twice: the first may be a timer's flush already in flight, built before the last bytes settled.
+  await gateway.ledger.flush();
   await gateway.ledger.flush();
   await gateway.targets.drain();
 }
