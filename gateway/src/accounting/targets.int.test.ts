@@ -8,6 +8,7 @@ import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
 import {
   basicAuth,
+  cacheSynced,
   gatewaySpec,
   get,
   openTunnel,
@@ -35,6 +36,13 @@ afterAll(async () => {
   await origin?.close();
   await db?.drop();
 });
+
+/** A new account with bandwidth, once the gateway's credential cache knows it (else 407). */
+async function newAccount(): Promise<NewAccount> {
+  const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+  await cacheSynced(db.pool, [gateway]);
+  return account;
+}
 
 const auth = (a: NewAccount) => basicAuth(a.proxyUsername, `${a.proxyPassword}_country-us`);
 
@@ -79,7 +87,7 @@ async function tunnelGet(a: NewAccount, authority: string, path: string): Promis
 
 describe('target statistics', () => {
   it('counts two hosts of one registrable domain, plain and tunnelled, as one domain with exactly the billed bytes and no path or query', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await newAccount();
     const base = (host: string) => `http://${host}.example.localhost:${origin.port}`;
     const plain = await rawExchange(gateway.port, [
       get(`${base('a')}/bytes/3000?secret=token-1`, auth(account)),
@@ -106,11 +114,12 @@ describe('target statistics', () => {
   });
 
   it('folds the domains past the gateway cap and past the per-day cap into (other), keeping the totals', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await newAccount();
     const to = (n: number) => get(`http://d${n}.localhost:${origin.port}/bytes/100`, auth(account));
-    await rawExchange(gateway.port, [1, 2, 3, 4, 5].map(to));
+    const first = await rawExchange(gateway.port, [1, 2, 3, 4, 5].map(to));
     await flushed();
-    await rawExchange(gateway.port, [6, 7].map(to));
+    const second = await rawExchange(gateway.port, [6, 7].map(to));
+    expect([...first.responses, ...second.responses].map((r) => r.status)).toEqual(Array(7).fill(200));
     await flushed();
 
     const stored = await rows(account.id);
@@ -125,7 +134,7 @@ describe('target statistics', () => {
   });
 
   it('records nothing for an account that opted out, while billing it as before', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await newAccount();
     await db.pool.query('UPDATE accounts SET target_stats = false WHERE id = $1', [account.id]);
     await rawExchange(gateway.port, [
       get(`http://a.example.localhost:${origin.port}/bytes/100`, auth(account)),
