@@ -1,10 +1,8 @@
 // Worker job: target statistics (target_usage, migrations/0082) are kept for 30 days, today (UTC)
 // included (docs/adr/0026); older days are deleted. Hourly: a day's rows go within the hour after
 // midnight UTC ends their 30th day.
+import { TARGET_RETENTION_DAYS } from '../../../common/src/target-stats.ts';
 import type { Job } from '../jobs.ts';
-
-/** Must match TARGET_RETENTION_DAYS in api/src/modules/targets/schemas.ts (the API's date check). */
-export const TARGET_RETENTION_DAYS = 30;
 
 export const targetRetentionJob: Job = {
   name: 'target-usage-retention',

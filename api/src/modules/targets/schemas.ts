@@ -1,9 +1,8 @@
 // Target statistics (docs/adr/0026): the query of GET /usage/targets, the answer, and the opt-out.
 import { z } from 'zod';
 import { PRODUCTS } from '../../../../common/src/products.ts';
+import { TARGET_RETENTION_DAYS } from '../../../../common/src/target-stats.ts';
 
-/** Days of statistics kept, today (UTC) included; the worker deletes older ones. */
-export const TARGET_RETENTION_DAYS = 30;
 const DAY_MS = 86_400_000;
 
 /** Today's UTC date, YYYY-MM-DD. */

@@ -77,6 +77,15 @@ describe('GET /api/v1/usage/targets', () => {
     expect(res.body).toEqual({ success: false, error });
   });
 
+  test('the OpenAPI document lists date and product as query parameters', async () => {
+    const doc = await call(fx.api.url, '/api/v1/openapi.json');
+    const params = doc.body.paths['/api/v1/usage/targets'].get.parameters;
+    expect(params.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
+      'query:date',
+      'query:product',
+    ]);
+  });
+
   test('the per-day cap folds further domains into (other), per product', async () => {
     const a = await accountWithBandwidth(fx.db.pool);
     await record(a.id, [['basic', day(0), 'one.com', 10, 1]], 2);
