@@ -34,9 +34,9 @@ export interface TunnelAnswer {
   /** Refuse and close the connection (a refused tunnel never stays open). */
   refuse(socket: net.Socket, r: Refusal): void;
   /** Sees each chunk from the upstream before it is relayed (an Upgrade reads its answer's status). */
-  fromUpstream?(chunk: Buffer): void;
+  fromUpstream?: (chunk: Buffer) => void;
   /** The access log's status when the tunnel closes (default 200). */
-  status?(): number;
+  status?: () => number;
 }
 
 const HTTP_ANSWER: TunnelAnswer = {
