@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import net from 'node:net';
+import { Server as ProxyChainServer } from 'proxy-chain';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
@@ -27,8 +28,8 @@ let origin: http.Server;
 let wss: WebSocketServer;
 let originPort: number;
 let closedPort: number;
-/** The request line and raw headers of every Upgrade request the origin received. */
-const received: { line: string; headers: string[] }[] = [];
+/** The request line, raw headers and peer address of every Upgrade request the origin received. */
+const received: { line: string; headers: string[]; peer: string | undefined }[] = [];
 
 const spec = gatewaySpec('basic', undefined, {
   timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 60, maxLifetimeSeconds: 600 },
@@ -43,7 +44,11 @@ beforeAll(async () => {
     res.end(JSON.stringify(req.rawHeaders));
   });
   origin.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
-    received.push({ line: `${req.method} ${req.url} HTTP/${req.httpVersion}`, headers: req.rawHeaders });
+    received.push({
+      line: `${req.method} ${req.url} HTTP/${req.httpVersion}`,
+      headers: req.rawHeaders,
+      peer: req.socket.remoteAddress,
+    });
     socket.on('error', () => undefined);
     if (req.url === '/missing') {
       socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 10\r\nConnection: close\r\n\r\nno socket\n');
@@ -99,12 +104,16 @@ const delta = (now: Record<string, number>, then: Record<string, number>) =>
   );
 
 /** A ws client whose handshake goes to the gateway as an absolute-form Upgrade request. */
-function throughGateway(auth: string, path = '/echo?x=1'): { ws: WebSocket; socket: () => net.Socket } {
+function throughGateway(
+  auth: string,
+  path = '/echo?x=1',
+  port = gateway.port,
+): { ws: WebSocket; socket: () => net.Socket } {
   let socket: net.Socket | undefined;
   const ws = new WebSocket(`ws://127.0.0.1:${originPort}${path}`, {
     perMessageDeflate: false,
     headers: { 'Proxy-Authorization': auth },
-    createConnection: () => (socket = net.connect({ port: gateway.port, host: '127.0.0.1' })),
+    createConnection: () => (socket = net.connect({ port, host: '127.0.0.1' })),
     finishRequest: (req) => {
       req.path = `http://127.0.0.1:${originPort}${path}`;
       req.end();
@@ -244,6 +253,99 @@ describe('WebSocket through absolute-form Upgrade', () => {
     );
     expect(again.status).toBe(403);
     expect(delta(await refusals(), before)).toEqual({ 'account_suspended 4xx': 1 });
+  }, 30_000);
+  it('bills a plain request and an upgrade on one keep-alive connection as the socket moved them', async () => {
+    const a = await customer();
+    const auth = basicAuth(a.proxyUsername, a.proxyPassword);
+    const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
+    socket.on('error', () => undefined);
+    let buffer = Buffer.alloc(0);
+    let wake: (() => void) | undefined;
+    socket.on('data', (c: Buffer) => {
+      buffer = Buffer.concat([buffer, c]);
+      wake?.();
+    });
+    const closed = new Promise<void>((r) => socket.once('close', () => (r(), wake?.())));
+    const until = async (done: () => boolean) => {
+      while (!done() && !socket.destroyed) await new Promise<void>((r) => (wake = r));
+    };
+    socket.write(get(`http://127.0.0.1:${originPort}/headers`, auth));
+    await until(() => /\r\n\r\n\[.*\]$/s.test(buffer.toString('latin1')));
+    expect(buffer.toString('latin1')).toMatch(/^HTTP\/1\.1 200 /);
+    buffer = Buffer.alloc(0);
+    socket.write(upgradeRequest(`127.0.0.1:${originPort}`, auth));
+    await until(() => buffer.includes('\r\n\r\n'));
+    expect(buffer.toString('latin1')).toMatch(/^HTTP\/1\.1 101 /);
+    buffer = Buffer.alloc(0);
+    // One masked text frame (RFC 6455 5.2); the origin echoes it unmasked.
+    const mask = Buffer.of(1, 2, 3, 4);
+    const text = Buffer.from('hello over a keep-alive connection');
+    const masked = Buffer.from(text.map((b, i) => b ^ mask[i % 4]!));
+    socket.write(Buffer.concat([Buffer.of(0x81, 0x80 | text.length), mask, masked]));
+    await until(() => buffer.length >= 2 + text.length);
+    expect(buffer.subarray(2, 2 + text.length).toString()).toBe(text.toString());
+    // A close frame; the origin answers with its own and closes.
+    socket.write(Buffer.concat([Buffer.of(0x88, 0x80), mask]));
+    await closed;
+    const { bytesWritten, bytesRead } = socket;
+    for (let i = 0; i < 50 && Number((await usage(a.id)).up) < bytesWritten; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    const billed = await usage(a.id);
+    expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
+      bytesWritten,
+      bytesRead,
+      2,
+    ]);
+  }, 30_000);
+});
+
+describe('Upgrade through exits', () => {
+  let upstream: ProxyChainServer;
+  let chained: Gateway;
+  beforeAll(async () => {
+    upstream = new ProxyChainServer({
+      port: 0,
+      host: '127.0.0.1',
+      verbose: false,
+      prepareRequestFunction: ({ username, password }) => ({
+        requestAuthentication: username !== 'up' || password !== 'secret',
+        localAddress: '127.0.0.9',
+      }),
+    });
+    await upstream.listen();
+    // Two upstream-proxy exits, one of them dead: rotation tries it first for one of two upgrades.
+    chained = await startTestGateway(
+      db.pool,
+      db.url,
+      gatewaySpec('basic', [
+        { name: 'up-dead', upstream: { url: `http://127.0.0.1:${closedPort}` }, country: 'fr' },
+        { name: 'up-live', upstream: { url: `http://up:secret@127.0.0.1:${upstream.port}` }, country: 'fr' },
+      ]),
+    );
+  });
+  afterAll(async () => {
+    await chained?.close();
+    await upstream?.close(true);
+  });
+
+  it('goes through an upstream proxy exit (CONNECT to it) and fails over from a dead one', async () => {
+    const a = await customer();
+    await cacheSynced(db.pool, [chained]);
+    const failures = async () =>
+      (await chained.registry.getSingleMetric('proxyfleet_gateway_exit_failures_total')!.get()).values
+        .filter((v) => v.labels.reason === 'refused')
+        .reduce((n, v) => n + v.value, 0);
+    const before = await failures();
+    received.length = 0;
+    for (let i = 0; i < 2; i++) {
+      const { ws } = throughGateway(basicAuth(a.proxyUsername, a.proxyPassword), '/echo', chained.port);
+      await opened(ws);
+      expect((await roundTrip(ws, `via upstream ${i}`)).data.toString()).toBe(`via upstream ${i}`);
+      ws.close();
+    }
+    // The upstream's own address reached the origin: the upgrade went through it.
+    expect(received.map((r) => r.peer)).toEqual(['127.0.0.9', '127.0.0.9']);
+    expect((await failures()) - before).toBe(1);
   }, 30_000);
 });
 
