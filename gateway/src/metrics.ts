@@ -139,7 +139,7 @@ export function zeroPlanSeries(
   ])
     c.labels({ plan }).inc(0);
   for (const direction of ['up', 'down']) m.bytes.labels({ plan, direction }).inc(0);
-  for (const kind of ['http', 'connect', 'socks5']) m.requests.labels({ plan, kind }).inc(0);
+  for (const kind of ['http', 'connect', 'socks5', 'upgrade']) m.requests.labels({ plan, kind }).inc(0);
   for (const reason of ['timeout', 'refused']) m.exitFailures.labels({ plan, reason }).inc(0);
   for (const reason of ['process_cap', 'source_cap']) m.connectionRefusals.labels({ plan, reason }).inc(0);
   for (const reason of [
@@ -166,6 +166,7 @@ export interface PlanMetrics {
   httpRequests: { inc(): void };
   connectRequests: { inc(): void };
   socksRequests: { inc(): void };
+  upgradeRequests: { inc(): void };
   bytesUp: { inc(n: number): void };
   bytesDown: { inc(n: number): void };
 }
@@ -177,6 +178,7 @@ export function planMetrics(m: GatewayMetrics, plan: string): PlanMetrics {
     httpRequests: m.requests.labels({ plan, kind: 'http' }),
     connectRequests: m.requests.labels({ plan, kind: 'connect' }),
     socksRequests: m.requests.labels({ plan, kind: 'socks5' }),
+    upgradeRequests: m.requests.labels({ plan, kind: 'upgrade' }),
     bytesUp: m.bytes.labels({ plan, direction: 'up' }),
     bytesDown: m.bytes.labels({ plan, direction: 'down' }),
   };

@@ -32,6 +32,7 @@ import { REFUSALS, refusalFor } from './proxy/refusals.ts';
 import { SessionStore } from './proxy/sessions.ts';
 import { handleSocks, socksHeadTimeout } from './proxy/socks5.ts';
 import { handleConnect } from './proxy/tunnel.ts';
+import { handleUpgrade } from './proxy/upgrade.ts';
 import type { ProxyGateway } from './spec.ts';
 
 export interface GatewayDeps {
@@ -255,6 +256,13 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
     headArrived(socket);
     handleConnect(ctx, req.url ?? '', req.headers['proxy-authorization'], socket, head);
+  });
+  // Absolute-form requests with `Connection: upgrade` and an `Upgrade` header (WebSocket and the
+  // like): a tunnel whose first bytes are the rewritten request (upgrade.ts, docs/adr/0029). An
+  // Upgrade header without `Connection: upgrade` stays a plain request ('request' above).
+  server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    headArrived(socket);
+    handleUpgrade(ctx, req, socket, head);
   });
   const refuseHead = (socket: net.Socket, key: 'header_too_large' | 'head_timeout' | 'malformed_request') => {
     if (socket.writable && !socket.destroyed) {

@@ -23,7 +23,7 @@ export const DEFAULT_ACCESS_LOG_SAMPLE = 0.01;
 /** Refusal reasons logged at info whatever the sample: the exits', the database's or the configuration's fault. */
 const ALWAYS = new Set(['exit_failed', 'exit_timeout', 'no_exit', 'billing_unavailable']);
 
-export type AccessKind = 'http' | 'connect' | 'socks5';
+export type AccessKind = 'http' | 'connect' | 'socks5' | 'upgrade';
 /** The destination as parsed (absolute-form URL or CONNECT authority); only host and port are logged. */
 export type AccessTarget = URL | { host: string; port: number } | undefined;
 

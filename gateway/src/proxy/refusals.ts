@@ -124,6 +124,27 @@ const TABLE = {
     message: 'Connection must not name Content-Length, Transfer-Encoding or Host',
     socks: SOCKS.GENERAL_FAILURE,
   },
+  bad_upgrade: {
+    status: 400,
+    error: 'http_request_error',
+    reason: 'bad_upgrade',
+    message: 'Upgrade must be a list of protocol tokens of at most 256 bytes',
+    socks: SOCKS.GENERAL_FAILURE,
+  },
+  upgrade_with_body: {
+    status: 400,
+    error: 'http_request_error',
+    reason: 'bad_upgrade',
+    message: 'an Upgrade request must not have a body',
+    socks: SOCKS.GENERAL_FAILURE,
+  },
+  upgrade_needs_http11: {
+    status: 400,
+    error: 'http_request_error',
+    reason: 'bad_upgrade',
+    message: 'Upgrade needs HTTP/1.1',
+    socks: SOCKS.GENERAL_FAILURE,
+  },
   malformed_request: {
     status: 400,
     error: 'http_request_error',

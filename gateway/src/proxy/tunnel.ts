@@ -1,8 +1,9 @@
-// Tunnels, for HTTP CONNECT and SOCKS5 CONNECT alike: admit, check the destination, open it
-// through an exit (failing over to the next matching exit when one fails), answer success, then
-// splice bytes both ways. Only the answers differ (TunnelAnswer: an HTTP status line or a SOCKS5
-// reply). Billing reads the customer socket's counters; the 'data' listeners only feed the
-// budget's enforcement estimate.
+// Tunnels, for HTTP CONNECT, SOCKS5 CONNECT and absolute-form Upgrade requests alike: admit, check
+// the destination, open it through an exit (failing over to the next matching exit when one
+// fails), answer success, then splice bytes both ways. Only the answers differ (TunnelAnswer: an
+// HTTP status line, a SOCKS5 reply, or, for an Upgrade, the request head sent on to the origin
+// whose own answer is relayed: upgrade.ts). Billing reads the customer socket's counters; the
+// 'data' listeners only feed the budget's enforcement estimate.
 import type net from 'node:net';
 import type { Tab } from '../accounting/ledger.ts';
 import type { AccessKind } from './access-log.ts';
@@ -20,11 +21,22 @@ export const MAX_EXIT_ATTEMPTS = 3;
 /** How a tunnel answers its client: the protocol it was asked in. */
 export interface TunnelAnswer {
   /** The access log's `kind` and the requests_total label. */
-  kind: Extract<AccessKind, 'connect' | 'socks5'>;
-  /** The tunnel is open: tell the client (its bytes are billed, as the 200 is). */
-  established(socket: net.Socket): void;
+  kind: Extract<AccessKind, 'connect' | 'socks5' | 'upgrade'>;
+  /** The access log's method (default CONNECT). */
+  method?: string;
+  /** A refusal decided from the request alone, before admission (a malformed Upgrade request). */
+  invalid?: Refusal | undefined;
+  /**
+   * The tunnel to `upstream` is open: tell the client (its bytes are billed, as the 200 is), or
+   * send the upstream what must come first (an Upgrade's request head).
+   */
+  established(socket: net.Socket, upstream: net.Socket): void;
   /** Refuse and close the connection (a refused tunnel never stays open). */
   refuse(socket: net.Socket, r: Refusal): void;
+  /** Sees each chunk from the upstream before it is relayed (an Upgrade reads its answer's status). */
+  fromUpstream?: (chunk: Buffer) => void;
+  /** The access log's status when the tunnel closes (default 200). */
+  status?: () => number;
 }
 
 const HTTP_ANSWER: TunnelAnswer = {
@@ -79,12 +91,14 @@ async function tunnel(
   const started = performance.now();
   let account: string | undefined = undefined;
   let via: Exit | undefined;
+  const method = answer.method ?? 'CONNECT';
   const refuse = (r: Refusal) => {
     const send = countRefusal(ctx, r, socket);
     ctx.ledger.refused(socket);
     if (send) answer.refuse(socket, r);
-    ctx.access.refused(answer.kind, socket, r, send, started, 'CONNECT', target, account, via);
+    ctx.access.refused(answer.kind, socket, r, send, started, method, target, account, via);
   };
+  if (answer.invalid) return refuse(answer.invalid);
   if (!target) return refuse(refusalFor('connect_needs_authority'));
   const admitted = await admit(ctx, proxyAuthorization, socket);
   if ('status' in admitted) return refuse(admitted);
@@ -130,7 +144,12 @@ async function tunnel(
     return;
   }
   const { tab } = admitted;
-  (answer.kind === 'socks5' ? ctx.hot.socksRequests : ctx.hot.connectRequests).inc();
+  (answer.kind === 'socks5'
+    ? ctx.hot.socksRequests
+    : answer.kind === 'upgrade'
+      ? ctx.hot.upgradeRequests
+      : ctx.hot.connectRequests
+  ).inc();
   ctx.hot.tunnels.inc();
   if (tab) {
     tab.tunnel(upstream);
@@ -156,14 +175,15 @@ async function tunnel(
     if (closed) return;
     closed = true;
     ctx.hot.tunnels.dec();
-    ctx.access.done(answer.kind, socket, 200, undefined, started, 'CONNECT', target, account, via);
+    const status = answer.status?.() ?? 200;
+    ctx.access.done(answer.kind, socket, status, undefined, started, method, target, account, via);
     if (reset && !up.destroyed) up.resetAndDestroy();
     else up.destroy();
   });
-  answer.established(socket);
+  answer.established(socket, up);
   if (head.length) up.write(head);
   relay(socket, up, tab);
-  relay(up, socket, tab);
+  relay(up, socket, tab, answer.fromUpstream);
 }
 
 /**
@@ -172,9 +192,15 @@ async function tunnel(
  * resumes it unless the ledger holds it (pipe() resumed a held source on every drain, so a tunnel
  * waiting for its budget's next lease ran on into its overdraft and was cut: prefetch.int.test.ts).
  */
-function relay(from: net.Socket, to: net.Socket, tab: Tab | undefined): void {
+function relay(
+  from: net.Socket,
+  to: net.Socket,
+  tab: Tab | undefined,
+  observe?: (chunk: Buffer) => void,
+): void {
   from.on('data', (chunk: Buffer) => {
     tab?.onChunk(chunk.length);
+    observe?.(chunk);
     // The other side is gone or finished: stop reading (pipe() unpiped here).
     if (to.destroyed || to.writableEnded) return void from.pause();
     if (!to.write(chunk)) from.pause();
