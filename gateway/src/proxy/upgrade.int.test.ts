@@ -133,7 +133,8 @@ const opened = (ws: WebSocket) =>
 /** Sends `message` and resolves with the next message back. */
 const roundTrip = (ws: WebSocket, message: string | Buffer) =>
   new Promise<{ data: Buffer; isBinary: boolean }>((resolve) => {
-    ws.once('message', (data, isBinary) => resolve({ data, isBinary }));
+    // binaryType is the default 'nodebuffer': every message arrives as one Buffer.
+    ws.once('message', (data, isBinary) => resolve({ data: data as Buffer, isBinary }));
     ws.send(message);
   });
 
