@@ -108,6 +108,16 @@ describe('auto-refill through real gateways', () => {
       ),
     );
     const all = results.flat();
+    // On failure, the pods' warnings first: a budget cut logs why (estimate, leases, pending).
+    if (all.some((r) => r.status !== 200 || r.received !== 2 * MB))
+      for (const pod of pods)
+        console.log(
+          pod
+            .output()
+            .split('\n')
+            .filter((l) => /"level":(40|50)|cut|denied/.test(l))
+            .join('\n'),
+        );
     expect(all.filter((r) => r.status !== 200 || r.received !== 2 * MB)).toEqual([]);
     const bought = await refills(account.id);
     expect(bought.length).toBeGreaterThanOrEqual(1);

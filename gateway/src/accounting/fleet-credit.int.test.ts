@@ -89,6 +89,7 @@ describe('outage credit across a fleet', () => {
     } finally {
       await relay.restore();
     }
+    console.log(`fleet credit statuses: ${statuses.map((m) => m.join(',')).join(' | ')}`);
     for (const mine of statuses) {
       expect(mine).not.toContain(402);
       expect(mine.at(-1)).toBe(503);

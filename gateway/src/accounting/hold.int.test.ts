@@ -113,4 +113,27 @@ describe('a budget waiting for its next lease', () => {
       await gateway.close();
     }
   }, 60_000);
+
+  it('does not count a download that ended between two ticks twice: two sequential streams through late grants', async () => {
+    // Found by CI (worker/src/billing-gateways.int.test.ts, again after the fix above): a
+    // connection that closed between two ticks had its exact bytes charged to the leases while its
+    // chunks stayed in the budget's estimate until the next tick, so the other connection's next
+    // chunk saw the download counted twice (1-1.8 MB past the leases with one connection open)
+    // and the pod cut it while its grant was merely late.
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 2 }, async () => {
+          const out: number[] = [];
+          for (let i = 0; i < 12; i++) out.push(await download(gateway.port, origin.port, auth, 2_000_000));
+          return out;
+        }),
+      );
+      expect(statuses.flat().filter((s) => s !== 200)).toEqual([]);
+    } finally {
+      await gateway.close();
+    }
+  }, 60_000);
 });

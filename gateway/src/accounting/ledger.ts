@@ -74,6 +74,7 @@ export class Tab {
   onChunk(bytes: number): void {
     const s = this.budget.state;
     s.estimate += bytes;
+    this.conn.estimated += bytes;
     if (s.estimate > s.trigger) this.ledger.pressure(this.budget);
   }
 
@@ -304,6 +305,7 @@ export class Ledger {
   /** Cuts every connection of a budget that has run out. */
   private cut(b: Budget): void {
     this.opts.metrics.budgetCuts.inc({ plan: b.product });
+    policy.cutOff(b.state);
     const { estimate, available, pending, deniedAt } = b.state;
     this.opts.logger.warn(
       {
@@ -399,6 +401,11 @@ export class Ledger {
 
   private collect(conn: Metered, inNow: number, outNow: number): void {
     const b = conn.budget!;
+    // The exact counts replace the connection's chunks in the estimate. A tick restarts the whole
+    // estimate anyway; a connection that closes between two ticks would otherwise be counted
+    // twice until the next one, and the budget's other connections cut for it (hold.int.test.ts).
+    b.state.estimate = Math.max(0, b.state.estimate - conn.estimated);
+    conn.estimated = 0;
     const up = Math.max(0, inNow - conn.billedIn);
     const down = Math.max(0, outNow - conn.billedOut);
     if (up === 0 && down === 0) return;

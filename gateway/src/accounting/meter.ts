@@ -23,6 +23,11 @@ export class Metered {
   kind: 'http' | 'tunnel' = 'http';
   billedIn = 0;
   billedOut = 0;
+  /**
+   * This connection's share of its budget's estimate: the chunks relayed since its bytes were
+   * last counted exactly. Counting them exactly takes them out of the estimate again.
+   */
+  estimated = 0;
   /** Counters at the end of the last completed request (bytes after it belong to the next one). */
   markIn = 0;
   markOut = 0;

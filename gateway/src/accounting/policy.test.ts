@@ -7,6 +7,7 @@ import {
   allocate,
   admission,
   canAdmit,
+  cutOff,
   denied,
   drawSettled,
   drawStarted,
@@ -134,6 +135,25 @@ describe('budget policy', () => {
     const unknown = newBudgetState();
     expect(failed(unknown, false, MiB, 1)).toBe(false);
     expect(verdict(unknown)).toBe('unavailable');
+  });
+
+  it('after a cut, admits nothing before a grant: 503 in an outage whose credit is spent, not admit-then-cut', () => {
+    // A cut leaves unspent what was read but never delivered. Admitting on it let every new
+    // request in only to cut it a moment later (fleet-credit.int.test.ts: -1 forty times, no 503).
+    const s = withLease(MiB);
+    allocate(s, MiB - 100 * 1024);
+    cutOff(s);
+    expect(s.available).toBeGreaterThan(0);
+    expect(canAdmit(s)).toBe(false);
+    expect(admission(s, 10)).toBe('ask');
+    drawStarted(s);
+    expect(failed(s, true, 0, 10)).toBe(false);
+    drawSettled(s);
+    expect(verdict(s)).toBe('unavailable');
+    drawStarted(s);
+    granted(s, lease('b', MiB), 0, 20);
+    drawSettled(s);
+    expect(canAdmit(s)).toBe(true);
   });
 
   it('keeps a spent last lease to absorb the overdraft, and returns everything when idle', () => {

@@ -80,6 +80,12 @@ export interface BudgetState {
   /** When the database last said nothing is free (0: not denied). */
   deniedAt: number;
   creditUsed: boolean;
+  /**
+   * The budget's connections were cut past its leases: nothing is admitted again before a grant
+   * (or outage credit). Without this, what a cut left unspent (bytes read but never delivered)
+   * admitted request after request, each cut a moment later instead of answered 503 or 402.
+   */
+  cutOff: boolean;
   everGranted: boolean;
   /** The last lease request failed (database unreachable): refuse with 503, never 402. */
   unavailable: boolean;
@@ -111,6 +117,7 @@ export function newBudgetState(): BudgetState {
     overrunAtDraw: 0,
     deniedAt: 0,
     creditUsed: false,
+    cutOff: false,
     everGranted: false,
     unavailable: false,
     contended: false,
@@ -126,7 +133,7 @@ export function newBudgetState(): BudgetState {
 
 /** Whether a new connection or request may start now without waiting for the database. */
 export function canAdmit(s: BudgetState): boolean {
-  return s.available - s.estimate > 0;
+  return !s.cutOff && s.available - s.estimate > 0;
 }
 
 /**
@@ -267,6 +274,7 @@ export function granted(s: BudgetState, lease: Grant, held: number, now: number)
   s.leases.push({ id: lease.id, granted: lease.granted, spent: 0, flushed: 0, expiresAt: lease.expiresAt });
   s.everGranted = true;
   s.creditUsed = false;
+  s.cutOff = false;
   s.lastGrantAt = now;
   s.spentAtGrant = s.allocated + s.estimate;
   settleDrawAt(s);
@@ -325,6 +333,7 @@ export function failed(s: BudgetState, known: boolean, credit: number, now: numb
     s.everGranted = true;
     s.unavailable = false;
     s.creditUsed = true;
+    s.cutOff = false;
     s.leases.push({ id: null, granted: credit, spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
     settleDrawAt(s);
     return true;
@@ -332,6 +341,11 @@ export function failed(s: BudgetState, known: boolean, credit: number, now: numb
   s.deniedAt = now;
   s.unavailable = true;
   return false;
+}
+
+/** The budget's connections were cut: admissions wait for the next grant (see `cutOff`). */
+export function cutOff(s: BudgetState): void {
+  s.cutOff = true;
 }
 
 /** The lease request settled (any answer): cut now if a denial leaves the estimate past the leases. */
