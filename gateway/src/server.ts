@@ -194,6 +194,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
     ...(deps.fleetSize ? { fleetSize: deps.fleetSize } : {}),
+    // The account's override, else the plan's default (docs/adr/0035).
+    throttle: (accountId) => proc.cache.throttle(accountId, plan) ?? spec.throttle?.bytesPerSecond ?? 0,
   });
   proc.ledgers.add(ledger);
   const limiter = proc.limiter;
