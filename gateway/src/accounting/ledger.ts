@@ -266,6 +266,12 @@ export class Ledger {
     if (b) policy.balanceChanged(b.state);
   }
 
+  /** The account's cap may have changed (change feed): its live budget follows at once. */
+  throttleChanged(accountId: string): void {
+    const b = this.budgets.get(accountId);
+    if (b) this.applyThrottle(b, performance.now());
+  }
+
   /** The estimate crossed the trigger: cut, hold or draw, as the policy says. */
   pressure(b: Budget): void {
     switch (policy.pressure(b.state, b.conns.size)) {
