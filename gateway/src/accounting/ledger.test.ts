@@ -38,8 +38,12 @@ function stream(b: Budget): PassThrough {
   return s;
 }
 
-beforeEach(() => jest.useFakeTimers());
-afterEach(() => jest.useRealTimers());
+beforeEach(() => {
+  jest.useFakeTimers();
+});
+afterEach(() => {
+  jest.useRealTimers();
+});
 
 describe('the ledger throttle', () => {
   it('gives each gateway cap / fleet size, follows the fleet and the cap on the tick', () => {
