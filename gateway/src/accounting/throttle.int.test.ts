@@ -3,7 +3,7 @@
 // slowed, billing stays exact, a change reaches a live gateway without a restart, and the plan's
 // default from the spec applies. Rates are asserted only as lower bounds on time (a busy machine
 // makes transfers slower, never faster); the measured figures are printed.
-import net from 'node:net';
+import type net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';

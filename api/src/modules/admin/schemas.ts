@@ -16,7 +16,7 @@ export const accountParams = z.object({ id: uuid });
 export const keyParams = z.object({ id: uuid, keyId: uuid });
 export const ispProxyParams = z.object({ id: uuid, proxyId: uuid });
 export const autoRefillParams = z.object({ id: uuid, product: z.enum(PRODUCTS) });
-export const throttleParams = autoRefillParams;
+export const throttleParams = z.object({ id: uuid, product: z.enum(PRODUCTS) });
 
 export const throttleUpdateSchema = z.strictObject({
   bytesPerSecond: z
