@@ -105,6 +105,10 @@ const floorMs = (bytes: number, rate: number, streams: number) =>
 
 const moved = (all: Moved[]) => all.reduce((n, m) => n + m.written + m.read, 0);
 
+/** KiB/s over `ms`, and after the first burst (the steady rate the cap governs), for the printed lines. */
+const rates = (bytes: number, ms: number, rate: number) =>
+  `${(((bytes / ms) * 1000) / KiB) | 0} KiB/s, ${((((bytes - Math.max(MIN_BURST_BYTES, rate)) / ms) * 1000) / KiB) | 0} KiB/s after the burst`;
+
 describe('a throttled account', () => {
   it('stays under its cap over parallel plain and CONNECT connections, leaves others alone, and is billed exactly', async () => {
     const slow = await accountWithBandwidth(db.pool, { basic: 100 * MB });
@@ -133,7 +137,7 @@ describe('a throttled account', () => {
     const sBytes = moved(s.value);
     console.log(
       `throttle: capped account moved ${sBytes} B over 4 connections in ${s.ms.toFixed(0)} ms ` +
-        `= ${(((sBytes / s.ms) * 1000) / KiB).toFixed(0)} KiB/s (cap ${rate / KiB} KiB/s, burst ${rate / KiB} KiB); ` +
+        `= ${rates(sBytes, s.ms, rate)} (cap ${rate / KiB} KiB/s, burst ${rate / KiB} KiB); ` +
         `uncapped account at the same time: ${moved(f.value)} B in ${f.ms.toFixed(0)} ms`,
     );
     expect(s.value.map((m) => m.ok)).toEqual([true, true, true, true]);
@@ -172,7 +176,7 @@ describe('a throttled account', () => {
     const after = await timed(() => plain(gateway.port, a, MB));
     console.log(
       `throttle: 1 MB uncapped ${before.ms.toFixed(0)} ms; at ${rate / KiB} KiB/s ${capped.ms.toFixed(0)} ms ` +
-        `(${(((MB / capped.ms) * 1000) / KiB).toFixed(0)} KiB/s); 4 MB raised after 1 s: ${raised.ms.toFixed(0)} ms; ` +
+        `(${rates(MB, capped.ms, rate)}); 4 MB raised after 1 s: ${raised.ms.toFixed(0)} ms; ` +
         `cap removed: ${after.ms.toFixed(0)} ms`,
     );
     expect(after.ms).toBeLessThan(capped.ms / 2);
@@ -198,7 +202,7 @@ describe("the plan's default from the spec", () => {
       ]);
       console.log(
         `throttle: plan default ${rate / KiB} KiB/s: 1 MB in ${byDefault.ms.toFixed(0)} ms ` +
-          `(${(((MB / byDefault.ms) * 1000) / KiB).toFixed(0)} KiB/s); overridden to 100 MB/s: ${overridden.ms.toFixed(0)} ms`,
+          `(${rates(MB, byDefault.ms, rate)}); overridden to 100 MB/s: ${overridden.ms.toFixed(0)} ms`,
       );
       expect(byDefault.value.ok && overridden.value.ok).toBe(true);
       expect(byDefault.ms).toBeGreaterThan(floorMs(MB, rate, 1));
