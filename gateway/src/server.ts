@@ -143,6 +143,8 @@ export class GatewayProcess {
       const revoked = await p.cache.apply(changes);
       for (const c of changes) {
         if (c.kind === 'balance') for (const ledger of p.ledgers) ledger.balanceChanged(c.accountId);
+        // A cap override is announced as an account change (docs/adr/0035): live budgets take it now.
+        if (c.kind === 'account') for (const ledger of p.ledgers) ledger.throttleChanged(c.accountId);
       }
       // A suspension or a credential change ends the account's live connections at once: they
       // were admitted with credentials that no longer hold (finding 5 of issue 10).
@@ -195,6 +197,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
     ...(deps.fleetSize ? { fleetSize: deps.fleetSize } : {}),
+    // The account's override, else the plan's default (docs/adr/0035).
+    throttle: (accountId) => proc.cache.throttle(accountId, plan) ?? spec.throttle?.bytesPerSecond ?? 0,
   });
   proc.ledgers.add(ledger);
   const limiter = proc.limiter;

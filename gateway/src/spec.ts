@@ -7,6 +7,7 @@ import { z } from 'zod';
 
 export { PRODUCTS as PLANS, type Product as Plan } from '../../common/src/products.ts';
 import { PRODUCTS } from '../../common/src/products.ts';
+import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '../../common/src/throttle.ts';
 
 const lowerName = z.string().regex(/^[a-z0-9]+$/, 'lowercase letters and digits, no spaces');
 
@@ -49,6 +50,12 @@ export const proxyGatewaySpecSchema = z.object({
       maxConnectionsPerAccount: z.number().int().min(1).default(1000),
     })
     .default({ maxConnectionsPerAccount: 1000 }),
+  /** The plan's default bandwidth cap per account, fleet-wide (docs/adr/0035); absent: none. */
+  throttle: z
+    .object({
+      bytesPerSecond: z.number().int().min(MIN_THROTTLE_BYTES_PER_SECOND).max(MAX_THROTTLE_BYTES_PER_SECOND),
+    })
+    .optional(),
 });
 export type ProxyGatewaySpec = z.infer<typeof proxyGatewaySpecSchema>;
 

@@ -62,6 +62,28 @@ describe('proxyfleet admin', () => {
     });
   });
 
+  test("throttle set: a cap, none, and a bad value refused with the API's or the usage message", async () => {
+    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
+      id: string;
+    };
+    expect(json(await cli('admin', 'throttle', 'set', account.id, 'basic', '524288'))).toEqual({
+      product: 'basic',
+      bytesPerSecond: 524288,
+    });
+    expect(json(await cli('admin', 'accounts', 'get', account.id)).throttles).toEqual([
+      { product: 'basic', bytesPerSecond: 524288 },
+    ]);
+    expect(json(await cli('admin', 'throttle', 'set', account.id, 'basic', 'none'))).toEqual({
+      product: 'basic',
+      bytesPerSecond: null,
+    });
+    expect(await cli('admin', 'throttle', 'set', account.id, 'basic', '1000')).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('bytesPerSecond: must be at least 65536'),
+    });
+    expect(await cli('admin', 'throttle', 'set', account.id, 'basic', 'fast')).toMatchObject({ code: 2 });
+  });
+
   test('wraps the admin API: account, purchase, keys, suspension, alerts, ISP proxies', async () => {
     const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
       id: string;

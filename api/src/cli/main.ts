@@ -33,6 +33,11 @@ const num = (value: string | boolean | undefined, name: string): number | undefi
 };
 
 class UsageError extends Error {}
+const capArgument = (value: string | undefined): number => {
+  const n = Number(value);
+  if (!value || !Number.isFinite(n)) throw new UsageError('bytesPerSecond must be a number or none');
+  return n;
+};
 
 export const COMMANDS: Record<string, Command> = {
   'accounts create': {
@@ -209,6 +214,16 @@ export const COMMANDS: Record<string, Command> = {
       method: 'PUT',
       path: `/accounts/${a.accountId}/target-stats`,
       body: { enabled: onOff(o.enabled, 'enabled') },
+    }),
+  },
+  'throttle set': {
+    usage: 'throttle set <accountId> <plan> <bytesPerSecond|none>',
+    summary: "Bandwidth cap of one plan in bytes per second, fleet-wide (none: the plan's default)",
+    args: ['accountId', 'plan', 'bytesPerSecond'],
+    request: (a) => ({
+      method: 'PUT',
+      path: `/accounts/${a.accountId}/throttle/${a.plan}`,
+      body: { bytesPerSecond: a.bytesPerSecond === 'none' ? null : capArgument(a.bytesPerSecond) },
     }),
   },
   'proxy-password reset': {

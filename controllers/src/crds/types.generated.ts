@@ -40,6 +40,10 @@ export type ProxyGatewaySpec = {
   limits: {
     maxConnectionsPerAccount: number;
   };
+  /** The plan's default bandwidth cap per account, shared by the plan's gateways (each enforces bytesPerSecond / live gateways); absent, no cap. An account's override (admin API) wins. docs/adr/0035. */
+  throttle?: {
+    bytesPerSecond: number;
+  };
   /** Gateway pods; an HPA scales between min and max when they differ. */
   replicas: {
     min: number;

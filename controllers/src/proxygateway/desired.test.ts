@@ -120,6 +120,13 @@ describe('desiredObjects invariants', () => {
     }
   }
 
+  test("the plan's default throttle reaches the gateway's config (docs/adr/0035), and only when set", async () => {
+    const gateway = structuredClone(CASES['basic-autoscaled']!);
+    expect((await readAsGateway(gateway)).parsed.spec.throttle).toBeUndefined();
+    gateway.spec.throttle = { bytesPerSecond: 1_048_576 };
+    expect((await readAsGateway(gateway)).parsed.spec.throttle).toEqual({ bytesPerSecond: 1_048_576 });
+  });
+
   test('issue 13 finding 4: upstream credentials go into a Secret the pod mounts, never into the ConfigMap', async () => {
     const gateway = CASES['advanced-fixed-loadbalancer']!;
     expect(JSON.stringify(gateway.spec.exits)).toContain('user:pass@');

@@ -85,7 +85,7 @@ export function upstreamSecrets(pgw: ProxyGateway): Map<number, { key: string; u
  * volume (gateway/src/spec.ts reads it): passwords stay out of the ConfigMap.
  */
 export function gatewayConfigYaml(pgw: ProxyGateway): string {
-  const { plan, port, advertisedHost, session, timeouts, limits } = pgw.spec;
+  const { plan, port, advertisedHost, session, timeouts, limits, throttle } = pgw.spec;
   const secrets = upstreamSecrets(pgw);
   const exits = pgw.spec.exits.map((exit, i) => {
     const secret = secrets.get(i);
@@ -95,7 +95,7 @@ export function gatewayConfigYaml(pgw: ProxyGateway): string {
     apiVersion: API_VERSION,
     kind: 'ProxyGateway',
     metadata: { name: pgw.metadata.name, namespace: pgw.metadata.namespace },
-    spec: { plan, port, advertisedHost, exits, session, timeouts, limits },
+    spec: { plan, port, advertisedHost, exits, session, timeouts, limits, ...(throttle ? { throttle } : {}) },
   });
 }
 

@@ -12,9 +12,10 @@ import type { Plan } from '../spec.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { UsageFlusher } from './flusher.ts';
 import { LeaseClient } from './lease-client.ts';
-import { Budget, Metered } from './meter.ts';
+import { Budget, HOLD_LEASE, HOLD_THROTTLE, Metered } from './meter.ts';
 import type { TargetTally } from './targets.ts';
 import * as policy from './policy.ts';
+import * as throttle from './throttle.ts';
 
 export const TICK_MS = 250;
 export const FLUSH_MS = 2_000;
@@ -42,6 +43,12 @@ export interface LedgerOptions {
   fleetSize?: () => number;
   /** Target statistics, written after each usage batch in their own statement (docs/adr/0026). */
   targets?: TargetTally;
+  /**
+   * The account's bandwidth cap on this plan for the whole fleet, bytes per second (0: none):
+   * its override, else the plan's default (docs/adr/0035). Asked when a budget is created and on
+   * every tick, so a change reaches live connections within a tick. Default: none.
+   */
+  throttle?: (accountId: string) => number;
 }
 
 /** Why an admission was refused (the proxy maps each to its refusal). */
@@ -72,10 +79,13 @@ export class Tab {
 
   /** Hot path: a relayed chunk, either direction (enforcement between two counter reads). */
   onChunk(bytes: number): void {
-    const s = this.budget.state;
+    const b = this.budget;
+    const s = b.state;
     s.estimate += bytes;
     this.conn.estimated += bytes;
-    if (s.estimate > s.trigger) this.ledger.pressure(this.budget);
+    if (s.estimate > s.trigger) this.ledger.pressure(b);
+    // Unthrottled budgets pay this one comparison (docs/adr/0035).
+    if (b.bucket !== undefined) this.ledger.throttled(b, bytes);
   }
 
   /** The streams relayed to or from the customer: paused while the budget waits for a lease. */
@@ -124,12 +134,14 @@ export class Ledger {
   private readonly leases: LeaseClient;
   private readonly flusher: UsageFlusher;
   private readonly fleetSize: () => number;
+  private readonly throttleOf: (accountId: string) => number;
 
   constructor(opts: LedgerOptions) {
     this.opts = opts;
     this.leases = new LeaseClient(opts.pool, opts.gatewayId);
     this.flusher = new UsageFlusher(opts);
     this.fleetSize = opts.fleetSize ?? (() => 1);
+    this.throttleOf = opts.throttle ?? (() => 0);
   }
 
   start(): void {
@@ -144,8 +156,59 @@ export class Ledger {
     if (!b) {
       b = new Budget(accountId, this.opts.plan);
       this.budgets.set(accountId, b);
+      this.applyThrottle(b, performance.now());
     }
     return b;
+  }
+
+  /**
+   * Sets, changes or removes the budget's token bucket from the account's cap and the fleet size:
+   * each gateway enforces its share, cap / fleet size (docs/adr/0035).
+   */
+  private applyThrottle(b: Budget, now: number): void {
+    const cap = this.throttleOf(b.accountId);
+    if (cap <= 0) {
+      if (b.bucket === undefined) return;
+      b.bucket = undefined;
+      clearTimeout(b.throttleTimer);
+      b.throttleTimer = undefined;
+      b.release(HOLD_THROTTLE);
+      return;
+    }
+    const rate = throttle.perPodRate(cap, this.fleetSize());
+    if (b.bucket === undefined) b.bucket = throttle.newBucket(rate, now);
+    else if (b.bucket.rate !== rate) {
+      throttle.setRate(b.bucket, rate, now);
+      // A held budget waits for its debt at the new rate (sooner when the cap was raised).
+      if (b.throttleTimer) this.scheduleUnthrottle(b, throttle.waitMs(b.bucket));
+    }
+  }
+
+  /**
+   * Hot path of a throttled budget: a chunk moved. When it put the bucket in debt, every stream of
+   * the budget is held until the debt is paid: one timer per throttled budget, so the streams move
+   * again as soon as the rate allows, not on the next tick (smooth within a chunk per stream).
+   */
+  throttled(b: Budget, bytes: number): void {
+    const wait = throttle.take(b.bucket!, bytes, performance.now());
+    if (wait === 0 || b.throttleTimer) return;
+    b.hold(HOLD_THROTTLE);
+    this.scheduleUnthrottle(b, wait);
+  }
+
+  private scheduleUnthrottle(b: Budget, wait: number): void {
+    clearTimeout(b.throttleTimer);
+    b.throttleTimer = setTimeout(() => this.unthrottle(b), wait);
+    b.throttleTimer.unref();
+  }
+
+  /** The debt should be paid: release, or wait again for chunks that arrived while holding. */
+  private unthrottle(b: Budget): void {
+    b.throttleTimer = undefined;
+    const bucket = b.bucket;
+    const wait = bucket ? (throttle.refill(bucket, performance.now()), throttle.waitMs(bucket)) : 0;
+    if (wait > 0) return this.scheduleUnthrottle(b, wait);
+    b.release(HOLD_THROTTLE);
   }
 
   /**
@@ -204,33 +267,24 @@ export class Ledger {
     if (b) policy.balanceChanged(b.state);
   }
 
+  /** The account's cap may have changed (change feed): its live budget follows at once. */
+  throttleChanged(accountId: string): void {
+    const b = this.budgets.get(accountId);
+    if (b) this.applyThrottle(b, performance.now());
+  }
+
   /** The estimate crossed the trigger: cut, hold or draw, as the policy says. */
   pressure(b: Budget): void {
     switch (policy.pressure(b.state, b.conns.size)) {
       case 'cut':
         return this.cut(b);
       case 'hold':
-        return this.hold(b);
+        return b.hold(HOLD_LEASE);
       case 'draw':
         void this.draw(b);
         return;
       case 'none':
         return;
-    }
-  }
-
-  /**
-   * Pauses every stream of the budget until the grant arrives, also those already paused by
-   * back-pressure: a 'drain' must not resume them meanwhile (finding 9 of issue 10: streams
-   * paused for back-pressure escaped the hold and ran the budget past its overdraft, a cut).
-   */
-  private hold(b: Budget): void {
-    for (const conn of b.conns) {
-      for (const stream of conn.sources) {
-        if (b.held.has(stream)) continue;
-        stream.pause();
-        b.held.add(stream);
-      }
     }
   }
 
@@ -241,12 +295,8 @@ export class Ledger {
    */
   relaying(b: Budget): void {
     const s = b.state;
-    if (b.held.size > 0 || (s.pending && s.estimate > s.trigger)) this.hold(b);
-  }
-
-  private release(b: Budget): void {
-    for (const stream of b.held) if (!stream.destroyed) stream.resume();
-    b.held.clear();
+    if (s.pending && s.estimate > s.trigger) b.hold(HOLD_LEASE);
+    else if (b.holds !== 0) b.hold(0);
   }
 
   private draw(b: Budget): Promise<void> {
@@ -257,7 +307,7 @@ export class Ledger {
       b.pending = this.requestLease(b, wanted).finally(() => {
         b.pending = undefined;
         if (policy.drawSettled(s) === 'cut') this.cut(b);
-        this.release(b);
+        b.release(HOLD_LEASE);
         if (s.estimate > s.trigger && b.conns.size) this.pressure(b);
       });
     }
@@ -429,7 +479,9 @@ export class Ledger {
     }
     const elapsed = now - this.lastTick;
     this.lastTick = now;
+    const clock = performance.now();
     for (const b of this.budgets.values()) {
+      this.applyThrottle(b, clock);
       if (b.conns.size) b.lastActive = now;
       if (policy.tick(b.state, elapsed, now, b.conns.size > 0)) void this.draw(b);
     }
@@ -465,7 +517,10 @@ export class Ledger {
       const { spends, releases } = policy.settleLeases(b.state, now, final || idle);
       for (const [id, bytes] of spends) this.flusher.addSpend(id, bytes);
       for (const [id, spent] of releases) this.flusher.addRelease(id, spent);
-      if ((idle || final) && b.conns.size === 0 && !b.pending) this.budgets.delete(accountId);
+      if ((idle || final) && b.conns.size === 0 && !b.pending) {
+        clearTimeout(b.throttleTimer);
+        this.budgets.delete(accountId);
+      }
     }
     this.flusher.end();
   }

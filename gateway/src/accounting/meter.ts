@@ -11,6 +11,14 @@ import type net from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Plan } from '../spec.ts';
 import { newBudgetState, type BudgetState } from './policy.ts';
+import type { Bucket } from './throttle.ts';
+
+/**
+ * Why a budget's streams are held: a grant on its way (docs/adr/0024) or the throttle's bucket in
+ * debt (docs/adr/0035). A bit each: releasing one reason never resumes streams another still holds.
+ */
+export const HOLD_LEASE = 1;
+export const HOLD_THROTTLE = 2;
 
 /** A customer connection whose bytes are billed. */
 export class Metered {
@@ -70,8 +78,14 @@ export class Budget {
   readonly conns = new Set<Metered>();
   readonly state: BudgetState = newBudgetState();
   pending: Promise<void> | undefined;
-  /** Streams paused while a grant is on its way. */
+  /** Streams paused while a reason to hold them stands. */
   readonly held = new Set<Readable>();
+  /** The reasons they are held (HOLD_* bits; 0: not held). */
+  holds = 0;
+  /** The throttle's token bucket; undefined: not throttled (the hot path's one comparison). */
+  bucket: Bucket | undefined;
+  /** The release of a throttle hold, scheduled when the bucket's debt is paid. */
+  throttleTimer: NodeJS.Timeout | undefined;
   lastActive = Date.now();
   bytesUp = 0;
   bytesDown = 0;
@@ -80,5 +94,30 @@ export class Budget {
   constructor(accountId: string, product: Plan) {
     this.accountId = accountId;
     this.product = product;
+  }
+
+  /**
+   * Pauses every stream of the budget for `reason` (0: only the streams not yet held, under the
+   * reasons already standing), also those already paused by back-pressure: a 'drain' must not
+   * resume them meanwhile (finding 9 of issue 10).
+   */
+  hold(reason: number): void {
+    this.holds |= reason;
+    if (this.holds === 0) return;
+    for (const conn of this.conns) {
+      for (const stream of conn.sources) {
+        if (this.held.has(stream)) continue;
+        stream.pause();
+        this.held.add(stream);
+      }
+    }
+  }
+
+  /** Drops `reason`; the streams resume only when no other reason holds them. */
+  release(reason: number): void {
+    this.holds &= ~reason;
+    if (this.holds !== 0) return;
+    for (const stream of this.held) if (!stream.destroyed) stream.resume();
+    this.held.clear();
   }
 }

@@ -10,6 +10,8 @@ export interface CachedAccount {
   username: string;
   passwordSha256: Buffer;
   status: 'active' | 'suspended';
+  /** Bandwidth caps set for this account, bytes per second per product (docs/adr/0035). */
+  throttles?: Readonly<Record<string, number>> | null;
 }
 
 interface Row {
@@ -17,9 +19,14 @@ interface Row {
   username: string;
   password_sha256: Buffer;
   status: 'active' | 'suspended';
+  throttles: Record<string, number> | null;
 }
 
-const SELECT = `SELECT c.account_id, c.username, c.password_sha256, a.status
+// An override change is announced as an 'account' change (migrations/0083), so it arrives here
+// with the account's other facts and reaches live budgets on the ledger's next tick.
+const SELECT = `SELECT c.account_id, c.username, c.password_sha256, a.status,
+                       (SELECT jsonb_object_agg(t.product, t.bytes_per_second)
+                          FROM account_throttles t WHERE t.account_id = a.id) AS throttles
                   FROM proxy_credentials c JOIN accounts a ON a.id = c.account_id`;
 
 export class CredentialCache {
@@ -35,6 +42,13 @@ export class CredentialCache {
 
   get(username: string): CachedAccount | undefined {
     return this.byUsername.get(username);
+  }
+
+  /** The account's bandwidth cap override for a product, bytes per second (undefined: none). */
+  throttle(accountId: string, product: string): number | undefined {
+    const username = this.usernameOf.get(accountId);
+    const entry = username === undefined ? undefined : this.byUsername.get(username);
+    return entry?.throttles?.[product];
   }
 
   get size(): number {
@@ -90,6 +104,7 @@ export class CredentialCache {
       username: row.username,
       passwordSha256: row.password_sha256,
       status: row.status,
+      throttles: row.throttles,
     };
     this.byUsername.set(row.username, entry);
     this.usernameOf.set(row.account_id, row.username);

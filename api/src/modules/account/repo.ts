@@ -16,6 +16,7 @@ export interface AccountRecord {
     refillBytes: number;
     maxRefillsPerMonth: number;
   }[];
+  throttles: { product: Product; bytesPerSecond: number }[];
   apiKeys: {
     id: string;
     name: string;
@@ -37,6 +38,9 @@ export async function readAccount(pool: Pool, accountId: string): Promise<Accoun
                         'thresholdBytes', r.threshold_bytes, 'refillBytes', r.refill_bytes,
                         'maxRefillsPerMonth', r.max_refills_per_month) ORDER BY r.product)
                         FROM auto_refill_settings r WHERE r.account_id = a.id), '[]'::json) AS "autoRefill",
+            coalesce((SELECT json_agg(json_build_object('product', t.product, 'bytesPerSecond', t.bytes_per_second)
+                        ORDER BY t.product)
+                        FROM account_throttles t WHERE t.account_id = a.id), '[]'::json) AS throttles,
             coalesce((SELECT json_agg(json_build_object('id', k.id, 'name', k.name, 'kind', k.kind, 'prefix', k.prefix,
                         'last4', k.last4, 'createdAt', to_char(k.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                         ORDER BY k.kind DESC, k.created_at, k.id)

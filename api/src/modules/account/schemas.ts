@@ -31,6 +31,14 @@ export const autoRefillSchema = z.object({
   maxRefillsPerMonth: z.number().int(),
 });
 
+export const throttleSchema = z.object({
+  product: z.enum(PRODUCTS),
+  bytesPerSecond: z
+    .number()
+    .int()
+    .describe("The account's bandwidth cap on this product, bytes per second, shared by all its connections"),
+});
+
 export const accountResponseSchema = z.object({
   success: z.literal(true),
   id: z.string(),
@@ -42,6 +50,12 @@ export const accountResponseSchema = z.object({
   usageUpdatedAt: z.string(),
   alerts: alertsSchema,
   autoRefill: z.array(autoRefillSchema),
+  throttles: z
+    .array(throttleSchema)
+    .describe(
+      'Bandwidth caps set for this account, per product; a product not listed has the plan default ' +
+        "of the operator's gateways, if any (docs/gateway.md, Throttling)",
+    ),
   apiKeys: z.array(keySummarySchema).describe('Active keys: the primary and up to 10 named'),
   namedKeysLimit: z.number().int(),
 });

@@ -81,6 +81,7 @@ export class AccountService {
         refillGb: gb(r.refillBytes),
         maxRefillsPerMonth: r.maxRefillsPerMonth,
       })),
+      throttles: record.throttles,
       apiKeys: record.apiKeys,
       namedKeysLimit: MAX_NAMED_KEYS,
     };

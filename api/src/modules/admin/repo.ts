@@ -1,6 +1,7 @@
 import type { Pool } from '../../../../common/src/db/pool.ts';
 import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
 import type { IspProxyRow } from '../proxies/repo.ts';
+import type { Product } from '../../../../common/src/products.ts';
 import type { AlertsUpdate } from './schemas.ts';
 
 export interface AccountSummaryRow {
@@ -113,4 +114,30 @@ export async function deleteIspProxy(pool: Pool, accountId: string, proxyId: str
     accountId,
   ]);
   return rowCount === 1;
+}
+
+/**
+ * Sets or removes (null) an account's bandwidth cap on a product (account_throttles,
+ * migrations/0083); its trigger announces an account change, which the gateways follow.
+ */
+export async function putThrottle(
+  pool: Pool,
+  accountId: string,
+  product: Product,
+  bytesPerSecond: number | null,
+): Promise<void> {
+  if (bytesPerSecond === null) {
+    await pool.query('DELETE FROM account_throttles WHERE account_id = $1 AND product = $2', [
+      accountId,
+      product,
+    ]);
+    return;
+  }
+  await pool.query(
+    `INSERT INTO account_throttles (account_id, product, bytes_per_second) VALUES ($1, $2, $3)
+     ON CONFLICT (account_id, product)
+       DO UPDATE SET bytes_per_second = EXCLUDED.bytes_per_second, updated_at = now()
+       WHERE account_throttles.bytes_per_second <> EXCLUDED.bytes_per_second`,
+    [accountId, product, bytesPerSecond],
+  );
 }

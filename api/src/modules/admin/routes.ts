@@ -37,6 +37,7 @@ import {
   deleteIspProxy,
   insertIspProxy,
   listAccounts,
+  putThrottle,
   updateAlerts,
 } from './repo.ts';
 import {
@@ -286,6 +287,25 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
         await mustExist(params.id);
         await putAutoRefill(pool, params.id, params.product, body);
         return synced({ body: { product: params.product, ...body } });
+      },
+    }),
+    defineRoute<s.ThrottleUpdate, z.infer<typeof s.throttleParams>>({
+      method: 'put',
+      path: '/accounts/:id/throttle/:product',
+      tag,
+      summary: "Bandwidth cap of one product in bytes per second (null: the plan's default)",
+      description:
+        'Shared by all connections of the account on this product, on every gateway (each enforces its ' +
+        'share, cap / live gateways). Reaches live connections within a second, no restart.',
+      auth: 'admin',
+      params: s.throttleParams,
+      body: s.throttleUpdateSchema,
+      response: s.throttleResponseSchema,
+      errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
+      handler: async ({ params, body }) => {
+        await mustExist(params.id);
+        await putThrottle(pool, params.id, params.product, body.bytesPerSecond);
+        return synced({ body: { product: params.product, bytesPerSecond: body.bytesPerSecond } });
       },
     }),
     defineRoute<undefined, IdParams>({

@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import { PRODUCTS } from '../../../../common/src/products.ts';
+import {
+  MAX_THROTTLE_BYTES_PER_SECOND,
+  MIN_THROTTLE_BYTES_PER_SECOND,
+} from '../../../../common/src/throttle.ts';
 import { keySummarySchema } from '../account/schemas.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -12,6 +16,25 @@ export const accountParams = z.object({ id: uuid });
 export const keyParams = z.object({ id: uuid, keyId: uuid });
 export const ispProxyParams = z.object({ id: uuid, proxyId: uuid });
 export const autoRefillParams = z.object({ id: uuid, product: z.enum(PRODUCTS) });
+export const throttleParams = z.object({ id: uuid, product: z.enum(PRODUCTS) });
+
+export const throttleUpdateSchema = z.strictObject({
+  bytesPerSecond: z
+    .number()
+    .int()
+    .min(MIN_THROTTLE_BYTES_PER_SECOND)
+    .max(MAX_THROTTLE_BYTES_PER_SECOND)
+    .nullable()
+    .describe(
+      'Cap in bytes per second for the account on this product, over all its connections and gateways ' +
+        "(64 KiB/s to 10 GB/s); null removes it (the plan's default applies)",
+    ),
+});
+export type ThrottleUpdate = z.infer<typeof throttleUpdateSchema>;
+export const throttleResponseSchema = z.object({
+  product: z.enum(PRODUCTS),
+  bytesPerSecond: z.number().int().nullable(),
+});
 
 export const createAccountSchema = z.object({ email: z.email().max(254) });
 export const newAccountSchema = z.object({

@@ -381,12 +381,17 @@ maybe('customer dashboard in Chromium', () => {
     }, 'usage folded into the hourly roll-up');
   });
 
-  it('Overview: bandwidth per product and the usage chart from what the gateway wrote', async () => {
+  it('Overview: bandwidth per product, its speed cap, and the usage chart from what the gateway wrote', async () => {
+    await db.pool.query(
+      `INSERT INTO account_throttles (account_id, product, bytes_per_second) VALUES ($1, 'basic', 1048576)`,
+      [account.id],
+    );
     await page.goto(`${api.url}/`);
     const row = page
       .getByRole('table', { name: 'Bandwidth per product' })
       .getByRole('row', { name: /basic/ });
     await expect(row.textContent()).resolves.toContain('1 GB');
+    await expect(row.textContent()).resolves.toContain('1.05 MB/s');
     const chart = page.getByRole('img', { name: /usage/i });
     await chart.waitFor();
     await expect(page.locator('#usage-chart canvas').getAttribute('role')).resolves.toBe('img');

@@ -201,7 +201,13 @@ export interface ProductUsage {
   total: number;
   used: number;
   remaining: number;
+  /** The account's bandwidth cap on the product, bytes per second (docs/adr/0035); undefined: none set. */
+  cap?: number | undefined;
 }
+
+/** A cap in MB/s (10^6 bytes, as GB are 10^9 here). */
+const rateText = (bytesPerSecond: number) =>
+  `${(bytesPerSecond / 1e6).toLocaleString('en-US', { maximumFractionDigits: 2 })} MB/s`;
 
 export interface ChartData {
   days: string[];
@@ -298,6 +304,7 @@ export function overviewPage(
                       <th scope="col" class="num">Used</th>
                       <th scope="col" class="num">Remaining</th>
                       <th scope="col">Share used</th>
+                      <th scope="col" class="num">Speed cap</th>
                     </tr>
                   </thead>
                   <tbody>
@@ -318,6 +325,7 @@ export function overviewPage(
                               ${Math.round((p.used / p.total) * 100)}%
                             </meter>
                           </td>
+                          <td class="num">${p.cap === undefined ? 'plan default' : rateText(p.cap)}</td>
                         </tr>`,
                     )}
                   </tbody>
@@ -326,7 +334,8 @@ export function overviewPage(
         }
         <p class="hint">
           Updated ${data.updatedAt.slice(0, 19).replace('T', ' ')} UTC; usage is folded from the gateways
-          every few seconds.
+          every few seconds. Speed cap: bytes per second over all your connections of the product, set by your
+          provider (plan default: the product's own cap, if it has one).
         </p>
       </section>
       <section class="card" aria-labelledby="usage-h">

@@ -171,3 +171,12 @@ export async function readAlerts(pool: Pool, accountId: string): Promise<AlertsR
   );
   return rows[0];
 }
+
+/** The account's bandwidth caps per product, bytes per second (account_throttles, docs/adr/0035). */
+export async function throttles(pool: Pool, accountId: string): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ product: string; bytes_per_second: number }>(
+    'SELECT product, bytes_per_second FROM account_throttles WHERE account_id = $1',
+    [accountId],
+  );
+  return new Map(rows.map((r) => [r.product, r.bytes_per_second]));
+}

@@ -285,7 +285,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     auth(async (req, res, { person, ctx }) => {
       const snapshot = await deps.usage.snapshot(person.accountId);
       const balances = productBalances(snapshot.row);
-      const products = PRODUCTS.map((product) => ({ product, ...balances[product] }));
+      const caps = await repo.throttles(pool, person.accountId);
+      const products = PRODUCTS.map((product) => ({ product, ...balances[product], cap: caps.get(product) }));
       const daily = await repo.dailyUsage(pool, person.accountId, CHART_DAYS);
       // Top targets: ?day=YYYY-MM-DD (the form's date field), today by default; a bad day is said
       // next to the field and today is shown.
