@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { freePort } from '../../../test/ports.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -29,10 +30,7 @@ beforeAll(async () => {
   });
   fast = await startTestGateway(db.pool, db.url, spec);
   legacy = await startTestGateway(db.pool, db.url, spec, { connectFastPath: false });
-  const probe = net.createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  closedPort = (probe.address() as net.AddressInfo).port;
-  await new Promise((r) => probe.close(r));
+  closedPort = await freePort();
 });
 
 afterAll(async () => {

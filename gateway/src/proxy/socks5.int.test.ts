@@ -9,18 +9,22 @@ import fc from 'fast-check';
 import { SocksClient } from 'socks';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { freePort } from '../../../test/ports.ts';
 import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
+  counterDelta,
+  counterValues,
+  flushedUsage,
   gatewaySpec,
   get,
+  type Origin,
   rawExchange,
-  recordedUsage,
   spawnGateway,
   startOrigin,
   startTestGateway,
-  type Origin,
+  usageAfterClose,
 } from '../testing/harness.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
@@ -45,10 +49,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
   echoPort = (echo.address() as net.AddressInfo).port;
-  const probe = net.createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  closedPort = (probe.address() as net.AddressInfo).port;
-  await new Promise((r) => probe.close(r));
+  closedPort = await freePort();
   gateway = await startTestGateway(db.pool, db.url, spec);
 });
 
@@ -65,26 +66,10 @@ async function customer(bandwidth = 1_000_000_000) {
   return a;
 }
 
-async function usage(accountId: string) {
-  await gateway.ledger.flush();
-  return recordedUsage(db.pool, accountId);
-}
+const usage = (accountId: string) => flushedUsage(gateway, db.pool, accountId);
 
-const counted = async (g: Gateway, name: string) =>
-  Object.fromEntries(
-    (await g.registry.getSingleMetric(name)!.get()).values
-      .filter((v) => v.value > 0)
-      .map((v) => [Object.values(v.labels).slice(1).join(' '), v.value]),
-  );
+const counted = (g: Gateway, name: string) => counterValues(g, name);
 const refusals = (g: Gateway) => counted(g, 'proxyfleet_gateway_refusals_total');
-
-/** What changed in a counter set between two readings. */
-const delta = (now: Record<string, number>, then: Record<string, number>) =>
-  Object.fromEntries(
-    Object.entries(now)
-      .filter(([k, v]) => v !== (then[k] ?? 0))
-      .map(([k, v]) => [k, v - (then[k] ?? 0)]),
-  );
 
 function curl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -221,24 +206,30 @@ describe('SOCKS5 with curl', () => {
     // 97: CURLE_PROXY (curl 7.73+); "(1 1)": the RFC 1929 version and status curl got.
     expect(result.code).toBe(97);
     expect(result.stderr).toMatch(/rejected by the SOCKS5 server \(1 1\)/);
-    expect(delta(await refusals(gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
   }, 30_000);
 });
+
+/** A CONNECT to the echo server through the gateway with the `socks` client library. */
+async function socksToEcho(a: { proxyUsername: string; proxyPassword: string }): Promise<net.Socket> {
+  const { socket } = await SocksClient.createConnection({
+    proxy: {
+      host: '127.0.0.1',
+      port: gateway.port,
+      type: 5,
+      userId: a.proxyUsername,
+      password: a.proxyPassword,
+    },
+    command: 'connect',
+    destination: { host: '127.0.0.1', port: echoPort },
+  });
+  return socket;
+}
 
 describe('SOCKS5 with the socks client library', () => {
   it('relays both ways through a CONNECT, billing exactly the bytes on the customer connection', async () => {
     const a = await customer();
-    const { socket } = await SocksClient.createConnection({
-      proxy: {
-        host: '127.0.0.1',
-        port: gateway.port,
-        type: 5,
-        userId: a.proxyUsername,
-        password: a.proxyPassword,
-      },
-      command: 'connect',
-      destination: { host: '127.0.0.1', port: echoPort },
-    });
+    const socket = await socksToEcho(a);
     const payload = Buffer.alloc(50_000);
     for (let i = 0; i < payload.length; i++) payload[i] = (i * 7) & 0xff;
     let back = Buffer.alloc(0);
@@ -254,10 +245,7 @@ describe('SOCKS5 with the socks client library', () => {
     socket.end();
     await closed;
     const { bytesWritten, bytesRead } = socket;
-    // (let the gateway see the close and bill the connection's last bytes)
-    for (let i = 0; i < 50 && Number((await usage(a.id)).up) < bytesWritten; i++)
-      await new Promise((r) => setTimeout(r, 20));
-    const billed = await usage(a.id);
+    const billed = await usageAfterClose(gateway, db.pool, a.id, bytesWritten);
     expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
       bytesWritten,
       bytesRead,
@@ -267,17 +255,7 @@ describe('SOCKS5 with the socks client library', () => {
 
   it('has a live tunnel cut when the account is suspended; its next request gets 0x02', async () => {
     const a = await customer();
-    const { socket } = await SocksClient.createConnection({
-      proxy: {
-        host: '127.0.0.1',
-        port: gateway.port,
-        type: 5,
-        userId: a.proxyUsername,
-        password: a.proxyPassword,
-      },
-      command: 'connect',
-      destination: { host: '127.0.0.1', port: echoPort },
-    });
+    const socket = await socksToEcho(a);
     socket.on('error', () => undefined);
     const closed = new Promise((r) => socket.once('close', r));
     await setAccountStatus(db.pool, a.id, 'suspended');
@@ -292,7 +270,7 @@ describe('SOCKS5 with the socks client library', () => {
       ipv4Request(1, [127, 0, 0, 1], echoPort),
     );
     expect(code).toBe(0x02);
-    expect(delta(await refusals(gateway), before)).toEqual({ 'account_suspended 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'account_suspended 4xx': 1 });
   }, 30_000);
 
   it('is told "not allowed" (0x02) for a customer without bandwidth, counted as no_bandwidth', async () => {
@@ -311,7 +289,7 @@ describe('SOCKS5 with the socks client library', () => {
         destination: { host: '127.0.0.1', port: echoPort },
       }),
     ).rejects.toThrow(/NotAllowed/);
-    expect(delta(await refusals(gateway), before)).toEqual({ 'no_bandwidth 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'no_bandwidth 4xx': 1 });
     expect(Number((await usage(a.id)).up)).toBe(0);
   }, 30_000);
 });
@@ -331,14 +309,14 @@ describe('SOCKS5 refusals, byte by byte', () => {
     expect([...(await raw.send(GREETING).read(2))]).toEqual([5, 2]);
     raw.send(credentials(user, `${pass}x`));
     expect([...(await raw.rest())]).toEqual([1, 1]);
-    expect(delta(await refusals(gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
   });
 
   it('answers 0xFF to a client offering only "no authentication", and closes', async () => {
     const before = await refusals(gateway);
     const raw = new Raw(gateway.port).send([5, 1, 0]);
     expect([...(await raw.rest())]).toEqual([5, 0xff]);
-    expect(delta(await refusals(gateway), before)).toEqual({ 'missing 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'missing 4xx': 1 });
   });
 
   it.each([
@@ -350,7 +328,7 @@ describe('SOCKS5 refusals, byte by byte', () => {
     const { raw, code } = await socksRequest(user, pass, ipv4Request(cmd, [127, 0, 0, 1], echoPort));
     expect(code).toBe(0x07);
     await raw.closed;
-    expect(delta(await refusals(gateway), before)).toEqual({ 'socks_command_not_supported 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'socks_command_not_supported 4xx': 1 });
   });
 
   it('refuses an unknown address type with 0x08', async () => {
@@ -358,7 +336,9 @@ describe('SOCKS5 refusals, byte by byte', () => {
     const { raw, code } = await socksRequest(user, pass, Buffer.of(5, 1, 0, 2, 127, 0, 0, 1, 0, 80));
     expect(code).toBe(0x08);
     await raw.closed;
-    expect(delta(await refusals(gateway), before)).toEqual({ 'socks_address_type_not_supported 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({
+      'socks_address_type_not_supported 4xx': 1,
+    });
   });
 
   it.each([
@@ -379,7 +359,7 @@ describe('SOCKS5 refusals, byte by byte', () => {
     const { raw, code } = await socksRequest(user, pass, request);
     expect(code).toBe(0x02);
     await raw.closed;
-    expect(delta(await refusals(gateway), before)).toEqual({ [reason]: 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ [reason]: 1 });
   });
 
   it('answers 0x05 when the destination refuses, and 0x04 for a malformed name', async () => {
@@ -388,7 +368,7 @@ describe('SOCKS5 refusals, byte by byte', () => {
     expect(refused.code).toBe(0x05);
     const malformed = await socksRequest(user, pass, nameRequest('a/b', 80));
     expect(malformed.code).toBe(0x04);
-    expect(delta(await refusals(gateway), before)).toEqual({
+    expect(counterDelta(await refusals(gateway), before)).toEqual({
       'destination_refused 5xx': 1,
       'bad_destination 4xx': 1,
     });
@@ -399,7 +379,7 @@ describe('SOCKS5 refusals, byte by byte', () => {
     const raw = new Raw(gateway.port).send(GREETING);
     // The method selection, then nothing until the gateway closes.
     expect([...(await raw.rest())]).toEqual([5, 2]);
-    expect(delta(await refusals(gateway), before)).toEqual({ 'head_timeout 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'head_timeout 4xx': 1 });
   }, 10_000);
 
   it('closes a handshake the client ends half-way, counted as malformed_request', async () => {
@@ -407,7 +387,7 @@ describe('SOCKS5 refusals, byte by byte', () => {
     const raw = new Raw(gateway.port).send([5, 1, 2, 1, 10]);
     raw.socket.end();
     expect([...(await raw.rest())]).toEqual([5, 2]);
-    expect(delta(await refusals(gateway), before)).toEqual({ 'malformed_request 4xx': 1 });
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'malformed_request 4xx': 1 });
   });
 
   it('leaves SOCKS4 (first byte 0x04) to node:http, which answers 400', async () => {

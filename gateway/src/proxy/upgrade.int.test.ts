@@ -9,15 +9,19 @@ import { Server as ProxyChainServer } from 'proxy-chain';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { freePort } from '../../../test/ports.ts';
 import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
+  counterDelta,
+  counterValues,
+  flushedUsage,
   gatewaySpec,
   get,
   rawExchange,
-  recordedUsage,
   startTestGateway,
+  usageAfterClose,
 } from '../testing/harness.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
@@ -62,10 +66,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
   originPort = (origin.address() as net.AddressInfo).port;
-  const probe = net.createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  closedPort = (probe.address() as net.AddressInfo).port;
-  await new Promise((r) => probe.close(r));
+  closedPort = await freePort();
   gateway = await startTestGateway(db.pool, db.url, spec);
 });
 
@@ -83,25 +84,10 @@ async function customer(bandwidth = 1_000_000_000) {
   return a;
 }
 
-async function usage(accountId: string) {
-  await gateway.ledger.flush();
-  return recordedUsage(db.pool, accountId);
-}
+const usage = (accountId: string) => flushedUsage(gateway, db.pool, accountId);
 
-const counted = async (name: string) =>
-  Object.fromEntries(
-    (await gateway.registry.getSingleMetric(name)!.get()).values
-      .filter((v) => v.value > 0)
-      .map((v) => [Object.values(v.labels).slice(1).join(' '), v.value]),
-  );
+const counted = (name: string) => counterValues(gateway, name);
 const refusals = () => counted('proxyfleet_gateway_refusals_total');
-/** What changed in a counter set between two readings. */
-const delta = (now: Record<string, number>, then: Record<string, number>) =>
-  Object.fromEntries(
-    Object.entries(now)
-      .filter(([k, v]) => v !== (then[k] ?? 0))
-      .map(([k, v]) => [k, v - (then[k] ?? 0)]),
-  );
 
 /** A ws client whose handshake goes to the gateway as an absolute-form Upgrade request. */
 function throughGateway(
@@ -173,10 +159,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
     ws.close(1000, 'done');
     await closed;
     const { bytesWritten, bytesRead } = socket();
-    // (let the gateway see the close and bill the connection's last bytes)
-    for (let i = 0; i < 50 && Number((await usage(a.id)).up) < bytesWritten; i++)
-      await new Promise((r) => setTimeout(r, 20));
-    const billed = await usage(a.id);
+    const billed = await usageAfterClose(gateway, db.pool, a.id, bytesWritten);
     // Up includes the client's request head, down the origin's 101 head: as for a CONNECT.
     expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
       bytesWritten,
@@ -184,7 +167,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
       1,
     ]);
     expect(bytesWritten).toBeGreaterThan(5 * 20_000);
-    expect(delta(await counted('proxyfleet_gateway_requests_total'), requestsBefore)).toEqual({
+    expect(counterDelta(await counted('proxyfleet_gateway_requests_total'), requestsBefore)).toEqual({
       upgrade: 1,
     });
   }, 30_000);
@@ -246,14 +229,16 @@ describe('WebSocket through absolute-form Upgrade', () => {
     await setAccountStatus(db.pool, a.id, 'suspended');
     // (an idle WebSocket stays open for a minute unless the revocation cuts it; 1006: no close frame)
     expect(await closed).toBe(1006);
-    expect(delta(await counted('proxyfleet_gateway_revocation_cuts_total'), cutsBefore)).toEqual({ '': 1 });
+    expect(counterDelta(await counted('proxyfleet_gateway_revocation_cuts_total'), cutsBefore)).toEqual({
+      '': 1,
+    });
     await cacheSynced(db.pool, [gateway]);
     const before = await refusals();
     const again = await raw(
       upgradeRequest(`127.0.0.1:${originPort}`, basicAuth(a.proxyUsername, a.proxyPassword)),
     );
     expect(again.status).toBe(403);
-    expect(delta(await refusals(), before)).toEqual({ 'account_suspended 4xx': 1 });
+    expect(counterDelta(await refusals(), before)).toEqual({ 'account_suspended 4xx': 1 });
   }, 30_000);
   it('bills a plain request and an upgrade on one keep-alive connection as the socket moved them', async () => {
     const a = await customer();
@@ -289,9 +274,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
     socket.write(Buffer.concat([Buffer.of(0x88, 0x80), mask]));
     await closed;
     const { bytesWritten, bytesRead } = socket;
-    for (let i = 0; i < 50 && Number((await usage(a.id)).up) < bytesWritten; i++)
-      await new Promise((r) => setTimeout(r, 20));
-    const billed = await usage(a.id);
+    const billed = await usageAfterClose(gateway, db.pool, a.id, bytesWritten);
     expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
       bytesWritten,
       bytesRead,
@@ -374,7 +357,7 @@ describe('Upgrade refusals, from the refusal table', () => {
       expect(answer.status).toBe(status);
       expect(answer.text).toContain(`Proxy-Status: proxyfleet; error=`);
       expect(answer.text).toContain(`details="`);
-      expect(delta(await refusals(), before)).toEqual({ [metric]: 1 });
+      expect(counterDelta(await refusals(), before)).toEqual({ [metric]: 1 });
       expect(Number((await usage(a.id)).up)).toBe(0);
     },
     30_000,
@@ -447,6 +430,6 @@ describe('hostile Upgrade requests', () => {
     const before = await refusals();
     await raw(withUpgrade('a b'));
     await raw(`${withUpgrade('websocket', 'Content-Length: 1\r\n')}x`);
-    expect(delta(await refusals(), before)).toEqual({ 'bad_upgrade 4xx': 2 });
+    expect(counterDelta(await refusals(), before)).toEqual({ 'bad_upgrade 4xx': 2 });
   }, 30_000);
 });
