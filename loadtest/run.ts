@@ -682,7 +682,7 @@ async function scenario(fleet: Fleet): Promise<number> {
       servedB <= balance.total + bound &&
       balance.used <= balance.total + bound &&
       got402 > 0,
-    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased} (open leases: ${holders.join(', ') || 'none'}); bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 288 KiB)); ${got402} answers 402`,
+    `B bought ${balance?.total}, k6 moved ${servedB} (${(servedB - (balance?.total ?? 0)).toString()} beyond), billed ${balance?.used}, still leased ${balance?.leased} (open leases: ${holders.join(', ') || 'none'}); bound ${bound} (3 pods x (256 KiB + ${profile.scale} connections x 224 KiB)); ${got402} answers 402`,
   );
 
   // 7. Every dashboard panel's query returns data during the run.

@@ -92,9 +92,11 @@ describe('a budget waiting for its next lease', () => {
   }, 30_000);
 
   it('holds 16 parallel downloads of one customer through late grants: none is cut', async () => {
-    // Found by CI (worker/src/billing-gateways.int.test.ts): with several connections per budget,
-    // each held stream still delivers the chunk it had read; together they passed the 256 KiB
-    // overdraft and the pod cut a paying customer whose grant was merely late.
+    // Found by CI (worker/src/billing-gateways.int.test.ts): downloads that ended between two
+    // ticks were counted twice (see the next test), and the pod cut a paying customer whose grant
+    // was merely late. (First taken for the chunks held streams still deliver; a per-connection
+    // allowance for those made this test pass without the real fix, and let the overdraft stack
+    // across draws past the documented bound: policy.test.ts's property found it.)
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
@@ -115,7 +117,7 @@ describe('a budget waiting for its next lease', () => {
   }, 60_000);
 
   it('does not count a download that ended between two ticks twice: two sequential streams through late grants', async () => {
-    // Found by CI (worker/src/billing-gateways.int.test.ts, again after the fix above): a
+    // Found by CI (worker/src/billing-gateways.int.test.ts): a
     // connection that closed between two ticks had its exact bytes charged to the leases while its
     // chunks stayed in the budget's estimate until the next tick, so the other connection's next
     // chunk saw the download counted twice (1-1.8 MB past the leases with one connection open)

@@ -275,7 +275,7 @@ export class Ledger {
 
   /** The estimate crossed the trigger: cut, hold or draw, as the policy says. */
   pressure(b: Budget): void {
-    switch (policy.pressure(b.state, b.conns.size)) {
+    switch (policy.pressure(b.state)) {
       case 'cut':
         return this.cut(b);
       case 'hold':

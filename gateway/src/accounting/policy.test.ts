@@ -14,7 +14,6 @@ import {
   failed,
   granted,
   HOLD_AT_BYTES,
-  HELD_SLACK_BYTES,
   INITIAL_LEASE_BYTES,
   leaseRequestSize,
   LEASE_TARGET_SECONDS,
@@ -59,7 +58,7 @@ describe('budget policy', () => {
     expect(s.estimate > s.trigger).toBe(false);
     s.estimate = 2 * MiB + 1;
     expect(s.estimate > s.trigger).toBe(true);
-    expect(pressure(s, 1)).toBe('draw');
+    expect(pressure(s)).toBe('draw');
     // Still half after a tick replaced the estimate with exact counts.
     const t = withLease(4 * MiB);
     allocate(t, MiB);
@@ -78,22 +77,16 @@ describe('budget policy', () => {
     expect(leaseRequestSize(slow, 60_000)).toBe(INITIAL_LEASE_BYTES);
   });
 
-  it('holds past half the overdraft while a grant is pending and cuts past all of it and one chunk per connection', () => {
+  it('holds past half the overdraft while a grant is pending and cuts past all of it', () => {
     const s = withLease(MiB);
     s.estimate = MiB / 2 + 1;
     drawStarted(s);
     s.estimate = MiB + HOLD_AT_BYTES / 2;
-    expect(pressure(s, 4)).toBe('none');
+    expect(pressure(s)).toBe('none');
     s.estimate = MiB + HOLD_AT_BYTES + 1;
-    expect(pressure(s, 4)).toBe('hold');
-    // Held, 4 connections each deliver the chunk they had read and their write buffers' bytes:
-    // still no cut (it was one).
-    s.estimate = MiB + HOLD_AT_BYTES + 4 * HELD_SLACK_BYTES;
-    expect(pressure(s, 4)).toBe('hold');
-    s.estimate = MiB + OVERDRAFT_BYTES + 4 * HELD_SLACK_BYTES + 1;
-    expect(pressure(s, 4)).toBe('cut');
+    expect(pressure(s)).toBe('hold');
     s.estimate = MiB + OVERDRAFT_BYTES + 1;
-    expect(pressure(s, 0)).toBe('cut');
+    expect(pressure(s)).toBe('cut');
   });
 
   it('cuts at the end of the leases after a denial, and answers 402 only then', () => {
@@ -241,7 +234,7 @@ describe('the bound', () => {
               if (cut.has(o.conn) || s.leases.length === 0) continue;
               served += o.bytes;
               s.estimate += o.bytes;
-              if (s.estimate > s.trigger) act(pressure(s, CONNS));
+              if (s.estimate > s.trigger) act(pressure(s));
             } else if (s.pending) {
               const free = Math.max(0, balance - Math.max(grantedBytes, s.allocated));
               if (o.answer === 'grant' && free > 0) {
@@ -257,17 +250,16 @@ describe('the bound', () => {
                 if (failed(s, true, share, now)) credit += share;
               }
               if (drawSettled(s) === 'cut') cutAll();
-              if (s.estimate > s.trigger && cut.size < CONNS) act(pressure(s, CONNS));
+              if (s.estimate > s.trigger && cut.size < CONNS) act(pressure(s));
             }
           }
-          // The cut comes past the overdraft and one chunk per connection; past it, only the chunk
-          // each connection already read gets through: the model's bound is tighter than the
-          // documented one (2 x 64 KiB < PER_CONNECTION_SLACK_BYTES, which also covers write
-          // buffers and header blocks the model does not have). Credit:
+          // Past the decision to cut, only the chunk each connection already read gets through: the
+          // model's bound is tighter than the documented one (64 KiB < PER_CONNECTION_SLACK_BYTES,
+          // which also covers write buffers and header blocks the model does not have). Credit:
           // each grant of it is this gateway's share of min(64 MiB, the last free balance).
           const CHUNK = 64 * 1024;
-          expect(CHUNK + HELD_SLACK_BYTES).toBeLessThan(PER_CONNECTION_SLACK_BYTES);
-          return served <= balance + OVERDRAFT_BYTES + CONNS * (CHUNK + HELD_SLACK_BYTES) + credit;
+          expect(CHUNK).toBeLessThan(PER_CONNECTION_SLACK_BYTES);
+          return served <= balance + OVERDRAFT_BYTES + CONNS * CHUNK + credit;
         },
       ),
       { numRuns: 500 },

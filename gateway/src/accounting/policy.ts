@@ -21,24 +21,13 @@ export const LEASE_RENEW_MARGIN_MS = 30_000;
 export const OVERDRAFT_BYTES = 256 * 1024;
 /** Past this much overdraft the budget's streams are paused until the grant arrives. */
 export const HOLD_AT_BYTES = OVERDRAFT_BYTES / 2;
-/** One socket read: at most 64 KiB arrive in one chunk. */
-const CHUNK_BYTES = 64 * 1024;
-/** What sits in a connection's write buffer: the 16 KiB high-water mark plus the chunk that passed it. */
-const WRITE_QUEUE_BYTES = 16 * 1024 + CHUNK_BYTES;
 /**
- * How far past the overdraft one open connection may take a budget whose grant is late before it
- * is cut: the chunk its held stream had already read, and what its write buffer held at the last
- * tick (the tick's exact counts add those bytes to the overdraft after the estimate forgot them).
- * Cutting at the overdraft alone cut a customer with 16 parallel downloads whose grant was merely
- * late (hold.int.test.ts, found by CI in worker/src/billing-gateways.int.test.ts).
+ * What one open connection can add beyond that (docs/adr/0020): the chunk that crosses the limit
+ * in each direction (a socket read is at most 64 KiB), what sits queued in its write buffer when
+ * a tick replaces estimates with delivered counts (16 KiB high-water mark plus one chunk), and
+ * one header block (16 KiB, Node's maxHeaderSize).
  */
-export const HELD_SLACK_BYTES = CHUNK_BYTES + WRITE_QUEUE_BYTES;
-/**
- * What one open connection can add beyond the leases and the overdraft (docs/adr/0020): its held
- * slack above (144 KiB), the chunk that crosses the limit in each direction after the decision
- * to cut (2 x 64 KiB) and one header block (16 KiB, Node's maxHeaderSize): 288 KiB.
- */
-export const PER_CONNECTION_SLACK_BYTES = HELD_SLACK_BYTES + 2 * CHUNK_BYTES + 16 * 1024;
+export const PER_CONNECTION_SLACK_BYTES = 2 * 64 * 1024 + (16 + 64) * 1024 + 16 * 1024;
 /** After "nothing free", admissions are refused without asking again for this long (or until a purchase). */
 export const DENIAL_RECHECK_MS = 2_000;
 /**
@@ -200,16 +189,13 @@ export type PressureDecision = 'cut' | 'hold' | 'draw' | 'none';
 
 /**
  * The estimate crossed the trigger. After a denial, past what the leases hold: cut. While a
- * grant is on its way: past half the overdraft, hold the budget's streams until it arrives; the
- * cut (the hard bound, for what holding does not stop: uploads) comes only past the whole
- * overdraft plus HELD_SLACK_BYTES per open connection. Otherwise draw the next lease.
+ * grant is on its way: past the whole overdraft, cut (the hard bound: a held stream still
+ * delivers the chunk it had read, and uploads are not held); past half of it, hold the budget's
+ * streams until it arrives. Otherwise draw the next lease.
  */
-export function pressure(s: BudgetState, connections: number): PressureDecision {
+export function pressure(s: BudgetState): PressureDecision {
   const spent = s.pending ? s.estimate + overdrawn(s) : s.estimate;
-  const limit = s.deniedAt
-    ? s.available
-    : s.available + OVERDRAFT_BYTES + (s.pending ? connections * HELD_SLACK_BYTES : 0);
-  if (spent > limit) return 'cut';
+  if (s.deniedAt ? spent > s.available : spent > s.available + OVERDRAFT_BYTES) return 'cut';
   if (s.pending) return spent > s.available + HOLD_AT_BYTES ? 'hold' : 'none';
   return s.deniedAt ? 'none' : 'draw';
 }
