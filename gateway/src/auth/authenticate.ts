@@ -14,7 +14,7 @@ import {
   parseCredentials,
   type CredentialError,
   type ParsedCredentials,
-} from './credentials.ts';
+} from '../../../common/src/credentials.ts';
 
 export type AuthResult =
   | { ok: true; account: CachedAccount; credentials: ParsedCredentials }

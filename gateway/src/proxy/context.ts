@@ -4,7 +4,7 @@ import type net from 'node:net';
 import type { Logger } from '../../../common/src/logger.ts';
 import type { Ledger, Tab } from '../accounting/ledger.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
-import type { ParsedCredentials } from '../auth/credentials.ts';
+import type { ParsedCredentials } from '../../../common/src/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import type { AccessLog } from './access-log.ts';
 import type { Plan, ProxyGatewaySpec } from '../spec.ts';

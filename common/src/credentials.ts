@@ -4,7 +4,7 @@
 // the password (light, basic, datacenter: `_key-value` parts) or in the username (advanced,
 // mobile: `-key-value` pairs). Usernames are [a-z0-9]{4,32} and passwords [A-Za-z0-9]+, so the
 // separators '-' and '_' never occur inside them and the base is everything before the first one.
-import type { Plan } from '../spec.ts';
+import type { Product as Plan } from './products.ts';
 
 export interface Targeting {
   /** Lowercase ISO country code; undefined = no targeting at all (any exit). */
