@@ -279,3 +279,20 @@ export const CREDENTIAL_ERROR_TEXT: Readonly<Record<CredentialError, string>> = 
   country_required: 'targeting must start with country',
   lifetime_out_of_range: 'session lifetime out of range',
 };
+
+/** Stand-ins for the base of a credential, so that a bare targeting suffix parses like one. */
+const STANDIN_USERNAME = 'allowlist';
+const STANDIN_PASSWORD = 'x';
+
+/**
+ * Parses the targeting an IP allowlist entry stands for (docs/adr/0036): the suffix a customer
+ * would write after the password (light, basic, datacenter: `country-us_session-abc`) or after the
+ * username (advanced, mobile: `country-us-session-abc`) on `plan`, through the same parser, so the
+ * two can never disagree. The result's username and password are stand-ins.
+ */
+export function parseTargeting(plan: Plan, text: string, limits: GrammarLimits): ParseResult {
+  if (text === '') return fail('bad_value');
+  return GRAMMARS[plan].side === 'password'
+    ? parseCredentials(plan, STANDIN_USERNAME, `${STANDIN_PASSWORD}_${text}`, limits)
+    : parseCredentials(plan, `${STANDIN_USERNAME}-${text}`, STANDIN_PASSWORD, limits);
+}

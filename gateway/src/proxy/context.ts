@@ -30,6 +30,11 @@ export interface ProxyContext {
   /** Benchmark only: no authentication and no metering ("features off"). */
   bare: boolean;
   draining: boolean;
+  /**
+   * Sockets whose last request was admitted through an IP allowlist entry, and the entry's id: the
+   * process cuts them when the entry goes (server.ts). Shared by the process's gateways.
+   */
+  viaAllowlist: WeakMap<net.Socket, string>;
   /** The socket's first request authenticated (it leaves its source's unauthenticated cap). */
   authenticated(socket: net.Socket): void;
 }
@@ -75,6 +80,8 @@ export async function admit(
     case 'client_gone':
       return refusalFor('client_gone');
   }
+  if (auth.entry) ctx.viaAllowlist.set(socket, auth.entry.id);
+  else ctx.viaAllowlist.delete(socket);
   return { accountId: auth.account.accountId, credentials: auth.credentials, tab };
 }
 
