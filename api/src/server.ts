@@ -123,6 +123,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
       usage,
       proxies,
+      allowlist,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
     }),
