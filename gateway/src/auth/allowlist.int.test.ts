@@ -1,4 +1,4 @@
-// The IP allowlist end to end (docs/adr/0036): entries written to PostgreSQL reach a real gateway
+// The IP allowlist end to end (docs/adr/0036): entries added through the API's schema and repo reach a real gateway
 // through the change feed; clients on chosen loopback source addresses (Linux routes all of 127/8
 // to lo) send requests without credentials. Exits are loopback addresses too, so the origin's
 // /peer answer names the exit used (as exits.int.test.ts does).
@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { setAccountStatus, type NewAccount } from '../../../common/src/accounts/accounts.ts';
+import { DEFAULT_ALLOWLIST_MAX } from '../../../common/src/ip-allowlist.ts';
+import { addAllowlistEntry } from '../../../api/src/modules/ip-allowlist/repo.ts';
+import { allowlistCreate } from '../../../api/src/modules/ip-allowlist/schemas.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import {
@@ -55,12 +58,12 @@ async function allow(
   targeting: string | null = null,
   product = 'basic',
 ): Promise<string> {
-  const { rows } = await db.pool.query<{ id: string }>(
-    'INSERT INTO ip_allowlist (account_id, product, cidr, targeting) VALUES ($1, $2, $3, $4) RETURNING id',
-    [account.id, product, cidr, targeting],
-  );
+  // Through the API's own schema and repo (private ranges allowed, as PROXYFLEET_IP_ALLOWLIST_PRIVATE
+  // does for tests), so the gateway reads exactly what the API stores.
+  const body = allowlistCreate(true).parse({ product, cidr, ...(targeting === null ? {} : { targeting }) });
+  const entry = await addAllowlistEntry(db.pool, account.id, body, DEFAULT_ALLOWLIST_MAX);
   await cacheSynced(db.pool, [gateway]);
-  return rows[0]!.id;
+  return entry.id;
 }
 
 async function request(from: string, auth?: string, path = '/bytes/1000') {
