@@ -127,6 +127,17 @@ describe('/api/v1/ip-allowlist', () => {
     });
   });
 
+  test('two accounts adding overlapping ranges at once: exactly one gets it (the exclusion constraint)', async () => {
+    for (let round = 0; round < 5; round++) {
+      const [a, b] = await Promise.all([accountWithBandwidth(fx.db.pool), accountWithBandwidth(fx.db.pool)]);
+      const answers = await Promise.all([
+        add(a.apiKey, { product: 'datacenter', cidr: `203.0.${round}.0/24` }),
+        add(b.apiKey, { product: 'datacenter', cidr: `203.0.${round}.9` }),
+      ]);
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+    }
+  });
+
   test('the same as the operator, naming the account', async () => {
     const a = await accountWithBandwidth(fx.db.pool);
     const admin = { admin: TEST_ADMIN_TOKEN };
@@ -151,5 +162,18 @@ describe('/api/v1/ip-allowlist', () => {
     expect(
       await call(fx.api.url, missing, { ...admin, body: { product: 'basic', cidr: '192.0.2.1' } }),
     ).toMatchObject({ status: 404, body: { error: 'Account not found' } });
+  });
+
+  test('the OpenAPI document describes the routes, their body and their refusals', async () => {
+    const doc = await call(fx.api.url, '/api/v1/openapi.json');
+    expect(doc.status).toBe(200);
+    const post = doc.body.paths['/api/v1/ip-allowlist'].post;
+    const body = post.requestBody.content['application/json'].schema;
+    expect(Object.keys(body.properties).sort()).toEqual(['cidr', 'product', 'targeting']);
+    expect(body.required.sort()).toEqual(['cidr', 'product']);
+    expect(Object.keys(post.responses).sort()).toEqual(expect.arrayContaining(['201', '400', '409']));
+    expect(doc.body.paths['/api/v1/ip-allowlist'].get).toBeDefined();
+    expect(doc.body.paths['/api/v1/ip-allowlist/{entryId}'].delete.responses['404']).toBeDefined();
+    expect(doc.body.paths['/admin/v1/accounts/{id}/ip-allowlist'].post).toBeDefined();
   });
 });
