@@ -91,11 +91,12 @@ const autoRefillForm = z.object({
   maxRefillsPerMonth: formString(32),
 });
 const product = z.enum(PRODUCTS);
-const PROXIES_NOTICES: Readonly<Record<string, string>> = {
-  password: 'A new proxy password is in place.',
-  'allowlist-added': 'The address is allowlisted; gateways accept it within a second.',
-  'allowlist-removed': 'The entry is removed; connections it admitted are ended.',
-};
+// A Map, not an object: `?done=constructor` must find nothing.
+const PROXIES_NOTICES: ReadonlyMap<string, string> = new Map([
+  ['password', 'A new proxy password is in place.'],
+  ['allowlist-added', 'The address is allowlisted; gateways accept it within a second.'],
+  ['allowlist-removed', 'The entry is removed; connections it admitted are ended.'],
+]);
 
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { pool } = deps;
@@ -366,7 +367,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     '/proxies',
     auth(async (req, res, who) =>
       renderProxies(res, who, {
-        notice: PROXIES_NOTICES[String(req.query.done)],
+        notice: typeof req.query.done === 'string' ? PROXIES_NOTICES.get(req.query.done) : undefined,
       }),
     ),
   );
