@@ -2,7 +2,7 @@
 // grammars, which parse what the API generates, must agree with them plan by plan.
 import { describe, expect, test } from '@jest/globals';
 import { PLAN_CAPABILITIES, PRODUCTS } from '../common/src/products.ts';
-import { GRAMMARS } from '../gateway/src/auth/credentials.ts';
+import { GRAMMARS } from '../common/src/credentials.ts';
 
 describe('plan capabilities', () => {
   test.each(PRODUCTS)('%s: the gateway grammar reads exactly what the table says', (plan) => {

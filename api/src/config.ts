@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TRUST_SILENCE_MS } from '../../common/src/db/changes.ts';
+import { DEFAULT_ALLOWLIST_MAX } from '../../common/src/ip-allowlist.ts';
 import {
   baseEnv,
   bool,
@@ -38,6 +39,10 @@ export const apiTuningEnv = {
   /** Reverse-proxy hops whose X-Forwarded-For is believed for the client address (0: none). */
   PROXYFLEET_API_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   /** This process's name in cache_acks (the pod name in Kubernetes); random when unset. */
+  // IP allowlist (docs/adr/0036): entries per account, and whether private, loopback and reserved
+  // ranges may be listed (dev and tests, whose clients are on 127.0.0.0/8; never in production).
+  PROXYFLEET_IP_ALLOWLIST_MAX: z.coerce.number().int().min(0).max(1000).default(DEFAULT_ALLOWLIST_MAX),
+  PROXYFLEET_IP_ALLOWLIST_PRIVATE: bool(false),
   PROXYFLEET_INSTANCE_ID: z.string().min(1).max(200).optional(),
   /** The dashboard is reached over HTTPS (directly or through a TLS-terminating proxy): Secure, __Host- cookies, HSTS. */
   PROXYFLEET_DASHBOARD_HTTPS: bool(false),

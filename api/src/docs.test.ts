@@ -4,6 +4,7 @@ import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { ERRORS } from '../../common/src/errors.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
+import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -30,12 +31,15 @@ describe('docs/api.md', () => {
     accounts: stub,
     waitForApiCaches: stub,
   });
+  const allowlist = { pool: stub, limit: 20, allowPrivate: false };
   const routes = [
     'GET /api/v1/account',
     'GET /api/v1/usage',
     'GET /api/v1/proxies/list',
     'POST /api/v1/proxies/generate',
     ...admin.map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
+    ...allowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /api/v1${r.path}`),
+    ...adminAllowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
   ];
   test.each(routes)('documents %s with a curl example', (route) => {
     const [method, path] = route.split(' ') as [string, string];

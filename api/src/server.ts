@@ -23,6 +23,7 @@ import { AccountService } from './modules/account/service.ts';
 import { accountRoutes } from './modules/account/routes.ts';
 import { proxiesRoutes } from './modules/proxies/routes.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
+import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 import { dashboardRouter } from './modules/dashboard/routes.ts';
@@ -64,6 +65,11 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   deps.health.addInfo('cacheVersion', () => feed.version);
 
   const waitForApiCaches = cacheSync(pool, logger, config.PROXYFLEET_API_SYNC_TIMEOUT_MS);
+  const allowlist = {
+    pool,
+    limit: config.PROXYFLEET_IP_ALLOWLIST_MAX,
+    allowPrivate: config.PROXYFLEET_IP_ALLOWLIST_PRIVATE,
+  };
   const proxies = {
     pool,
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
@@ -95,6 +101,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...accountRoutes(accounts),
       ...usageRoutes(usage),
       ...targetRoutes(pool),
+      ...allowlistRoutes(allowlist),
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
     ],
@@ -108,6 +115,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       }),
       ...adminBillingRoutes(pool),
       ...adminTargetRoutes(pool),
+      ...adminAllowlistRoutes(allowlist),
     ],
     dashboard: dashboardRouter({
       pool,
@@ -115,6 +123,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
       usage,
       proxies,
+      allowlist,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
     }),

@@ -23,6 +23,13 @@ export const ERRORS = {
   },
   ISP_PROXY_NOT_FOUND: { status: 404, message: 'ISP proxy not found' },
   ISP_PROXY_EXISTS: { status: 409, message: 'An ISP proxy with this host, port and username already exists' },
+  ALLOWLIST_ENTRY_NOT_FOUND: { status: 404, message: 'IP allowlist entry not found' },
+  ALLOWLIST_LIMIT: { status: 409, message: 'An account can have at most {limit} IP allowlist entries' },
+  ALLOWLIST_ENTRY_EXISTS: { status: 409, message: 'This range is already in the allowlist for this product' },
+  ALLOWLIST_OVERLAP: {
+    status: 409,
+    message: "This range overlaps another account's allowlist for this product",
+  },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service temporarily unavailable' },
   INTERNAL: { status: 500, message: 'Internal server error' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -116,6 +116,8 @@ export class GatewayProcess {
   readonly metrics: GatewayMetrics;
   readonly limiter: ConnectionLimiter;
   readonly ledgers = new Set<Ledger>();
+  /** Sockets admitted through an IP allowlist entry, and its id (ProxyContext.viaAllowlist). */
+  readonly viaAllowlist = new WeakMap<net.Socket, string>();
   readonly authFailuresPerAddress: number | undefined;
   private readonly logger: Logger;
 
@@ -156,6 +158,20 @@ export class GatewayProcess {
             p.logger.info(
               { account: accountId, connections: cut, plan: ledger.plan },
               'live connections cut: account suspended or credentials changed',
+            );
+          }
+        }
+      }
+      // An allowlist entry removed (or its targeting changed) ends what it admitted, and only that:
+      // the account's connections with credentials stay (docs/adr/0036).
+      for (const [accountId, entries] of p.cache.drainRemovedEntries()) {
+        for (const ledger of p.ledgers) {
+          const cut = ledger.revoke(accountId, (socket) => entries.has(p.viaAllowlist.get(socket) ?? ''));
+          if (cut) {
+            p.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
+            p.logger.info(
+              { account: accountId, connections: cut, plan: ledger.plan },
+              'live connections cut: IP allowlist entry removed',
             );
           }
         }
@@ -227,6 +243,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     ),
     bare: deps.bare ?? false,
     draining: false,
+    viaAllowlist: proc.viaAllowlist,
     authenticated: (socket) => limiter.authenticated(socket),
   };
 

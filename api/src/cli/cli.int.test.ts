@@ -146,6 +146,40 @@ describe('proxyfleet admin', () => {
     expect((await fetch(invite.url)).status).toBe(200);
   });
 
+  test("allowlist add, list and remove; a range too wide refused with the API's message", async () => {
+    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
+      id: string;
+    };
+    const added = json(
+      await cli(
+        'admin',
+        'allowlist',
+        'add',
+        account.id,
+        'basic',
+        '--cidr',
+        '198.51.100.0/24',
+        '--targeting',
+        'country-de',
+      ),
+    );
+    expect(added).toMatchObject({ product: 'basic', cidr: '198.51.100.0/24', targeting: 'country-de' });
+    expect(json(await cli('admin', 'allowlist', 'list', account.id))).toMatchObject({
+      entries: [{ id: added.id, cidr: '198.51.100.0/24' }],
+      limit: 20,
+    });
+    expect(
+      await cli('admin', 'allowlist', 'add', account.id, 'basic', '--cidr', '198.51.0.0/16'),
+    ).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('cidr: must be no wider than /24 for IPv4'),
+    });
+    expect(await cli('admin', 'allowlist', 'remove', account.id, String(added.id))).toMatchObject({
+      code: 0,
+    });
+    expect(json(await cli('admin', 'allowlist', 'list', account.id))).toMatchObject({ entries: [] });
+  });
+
   test('API errors exit 1 with the message; usage errors exit 2', async () => {
     expect(await cli('admin', 'accounts', 'suspend', '00000000-0000-4000-8000-000000000000')).toMatchObject({
       code: 1,

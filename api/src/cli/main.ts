@@ -262,6 +262,36 @@ export const COMMANDS: Record<string, Command> = {
       },
     }),
   },
+  'allowlist add': {
+    usage: 'allowlist add <accountId> <plan> --cidr <address|range> [--targeting <suffix>]',
+    summary: 'Let an address or range (at most /24 or /48) use a plan without credentials (docs/adr/0036)',
+    args: ['accountId', 'plan'],
+    options: {
+      // An option, not a positional: positionals are path segments and get URL-encoded.
+      cidr: { type: 'string', required: true, help: 'An address (203.0.113.7) or a range (203.0.113.0/24)' },
+      targeting: {
+        type: 'string',
+        help: "The plan's credential suffix, e.g. country-us_session-abc (default: rotating, any country)",
+      },
+    },
+    request: (a, o) => ({
+      method: 'POST',
+      path: `/accounts/${a.accountId}/ip-allowlist`,
+      body: { product: a.plan, cidr: o.cidr, targeting: o.targeting },
+    }),
+  },
+  'allowlist list': {
+    usage: 'allowlist list <accountId>',
+    summary: "List an account's IP allowlist",
+    args: ['accountId'],
+    request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/ip-allowlist` }),
+  },
+  'allowlist remove': {
+    usage: 'allowlist remove <accountId> <entryId>',
+    summary: 'Remove an IP allowlist entry; connections it admitted end',
+    args: ['accountId', 'entryId'],
+    request: (a) => ({ method: 'DELETE', path: `/accounts/${a.accountId}/ip-allowlist/${a.entryId}` }),
+  },
   'isp-proxies list': {
     usage: 'isp-proxies list <accountId>',
     summary: "List an account's ISP proxies",

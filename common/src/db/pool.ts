@@ -141,6 +141,7 @@ export const SQLSTATE = {
   UNIQUE_VIOLATION: '23505',
   CHECK_VIOLATION: '23514',
   FOREIGN_KEY_VIOLATION: '23503',
+  EXCLUSION_VIOLATION: '23P01',
   /** Raised by the api_keys trigger when an account would have more than 10 active named keys. */
   NAMED_KEY_LIMIT: 'PF001',
 } as const;

@@ -390,13 +390,14 @@ export class Ledger {
   }
 
   /**
-   * Ends every live connection of an account (suspended, or its credentials changed): their
-   * bytes so far are billed. Returns how many were cut.
+   * Ends every live connection of an account (suspended, or its credentials changed), or those
+   * `which` picks (an IP allowlist entry removed): their bytes so far are billed. Returns how many
+   * were cut.
    */
-  revoke(accountId: string): number {
+  revoke(accountId: string, which?: (socket: net.Socket) => boolean): number {
     const b = this.budgets.get(accountId);
     if (!b) return 0;
-    const conns = [...b.conns];
+    const conns = [...b.conns].filter((conn) => !which || which(conn.socket));
     for (const conn of conns) {
       this.settle(conn);
       conn.socket.destroy();

@@ -2,22 +2,32 @@
 // values that authenticated are memoised (bounded by bytes), so junk credentials cost no memory;
 // values longer than any valid credential are refused before parsing. The password check is a
 // sha256 compared in constant time against the cached digest, redone whenever the credential
-// cache changes. Failures are counted per address and per username (backoff.ts).
+// cache changes. Failures are counted per address and per username (backoff.ts). A request that
+// sends no credentials at all is looked up in the IP allowlist (docs/adr/0036); one that sends any
+// is judged by them alone.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Plan } from '../spec.ts';
 import { USERNAME_FAILURES_ALLOWED, type AuthBackoff } from './backoff.ts';
+import type { AllowEntry } from './allowlist.ts';
 import type { CachedAccount, CredentialCache } from './cache.ts';
 import {
   CREDENTIAL_ERROR_TEXT,
   decodeProxyAuthorization,
   MAX_AUTHORIZATION_LENGTH,
   parseCredentials,
+  parseTargeting,
   type CredentialError,
   type ParsedCredentials,
-} from './credentials.ts';
+} from '../../../common/src/credentials.ts';
 
 export type AuthResult =
-  | { ok: true; account: CachedAccount; credentials: ParsedCredentials }
+  | {
+      ok: true;
+      account: CachedAccount;
+      credentials: ParsedCredentials;
+      /** The allowlist entry that admitted a request without credentials. */
+      entry?: AllowEntry;
+    }
   | { ok: false; status: 407 | 403 | 429; reason: AuthRefusal; details: string; retryAfter?: number };
 
 /** The refusal ids (proxy/refusals.ts) authentication answers with. */
@@ -70,6 +80,7 @@ export class Authenticator {
       return this.status(memo.verified, memo.credentials);
     }
     if (memo) this.forget(header!);
+    if (header === undefined || header === '') return this.allowlisted(address);
     if (header !== undefined && header.length > MAX_AUTHORIZATION_LENGTH)
       return this.malformed('malformed_authorization', address);
     const decoded = decodeProxyAuthorization(header);
@@ -105,10 +116,27 @@ export class Authenticator {
     return this.status(account, parsed.value);
   }
 
-  private status(account: CachedAccount, credentials: ParsedCredentials): AuthResult {
+  private status(account: CachedAccount, credentials: ParsedCredentials, entry?: AllowEntry): AuthResult {
     if (account.status !== 'active')
       return { ok: false, status: 403, reason: 'account_suspended', details: 'account suspended' };
-    return { ok: true, account, credentials };
+    return entry ? { ok: true, account, credentials, entry } : { ok: true, account, credentials };
+  }
+
+  /** No credentials: the account whose allowlist covers the source, with the entry's targeting. */
+  private allowlisted(address: string): AuthResult {
+    const hit = this.cache.allowed(this.plan, address);
+    if (!hit) return credentialError('missing');
+    const { account, entry } = hit;
+    let credentials: ParsedCredentials = { username: account.username, password: '', targeting: {} };
+    if (entry.targeting !== null) {
+      // Checked by the API with the widest session limit; this gateway's own limit may be lower.
+      const parsed = parseTargeting(this.plan, entry.targeting, {
+        maxSessionMinutes: this.maxSessionMinutes,
+      });
+      if (!parsed.ok) return credentialError(parsed.reason);
+      credentials = { ...parsed.value, username: account.username, password: '' };
+    }
+    return this.status(account, credentials, entry);
   }
 
   private malformed(reason: CredentialError, address: string): AuthResult {

@@ -4,6 +4,7 @@
 // (docs/adr/0021).
 import type { Change } from '../../../common/src/db/changes.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
+import { AllowlistIndex, type AllowEntry } from './allowlist.ts';
 
 export interface CachedAccount {
   accountId: string;
@@ -12,6 +13,8 @@ export interface CachedAccount {
   status: 'active' | 'suspended';
   /** Bandwidth caps set for this account, bytes per second per product (docs/adr/0035). */
   throttles?: Readonly<Record<string, number>> | null;
+  /** Source ranges that authenticate as this account without a password (docs/adr/0036). */
+  allowlist?: readonly AllowEntry[];
 }
 
 interface Row {
@@ -20,18 +23,25 @@ interface Row {
   password_sha256: Buffer;
   status: 'active' | 'suspended';
   throttles: Record<string, number> | null;
+  allowlist: Omit<AllowEntry, 'accountId'>[] | null;
 }
 
 // An override change is announced as an 'account' change (migrations/0083), so it arrives here
 // with the account's other facts and reaches live budgets on the ledger's next tick.
 const SELECT = `SELECT c.account_id, c.username, c.password_sha256, a.status,
                        (SELECT jsonb_object_agg(t.product, t.bytes_per_second)
-                          FROM account_throttles t WHERE t.account_id = a.id) AS throttles
+                          FROM account_throttles t WHERE t.account_id = a.id) AS throttles,
+                       (SELECT jsonb_agg(jsonb_build_object('id', l.id, 'product', l.product,
+                                                            'cidr', l.cidr::text, 'targeting', l.targeting))
+                          FROM ip_allowlist l WHERE l.account_id = a.id) AS allowlist
                   FROM proxy_credentials c JOIN accounts a ON a.id = c.account_id`;
 
 export class CredentialCache {
   private readonly byUsername = new Map<string, CachedAccount>();
   private readonly usernameOf = new Map<string, string>();
+  private readonly allowlist = new AllowlistIndex();
+  /** Allowlist entries gone in the last apply(), per account (drainRemovedEntries). */
+  private removedEntries = new Map<string, Set<string>>();
   private readonly pool: Pool;
   /** Bumped on every change: callers caching verified credentials compare it. */
   generation = 0;
@@ -42,6 +52,24 @@ export class CredentialCache {
 
   get(username: string): CachedAccount | undefined {
     return this.byUsername.get(username);
+  }
+
+  /** The account whose allowlist entry of `product` covers `address` (longest prefix), with the entry. */
+  allowed(product: string, address: string): { account: CachedAccount; entry: AllowEntry } | undefined {
+    const entry = this.allowlist.find(product, address);
+    const username = entry && this.usernameOf.get(entry.accountId);
+    const account = username === undefined ? undefined : this.byUsername.get(username);
+    return account && entry && { account, entry };
+  }
+
+  /**
+   * The allowlist entries removed or changed by the apply() calls since the last drain, per account:
+   * connections admitted through them are cut (server.ts).
+   */
+  drainRemovedEntries(): Map<string, Set<string>> {
+    const out = this.removedEntries;
+    this.removedEntries = new Map();
+    return out;
   }
 
   /** The account's bandwidth cap override for a product, bytes per second (undefined: none). */
@@ -86,6 +114,11 @@ export class CredentialCache {
     this.generation++;
     for (const [id, old] of before) {
       const now = this.byUsername.get(this.usernameOf.get(id) ?? '');
+      // An entry is the same only with the same id, range and targeting.
+      const kept = new Set((now?.allowlist ?? []).map(entryKey));
+      const gone = (old.allowlist ?? []).filter((e) => !kept.has(entryKey(e))).map((e) => e.id);
+      if (gone.length)
+        this.removedEntries.set(id, new Set([...(this.removedEntries.get(id) ?? []), ...gone]));
       if (
         !now ||
         now.status !== 'active' ||
@@ -105,7 +138,9 @@ export class CredentialCache {
       passwordSha256: row.password_sha256,
       status: row.status,
       throttles: row.throttles,
+      allowlist: (row.allowlist ?? []).map((e) => ({ ...e, accountId: row.account_id })),
     };
+    for (const e of entry.allowlist ?? []) this.allowlist.add(e);
     this.byUsername.set(row.username, entry);
     this.usernameOf.set(row.account_id, row.username);
   }
@@ -113,8 +148,11 @@ export class CredentialCache {
   private remove(accountId: string): void {
     const username = this.usernameOf.get(accountId);
     if (username !== undefined) {
+      for (const e of this.byUsername.get(username)?.allowlist ?? []) this.allowlist.remove(e);
       this.byUsername.delete(username);
       this.usernameOf.delete(accountId);
     }
   }
 }
+
+const entryKey = (e: AllowEntry) => `${e.id} ${e.cidr} ${e.targeting ?? ''}`;

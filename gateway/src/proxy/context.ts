@@ -4,7 +4,7 @@ import type net from 'node:net';
 import type { Logger } from '../../../common/src/logger.ts';
 import type { Ledger, Tab } from '../accounting/ledger.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
-import type { ParsedCredentials } from '../auth/credentials.ts';
+import type { ParsedCredentials } from '../../../common/src/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import type { AccessLog } from './access-log.ts';
 import type { Plan, ProxyGatewaySpec } from '../spec.ts';
@@ -30,6 +30,11 @@ export interface ProxyContext {
   /** Benchmark only: no authentication and no metering ("features off"). */
   bare: boolean;
   draining: boolean;
+  /**
+   * Sockets whose last request was admitted through an IP allowlist entry, and the entry's id: the
+   * process cuts them when the entry goes (server.ts). Shared by the process's gateways.
+   */
+  viaAllowlist: WeakMap<net.Socket, string>;
   /** The socket's first request authenticated (it leaves its source's unauthenticated cap). */
   authenticated(socket: net.Socket): void;
 }
@@ -75,6 +80,8 @@ export async function admit(
     case 'client_gone':
       return refusalFor('client_gone');
   }
+  if (auth.entry) ctx.viaAllowlist.set(socket, auth.entry.id);
+  else ctx.viaAllowlist.delete(socket);
   return { accountId: auth.account.accountId, credentials: auth.credentials, tab };
 }
 

@@ -5,7 +5,7 @@
 // start falls back to the current lifetime-aligned window, which every pod computes the same way.
 import { createHash } from 'node:crypto';
 import type { Pool } from '../../../common/src/db/pool.ts';
-import type { Targeting } from '../auth/credentials.ts';
+import type { Targeting } from '../../../common/src/credentials.ts';
 
 const CACHE_LIMIT = 100_000;
 

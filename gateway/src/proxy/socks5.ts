@@ -15,6 +15,7 @@ import { openTunnel, type TunnelAnswer } from './tunnel.ts';
 /** The first byte of every SOCKS5 connection (the protocol version). */
 export const SOCKS_VERSION = 0x05;
 const AUTH_VERSION = 0x01;
+const METHOD_NO_AUTHENTICATION = 0x00;
 const METHOD_USERNAME_PASSWORD = 0x02;
 const NO_ACCEPTABLE_METHODS = 0xff;
 const CMD_CONNECT = 0x01;
@@ -113,6 +114,7 @@ function reply(code: number): Buffer {
 }
 const SUCCEEDED = reply(0x00);
 const METHOD_SELECTED = Buffer.of(SOCKS_VERSION, METHOD_USERNAME_PASSWORD);
+const NO_AUTHENTICATION_SELECTED = Buffer.of(SOCKS_VERSION, METHOD_NO_AUTHENTICATION);
 const NO_METHOD = Buffer.of(SOCKS_VERSION, NO_ACCEPTABLE_METHODS);
 const AUTH_SUCCEEDED = Buffer.of(AUTH_VERSION, 0x00);
 const AUTH_FAILED = Buffer.of(AUTH_VERSION, 0x01);
@@ -183,8 +185,21 @@ export function handleSocks(ctx: ProxyContext, socket: net.Socket, first: Buffer
         if (g === INCOMPLETE) return;
         if ('refuse' in g) return refuse(refusalFor(g.refuse), NO_METHOD);
         buf = buf.subarray(g.length);
-        // No username/password offered: the gateway has no other way to know the customer.
-        if (!g.methods.includes(METHOD_USERNAME_PASSWORD)) return refuse(refusalFor('missing'), NO_METHOD);
+        // Username/password whenever offered: credentials decide, as on HTTP. Without them only
+        // the IP allowlist can know the customer (docs/adr/0036); admit() checks again at the
+        // request, and refuses a suspended account there (0x02) as it does with credentials.
+        if (!g.methods.includes(METHOD_USERNAME_PASSWORD)) {
+          if (!g.methods.includes(METHOD_NO_AUTHENTICATION) || ctx.bare)
+            return refuse(refusalFor('missing'), NO_METHOD);
+          const auth = ctx.auth.authenticate(undefined, socket.remoteAddress ?? '');
+          if (!auth.ok && auth.reason !== 'account_suspended') {
+            ctx.metrics.authFailures.inc({ plan: ctx.plan, reason: auth.reason });
+            return refuse(refusalFor(auth.reason, { retryAfter: auth.retryAfter }), NO_METHOD);
+          }
+          socket.write(NO_AUTHENTICATION_SELECTED);
+          step = 'request';
+          continue;
+        }
         socket.write(METHOD_SELECTED);
         step = 'auth';
       } else if (step === 'auth') {

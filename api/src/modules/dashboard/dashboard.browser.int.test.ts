@@ -368,6 +368,31 @@ maybe('customer dashboard in Chromium', () => {
     );
     await axe(page, 'proxies with an ISP proxy');
 
+    // The IP allowlist (docs/adr/0036): a loopback address refused with the API's message (this API
+    // runs with private ranges refused, as production does), a public one added and removed.
+    await page.getByLabel('Product to allow').selectOption('basic');
+    await page.getByLabel('Address or range').fill('127.0.0.1');
+    await page.getByRole('button', { name: 'Add to allowlist' }).click();
+    await expect(page.getByRole('alert').first().textContent()).resolves.toContain(
+      'Address or range: must be a public address',
+    );
+    await page.getByLabel('Address or range').fill('192.0.2.77');
+    await page.getByLabel('Targeting (optional)').fill('country-us_session-abc1');
+    await page.getByRole('button', { name: 'Add to allowlist' }).click();
+    await page.waitForURL(`${api.url}/proxies?done=allowlist-added`);
+    const allowRow = page
+      .getByRole('region', { name: 'IP allowlist' })
+      .getByRole('row', { name: /192\.0\.2\.77/ });
+    await expect(allowRow.textContent()).resolves.toContain('country-us_session-abc1');
+    const viaApi = await call(api.url, '/api/v1/ip-allowlist', { key: account.apiKey });
+    expect((viaApi.body as { entries: { cidr: string }[] }).entries.map((e) => e.cidr)).toEqual([
+      '192.0.2.77/32',
+    ]);
+    await axe(page, 'proxies with an allowlist entry');
+    await page.getByRole('button', { name: 'Remove 192.0.2.77/32 (basic)' }).click();
+    await page.waitForURL(`${api.url}/proxies?done=allowlist-removed`);
+    await expect(page.getByText('No allowlisted addresses.').isVisible()).resolves.toBe(true);
+
     // The gateway's usage batches, folded as the worker does, feed the Overview's chart.
     await until(async () => {
       await gateway.ledger.flush();

@@ -6,6 +6,7 @@ import { PRODUCTS } from '../../../../common/src/products.ts';
 import type { AutoRefillSettings } from '../../../../common/src/billing/auto-refill.ts';
 import type { KeyRecord } from '../../../../common/src/accounts/keys.ts';
 import type { IspProxy } from '../proxies/schemas.ts';
+import type { AllowlistEntry } from '../ip-allowlist/schemas.ts';
 import type { AlertsRow } from '../admin/repo.ts';
 import type { AutoRefillLine, InvoiceLine } from './billing.ts';
 import { html, jsonBlock, type Html } from './html.ts';
@@ -428,6 +429,12 @@ export interface GenerateForm {
   count: string;
 }
 
+export interface AllowlistForm {
+  product: string;
+  cidr: string;
+  targeting: string;
+}
+
 export function proxiesPage(
   ctx: PageContext,
   data: {
@@ -438,6 +445,9 @@ export function proxiesPage(
     generated?: string[];
     error?: string;
     notice?: string;
+    allowlist: { entries: AllowlistEntry[]; limit: number };
+    allowlistForm?: AllowlistForm;
+    allowlistError?: string;
   },
 ): Html {
   const f = data.form;
@@ -600,8 +610,106 @@ ${data.generated.join('\n')}</textarea>
 ${data.isp.map((p) => p.proxy).join('\n')}</textarea>
                 <div class="row">${copyButton('isp-list')}</div>`
         }
-      </section>`,
+      </section>
+      ${allowlistSection(ctx, data.allowlist, data.allowlistForm, data.allowlistError)}`,
   );
+}
+
+/** The Proxies page's IP allowlist (docs/adr/0036): entries, a remove button each, an add form. */
+function allowlistSection(
+  ctx: PageContext,
+  list: { entries: AllowlistEntry[]; limit: number },
+  form: AllowlistForm = { product: 'basic', cidr: '', targeting: '' },
+  error?: string,
+): Html {
+  return html`<section class="card" aria-labelledby="allow-h">
+    <h2 id="allow-h">IP allowlist</h2>
+    <p class="hint">
+      Requests from these addresses use the product's gateways without a username or password (at most
+      ${String(list.limit)} entries; a range at most /24 or /48 wide). Requests that send credentials are
+      judged by them.
+    </p>
+    ${message('error', error)}
+    ${
+      list.entries.length === 0
+        ? html`<p>No allowlisted addresses.</p>`
+        : html`<div class="table-wrap" tabindex="0" role="region" aria-label="IP allowlist">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Address or range</th>
+                  <th scope="col">Product</th>
+                  <th scope="col">Targeting</th>
+                  <th scope="col"><span class="visually-hidden">Remove</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                ${list.entries.map(
+                  (e) =>
+                    html`<tr>
+                      <td class="mono">${e.cidr}</td>
+                      <td>${e.product}</td>
+                      <td class="mono">${e.targeting ?? 'rotating, any country'}</td>
+                      <td>
+                        <form method="post" action="/proxies/allowlist/${e.id}/remove">
+                          ${csrfField(ctx)}
+                          <button
+                            type="submit"
+                            class="secondary"
+                            aria-label="Remove ${e.cidr} (${e.product})"
+                          >
+                            Remove
+                          </button>
+                        </form>
+                      </td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
+    }
+    <form method="post" action="/proxies/allowlist">
+      ${csrfField(ctx)}
+      <div class="grid">
+        <div>
+          <label for="allow-product">Product to allow</label>
+          <select id="allow-product" name="product">
+            ${PRODUCTS.map((p) => html`<option value="${p}" ${p === form.product ? html` selected` : ''}>${p}</option>`)}
+          </select>
+        </div>
+        <div>
+          <label for="allow-cidr">Address or range</label>
+          <input
+            id="allow-cidr"
+            name="cidr"
+            class="mono"
+            value="${form.cidr}"
+            maxlength="50"
+            autocomplete="off"
+            aria-describedby="allow-cidr-hint"
+            required
+          />
+          <p class="hint" id="allow-cidr-hint">For example 203.0.113.7 or 203.0.113.0/24</p>
+        </div>
+        <div>
+          <label for="allow-targeting">Targeting (optional)</label>
+          <input
+            id="allow-targeting"
+            name="targeting"
+            class="mono"
+            value="${form.targeting}"
+            maxlength="200"
+            autocomplete="off"
+            aria-describedby="allow-targeting-hint"
+          />
+          <p class="hint" id="allow-targeting-hint">
+            As after the password or username, for example country-us_session-abc123
+          </p>
+        </div>
+      </div>
+      <button type="submit">Add to allowlist</button>
+    </form>
+  </section>`;
 }
 
 export function keysPage(

@@ -25,6 +25,9 @@ import { PRODUCTS } from '../../../../common/src/products.ts';
 import { activeKeyKind, updateAlerts, type AlertsRow } from '../admin/repo.ts';
 import { createKeySchema } from '../admin/schemas.ts';
 import { generateRequestSchema } from '../proxies/schemas.ts';
+import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from '../ip-allowlist/repo.ts';
+import type { AllowlistDeps } from '../ip-allowlist/routes.ts';
+import { allowlistCreate } from '../ip-allowlist/schemas.ts';
 import { generateProxies, ispProxies, type ProxiesDeps } from '../proxies/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { productBalances, type UsageService } from '../usage/service.ts';
@@ -60,13 +63,15 @@ export interface DashboardDeps {
   credentialsKey: Buffer;
   usage: UsageService;
   proxies: ProxiesDeps;
+  /** The IP allowlist's cap and range rules (docs/adr/0036), as the API applies them. */
+  allowlist: AllowlistDeps;
   waitForApiCaches: WaitForApiCaches;
   /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies and HSTS. */
   https: boolean;
 }
 
 const DASHBOARD_PATH =
-  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|target-stats|billing|billing\/auto-refill\/[^/]+|assets\/[^/]+)$/;
+  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|proxies\/allowlist|proxies\/allowlist\/[^/]+\/remove|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|target-stats|billing|billing\/auto-refill\/[^/]+|assets\/[^/]+)$/;
 const SIGNED_OUT_PATHS = new Set(['/sign-in', '/forgot-password', '/set-password']);
 
 const formString = (max: number) => z.string().max(max).optional().default('');
@@ -86,6 +91,12 @@ const autoRefillForm = z.object({
   maxRefillsPerMonth: formString(32),
 });
 const product = z.enum(PRODUCTS);
+// A Map, not an object: `?done=constructor` must find nothing.
+const PROXIES_NOTICES: ReadonlyMap<string, string> = new Map([
+  ['password', 'A new proxy password is in place.'],
+  ['allowlist-added', 'The address is allowlisted; gateways accept it within a second.'],
+  ['allowlist-removed', 'The entry is removed; connections it admitted are ended.'],
+]);
 
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { pool } = deps;
@@ -325,11 +336,19 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   const renderProxies = async (
     res: Response,
     who: Signed,
-    extra: { form?: pages.GenerateForm; generated?: string[]; error?: string; notice?: string } = {},
+    extra: {
+      form?: pages.GenerateForm;
+      generated?: string[];
+      error?: string;
+      notice?: string;
+      allowlistForm?: pages.AllowlistForm;
+      allowlistError?: string;
+    } = {},
     status = 200,
   ) => {
     const creds = await readProxyCredentials(pool, who.person.accountId, deps.credentialsKey);
     const isp = await ispProxies(deps.proxies, who.person.accountId);
+    const entries = (await listAllowlist(pool, who.person.accountId)) ?? [];
     send(
       res,
       pages.proxiesPage(who.ctx, {
@@ -337,6 +356,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         password: creds.password,
         isp,
         form: extra.form ?? defaultForm(),
+        allowlist: { entries, limit: deps.allowlist.limit },
         ...extra,
       }),
       status,
@@ -347,7 +367,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     '/proxies',
     auth(async (req, res, who) =>
       renderProxies(res, who, {
-        notice: req.query.done === 'password' ? 'A new proxy password is in place.' : undefined,
+        notice: typeof req.query.done === 'string' ? PROXIES_NOTICES.get(req.query.done) : undefined,
       }),
     ),
   );
@@ -390,6 +410,62 @@ export function dashboardRouter(deps: DashboardDeps): Router {
           return renderProxies(res, who, { form, error: err.message }, 403);
         throw err;
       }
+    }),
+  );
+
+  // The IP allowlist (docs/adr/0036): the API's own schema, repo and errors.
+  const allowlistSchema = allowlistCreate(deps.allowlist.allowPrivate);
+  router.post(
+    '/proxies/allowlist',
+    auth(async (req, res, who) => {
+      const body = req.body as Record<string, unknown>;
+      const str = (k: string) => (typeof body[k] === 'string' ? body[k].trim() : '');
+      const form: pages.AllowlistForm = {
+        product: str('product'),
+        cidr: str('cidr'),
+        targeting: str('targeting'),
+      };
+      const parsed = allowlistSchema.safeParse({
+        product: form.product,
+        cidr: form.cidr,
+        ...(form.targeting ? { targeting: form.targeting } : {}),
+      });
+      if (!parsed.success) {
+        const labels: Record<string, string> = {
+          product: 'Product',
+          cidr: 'Address or range',
+          targeting: 'Targeting',
+        };
+        const allowlistError = parsed.error.issues
+          .map((i) => `${labels[String(i.path[0])] ?? String(i.path[0])}: ${i.message}`)
+          .join('. ');
+        return renderProxies(res, who, { allowlistForm: form, allowlistError }, 422);
+      }
+      try {
+        await addAllowlistEntry(pool, who.person.accountId, parsed.data, deps.allowlist.limit);
+      } catch (err) {
+        if (err instanceof AppError && err.status === 409)
+          return renderProxies(res, who, { allowlistForm: form, allowlistError: err.message }, 409);
+        throw err;
+      }
+      res.redirect(303, '/proxies?done=allowlist-added');
+    }),
+  );
+
+  router.post(
+    '/proxies/allowlist/:entryId/remove',
+    auth(async (req, res, who) => {
+      const entryId = String(req.params.entryId);
+      const removed =
+        uuid.safeParse(entryId).success && (await removeAllowlistEntry(pool, who.person.accountId, entryId));
+      if (!removed)
+        return renderProxies(
+          res,
+          who,
+          { allowlistError: 'That entry does not exist or is already removed.' },
+          404,
+        );
+      res.redirect(303, '/proxies?done=allowlist-removed');
     }),
   );
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { parseCredentials } from '../../../../gateway/src/auth/credentials.ts';
+import { parseCredentials } from '../../../../common/src/credentials.ts';
 import type { Product } from '../../../../common/src/products.ts';
 import { credentialFor, proxyString, type Targeting } from './format.ts';
 import { generateRequestSchema } from './schemas.ts';

@@ -4,7 +4,7 @@
 // the password (light, basic, datacenter: `_key-value` parts) or in the username (advanced,
 // mobile: `-key-value` pairs). Usernames are [a-z0-9]{4,32} and passwords [A-Za-z0-9]+, so the
 // separators '-' and '_' never occur inside them and the base is everything before the first one.
-import type { Plan } from '../spec.ts';
+import type { Product as Plan } from './products.ts';
 
 export interface Targeting {
   /** Lowercase ISO country code; undefined = no targeting at all (any exit). */
@@ -279,3 +279,20 @@ export const CREDENTIAL_ERROR_TEXT: Readonly<Record<CredentialError, string>> = 
   country_required: 'targeting must start with country',
   lifetime_out_of_range: 'session lifetime out of range',
 };
+
+/** Stand-ins for the base of a credential, so that a bare targeting suffix parses like one. */
+const STANDIN_USERNAME = 'allowlist';
+const STANDIN_PASSWORD = 'x';
+
+/**
+ * Parses the targeting an IP allowlist entry stands for (docs/adr/0036): the suffix a customer
+ * would write after the password (light, basic, datacenter: `country-us_session-abc`) or after the
+ * username (advanced, mobile: `country-us-session-abc`) on `plan`, through the same parser, so the
+ * two can never disagree. The result's username and password are stand-ins.
+ */
+export function parseTargeting(plan: Plan, text: string, limits: GrammarLimits): ParseResult {
+  if (text === '') return fail('bad_value');
+  return GRAMMARS[plan].side === 'password'
+    ? parseCredentials(plan, STANDIN_USERNAME, `${STANDIN_PASSWORD}_${text}`, limits)
+    : parseCredentials(plan, `${STANDIN_USERNAME}-${text}`, STANDIN_PASSWORD, limits);
+}

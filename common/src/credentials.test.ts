@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { PLANS, type Plan } from '../spec.ts';
+import { PRODUCTS as PLANS, type Product as Plan } from './products.ts';
 import {
   decodeProxyAuthorization,
   parseCredentials,
