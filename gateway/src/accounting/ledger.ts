@@ -90,6 +90,7 @@ export class Tab {
 
   /** The streams relayed to or from the customer: paused while the budget waits for a lease. */
   relaying(...sources: Readable[]): void {
+    this.conn.answering = false;
     this.conn.sources = sources;
     this.ledger.relaying(this.budget);
   }
@@ -101,6 +102,7 @@ export class Tab {
 
   /** The connection became a tunnel to `upstream` (destroyed with it when the budget is cut). */
   tunnel(upstream: net.Socket): void {
+    this.conn.answering = false;
     this.conn.kind = 'tunnel';
     this.conn.peer = upstream;
   }
@@ -237,6 +239,7 @@ export class Ledger {
     if (overCap()) return 'connection_limit';
     if (!conn) conn = this.track(socket);
     this.attach(conn, b);
+    conn.answering = true;
     return new Tab(this, b, conn);
   }
 
@@ -433,6 +436,7 @@ export class Ledger {
     this.collect(conn, conn.markIn, Math.min(conn.markOut, conn.delivered()));
     b.conns.delete(conn);
     conn.budget = undefined;
+    conn.answering = false;
     conn.billedIn = conn.socket.bytesRead;
     conn.billedOut = conn.socket.bytesWritten;
   }
@@ -473,7 +477,9 @@ export class Ledger {
   private tick(): void {
     const now = Date.now();
     for (const conn of this.conns) {
-      this.settle(conn);
+      // A request between its admission and its answer may still be refused (not billed): its
+      // bytes wait for the answer, the refusal or the close; its chunks stay in the estimate.
+      if (!conn.answering) this.settle(conn);
       if (conn.moved()) conn.lastActive = now;
       else if (now - conn.lastActive > this.opts.idleMs) conn.socket.destroy();
       if (now - conn.startedAt > this.opts.maxLifetimeMs) conn.socket.destroy();
@@ -484,7 +490,9 @@ export class Ledger {
     for (const b of this.budgets.values()) {
       this.applyThrottle(b, clock);
       if (b.conns.size) b.lastActive = now;
-      if (policy.tick(b.state, elapsed, now, b.conns.size > 0)) void this.draw(b);
+      const draw = policy.tick(b.state, elapsed, now, b.conns.size > 0);
+      for (const conn of b.conns) if (conn.answering) b.state.estimate += conn.estimated;
+      if (draw) void this.draw(b);
     }
   }
 

@@ -36,6 +36,12 @@ export class Metered {
    * last counted exactly. Counting them exactly takes them out of the estimate again.
    */
   estimated = 0;
+  /**
+   * Admitted, not yet answered: the request may still be refused, and a refusal after admission
+   * is not billed, so ticks leave its bytes for the answer, the refusal or the close to count
+   * (a tick between a CONNECT's admission and the destination's refusal billed its head).
+   */
+  answering = false;
   /** Counters at the end of the last completed request (bytes after it belong to the next one). */
   markIn = 0;
   markOut = 0;
