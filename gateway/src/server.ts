@@ -150,32 +150,14 @@ export class GatewayProcess {
       }
       // A suspension or a credential change ends the account's live connections at once: they
       // were admitted with credentials that no longer hold (finding 5 of issue 10).
-      for (const accountId of revoked) {
-        for (const ledger of p.ledgers) {
-          const cut = ledger.revoke(accountId);
-          if (cut) {
-            p.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
-            p.logger.info(
-              { account: accountId, connections: cut, plan: ledger.plan },
-              'live connections cut: account suspended or credentials changed',
-            );
-          }
-        }
-      }
+      for (const accountId of revoked)
+        p.cut(accountId, 'live connections cut: account suspended or credentials changed');
       // An allowlist entry removed (or its targeting changed) ends what it admitted, and only that:
       // the account's connections with credentials stay (docs/adr/0036).
-      for (const [accountId, entries] of p.cache.drainRemovedEntries()) {
-        for (const ledger of p.ledgers) {
-          const cut = ledger.revoke(accountId, (socket) => entries.has(p.viaAllowlist.get(socket) ?? ''));
-          if (cut) {
-            p.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
-            p.logger.info(
-              { account: accountId, connections: cut, plan: ledger.plan },
-              'live connections cut: IP allowlist entry removed',
-            );
-          }
-        }
-      }
+      for (const [accountId, entries] of p.cache.drainRemovedEntries())
+        p.cut(accountId, 'live connections cut: IP allowlist entry removed', (socket) =>
+          entries.has(p.viaAllowlist.get(socket) ?? ''),
+        );
     });
     await p.feed.start();
     await p.cache.loadAll();
@@ -183,6 +165,16 @@ export class GatewayProcess {
     opts.health.addInfo('gatewayCredentials', () => p.cache.size);
     opts.health.addInfo('gatewayConnections', () => p.limiter.connections);
     return p;
+  }
+
+  /** Ends an account's live connections (those `which` picks) on every gateway: counted, logged. */
+  private cut(accountId: string, msg: string, which?: (socket: net.Socket) => boolean): void {
+    for (const ledger of this.ledgers) {
+      const cut = ledger.revoke(accountId, which);
+      if (!cut) continue;
+      this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
+      this.logger.info({ account: accountId, connections: cut, plan: ledger.plan }, msg);
+    }
   }
 
   async close(): Promise<void> {
