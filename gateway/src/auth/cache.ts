@@ -57,8 +57,7 @@ export class CredentialCache {
   /** The account whose allowlist entry of `product` covers `address` (longest prefix), with the entry. */
   allowed(product: string, address: string): { account: CachedAccount; entry: AllowEntry } | undefined {
     const entry = this.allowlist.find(product, address);
-    const username = entry && this.usernameOf.get(entry.accountId);
-    const account = username === undefined ? undefined : this.byUsername.get(username);
+    const account = entry && this.byAccount(entry.accountId);
     return account && entry && { account, entry };
   }
 
@@ -74,9 +73,12 @@ export class CredentialCache {
 
   /** The account's bandwidth cap override for a product, bytes per second (undefined: none). */
   throttle(accountId: string, product: string): number | undefined {
+    return this.byAccount(accountId)?.throttles?.[product];
+  }
+
+  private byAccount(accountId: string): CachedAccount | undefined {
     const username = this.usernameOf.get(accountId);
-    const entry = username === undefined ? undefined : this.byUsername.get(username);
-    return entry?.throttles?.[product];
+    return username === undefined ? undefined : this.byUsername.get(username);
   }
 
   get size(): number {
@@ -100,8 +102,7 @@ export class CredentialCache {
     if (ids.size === 0) return revoked;
     const before = new Map<string, CachedAccount>();
     for (const id of ids) {
-      const username = this.usernameOf.get(id);
-      const entry = username === undefined ? undefined : this.byUsername.get(username);
+      const entry = this.byAccount(id);
       if (entry) before.set(id, entry);
     }
     // Fail closed: forget the changed accounts first, so that if the refresh below fails (the
@@ -113,7 +114,7 @@ export class CredentialCache {
     for (const row of rows) this.put(row);
     this.generation++;
     for (const [id, old] of before) {
-      const now = this.byUsername.get(this.usernameOf.get(id) ?? '');
+      const now = this.byAccount(id);
       // An entry is the same only with the same id, range and targeting.
       const kept = new Set((now?.allowlist ?? []).map(entryKey));
       const gone = (old.allowlist ?? []).filter((e) => !kept.has(entryKey(e))).map((e) => e.id);
