@@ -276,19 +276,7 @@ describe('SOCKS5 with the socks client library', () => {
   it('is told "not allowed" (0x02) for a customer without bandwidth, counted as no_bandwidth', async () => {
     const a = await customer(0);
     const before = await refusals(gateway);
-    await expect(
-      SocksClient.createConnection({
-        proxy: {
-          host: '127.0.0.1',
-          port: gateway.port,
-          type: 5,
-          userId: a.proxyUsername,
-          password: a.proxyPassword,
-        },
-        command: 'connect',
-        destination: { host: '127.0.0.1', port: echoPort },
-      }),
-    ).rejects.toThrow(/NotAllowed/);
+    await expect(socksToEcho(a)).rejects.toThrow(/NotAllowed/);
     expect(counterDelta(await refusals(gateway), before)).toEqual({ 'no_bandwidth 4xx': 1 });
     expect(Number((await usage(a.id)).up)).toBe(0);
   }, 30_000);
