@@ -360,7 +360,9 @@ export class Ledger {
     this.opts.metrics.budgetCuts.inc({ plan: b.product });
     policy.cutOff(b.state);
     const { estimate, available, pending, deniedAt } = b.state;
-    this.opts.logger.warn(
+    // Running out after a denial is the customer's bandwidth ending (info); a cut while the
+    // grant is pending or unavailable is the gateway's own doing and worth a look (warn).
+    this.opts.logger[deniedAt > 0 && !b.state.unavailable ? 'info' : 'warn'](
       {
         account: b.accountId,
         plan: b.product,
