@@ -1,0 +1,364 @@
+-- Sub-users (issue 16 item 1, docs/adr/0037): named proxy users of an account, each with its own
+-- proxy username and password in the plan's credential grammar, an optional traffic limit per
+-- product, an optional cap on concurrent connections and on bandwidth, and a status.
+--
+-- Billing stays the account's: a sub-user's bytes are the account's bytes (its usage lines are
+-- the account's lines, its leases are the account's leases), so a sub-user can never spend what
+-- the account did not buy. The limit is a second ceiling on the same leases: lease_acquire grants
+-- the least of what the account has free and what the sub-user's limit leaves, and usage_fold
+-- counts the sub-user's own lines against its limit.
+
+CREATE TABLE sub_users (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  -- A label the customer chooses (their own customer's name, a team, a scraper).
+  name text NOT NULL CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$'),
+  -- One namespace with proxy_credentials.username (the trigger below): a gateway finds either by it.
+  username text NOT NULL UNIQUE CHECK (username ~ '^[a-z0-9]{4,32}$'),
+  password_enc bytea NOT NULL,
+  password_sha256 bytea NOT NULL CHECK (octet_length(password_sha256) = 32),
+  status text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'suspended')),
+  -- Concurrent connections across the fleet (each gateway enforces its share); NULL: the plan's cap.
+  max_connections integer CHECK (max_connections BETWEEN 1 AND 100000),
+  -- Bandwidth cap across the fleet, bytes per second (common/src/throttle.ts's bounds); NULL: none
+  -- of its own (the account's cap still covers it).
+  bytes_per_second bigint CHECK (bytes_per_second BETWEEN 65536 AND 10000000000),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (account_id, name)
+);
+CREATE INDEX sub_users_account ON sub_users (account_id);
+
+-- Usernames are unique across accounts' proxy credentials and sub-users. Checked under a
+-- transaction-scoped advisory lock on the name, so two concurrent writers of the same name in the
+-- two tables cannot both pass.
+CREATE FUNCTION proxy_username_free() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('proxy_username'), hashtext(NEW.username));
+  IF (TG_TABLE_NAME = 'sub_users' AND EXISTS (SELECT 1 FROM proxy_credentials c WHERE c.username = NEW.username))
+     OR (TG_TABLE_NAME = 'proxy_credentials' AND EXISTS (SELECT 1 FROM sub_users s WHERE s.username = NEW.username)) THEN
+    RAISE EXCEPTION 'proxy username % is taken', NEW.username
+      USING ERRCODE = 'unique_violation', CONSTRAINT = 'proxy_username_taken';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER sub_users_username_free BEFORE INSERT OR UPDATE OF username ON sub_users
+  FOR EACH ROW EXECUTE FUNCTION proxy_username_free();
+CREATE TRIGGER proxy_credentials_username_free BEFORE INSERT OR UPDATE OF username ON proxy_credentials
+  FOR EACH ROW EXECUTE FUNCTION proxy_username_free();
+
+-- Gateways learn sub-users with the account's other facts ('account' change: the credential cache
+-- reloads the account, with its sub-users, and cuts the live connections of a sub-user that was
+-- suspended, deleted or given a new password).
+CREATE TRIGGER change_log_sub_users AFTER INSERT OR UPDATE OR DELETE ON sub_users
+  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
+
+-- Per sub-user and product: the traffic limit (NULL: none, the account's balance is the only
+-- ceiling) and what the sub-user has used, folded from its usage lines (lifetime of the sub-user:
+-- raising the limit gives more). A row exists once a limit is set or traffic is folded.
+CREATE TABLE sub_user_products (
+  sub_user_id uuid NOT NULL REFERENCES sub_users (id) ON DELETE CASCADE,
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  product text NOT NULL REFERENCES products (name),
+  limit_bytes bigint CHECK (limit_bytes >= 0),
+  used_bytes bigint NOT NULL DEFAULT 0 CHECK (used_bytes >= 0),
+  requests_count bigint NOT NULL DEFAULT 0 CHECK (requests_count >= 0),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (sub_user_id, product)
+);
+CREATE INDEX sub_user_products_account ON sub_user_products (account_id);
+
+-- A limit set, raised, lowered or removed is announced as a 'balance' change of the account (as a
+-- purchase is): gateways forget a denial and ask again. used_bytes moving (every fold) is not.
+CREATE FUNCTION change_log_sub_user_limit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    IF OLD.limit_bytes IS NOT NULL THEN
+      PERFORM change_log_record('balance', OLD.account_id, NULL);
+    END IF;
+  ELSIF TG_OP = 'INSERT' AND NEW.limit_bytes IS NOT NULL
+     OR TG_OP = 'UPDATE' AND NEW.limit_bytes IS DISTINCT FROM OLD.limit_bytes THEN
+    PERFORM change_log_record('balance', NEW.account_id, NULL);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER change_log_sub_user_products AFTER INSERT OR UPDATE OR DELETE ON sub_user_products
+  FOR EACH ROW EXECUTE FUNCTION change_log_sub_user_limit();
+
+-- Usage over time per sub-user (the account's usage_hourly already includes these bytes).
+CREATE TABLE sub_user_usage_hourly (
+  sub_user_id uuid NOT NULL REFERENCES sub_users (id) ON DELETE CASCADE,
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  product text NOT NULL REFERENCES products (name),
+  hour timestamptz NOT NULL,
+  bytes_up bigint NOT NULL DEFAULT 0 CHECK (bytes_up >= 0),
+  bytes_down bigint NOT NULL DEFAULT 0 CHECK (bytes_down >= 0),
+  requests bigint NOT NULL DEFAULT 0 CHECK (requests >= 0),
+  PRIMARY KEY (sub_user_id, product, hour)
+);
+CREATE INDEX sub_user_usage_hourly_account ON sub_user_usage_hourly (account_id, hour);
+
+-- A gateway's lines per sub-user, beside the account's lines of the same batch (which already
+-- include them: these only feed the sub-user's used_bytes and its usage over time).
+CREATE TABLE usage_batch_sub_user_lines (
+  batch_id bigint NOT NULL REFERENCES usage_batches (id) ON DELETE CASCADE,
+  sub_user_id uuid NOT NULL REFERENCES sub_users (id) ON DELETE CASCADE,
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  product text NOT NULL REFERENCES products (name),
+  bytes_up bigint NOT NULL DEFAULT 0 CHECK (bytes_up >= 0),
+  bytes_down bigint NOT NULL DEFAULT 0 CHECK (bytes_down >= 0),
+  requests bigint NOT NULL DEFAULT 0 CHECK (requests >= 0),
+  PRIMARY KEY (batch_id, sub_user_id, product)
+);
+
+-- A lease drawn for a sub-user's budget holds bytes against the account's balance (as every lease
+-- does) and against the sub-user's limit. A deleted sub-user's open leases become plain account
+-- leases and are returned as usual.
+ALTER TABLE bandwidth_leases ADD COLUMN sub_user_id uuid REFERENCES sub_users (id) ON DELETE SET NULL;
+CREATE INDEX bandwidth_leases_sub_user_idx ON bandwidth_leases (sub_user_id, product) WHERE sub_user_id IS NOT NULL;
+
+-- What a sub-user's leases still hold on a product (the same arithmetic as balances.leased_bytes,
+-- migrations/0020: an open lease holds granted - charged, a released one its unfolded spends).
+CREATE FUNCTION sub_user_leased(p_sub_user uuid, p_product text) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+  SELECT coalesce(sum(CASE WHEN l.released_at IS NULL THEN l.granted_bytes - l.charged_bytes
+                           ELSE greatest(0, least(l.spent_bytes, l.granted_bytes) - l.charged_bytes) END), 0)::bigint
+    FROM bandwidth_leases l
+   WHERE l.sub_user_id = p_sub_user AND l.product = p_product
+     AND (l.released_at IS NULL OR l.charged_bytes < least(l.spent_bytes, l.granted_bytes))
+$$;
+
+-- As in 0080, with p_sub_user: the grant is also capped by what the sub-user's limit leaves
+-- (limit - used - what its leases hold). Every draw of an (account, product) locks its balance
+-- row first, so draws for the same sub-user are serialised by it; usage_fold takes the balance
+-- row before the sub-user's row, the same order. out_sub_user_limited: the sub-user's limit, not
+-- the account's balance, decided the answer (out_held is then what the sub-user's leases hold).
+-- A sub-user that is not the account's (deleted meanwhile) is denied.
+DROP FUNCTION lease_acquire(uuid, text, text, bigint, bigint, integer);
+CREATE FUNCTION lease_acquire(p_account uuid, p_product text, p_gateway text, p_wanted bigint, p_min bigint,
+                              p_ttl_seconds integer, p_sub_user uuid DEFAULT NULL)
+RETURNS TABLE (out_lease_id uuid, out_granted bigint, out_expires_at timestamptz, out_free bigint, out_held bigint,
+               out_sub_user_limited boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_free bigint;
+  v_held bigint;
+  v_pods integer;
+  v_grant bigint;
+  v_id uuid;
+  v_expires timestamptz;
+  v_dead uuid[];
+  v_limit bigint;
+  v_sub_free bigint;
+  v_limited boolean := false;
+BEGIN
+  SELECT array_agg(x.id ORDER BY x.id) INTO v_dead FROM (
+    SELECT l.id FROM bandwidth_leases l JOIN gateway_heartbeats h ON h.gateway_id = l.gateway_id
+     WHERE l.account_id = p_account AND l.product = p_product AND l.released_at IS NULL
+       AND h.beat_at < now() - gateway_dead_after()
+     ORDER BY l.id FOR UPDATE OF l) x;
+  IF v_dead IS NOT NULL THEN
+    PERFORM lease_reclaim(v_dead);
+  END IF;
+
+  SELECT greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes), b.leased_bytes INTO v_free, v_held
+    FROM balances b WHERE b.account_id = p_account AND b.product = p_product FOR UPDATE;
+  IF p_sub_user IS NOT NULL THEN
+    IF NOT EXISTS (SELECT 1 FROM sub_users s WHERE s.id = p_sub_user AND s.account_id = p_account) THEN
+      RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, 0::bigint, true;
+      RETURN;
+    END IF;
+    SELECT p.limit_bytes - p.used_bytes INTO v_limit FROM sub_user_products p
+     WHERE p.sub_user_id = p_sub_user AND p.product = p_product AND p.limit_bytes IS NOT NULL;
+    IF v_limit IS NOT NULL THEN
+      v_sub_free := greatest(0, v_limit - sub_user_leased(p_sub_user, p_product));
+      IF v_sub_free < coalesce(v_free, 0) THEN
+        v_free := v_sub_free;
+        v_held := sub_user_leased(p_sub_user, p_product);
+        v_limited := true;
+      END IF;
+    END IF;
+  END IF;
+  IF v_free IS NULL OR v_free = 0 THEN
+    -- out_held > 0: nothing is free now, but other gateways hold leases they may give back.
+    RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, coalesce(v_held, 0::bigint), v_limited;
+    RETURN;
+  END IF;
+  SELECT count(DISTINCT l.gateway_id) INTO v_pods FROM bandwidth_leases l
+   WHERE l.account_id = p_account AND l.product = p_product AND l.released_at IS NULL AND l.gateway_id <> p_gateway;
+  v_grant := least(p_wanted, greatest(p_min, v_free / (2 * (v_pods + 1))), v_free);
+  UPDATE balances SET leased_bytes = leased_bytes + v_grant WHERE account_id = p_account AND product = p_product;
+  INSERT INTO bandwidth_leases (account_id, product, gateway_id, granted_bytes, expires_at, sub_user_id)
+  VALUES (p_account, p_product, p_gateway, v_grant, now() + make_interval(secs => p_ttl_seconds), p_sub_user)
+  RETURNING id, expires_at INTO v_id, v_expires;
+  RETURN QUERY SELECT v_id, v_grant, v_expires, v_free - v_grant, v_held + v_grant, v_limited;
+END $$;
+
+-- As in 0020, with p_sub_lines: the batch's lines per sub-user ({sub_user_id, account_id,
+-- product, bytes_up, bytes_down, requests}), a sub-user deleted meanwhile dropped. p_lines stays
+-- the account's whole usage, sub-users' bytes included.
+DROP FUNCTION usage_record(text, text, jsonb, jsonb, jsonb);
+CREATE FUNCTION usage_record(p_key text, p_gateway text, p_lines jsonb, p_spends jsonb, p_releases jsonb,
+                             p_sub_lines jsonb DEFAULT '[]'::jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_batch bigint;
+  r record;
+BEGIN
+  INSERT INTO usage_batches (idempotency_key, gateway_id) VALUES (p_key, p_gateway)
+  ON CONFLICT (idempotency_key) DO NOTHING RETURNING id INTO v_batch;
+  IF v_batch IS NULL THEN
+    RETURN false;
+  END IF;
+  PERFORM 1 FROM bandwidth_leases
+   WHERE id IN (SELECT x.lease_id FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid)
+                UNION SELECT x.lease_id FROM jsonb_to_recordset(p_spends) AS x (lease_id uuid))
+   ORDER BY id FOR UPDATE;
+  PERFORM 1 FROM balances b
+   WHERE (b.account_id, b.product) IN (
+           SELECT l.account_id, l.product FROM bandwidth_leases l
+            WHERE l.id IN (SELECT x.lease_id FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid)))
+   ORDER BY b.account_id, b.product FOR UPDATE;
+  INSERT INTO usage_batch_lines (batch_id, account_id, product, bytes_up, bytes_down, requests)
+  SELECT v_batch, x.account_id, x.product, x.bytes_up, x.bytes_down, x.requests
+    FROM jsonb_to_recordset(p_lines) AS x (account_id uuid, product text, bytes_up bigint, bytes_down bigint, requests bigint)
+   WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = x.account_id);
+  INSERT INTO usage_batch_sub_user_lines (batch_id, sub_user_id, account_id, product, bytes_up, bytes_down, requests)
+  SELECT v_batch, x.sub_user_id, x.account_id, x.product, x.bytes_up, x.bytes_down, x.requests
+    FROM jsonb_to_recordset(p_sub_lines)
+         AS x (sub_user_id uuid, account_id uuid, product text, bytes_up bigint, bytes_down bigint, requests bigint)
+   WHERE EXISTS (SELECT 1 FROM sub_users s WHERE s.id = x.sub_user_id AND s.account_id = x.account_id);
+  INSERT INTO usage_batch_lease_spend (batch_id, lease_id, bytes)
+  SELECT v_batch, x.lease_id, x.bytes
+    FROM jsonb_to_recordset(p_spends) AS x (lease_id uuid, bytes bigint)
+   WHERE EXISTS (SELECT 1 FROM bandwidth_leases l WHERE l.id = x.lease_id);
+  FOR r IN SELECT x.lease_id, x.spent FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid, spent bigint) ORDER BY x.lease_id LOOP
+    PERFORM lease_release(r.lease_id, r.spent);
+  END LOOP;
+  RETURN true;
+END $$;
+
+-- As in 0020, then the batches' sub-user lines into sub_user_products (used, requests) and
+-- sub_user_usage_hourly, after the balances: the lock order of lease_acquire (balance row, then
+-- the sub-user's).
+CREATE OR REPLACE FUNCTION usage_fold(p_limit integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_ids bigint[];
+BEGIN
+  SELECT array_agg(id) INTO v_ids FROM (
+    SELECT id FROM usage_batches WHERE folded_at IS NULL ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED
+  ) s;
+  IF v_ids IS NULL THEN
+    RETURN 0;
+  END IF;
+  PERFORM 1 FROM bandwidth_leases
+   WHERE id IN (SELECT lease_id FROM usage_batch_lease_spend WHERE batch_id = ANY (v_ids))
+   ORDER BY id FOR UPDATE;
+
+  WITH spend AS (
+    SELECT lease_id, sum(bytes)::bigint AS bytes FROM usage_batch_lease_spend WHERE batch_id = ANY (v_ids) GROUP BY lease_id
+  ), charge AS (
+    SELECT l.id, l.account_id, l.product,
+           least(s.bytes, CASE WHEN l.released_at IS NULL THEN l.granted_bytes - l.charged_bytes
+                               ELSE greatest(0, least(l.spent_bytes, l.granted_bytes) - l.charged_bytes) END) AS bytes
+      FROM spend s JOIN bandwidth_leases l ON l.id = s.lease_id
+  ), charged AS (
+    UPDATE bandwidth_leases l SET charged_bytes = l.charged_bytes + c.bytes FROM charge c WHERE l.id = c.id AND c.bytes > 0
+    RETURNING l.id
+  ), lines AS (
+    SELECT account_id, product, sum(bytes_up + bytes_down)::bigint AS bytes, sum(requests)::bigint AS requests
+      FROM usage_batch_lines WHERE batch_id = ANY (v_ids) GROUP BY account_id, product
+  ), charges AS (
+    SELECT account_id, product, sum(bytes)::bigint AS bytes FROM charge GROUP BY account_id, product
+  ), delta AS (
+    SELECT coalesce(li.account_id, ch.account_id) AS account_id, coalesce(li.product, ch.product) AS product,
+           coalesce(li.bytes, 0) AS used, coalesce(li.requests, 0) AS requests, coalesce(ch.bytes, 0) AS unleased
+      FROM lines li FULL JOIN charges ch ON ch.account_id = li.account_id AND ch.product = li.product
+  )
+  INSERT INTO balances AS b (account_id, product, used_bytes, requests_count, leased_bytes)
+  SELECT account_id, product, used, requests, unleased FROM delta ORDER BY account_id, product
+  ON CONFLICT (account_id, product) DO UPDATE
+     SET used_bytes = b.used_bytes + EXCLUDED.used_bytes,
+         requests_count = b.requests_count + EXCLUDED.requests_count,
+         leased_bytes = b.leased_bytes - EXCLUDED.leased_bytes,
+         updated_at = now();
+
+  INSERT INTO usage_hourly AS h (account_id, product, hour, bytes_up, bytes_down, requests)
+  SELECT li.account_id, li.product, date_trunc('hour', ub.created_at), sum(li.bytes_up), sum(li.bytes_down), sum(li.requests)
+    FROM usage_batch_lines li JOIN usage_batches ub ON ub.id = li.batch_id
+   WHERE li.batch_id = ANY (v_ids)
+   GROUP BY 1, 2, 3
+  ON CONFLICT (account_id, product, hour) DO UPDATE
+     SET bytes_up = h.bytes_up + EXCLUDED.bytes_up,
+         bytes_down = h.bytes_down + EXCLUDED.bytes_down,
+         requests = h.requests + EXCLUDED.requests;
+
+  INSERT INTO sub_user_products AS p (sub_user_id, account_id, product, used_bytes, requests_count)
+  SELECT sub_user_id, account_id, product, sum(bytes_up + bytes_down)::bigint, sum(requests)::bigint
+    FROM usage_batch_sub_user_lines WHERE batch_id = ANY (v_ids)
+   GROUP BY sub_user_id, account_id, product
+   ORDER BY sub_user_id, product
+  ON CONFLICT (sub_user_id, product) DO UPDATE
+     SET used_bytes = p.used_bytes + EXCLUDED.used_bytes,
+         requests_count = p.requests_count + EXCLUDED.requests_count,
+         updated_at = now();
+
+  INSERT INTO sub_user_usage_hourly AS h (sub_user_id, account_id, product, hour, bytes_up, bytes_down, requests)
+  SELECT li.sub_user_id, li.account_id, li.product, date_trunc('hour', ub.created_at),
+         sum(li.bytes_up), sum(li.bytes_down), sum(li.requests)
+    FROM usage_batch_sub_user_lines li JOIN usage_batches ub ON ub.id = li.batch_id
+   WHERE li.batch_id = ANY (v_ids)
+   GROUP BY 1, 2, 3, 4
+  ON CONFLICT (sub_user_id, product, hour) DO UPDATE
+     SET bytes_up = h.bytes_up + EXCLUDED.bytes_up,
+         bytes_down = h.bytes_down + EXCLUDED.bytes_down,
+         requests = h.requests + EXCLUDED.requests;
+
+  UPDATE usage_batches SET folded_at = now() WHERE id = ANY (v_ids);
+  RETURN array_length(v_ids, 1);
+END $$;
+
+-- Target statistics per sub-user (issue 16 item 3): '' is the account's own credentials (and IP
+-- allowlist), else the sub-user's id. The per-day cap on tracked domains stays per (account,
+-- product, day), whoever sent the traffic, so sub-users do not multiply it.
+ALTER TABLE target_usage ADD COLUMN sub_user text NOT NULL DEFAULT '' CHECK (sub_user = '' OR sub_user ~ '^[0-9a-f-]{36}$');
+ALTER TABLE target_usage DROP CONSTRAINT target_usage_pkey;
+ALTER TABLE target_usage ADD PRIMARY KEY (account_id, product, day, sub_user, domain);
+
+CREATE OR REPLACE FUNCTION target_usage_record(p_rows jsonb, p_cap integer) RETURNS integer
+LANGUAGE plpgsql SET lock_timeout = '2s' AS $$
+DECLARE
+  r record;
+  v_domain text;
+  n integer := 0;
+BEGIN
+  PERFORM 1 FROM accounts a
+   WHERE a.id IN (SELECT (x ->> 'account_id')::uuid FROM jsonb_array_elements(p_rows) x)
+   ORDER BY a.id FOR NO KEY UPDATE;
+  FOR r IN
+    SELECT (x ->> 'account_id')::uuid AS account_id, x ->> 'product' AS product, (x ->> 'day')::date AS day,
+           coalesce(x ->> 'sub_user', '') AS sub_user,
+           x ->> 'domain' AS domain, (x ->> 'bytes')::bigint AS bytes, (x ->> 'requests')::bigint AS requests
+      FROM jsonb_array_elements(p_rows) x
+      JOIN accounts a ON a.id = (x ->> 'account_id')::uuid AND a.target_stats
+     -- Bigger first: when the cap is reached in this batch, the smaller domains fold into '(other)'.
+     ORDER BY 1, 2, 3, (x ->> 'bytes')::bigint DESC
+  LOOP
+    v_domain := r.domain;
+    IF v_domain <> '(other)' AND NOT EXISTS (
+         SELECT 1 FROM target_usage t
+          WHERE t.account_id = r.account_id AND t.product = r.product AND t.day = r.day AND t.domain = v_domain)
+       AND (SELECT count(DISTINCT t.domain) FROM target_usage t
+             WHERE t.account_id = r.account_id AND t.product = r.product AND t.day = r.day
+               AND t.domain <> '(other)') >= p_cap THEN
+      v_domain := '(other)';
+    END IF;
+    INSERT INTO target_usage AS t (account_id, product, day, sub_user, domain, bytes, requests)
+    VALUES (r.account_id, r.product, r.day, r.sub_user, v_domain, r.bytes, r.requests)
+    ON CONFLICT (account_id, product, day, sub_user, domain)
+    DO UPDATE SET bytes = t.bytes + EXCLUDED.bytes, requests = t.requests + EXCLUDED.requests;
+    n := n + 1;
+  END LOOP;
+  RETURN n;
+END $$;
