@@ -132,6 +132,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       usage,
       proxies,
       allowlist,
+      subUsers,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
     }),
