@@ -211,8 +211,12 @@ export function updateSubUser(
       set('password_sha256', sha256(password));
     }
     try {
+      // Only limits (or nothing) changed: the row is locked, not rewritten, so gateways are not told
+      // of an 'account' change for nothing (a limit change is announced by sub_user_products' trigger).
       const { rowCount } = await client.query(
-        `UPDATE sub_users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE account_id = $1 AND id = $2`,
+        sets.length
+          ? `UPDATE sub_users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE account_id = $1 AND id = $2`
+          : 'SELECT 1 FROM sub_users WHERE account_id = $1 AND id = $2 FOR UPDATE',
         values,
       );
       if (rowCount !== 1) return undefined;

@@ -6,6 +6,7 @@
 // credentials. The API here runs with a cap of 3.
 import { describe, expect, test } from '@jest/globals';
 import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
+import { until } from '../../../../test/process.ts';
 import { call } from '../../testing.ts';
 import { useTestApi } from '../../test-hooks.ts';
 
@@ -166,10 +167,28 @@ describe('/api/v1/sub-users', () => {
     const a = await accountWithBandwidth(fx.db.pool);
     expect((await create(a.apiKey, { name: 'one' })).status).toBe(201);
     expect((await create(a.apiKey, { name: 'two' })).status).toBe(201);
-    const raced = await Promise.all([
-      create(a.apiKey, { name: 'three' }),
-      create(a.apiKey, { name: 'four' }),
-    ]);
+    // Both creations are held at the account row until both wait there, so they overlap for sure;
+    // without the lock each would count 2 and both would be created.
+    const holder = await fx.db.pool.connect();
+    let racing: Promise<Awaited<ReturnType<typeof create>>[]>;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [a.id]);
+      let settled = false;
+      racing = Promise.all([create(a.apiKey, { name: 'three' }), create(a.apiKey, { name: 'four' })]);
+      void racing.finally(() => (settled = true));
+      await until(async () => {
+        const { rows } = await fx.db.pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return settled || rows[0].n >= 2;
+      }, 'both creations waiting for the account row');
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    const raced = await racing;
     expect(raced.map((r) => r.status).sort()).toEqual([201, 409]);
     expect(raced.find((r) => r.status === 409)!.body.error).toBe('An account can have at most 3 sub-users');
     const { rows } = await fx.db.pool.query(
