@@ -90,7 +90,16 @@ describe('/api/v1/sub-users', () => {
     );
     expect(sealed.rows[0].password_enc.toString('utf8')).not.toContain(reset.body.password);
     expect(sealed.rows[0].password_sha256).toHaveLength(32);
-    expect((await patch(a.apiKey, id, { username: username })).status).toBe(409);
+    expect(await patch(a.apiKey, id, { username })).toMatchObject({
+      status: 409,
+      body: { error: 'This proxy username is taken; choose another' },
+    });
+    expect(await patch(a.apiKey, id, { name: 'scraper-2' })).toMatchObject({
+      status: 409,
+      body: { error: 'A sub-user with this name already exists' },
+    });
+    const renamed = await patch(a.apiKey, id, { name: 'Team B', username: unique() });
+    expect(renamed.body).toMatchObject({ name: 'Team B', password: reset.body.password });
 
     const del = await call(fx.api.url, `/api/v1/sub-users/${id}`, { key: a.apiKey, method: 'DELETE' });
     expect(del.status).toBe(204);
