@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { ERRORS } from '../../common/src/errors.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
+import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -32,6 +33,7 @@ describe('docs/api.md', () => {
     waitForApiCaches: stub,
   });
   const allowlist = { pool: stub, limit: 20, allowPrivate: false };
+  const subUsers = { pool: stub, credentialsKey: Buffer.alloc(32), limit: 50 };
   const routes = [
     'GET /api/v1/account',
     'GET /api/v1/usage',
@@ -40,6 +42,8 @@ describe('docs/api.md', () => {
     ...admin.map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
     ...allowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /api/v1${r.path}`),
     ...adminAllowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
+    ...subUserRoutes(subUsers).map((r) => `${r.method.toUpperCase()} /api/v1${r.path}`),
+    ...adminSubUserRoutes(subUsers).map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
   ];
   test.each(routes)('documents %s with a curl example', (route) => {
     const [method, path] = route.split(' ') as [string, string];

@@ -11,6 +11,7 @@ import { listAccountsQuery } from './modules/admin/schemas.ts';
 import { proxiesRoutes } from './modules/proxies/routes.ts';
 import { usageRoutes } from './modules/usage/routes.ts';
 import { adminTargetRoutes, targetRoutes } from './modules/targets/routes.ts';
+import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 
 /** Messages whose words the product specification fixes (spec section 7). */
 const SPEC_FIXED: ReadonlySet<ErrorCode> = new Set(['NO_BANDWIDTH']);
@@ -47,6 +48,8 @@ describe('every validation detail', () => {
     ...adminTargetRoutes(stub),
     ...proxiesRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), fallbackHost: 'x' }),
     ...adminRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), accounts: stub, waitForApiCaches: stub }),
+    ...subUserRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), limit: 50 }),
+    ...adminSubUserRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), limit: 50 }),
   ];
   const schemas: [string, z.ZodType][] = [['GET /admin/v1/accounts (query)', listAccountsQuery]];
   for (const route of routes) {

@@ -24,6 +24,7 @@ import { accountRoutes } from './modules/account/routes.ts';
 import { proxiesRoutes } from './modules/proxies/routes.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
+import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 import { dashboardRouter } from './modules/dashboard/routes.ts';
@@ -70,6 +71,11 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     limit: config.PROXYFLEET_IP_ALLOWLIST_MAX,
     allowPrivate: config.PROXYFLEET_IP_ALLOWLIST_PRIVATE,
   };
+  const subUsers = {
+    pool,
+    credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
+    limit: config.PROXYFLEET_SUB_USERS_MAX,
+  };
   const proxies = {
     pool,
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
@@ -102,6 +108,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...usageRoutes(usage),
       ...targetRoutes(pool),
       ...allowlistRoutes(allowlist),
+      ...subUserRoutes(subUsers),
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
     ],
@@ -116,6 +123,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...adminBillingRoutes(pool),
       ...adminTargetRoutes(pool),
       ...adminAllowlistRoutes(allowlist),
+      ...adminSubUserRoutes(subUsers),
     ],
     dashboard: dashboardRouter({
       pool,
@@ -124,6 +132,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       usage,
       proxies,
       allowlist,
+      subUsers,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
     }),

@@ -180,6 +180,87 @@ describe('proxyfleet admin', () => {
     expect(json(await cli('admin', 'allowlist', 'list', account.id))).toMatchObject({ entries: [] });
   });
 
+  test("sub-users create, list, update, suspend, resume and delete; bad input refused with the API's or the usage message", async () => {
+    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
+      id: string;
+    };
+    const made = json(
+      await cli(
+        'admin',
+        'sub-users',
+        'create',
+        account.id,
+        '--name',
+        'Team A',
+        '--max-connections',
+        '20',
+        '--limit',
+        'basic=1.5',
+        '--limit',
+        'mobile=0',
+      ),
+    ) as { id: string; password: string; products: Record<string, { limitGb: number | null }> };
+    expect(made).toMatchObject({
+      name: 'Team A',
+      status: 'active',
+      maxConnections: 20,
+      bytesPerSecond: null,
+    });
+    expect(made.products.basic!.limitGb).toBe(1.5);
+    expect(made.products.mobile!.limitGb).toBe(0);
+    expect(json(await cli('admin', 'sub-users', 'list', account.id))).toMatchObject({
+      subUsers: [{ id: made.id, name: 'Team A' }],
+      limit: 50,
+    });
+    const updated = json(
+      await cli(
+        'admin',
+        'sub-users',
+        'update',
+        account.id,
+        made.id,
+        '--limit',
+        'basic=none',
+        '--bytes-per-second',
+        '65536',
+        '--max-connections',
+        'none',
+        '--reset-password',
+      ),
+    ) as typeof made;
+    expect(updated).toMatchObject({ maxConnections: null, bytesPerSecond: 65536 });
+    expect(updated.products.basic!.limitGb).toBeNull();
+    expect(updated.products.mobile!.limitGb).toBe(0);
+    expect(updated.password).not.toBe(made.password);
+    expect(json(await cli('admin', 'sub-users', 'suspend', account.id, made.id))).toMatchObject({
+      status: 'suspended',
+    });
+    expect(json(await cli('admin', 'sub-users', 'resume', account.id, made.id))).toMatchObject({
+      status: 'active',
+    });
+    expect(
+      await cli('admin', 'sub-users', 'update', account.id, made.id, '--bytes-per-second', '1000'),
+    ).toMatchObject({ code: 1, err: expect.stringContaining('bytesPerSecond: must be at least 65536') });
+    expect(
+      await cli('admin', 'sub-users', 'create', account.id, '--name', 'x', '--limit', 'isp=1'),
+    ).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('trafficLimits.isp: unknown field'),
+    });
+    expect(
+      (await cli('admin', 'sub-users', 'create', account.id, '--name', 'x', '--limit', 'basic')).code,
+    ).toBe(2);
+    expect((await cli('admin', 'sub-users', 'create', account.id)).code).toBe(2);
+    expect(await cli('admin', 'sub-users', 'delete', account.id, made.id)).toMatchObject({ code: 0 });
+    expect(await cli('admin', 'sub-users', 'delete', account.id, made.id)).toMatchObject({
+      code: 1,
+      err: 'error 404: Sub-user not found\n',
+    });
+    expect((await cli('admin', 'sub-users', '--help')).out).toContain(
+      'sub-users create <accountId> --name <name>',
+    );
+  });
+
   test('API errors exit 1 with the message; usage errors exit 2', async () => {
     expect(await cli('admin', 'accounts', 'suspend', '00000000-0000-4000-8000-000000000000')).toMatchObject({
       code: 1,

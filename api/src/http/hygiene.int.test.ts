@@ -102,7 +102,16 @@ describe('/api/v1/openapi.json', () => {
     const body = generate.requestBody.content['application/json'].schema;
     expect(body.properties.provider.enum).toEqual(['light', 'basic', 'advanced', 'mobile', 'datacenter']);
     expect(body.properties.count.maximum).toBe(1000);
-    expect(Object.keys(generate.responses).sort()).toEqual(['200', '400', '401', '403', '413', '415', '429']);
+    expect(Object.keys(generate.responses).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '413',
+      '415',
+      '429',
+    ]);
     const usage = doc.paths['/api/v1/usage'].get.responses['200'].content['application/json'].schema;
     expect(usage.required).toEqual(
       expect.arrayContaining(['products', 'dataUsedMb', 'percentUsed', 'requestsCount', 'updatedAt']),

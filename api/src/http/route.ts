@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import { AppError, formatMessage, type ErrorCode } from '../../../common/src/errors.ts';
 
 export type AuthKind = 'apiKey' | 'admin' | 'none';
-export type Method = 'get' | 'post' | 'put' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface RouteResult {
   status?: number;

@@ -1,6 +1,6 @@
 // The dashboard end to end in a real Chromium (Debian's, driven by playwright-core), against the
 // real API, database and a real gateway: invite, set password, sign in, every page with an axe-core
-// check, keys, alerts, the proxy generator used through the gateway, CSRF, cookies, sign-out,
+// check, keys, sub-users, alerts, the proxy generator used through the gateway, CSRF, cookies, sign-out,
 // throttling, and a 375-px-wide run. PROXYFLEET_DASHBOARD_SCREENSHOTS=<dir> saves screenshots.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -281,6 +281,7 @@ maybe('customer dashboard in Chromium', () => {
     const nav = [
       ['Overview', '/'],
       ['Proxies', '/proxies'],
+      ['Sub-users', '/sub-users'],
       ['API keys', '/keys'],
       ['Alerts', '/alerts'],
       ['Billing', '/billing'],
@@ -482,6 +483,87 @@ maybe('customer dashboard in Chromium', () => {
     await expect(page.getByRole('row', { name: /ci deploy/ }).count()).resolves.toBe(0);
   });
 
+  it('Sub-users: create (a refused form keeps what was typed), credentials copied, proxies generated for it, suspend, new password, edit limits, delete', async () => {
+    type Sub = {
+      id: string;
+      name: string;
+      username: string;
+      password: string;
+      status: string;
+      maxConnections: number | null;
+      products: Record<string, { limitGb: number | null }>;
+    };
+    const viaApi = async () =>
+      (await call(api.url, '/api/v1/sub-users', { key: account.apiKey })).body.subUsers as Sub[];
+    await page.getByRole('navigation').getByRole('link', { name: 'Sub-users', exact: true }).click();
+    await page.waitForURL(`${api.url}/sub-users`);
+    await expect(page.getByText('No sub-users yet.').isVisible()).resolves.toBe(true);
+
+    await page.getByLabel('Name', { exact: true }).fill('Team A!');
+    await page.getByLabel('basic limit (GB)').fill('0.5');
+    await page.getByRole('button', { name: 'Create sub-user' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('Name: must be 1 to 64 letters');
+    await expect(page.getByLabel('basic limit (GB)').inputValue()).resolves.toBe('0.5');
+    await page.getByLabel('Name', { exact: true }).fill('Team A');
+    await page.getByLabel('Connection cap (optional)').fill('5');
+    await page.getByRole('button', { name: 'Create sub-user' }).click();
+    await page.waitForURL(`${api.url}/sub-users?done=created`);
+    const [created] = await viaApi();
+    expect(created).toMatchObject({ name: 'Team A', status: 'active', maxConnections: 5 });
+    expect(created!.products.basic!.limitGb).toBe(0.5);
+    secrets.push(created!.password);
+    const row = page.getByRole('region', { name: 'Sub-users' }).getByRole('row', { name: /Team A/ });
+    await expect(row.textContent()).resolves.toMatch(/active[\s\S]*basic: 0\s+of 0\.5 GB[\s\S]*5/);
+    await axe(page, 'sub-users');
+    await shot(page, 'sub-users');
+    await row.getByRole('button', { name: 'Copy the credentials of Team A' }).click();
+    await expect(page.evaluate<string>('navigator.clipboard.readText()')).resolves.toBe(
+      `${created!.username}:${created!.password}`,
+    );
+
+    // The Proxies page generates strings with the sub-user's username and password.
+    await page.goto(`${api.url}/proxies`);
+    await page.getByLabel('Generate for').selectOption({ label: 'Sub-user Team A' });
+    await page.getByRole('button', { name: 'Generate' }).click();
+    await expect(page.getByLabel('Generated proxies').inputValue()).resolves.toMatch(
+      new RegExp(`^127\\.0\\.0\\.1:${gateway.port}:${created!.username}:${created!.password}_country-us$`),
+    );
+
+    await page.goto(`${api.url}/sub-users`);
+    await row.getByRole('button', { name: 'Suspend Team A' }).click();
+    await page.waitForURL(`${api.url}/sub-users?done=suspended`);
+    expect((await viaApi())[0]!.status).toBe('suspended');
+    await expect(row.textContent()).resolves.toContain('suspended');
+
+    await row.getByRole('button', { name: 'New password' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Issue new password' }).click();
+    await page.waitForURL(`${api.url}/sub-users?done=password`);
+    const renewed = (await viaApi())[0]!;
+    secrets.push(renewed.password);
+    expect(renewed.password).not.toBe(created!.password);
+
+    await row.getByRole('link', { name: 'Edit Team A' }).click();
+    await page.waitForURL(`${api.url}/sub-users/${created!.id}`);
+    await expect(page.getByLabel('basic limit (GB)').inputValue()).resolves.toBe('0.5');
+    await axe(page, 'sub-user edit');
+    await page.getByLabel('basic limit (GB)').fill('');
+    await page.getByLabel('mobile limit (GB)').fill('2');
+    await page.getByLabel('Connection cap (optional)').fill('');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${api.url}/sub-users?done=saved`);
+    const edited = (await viaApi())[0]!;
+    expect(edited.products.basic!.limitGb).toBeNull();
+    expect(edited.products.mobile!.limitGb).toBe(2);
+    expect(edited.maxConnections).toBeNull();
+
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await expect(page.getByRole('dialog').textContent()).resolves.toContain('This cannot be undone');
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await page.waitForURL(`${api.url}/sub-users?done=deleted`);
+    await expect(page.getByText('No sub-users yet.').isVisible()).resolves.toBe(true);
+    expect(await viaApi()).toEqual([]);
+  });
+
   it('Alerts: the settings the admin API shows, saved', async () => {
     await page.goto(`${api.url}/alerts`);
     await expect(page.getByLabel('Low bandwidth').isChecked()).resolves.toBe(true);
@@ -628,6 +710,7 @@ maybe('customer dashboard in Chromium', () => {
     for (const [href, name] of [
       ['/', 'overview'],
       ['/proxies', 'proxies'],
+      ['/sub-users', 'sub-users'],
       ['/keys', 'api-keys'],
       ['/alerts', 'alerts'],
       ['/billing', 'billing'],

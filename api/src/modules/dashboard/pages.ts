@@ -7,6 +7,7 @@ import type { AutoRefillSettings } from '../../../../common/src/billing/auto-ref
 import type { KeyRecord } from '../../../../common/src/accounts/keys.ts';
 import type { IspProxy } from '../proxies/schemas.ts';
 import type { AllowlistEntry } from '../ip-allowlist/schemas.ts';
+import type { SubUser } from '../sub-users/schemas.ts';
 import type { AlertsRow } from '../admin/repo.ts';
 import type { AutoRefillLine, InvoiceLine } from './billing.ts';
 import { html, jsonBlock, type Html } from './html.ts';
@@ -24,6 +25,7 @@ export interface PageContext {
 const NAV = [
   { href: '/', label: 'Overview' },
   { href: '/proxies', label: 'Proxies' },
+  { href: '/sub-users', label: 'Sub-users' },
   { href: '/keys', label: 'API keys' },
   { href: '/alerts', label: 'Alerts' },
   { href: '/billing', label: 'Billing' },
@@ -427,6 +429,8 @@ export interface GenerateForm {
   country: string;
   sessionType: string;
   count: string;
+  /** A sub-user's id, or '' for the account's own credentials. */
+  subUser?: string;
 }
 
 export interface AllowlistForm {
@@ -448,6 +452,8 @@ export function proxiesPage(
     allowlist: { entries: AllowlistEntry[]; limit: number };
     allowlistForm?: AllowlistForm;
     allowlistError?: string;
+    /** Sub-users whose credentials the generator can use instead of the account's. */
+    subUsers?: { id: string; name: string }[];
   },
 ): Html {
   const f = data.form;
@@ -537,6 +543,18 @@ export function proxiesPage(
                 ${option('rotating', 'Rotating', f.sessionType)}${option('sticky', 'Sticky', f.sessionType)}
               </select>
             </div>
+            ${
+              data.subUsers?.length
+                ? html`<div>
+                    <label for="gen-sub-user">Generate for</label>
+                    <select id="gen-sub-user" name="subUser">
+                      ${option('', 'Your own', f.subUser ?? '')}${data.subUsers.map((s) =>
+                        option(s.id, `Sub-user ${s.name}`, f.subUser ?? ''),
+                      )}
+                    </select>
+                  </div>`
+                : ''
+            }
             <div>
               <label for="gen-count">Count</label>
               <input
@@ -1055,5 +1073,249 @@ export function autoRefillPage(
       </form>
       <p><a href="/billing">Back to billing</a></p>`,
     { narrow: true },
+  );
+}
+
+// --- Sub-users (issue 16 item 1, docs/adr/0037) ---
+
+/** What the create and edit forms hold, as typed (strings), so a refused form keeps it. */
+export interface SubUserForm {
+  name: string;
+  username: string;
+  password: string;
+  maxConnections: string;
+  bytesPerSecond: string;
+  /** GB per product; '' is no limit. */
+  limits: Record<string, string>;
+}
+
+export const emptySubUserForm = (): SubUserForm => ({
+  name: '',
+  username: '',
+  password: '',
+  maxConnections: '',
+  bytesPerSecond: '',
+  limits: Object.fromEntries(PRODUCTS.map((p) => [p, ''])),
+});
+
+/** 65536 -> "65.5 kB/s", 10000000 -> "10 MB/s" (decimal units, as the GB of balances). */
+export function rate(bytesPerSecond: number): string {
+  const units: [number, string][] = [
+    [1e9, 'GB/s'],
+    [1e6, 'MB/s'],
+    [1e3, 'kB/s'],
+  ];
+  const [size, unit] = units.find(([s]) => bytesPerSecond >= s) ?? [1, 'B/s'];
+  return `${Number((bytesPerSecond / size).toPrecision(3))} ${unit}`;
+}
+
+/** The products a sub-user has a limit on or used, as "basic: 0.3 of 1.5 GB". */
+function trafficLines(s: SubUser): Html {
+  const lines = PRODUCTS.filter((p) => s.products[p].limitBytes !== null || s.products[p].usedBytes > 0);
+  if (lines.length === 0) return html`No limits, nothing used`;
+  return html`<ul class="plain">
+    ${lines.map((p) => {
+      const u = s.products[p];
+      return html`<li>
+        ${p}: ${String(u.usedGb)}
+        ${u.limitGb === null ? html`GB used, no limit` : html`of ${String(u.limitGb)} GB`}
+      </li>`;
+    })}
+  </ul>`;
+}
+
+function subUserFields(form: SubUserForm, prefix: string, creating: boolean): Html {
+  const field = (id: string, label: string, value: string, hint: string, extra: Html | string = '') =>
+    html`<div>
+      <label for="${prefix}-${id}">${label}</label>
+      <input
+        id="${prefix}-${id}"
+        name="${id}"
+        value="${value}"
+        autocomplete="off"
+        aria-describedby="${prefix}-${id}-hint"
+        ${extra}
+      />
+      <p class="hint" id="${prefix}-${id}-hint">${hint}</p>
+    </div>`;
+  return html`<div class="grid">
+      ${field('name', 'Name', form.name, 'Letters, digits, spaces, . _ -; unique in the account', html`maxlength="64" required`)}
+      ${
+        creating
+          ? html`${field('username', 'Proxy username (optional)', form.username, '4 to 32 lowercase letters and digits; empty: generated', html`class="mono" maxlength="32"`)}
+            ${field('password', 'Proxy password (optional)', form.password, '8 to 128 letters and digits; empty: generated', html`class="mono" maxlength="128"`)}`
+          : ''
+      }
+      ${field('maxConnections', 'Connection cap (optional)', form.maxConnections, "Concurrent connections, 1 to 100000; empty: the plan's cap", html`type="number" min="1" max="100000"`)}
+      ${field('bytesPerSecond', 'Bandwidth cap (optional)', form.bytesPerSecond, 'Bytes per second, 65536 to 10000000000; empty: no cap of its own', html`type="number" min="65536" max="10000000000"`)}
+    </div>
+    <fieldset>
+      <legend>Traffic limit per product, GB since creation (empty: no limit)</legend>
+      <div class="grid">
+        ${PRODUCTS.map(
+          (p) =>
+            html`<div>
+              <label for="${prefix}-limit-${p}">${p} limit (GB)</label>
+              <input
+                id="${prefix}-limit-${p}"
+                name="limit_${p}"
+                type="number"
+                min="0"
+                step="any"
+                value="${form.limits[p] ?? ''}"
+                autocomplete="off"
+              />
+            </div>`,
+        )}
+      </div>
+    </fieldset>`;
+}
+
+export function subUsersPage(
+  ctx: PageContext,
+  data: { subUsers: SubUser[]; limit: number; form?: SubUserForm; error?: string; notice?: string },
+): Html {
+  return layout(
+    ctx,
+    'Sub-users',
+    html`${message('success', data.notice)}
+      <section class="card" aria-labelledby="subs-h">
+        <h2 id="subs-h">Your sub-users</h2>
+        <p class="hint">
+          Each sub-user has its own proxy username and password: use them in place of yours, with the same
+          targeting (the Proxies page generates proxies for a sub-user). Its traffic is billed to your
+          balance; a limit caps what it may use on a product since it was created. Changes reach the gateways
+          within a second. At most ${String(data.limit)} sub-users.
+        </p>
+        ${
+          data.subUsers.length === 0
+            ? html`<p>No sub-users yet.</p>`
+            : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Sub-users">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Proxy credentials</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Traffic</th>
+                      <th scope="col">Connection cap</th>
+                      <th scope="col">Bandwidth cap</th>
+                      <th scope="col"><span class="visually-hidden">Actions</span></th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${data.subUsers.map(
+                      (s) =>
+                        html`<tr>
+                          <td>${s.name}</td>
+                          <td>
+                            <div class="row">
+                              <input
+                                id="sub-cred-${s.id}"
+                                class="mono"
+                                type="password"
+                                value="${s.username}:${s.password}"
+                                aria-label="Proxy credentials of ${s.name} (username:password)"
+                                readonly
+                                autocomplete="off"
+                              />
+                              <button
+                                type="button"
+                                class="secondary"
+                                data-reveal="sub-cred-${s.id}"
+                                aria-pressed="false"
+                                aria-label="Reveal the credentials of ${s.name}"
+                                data-js-only
+                                hidden
+                              >
+                                Reveal
+                              </button>
+                              <button
+                                type="button"
+                                class="secondary"
+                                data-copy="sub-cred-${s.id}"
+                                aria-label="Copy the credentials of ${s.name}"
+                                data-js-only
+                                hidden
+                              >
+                                Copy
+                              </button>
+                            </div>
+                            <span class="hint mono">${s.username}</span>
+                          </td>
+                          <td>${s.status}</td>
+                          <td>${trafficLines(s)}</td>
+                          <td>${s.maxConnections === null ? "plan's cap" : String(s.maxConnections)}</td>
+                          <td>${s.bytesPerSecond === null ? 'none' : rate(s.bytesPerSecond)}</td>
+                          <td>
+                            <div class="row">
+                              <a href="/sub-users/${s.id}" aria-label="Edit ${s.name}">Edit</a>
+                              <form method="post" action="/sub-users/${s.id}/status">
+                                ${csrfField(ctx)}
+                                <input
+                                  type="hidden"
+                                  name="status"
+                                  value="${s.status === 'active' ? 'suspended' : 'active'}"
+                                />
+                                <button
+                                  type="submit"
+                                  class="secondary"
+                                  aria-label="${s.status === 'active' ? 'Suspend' : 'Resume'} ${s.name}"
+                                >
+                                  ${s.status === 'active' ? 'Suspend' : 'Resume'}
+                                </button>
+                              </form>
+                              ${confirmed(ctx, {
+                                id: `sub-password-${s.id}`,
+                                pageHref: `/sub-users/${s.id}/reset-password`,
+                                action: `/sub-users/${s.id}/reset-password`,
+                                open: 'New password',
+                                title: `Issue a new password for “${s.name}”?`,
+                                text: 'The current password stops working on every gateway within seconds; its open connections end.',
+                                confirm: 'Issue new password',
+                              })}
+                              ${confirmed(ctx, {
+                                id: `sub-delete-${s.id}`,
+                                pageHref: `/sub-users/${s.id}/delete`,
+                                action: `/sub-users/${s.id}/delete`,
+                                open: 'Delete',
+                                title: `Delete the sub-user “${s.name}”?`,
+                                text: 'Its credentials stop working within seconds and its usage figures are deleted. This cannot be undone.',
+                                confirm: 'Delete',
+                                danger: true,
+                              })}
+                            </div>
+                          </td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+        }
+      </section>
+      <section class="card" aria-labelledby="sub-new-h">
+        <h2 id="sub-new-h">New sub-user</h2>
+        ${message('error', data.error)}
+        <form method="post" action="/sub-users">
+          ${csrfField(ctx)} ${subUserFields(data.form ?? emptySubUserForm(), 'new', true)}
+          <button type="submit">Create sub-user</button>
+        </form>
+      </section>`,
+  );
+}
+
+export function subUserEditPage(
+  ctx: PageContext,
+  data: { subUser: SubUser; form: SubUserForm; error?: string },
+): Html {
+  return layout(
+    ctx,
+    `Edit ${data.subUser.name}`,
+    html`${message('error', data.error)}
+      <form method="post" action="/sub-users/${data.subUser.id}">
+        ${csrfField(ctx)} ${subUserFields(data.form, 'edit', false)}
+        <button type="submit">Save</button>
+      </form>
+      <p><a href="/sub-users">Back to sub-users</a></p>`,
   );
 }

@@ -29,6 +29,10 @@ import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from '../ip-al
 import type { AllowlistDeps } from '../ip-allowlist/routes.ts';
 import { allowlistCreate } from '../ip-allowlist/schemas.ts';
 import { generateProxies, ispProxies, type ProxiesDeps } from '../proxies/service.ts';
+import { validationError } from '../../http/route.ts';
+import { createSubUser, deleteSubUser, getSubUser, listSubUsers, updateSubUser } from '../sub-users/repo.ts';
+import type { SubUsersDeps } from '../sub-users/routes.ts';
+import { subUserCreate, subUserUpdate, type SubUser } from '../sub-users/schemas.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { productBalances, type UsageService } from '../usage/service.ts';
 import { readTargetStatsEnabled, setTargetStats } from '../targets/repo.ts';
@@ -65,13 +69,15 @@ export interface DashboardDeps {
   proxies: ProxiesDeps;
   /** The IP allowlist's cap and range rules (docs/adr/0036), as the API applies them. */
   allowlist: AllowlistDeps;
+  /** Sub-users' cap (docs/adr/0037), as the API applies it. */
+  subUsers: SubUsersDeps;
   waitForApiCaches: WaitForApiCaches;
   /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies and HSTS. */
   https: boolean;
 }
 
 const DASHBOARD_PATH =
-  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|proxies\/allowlist|proxies\/allowlist\/[^/]+\/remove|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|target-stats|billing|billing\/auto-refill\/[^/]+|assets\/[^/]+)$/;
+  /^\/(|sign-in|sign-out|forgot-password|set-password|proxies|proxies\/generate|proxies\/reset-password|proxies\/allowlist|proxies\/allowlist\/[^/]+\/remove|sub-users|sub-users\/[^/]+|sub-users\/[^/]+\/(?:status|reset-password|delete)|keys|keys\/regenerate|keys\/[^/]+\/revoke|alerts|target-stats|billing|billing\/auto-refill\/[^/]+|assets\/[^/]+)$/;
 const SIGNED_OUT_PATHS = new Set(['/sign-in', '/forgot-password', '/set-password']);
 
 const formString = (max: number) => z.string().max(max).optional().default('');
@@ -349,6 +355,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     const creds = await readProxyCredentials(pool, who.person.accountId, deps.credentialsKey);
     const isp = await ispProxies(deps.proxies, who.person.accountId);
     const entries = (await listAllowlist(pool, who.person.accountId)) ?? [];
+    const subUsers = (await listSubUsers(pool, who.person.accountId, deps.credentialsKey)) ?? [];
     send(
       res,
       pages.proxiesPage(who.ctx, {
@@ -357,6 +364,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         isp,
         form: extra.form ?? defaultForm(),
         allowlist: { entries, limit: deps.allowlist.limit },
+        subUsers: subUsers.map((x) => ({ id: x.id, name: x.name })),
         ...extra,
       }),
       status,
@@ -382,6 +390,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         country: str('country').trim(),
         sessionType: str('sessionType'),
         count: str('count'),
+        subUser: str('subUser'),
       };
       // The form's fields, typed as the JSON API takes them, through the API's own schema and service.
       const parsed = generateRequestSchema.safeParse({
@@ -389,6 +398,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         country: form.country,
         sessionType: form.sessionType,
         count: form.count.trim() === '' ? undefined : Number(form.count),
+        ...(form.subUser ? { subUser: form.subUser } : {}),
       });
       if (!parsed.success) {
         const labels: Record<string, string> = {
@@ -396,6 +406,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
           country: 'Country',
           sessionType: 'Session type',
           count: 'Count',
+          subUser: 'Generate for',
         };
         const error = parsed.error.issues
           .map((i) => `${labels[String(i.path[0])] ?? String(i.path[0])}: ${i.message}`)
@@ -406,8 +417,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         const generated = await generateProxies(deps.proxies, who.person.accountId, parsed.data);
         await renderProxies(res, who, { form, generated });
       } catch (err) {
-        if (err instanceof AppError && err.code === 'NO_BANDWIDTH')
-          return renderProxies(res, who, { form, error: err.message }, 403);
+        if (err instanceof AppError && (err.code === 'NO_BANDWIDTH' || err.code === 'SUB_USER_NOT_FOUND'))
+          return renderProxies(res, who, { form, error: err.message }, err.status);
         throw err;
       }
     }),
@@ -493,6 +504,241 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       await resetProxyPassword(pool, person.accountId, deps.credentialsKey);
       await deps.waitForApiCaches();
       res.redirect(303, '/proxies?done=password');
+    }),
+  );
+
+  // --- Sub-users (issue 16 item 1, docs/adr/0037): the API's own schemas, repo and errors ---
+
+  const SUB_USER_NOTICES: ReadonlyMap<string, string> = new Map([
+    ['created', 'The sub-user is created; gateways accept its credentials within a second.'],
+    ['saved', 'The sub-user is saved; gateways apply it within a second.'],
+    ['suspended', 'The sub-user is suspended; its connections are ended.'],
+    ['active', 'The sub-user is resumed.'],
+    ['password', 'A new password is in place for the sub-user.'],
+    ['deleted', 'The sub-user is deleted.'],
+  ]);
+  const subUserLabels: Record<string, string> = {
+    name: 'Name',
+    username: 'Proxy username',
+    password: 'Proxy password',
+    maxConnections: 'Connection cap',
+    bytesPerSecond: 'Bandwidth cap',
+  };
+  /** "trafficLimits.basic: must be at least 0" -> "basic limit: must be at least 0." */
+  const subUserProblem = (error: z.ZodError) =>
+    validationError(error)
+      .message.slice('Invalid request: '.length)
+      .split('; ')
+      .map((part) => {
+        const [field = '', ...rest] = part.split(': ');
+        const label = field.startsWith('trafficLimits.')
+          ? `${field.slice('trafficLimits.'.length)} limit`
+          : (subUserLabels[field] ?? field);
+        return `${label}: ${rest.join(': ')}.`;
+      })
+      .join(' ');
+  const subUserForm = (body: Record<string, unknown>): pages.SubUserForm => {
+    const str = (k: string) => (typeof body[k] === 'string' ? body[k].trim() : '');
+    return {
+      name: str('name'),
+      username: str('username'),
+      password: str('password'),
+      maxConnections: str('maxConnections'),
+      bytesPerSecond: str('bytesPerSecond'),
+      limits: Object.fromEntries(PRODUCTS.map((p) => [p, str(`limit_${p}`)])),
+    };
+  };
+  /** An empty field: left out when creating, removed (null) when editing. */
+  const numberOr = (v: string, empty: null | undefined) => (v === '' ? empty : Number(v));
+  const formFromSubUser = (s: SubUser): pages.SubUserForm => ({
+    name: s.name,
+    username: s.username,
+    password: '',
+    maxConnections: s.maxConnections === null ? '' : String(s.maxConnections),
+    bytesPerSecond: s.bytesPerSecond === null ? '' : String(s.bytesPerSecond),
+    limits: Object.fromEntries(
+      PRODUCTS.map((p) => [p, s.products[p].limitGb === null ? '' : String(s.products[p].limitGb)]),
+    ),
+  });
+
+  const renderSubUsers = async (
+    res: Response,
+    who: Signed,
+    extra: { form?: pages.SubUserForm; error?: string; notice?: string } = {},
+    status = 200,
+  ) => {
+    const subUsers = (await listSubUsers(pool, who.person.accountId, deps.credentialsKey)) ?? [];
+    send(res, pages.subUsersPage(who.ctx, { subUsers, limit: deps.subUsers.limit, ...extra }), status);
+  };
+  const missingSubUser = 'That sub-user does not exist or is already deleted.';
+  /** The sub-user of the path, if it is the account's. */
+  const pathSubUser = async (req: Request, who: Signed): Promise<SubUser | undefined> => {
+    const id = String(req.params.subUserId);
+    return uuid.safeParse(id).success
+      ? getSubUser(pool, who.person.accountId, id, deps.credentialsKey)
+      : undefined;
+  };
+
+  router.get(
+    '/sub-users',
+    auth(async (req, res, who) =>
+      renderSubUsers(res, who, {
+        notice: typeof req.query.done === 'string' ? SUB_USER_NOTICES.get(req.query.done) : undefined,
+      }),
+    ),
+  );
+
+  router.post(
+    '/sub-users',
+    auth(async (req, res, who) => {
+      const form = subUserForm(req.body as Record<string, unknown>);
+      const limits = Object.fromEntries(
+        PRODUCTS.filter((p) => form.limits[p] !== '').map((p) => [p, Number(form.limits[p])]),
+      );
+      const parsed = subUserCreate.safeParse({
+        name: form.name,
+        ...(form.username ? { username: form.username } : {}),
+        ...(form.password ? { password: form.password } : {}),
+        maxConnections: numberOr(form.maxConnections, undefined),
+        bytesPerSecond: numberOr(form.bytesPerSecond, undefined),
+        ...(Object.keys(limits).length ? { trafficLimits: limits } : {}),
+      });
+      if (!parsed.success)
+        return renderSubUsers(res, who, { form, error: subUserProblem(parsed.error) }, 422);
+      try {
+        await createSubUser(
+          pool,
+          who.person.accountId,
+          parsed.data,
+          deps.subUsers.limit,
+          deps.credentialsKey,
+        );
+      } catch (err) {
+        if (err instanceof AppError && err.status === 409)
+          return renderSubUsers(res, who, { form, error: err.message }, 409);
+        throw err;
+      }
+      res.redirect(303, '/sub-users?done=created');
+    }),
+  );
+
+  router.get(
+    '/sub-users/:subUserId',
+    auth(async (req, res, who) => {
+      const subUser = await pathSubUser(req, who);
+      if (!subUser) return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      send(res, pages.subUserEditPage(who.ctx, { subUser, form: formFromSubUser(subUser) }));
+    }),
+  );
+
+  router.post(
+    '/sub-users/:subUserId',
+    auth(async (req, res, who) => {
+      const subUser = await pathSubUser(req, who);
+      if (!subUser) return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      const form = subUserForm(req.body as Record<string, unknown>);
+      const parsed = subUserUpdate.safeParse({
+        name: form.name,
+        maxConnections: numberOr(form.maxConnections, null),
+        bytesPerSecond: numberOr(form.bytesPerSecond, null),
+        trafficLimits: Object.fromEntries(PRODUCTS.map((p) => [p, numberOr(form.limits[p] ?? '', null)])),
+      });
+      const again = (error: string, status: number) =>
+        send(res, pages.subUserEditPage(who.ctx, { subUser, form, error }), status);
+      if (!parsed.success) return again(subUserProblem(parsed.error), 422);
+      try {
+        const saved = await updateSubUser(
+          pool,
+          who.person.accountId,
+          subUser.id,
+          parsed.data,
+          deps.credentialsKey,
+        );
+        if (!saved) return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      } catch (err) {
+        if (err instanceof AppError && err.status === 409) return again(err.message, 409);
+        throw err;
+      }
+      res.redirect(303, '/sub-users?done=saved');
+    }),
+  );
+
+  router.post(
+    '/sub-users/:subUserId/status',
+    auth(async (req, res, who) => {
+      const status = z.enum(['active', 'suspended']).safeParse((req.body as Record<string, unknown>).status);
+      const subUser = await pathSubUser(req, who);
+      if (!subUser || !status.success) return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      await updateSubUser(
+        pool,
+        who.person.accountId,
+        subUser.id,
+        { status: status.data },
+        deps.credentialsKey,
+      );
+      res.redirect(303, `/sub-users?done=${status.data}`);
+    }),
+  );
+
+  router.get(
+    '/sub-users/:subUserId/reset-password',
+    auth(async (req, res, who) => {
+      const subUser = await pathSubUser(req, who);
+      if (!subUser) return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      send(
+        res,
+        pages.confirmPage(who.ctx, {
+          title: `Issue a new password for “${subUser.name}”?`,
+          text: 'The current password stops working on every gateway within seconds; its open connections end.',
+          action: `/sub-users/${subUser.id}/reset-password`,
+          confirm: 'Issue new password',
+          back: '/sub-users',
+        }),
+      );
+    }),
+  );
+
+  router.post(
+    '/sub-users/:subUserId/reset-password',
+    auth(async (req, res, who) => {
+      const subUser = await pathSubUser(req, who);
+      if (!subUser) return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      await updateSubUser(
+        pool,
+        who.person.accountId,
+        subUser.id,
+        { resetPassword: true },
+        deps.credentialsKey,
+      );
+      res.redirect(303, '/sub-users?done=password');
+    }),
+  );
+
+  router.get(
+    '/sub-users/:subUserId/delete',
+    auth(async (req, res, who) => {
+      const subUser = await pathSubUser(req, who);
+      if (!subUser) return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      send(
+        res,
+        pages.confirmPage(who.ctx, {
+          title: `Delete the sub-user “${subUser.name}”?`,
+          text: 'Its credentials stop working within seconds and its usage figures are deleted. This cannot be undone.',
+          action: `/sub-users/${subUser.id}/delete`,
+          confirm: 'Delete',
+          back: '/sub-users',
+        }),
+      );
+    }),
+  );
+
+  router.post(
+    '/sub-users/:subUserId/delete',
+    auth(async (req, res, who) => {
+      const id = String(req.params.subUserId);
+      if (!uuid.safeParse(id).success || !(await deleteSubUser(pool, who.person.accountId, id)))
+        return renderSubUsers(res, who, { error: missingSubUser }, 404);
+      res.redirect(303, '/sub-users?done=deleted');
     }),
   );
 

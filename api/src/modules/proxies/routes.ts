@@ -28,13 +28,15 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
       summary: 'Generate proxy strings for a plan',
       description:
         "Returns `count` strings `<host>:<port>:<username>:<password>` in the plan's credential format. " +
-        'Sticky proxies each get a fresh random session id; rotating proxies are identical lines.',
+        'Sticky proxies each get a fresh random session id; rotating proxies are identical lines. ' +
+        "With `subUser`, the strings carry that sub-user's username and password.",
       auth: 'apiKey',
       body: generateRequestSchema,
       response: generateResponseSchema,
       errors: [
         'VALIDATION_FAILED',
         'NO_BANDWIDTH',
+        'SUB_USER_NOT_FOUND',
         'MALFORMED_JSON',
         'UNSUPPORTED_MEDIA_TYPE',
         'PAYLOAD_TOO_LARGE',

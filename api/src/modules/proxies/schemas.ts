@@ -77,6 +77,11 @@ export const generateRequestSchema = z
     sessionDuration: minutes
       .optional()
       .describe('advanced, mobile, sticky only: session duration in minutes (1-1440)'),
+    subUser: z
+      .string()
+      .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a sub-user id')
+      .optional()
+      .describe("A sub-user's id: the strings carry its username and password instead of the account's"),
   })
   .superRefine((req, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });

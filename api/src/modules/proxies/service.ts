@@ -3,6 +3,7 @@ import type { Pool } from '../../../../common/src/db/pool.ts';
 import { readProxyCredentials } from '../../../../common/src/accounts/accounts.ts';
 import { DEFAULT_GATEWAY_PORTS, readGatewayEndpoint } from '../../../../common/src/gateway-endpoints.ts';
 import { newSessionId, unseal } from '../../../../common/src/secrets.ts';
+import { readSubUserCredentials } from '../sub-users/repo.ts';
 import { credentialFor, proxyString } from './format.ts';
 import { listIspProxies, remainingBytes, type IspProxyRow } from './repo.ts';
 import type { GenerateRequest, IspProxy } from './schemas.ts';
@@ -25,7 +26,9 @@ export async function generateProxies(
     host: deps.fallbackHost,
     port: DEFAULT_GATEWAY_PORTS[req.provider],
   };
-  const base = await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);
+  const base = req.subUser
+    ? await readSubUserCredentials(deps.pool, accountId, req.subUser, deps.credentialsKey)
+    : await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);
   const minutes = req.lifetime ?? req.sessionDuration;
   const proxies: string[] = [];
   for (let i = 0; i < req.count; i++) {

@@ -9,23 +9,33 @@ export interface TargetRow {
   requests: number;
 }
 
-/** The day's rows, most bytes first; undefined when the account does not exist. */
+/**
+ * The day's rows, most bytes first; undefined when the account does not exist. Rows are kept per
+ * sender (target_usage.sub_user: '' the account's own credentials, else a sub-user's id) and added
+ * up here, unless one sub-user is asked for.
+ */
 export async function readTargets(
   pool: Pool,
   accountId: string,
   date: string,
   product: Product | undefined,
+  subUser?: string,
 ): Promise<{ enabled: boolean; targets: TargetRow[] } | undefined> {
   const { rows } = await pool.query<{ enabled: boolean; targets: TargetRow[] }>(
     `SELECT a.target_stats AS enabled,
             coalesce((SELECT jsonb_agg(jsonb_build_object('domain', t.domain, 'product', t.product,
                                                           'bytes', t.bytes, 'requests', t.requests)
                                        ORDER BY t.bytes DESC, t.domain, t.product)
-                        FROM target_usage t
-                       WHERE t.account_id = a.id AND t.day = $2::date AND ($3::text IS NULL OR t.product = $3)),
+                        FROM (SELECT u.domain, u.product, sum(u.bytes)::bigint AS bytes,
+                                     sum(u.requests)::bigint AS requests
+                                FROM target_usage u
+                               WHERE u.account_id = a.id AND u.day = $2::date
+                                 AND ($3::text IS NULL OR u.product = $3)
+                                 AND ($4::text IS NULL OR u.sub_user = $4)
+                               GROUP BY u.domain, u.product) t),
                      '[]'::jsonb) AS targets
        FROM accounts a WHERE a.id = $1`,
-    [accountId, date, product ?? null],
+    [accountId, date, product ?? null, subUser?.toLowerCase() ?? null],
   );
   return rows[0];
 }

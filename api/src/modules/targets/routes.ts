@@ -5,6 +5,7 @@ import type { Pool } from '../../../../common/src/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { accountParams } from '../admin/schemas.ts';
+import { subUserExists } from '../sub-users/repo.ts';
 import { readTargets, setTargetStats } from './repo.ts';
 import {
   targetsQuery,
@@ -23,7 +24,9 @@ export async function targetsView(
   query: TargetsQuery,
 ): Promise<TargetsResponse | undefined> {
   const date = query.date ?? utcToday();
-  const found = await readTargets(pool, accountId, date, query.product);
+  if (query.subUser !== undefined && !(await subUserExists(pool, accountId, query.subUser)))
+    throw new AppError('SUB_USER_NOT_FOUND');
+  const found = await readTargets(pool, accountId, date, query.product, query.subUser);
   return found && { success: true, date, ...found };
 }
 
@@ -33,15 +36,16 @@ export function targetRoutes(pool: Pool): RouteDef[] {
       method: 'get',
       path: '/usage/targets',
       tag: 'usage',
-      summary: 'Bytes and requests per target domain on one day (?date=YYYY-MM-DD&product=)',
+      summary: 'Bytes and requests per target domain on one day (?date=YYYY-MM-DD&product=&subUser=)',
       description:
         'Per registrable domain (never a path or a query), per product, for one UTC day of the last 30. ' +
         "Figures arrive with the gateways' usage flushes (seconds). At most 200 domains per product and " +
-        'day; the rest are added up under "(other)". Empty when the account opted out.',
+        'day; the rest are added up under "(other)". Empty when the account opted out. subUser: only that ' +
+        "sub-user's traffic.",
       auth: 'apiKey',
       query: targetsQuery,
       response: targetsResponseSchema,
-      errors: ['VALIDATION_FAILED'],
+      errors: ['VALIDATION_FAILED', 'SUB_USER_NOT_FOUND'],
       handler: async ({ res, query }) => {
         const view = await targetsView(pool, principal(res).accountId, query);
         if (!view) throw new AppError('INVALID_API_KEY');
@@ -79,7 +83,7 @@ export function adminTargetRoutes(pool: Pool): RouteDef[] {
       ...account,
       query: targetsQuery,
       response: targetsResponseSchema,
-      errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
+      errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND', 'SUB_USER_NOT_FOUND'],
       handler: async ({ params, query }) => {
         const view = await targetsView(pool, params.id, query);
         if (!view) throw new AppError('ACCOUNT_NOT_FOUND');

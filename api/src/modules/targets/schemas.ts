@@ -27,6 +27,13 @@ const day = z.string().superRefine((v, ctx) => {
 export const targetsQuery = z.strictObject({
   date: day.optional().describe('UTC day, YYYY-MM-DD; default today; the last 30 days are kept'),
   product: z.enum(PRODUCTS).optional().describe('Only this product; default all'),
+  subUser: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a sub-user id')
+    .optional()
+    .describe(
+      "Only this sub-user's traffic; default the whole account (its own credentials and every sub-user)",
+    ),
 });
 export type TargetsQuery = z.infer<typeof targetsQuery>;
 

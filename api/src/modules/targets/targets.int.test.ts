@@ -77,12 +77,13 @@ describe('GET /api/v1/usage/targets', () => {
     expect(res.body).toEqual({ success: false, error });
   });
 
-  test('the OpenAPI document lists date and product as query parameters', async () => {
+  test('the OpenAPI document lists date, product and subUser as query parameters', async () => {
     const doc = await call(fx.api.url, '/api/v1/openapi.json');
     const params = doc.body.paths['/api/v1/usage/targets'].get.parameters;
     expect(params.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
       'query:date',
       'query:product',
+      'query:subUser',
     ]);
   });
 

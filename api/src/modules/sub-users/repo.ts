@@ -1,0 +1,284 @@
+// sub_users and sub_user_products (migrations/0085): list, read, create under the per-account cap,
+// update, delete, and usage over time. The cap is counted under the account row's lock, so two
+// concurrent creations cannot both take the last place. Passwords are sealed as proxy_credentials'
+// are (readable again, with a sha256 for the gateways). A username clash with any account's proxy
+// credentials or sub-users is the database's (unique index and the proxy_username_free trigger).
+import { AppError } from '../../../../common/src/errors.ts';
+import {
+  sqlState,
+  SQLSTATE,
+  withTransaction,
+  type Pool,
+  type PoolClient,
+} from '../../../../common/src/db/pool.ts';
+import { BYTES_PER_GB, PRODUCTS, type Product } from '../../../../common/src/products.ts';
+import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '../../../../common/src/secrets.ts';
+import type { SubUser, SubUserCreate, SubUserUpdate, SubUserUsage, SubUserUsageQuery } from './schemas.ts';
+
+interface Row {
+  id: string;
+  name: string;
+  username: string;
+  password_enc: Buffer;
+  status: 'active' | 'suspended';
+  max_connections: number | null;
+  bytes_per_second: number | null;
+  created_at: Date;
+  updated_at: Date;
+  products: { product: Product; limit: number | null; used: number; requests: number }[] | null;
+}
+
+const SELECT = `SELECT s.id, s.name, s.username, s.password_enc, s.status, s.max_connections, s.bytes_per_second,
+                       s.created_at, s.updated_at,
+                       (SELECT jsonb_agg(jsonb_build_object('product', p.product, 'limit', p.limit_bytes,
+                                                            'used', p.used_bytes, 'requests', p.requests_count))
+                          FROM sub_user_products p WHERE p.sub_user_id = s.id) AS products
+                  FROM sub_users s`;
+
+const gb = (bytes: number) => Number((bytes / BYTES_PER_GB).toFixed(3));
+
+function toSubUser(row: Row, credentialsKey: Buffer): SubUser {
+  const products = {} as SubUser['products'];
+  for (const product of PRODUCTS) {
+    const p = row.products?.find((x) => x.product === product);
+    const limit = p?.limit ?? null;
+    const used = Number(p?.used ?? 0);
+    products[product] = {
+      limitGb: limit === null ? null : gb(Number(limit)),
+      limitBytes: limit === null ? null : Number(limit),
+      usedBytes: used,
+      usedGb: gb(used),
+      requests: Number(p?.requests ?? 0),
+    };
+  }
+  return {
+    id: row.id,
+    name: row.name,
+    username: row.username,
+    password: unseal(credentialsKey, row.password_enc),
+    status: row.status,
+    maxConnections: row.max_connections,
+    bytesPerSecond: row.bytes_per_second === null ? null : Number(row.bytes_per_second),
+    products,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+/** The account's sub-users, oldest first; undefined when the account does not exist. */
+export async function listSubUsers(
+  pool: Pool,
+  accountId: string,
+  credentialsKey: Buffer,
+): Promise<SubUser[] | undefined> {
+  const { rows } = await pool.query<Row & { account: boolean }>(
+    `SELECT true AS account, x.* FROM accounts a
+       LEFT JOIN LATERAL (${SELECT} WHERE s.account_id = a.id) x ON true
+      WHERE a.id = $1 ORDER BY x.created_at, x.id`,
+    [accountId],
+  );
+  if (rows.length === 0) return undefined;
+  return rows.filter((r) => r.id !== null).map((r) => toSubUser(r, credentialsKey));
+}
+
+/** One sub-user of the account; undefined when the account has none with that id. */
+export async function getSubUser(
+  db: Pool | PoolClient,
+  accountId: string,
+  id: string,
+  credentialsKey: Buffer,
+): Promise<SubUser | undefined> {
+  const { rows } = await db.query<Row>(`${SELECT} WHERE s.account_id = $1 AND s.id = $2`, [accountId, id]);
+  return rows[0] && toSubUser(rows[0], credentialsKey);
+}
+
+/** The proxy username and password of one sub-user of the account (proxy strings). */
+export async function readSubUserCredentials(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  credentialsKey: Buffer,
+): Promise<{ username: string; password: string }> {
+  const { rows } = await pool.query<{ username: string; password_enc: Buffer }>(
+    'SELECT username, password_enc FROM sub_users WHERE account_id = $1 AND id = $2',
+    [accountId, id],
+  );
+  const row = rows[0];
+  if (!row) throw new AppError('SUB_USER_NOT_FOUND');
+  return { username: row.username, password: unseal(credentialsKey, row.password_enc) };
+}
+
+/** Whether the account has a sub-user with this id. */
+export async function subUserExists(pool: Pool, accountId: string, id: string): Promise<boolean> {
+  const { rowCount } = await pool.query('SELECT 1 FROM sub_users WHERE account_id = $1 AND id = $2', [
+    accountId,
+    id,
+  ]);
+  return rowCount === 1;
+}
+
+/** A unique violation as the customer's error: the name within the account, or the username anywhere. */
+function clash(err: unknown): unknown {
+  if (sqlState(err) !== SQLSTATE.UNIQUE_VIOLATION) return err;
+  const constraint = (err as { constraint?: string }).constraint;
+  if (constraint === 'sub_users_account_id_name_key') return new AppError('SUB_USER_NAME_TAKEN');
+  return new AppError('PROXY_USERNAME_TAKEN');
+}
+
+async function setLimits(
+  client: PoolClient,
+  accountId: string,
+  id: string,
+  limits: Partial<Record<Product, number | null | undefined>>,
+): Promise<void> {
+  for (const product of PRODUCTS) {
+    const value = limits[product];
+    if (value === undefined) continue;
+    // A row stays once it exists (it carries what was used); null only removes the limit.
+    await client.query(
+      `INSERT INTO sub_user_products AS p (sub_user_id, account_id, product, limit_bytes) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (sub_user_id, product) DO UPDATE SET limit_bytes = EXCLUDED.limit_bytes, updated_at = now()`,
+      [id, accountId, product, value === null ? null : Math.round(value * BYTES_PER_GB)],
+    );
+  }
+}
+
+export function createSubUser(
+  pool: Pool,
+  accountId: string,
+  input: SubUserCreate,
+  limit: number,
+  credentialsKey: Buffer,
+): Promise<SubUser> {
+  return withTransaction(pool, async (client) => {
+    const locked = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    if (locked.rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+    const { rows: count } = await client.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM sub_users WHERE account_id = $1',
+      [accountId],
+    );
+    if ((count[0]?.n ?? 0) >= limit) throw new AppError('SUB_USER_LIMIT', { limit });
+    const password = input.password ?? newProxyPassword();
+    let id: string;
+    try {
+      const { rows } = await client.query<{ id: string }>(
+        `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256, status,
+                                max_connections, bytes_per_second)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+        [
+          accountId,
+          input.name,
+          input.username ?? newProxyUsername(),
+          seal(credentialsKey, password),
+          sha256(password),
+          input.status ?? 'active',
+          input.maxConnections ?? null,
+          input.bytesPerSecond ?? null,
+        ],
+      );
+      id = rows[0]!.id;
+    } catch (err) {
+      throw clash(err);
+    }
+    await setLimits(client, accountId, id, input.trafficLimits ?? {});
+    return (await getSubUser(client, accountId, id, credentialsKey))!;
+  });
+}
+
+/** Changes the fields given; undefined when the account has no sub-user with that id. */
+export function updateSubUser(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  patch: SubUserUpdate,
+  credentialsKey: Buffer,
+): Promise<SubUser | undefined> {
+  return withTransaction(pool, async (client) => {
+    const sets: string[] = [];
+    const values: unknown[] = [accountId, id];
+    const set = (column: string, value: unknown) => {
+      values.push(value);
+      sets.push(`${column} = $${values.length}`);
+    };
+    if (patch.name !== undefined) set('name', patch.name);
+    if (patch.username !== undefined) set('username', patch.username);
+    if (patch.status !== undefined) set('status', patch.status);
+    if (patch.maxConnections !== undefined) set('max_connections', patch.maxConnections);
+    if (patch.bytesPerSecond !== undefined) set('bytes_per_second', patch.bytesPerSecond);
+    const password = patch.password ?? (patch.resetPassword ? newProxyPassword() : undefined);
+    if (password !== undefined) {
+      set('password_enc', seal(credentialsKey, password));
+      set('password_sha256', sha256(password));
+    }
+    try {
+      // Only limits (or nothing) changed: the row is locked, not rewritten, so gateways are not told
+      // of an 'account' change for nothing (a limit change is announced by sub_user_products' trigger).
+      const { rowCount } = await client.query(
+        sets.length
+          ? `UPDATE sub_users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE account_id = $1 AND id = $2`
+          : 'SELECT 1 FROM sub_users WHERE account_id = $1 AND id = $2 FOR UPDATE',
+        values,
+      );
+      if (rowCount !== 1) return undefined;
+    } catch (err) {
+      throw clash(err);
+    }
+    await setLimits(client, accountId, id, patch.trafficLimits ?? {});
+    return getSubUser(client, accountId, id, credentialsKey);
+  });
+}
+
+/** Deletes one sub-user of the account; false when there is none with that id. */
+export async function deleteSubUser(pool: Pool, accountId: string, id: string): Promise<boolean> {
+  const { rowCount } = await pool.query('DELETE FROM sub_users WHERE account_id = $1 AND id = $2', [
+    accountId,
+    id,
+  ]);
+  return rowCount === 1;
+}
+
+/** Hourly usage of one sub-user over the last days; undefined when the account has no such sub-user. */
+export async function readSubUserUsage(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  query: SubUserUsageQuery,
+): Promise<SubUserUsage | undefined> {
+  const { rows } = await pool.query<{
+    from: Date;
+    hours: { hour: string; product: Product; bytesUp: number; bytesDown: number; requests: number }[];
+  }>(
+    `WITH w AS (SELECT date_trunc('hour', now()) - make_interval(hours => $3 * 24 - 1) AS from)
+     SELECT w.from,
+            coalesce((SELECT jsonb_agg(jsonb_build_object(
+                               'hour', to_char(h.hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                               'product', h.product, 'bytesUp', h.bytes_up, 'bytesDown', h.bytes_down,
+                               'requests', h.requests) ORDER BY h.hour, h.product)
+                        FROM sub_user_usage_hourly h WHERE h.sub_user_id = s.id AND h.hour >= w.from),
+                     '[]'::jsonb) AS hours
+       FROM sub_users s, w WHERE s.account_id = $1 AND s.id = $2`,
+    [accountId, id, query.days],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const totals = new Map<Product, { bytesUp: number; bytesDown: number; requests: number }>();
+  for (const h of row.hours) {
+    const t = totals.get(h.product) ?? { bytesUp: 0, bytesDown: 0, requests: 0 };
+    t.bytesUp += Number(h.bytesUp);
+    t.bytesDown += Number(h.bytesDown);
+    t.requests += Number(h.requests);
+    totals.set(h.product, t);
+  }
+  return {
+    success: true,
+    subUserId: id,
+    from: row.from.toISOString(),
+    totals: PRODUCTS.filter((p) => totals.has(p)).map((product) => ({ product, ...totals.get(product)! })),
+    hours: row.hours.map((h) => ({
+      ...h,
+      bytesUp: Number(h.bytesUp),
+      bytesDown: Number(h.bytesDown),
+      requests: Number(h.requests),
+    })),
+  };
+}
