@@ -92,7 +92,10 @@ export async function admit(
   return { accountId: auth.account.accountId, subUserId: sub?.id, credentials: auth.credentials, tab };
 }
 
-/** The access log's account: `account`, or `account/sub-user` for a sub-user's request. */
+/**
+ * Who sent a request, for the access log and sticky sessions: `account`, or `account/sub-user`
+ * for a sub-user's request.
+ */
 export function accessAccount(a: Admitted): string {
   return a.subUserId === undefined ? a.accountId : `${a.accountId}/${a.subUserId}`;
 }
@@ -107,7 +110,8 @@ export async function chooseExits(ctx: ProxyContext, a: Admitted): Promise<Exit[
     ctx.spec.session.maxMinutes,
   );
   const seed = await ctx.sessions.seed(
-    { accountId: a.accountId, plan: ctx.plan, sessionId: creds.session.id, targeting },
+    // A sub-user's sessions are its own: the same session id of two sub-users is two sessions.
+    { accountId: accessAccount(a), plan: ctx.plan, sessionId: creds.session.id, targeting },
     minutes,
   );
   return ctx.exits.sticky(targeting, seed);
