@@ -9,7 +9,7 @@ import type { Pool } from '../../../common/src/db/pool.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { EventEmitter } from 'node:events';
 import { Ledger, perPodConnections } from './ledger.ts';
-import { HOLD_LEASE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
+import { HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
 import * as policy from './policy.ts';
 
 const KiB = 1024;
@@ -223,5 +223,63 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     expect(await l.admit('a', socket(), 100, s2)).toBe('connection_limit');
     expect(perPodConnections(3, 2)).toBe(2);
     expect(perPodConnections(1, 5)).toBe(1);
+  });
+});
+
+describe("the throttle of an account's sub-users (docs/adr/0037)", () => {
+  function subLedger(accountCap: number, subCap: number) {
+    const l = new Ledger({
+      pool: {} as Pool,
+      gatewayId: 'unit',
+      plan: 'basic',
+      logger: createLogger('test', 'silent'),
+      metrics: {} as GatewayMetrics,
+      hot: {} as PlanMetrics,
+      idleMs: 60_000,
+      maxLifetimeMs: 60_000,
+      throttle: () => accountCap,
+      subUserThrottle: () => subCap,
+    });
+    const inner = l as unknown as { budget(id: string, sub?: string): Budget };
+    return { ledger: l, budget: (id: string, sub?: string) => inner.budget(id, sub) };
+  }
+
+  it('costs budgets without any cap nothing', () => {
+    const { budget } = subLedger(0, 0);
+    expect([budget('a').throttled, budget('a', 's1').throttled]).toEqual([false, false]);
+  });
+
+  it("holds only the sub-user on its own cap's debt", () => {
+    const { ledger: l, budget } = subLedger(0, 1024 * KiB);
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    const [so, ss] = [stream(own), stream(sub)];
+    expect([own.throttled, sub.throttled]).toEqual([false, true]);
+    l.throttled(sub, 1024 * KiB + 128 * KiB);
+    expect([so.isPaused(), ss.isPaused(), sub.holds]).toEqual([false, true, HOLD_SUB_THROTTLE]);
+    jest.advanceTimersByTime(130);
+    expect(ss.isPaused()).toBe(false);
+  });
+
+  it("holds every budget of the account when its cap's bucket, fed by a sub-user, is in debt", () => {
+    const { ledger: l, budget } = subLedger(1024 * KiB, 0);
+    const own = budget('a');
+    const [s1, s2] = [budget('a', 's1'), budget('a', 's2')];
+    const streams = [own, s1, s2].map(stream);
+    l.throttled(s1, 1024 * KiB);
+    l.throttled(s2, 128 * KiB); // the account's bucket: 125 ms of debt
+    expect(streams.map((s) => s.isPaused())).toEqual([true, true, true]);
+    expect([own.holds, s1.holds, s2.holds]).toEqual([HOLD_THROTTLE, HOLD_THROTTLE, HOLD_THROTTLE]);
+    jest.advanceTimersByTime(130);
+    expect(streams.map((s) => s.isPaused())).toEqual([false, false, false]);
+  });
+
+  it("takes a sub-user's chunk from its own bucket and the account's", () => {
+    const { ledger: l, budget } = subLedger(4096 * KiB, 1024 * KiB);
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    l.throttled(sub, 512 * KiB);
+    expect(Math.round(sub.bucket!.tokens)).toBe(512 * KiB);
+    expect(Math.round(own.bucket!.tokens)).toBe(3584 * KiB);
   });
 });
