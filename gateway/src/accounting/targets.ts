@@ -3,8 +3,12 @@
 // point, with the same socket counters billing reads) and added to target_usage on the ledger's
 // usage flush, in a statement of their own that billing never waits for.
 //
-// Bounded memory: at most `perAccount` domains per account and day between two flushes (the rest
-// fold into OTHER) and at most `maxEntries` entries in all (past it, a new key is dropped and
+// Per sub-user (docs/adr/0037): each row names the sub-user that sent the traffic, '' for the
+// account's own credentials and IP allowlist.
+//
+// Bounded memory: at most `perAccount` domains per account and day between two flushes, its
+// sub-users' (sub-user, domain) entries counted with its own (the rest fold into OTHER, one per
+// sub-user) and at most `maxEntries` entries in all (past it, a new key is dropped and
 // counted). Only the registrable domain is kept (tldts, the public suffix list): never a path, a
 // query or the full host name.
 import { getDomain } from 'tldts';

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
+import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import { overspendBound } from '../accounting/policy.ts';
@@ -157,6 +158,16 @@ describe('sub-users', () => {
     expect(u2.account).toBe(Number(after.up) + Number(after.down));
     expect(u2.account).toBeGreaterThan(total + 100_000);
     expect([u2.sub, u2.hourly]).toEqual([total, total]);
+    // Target statistics: the sub-user's requests under its id, the account's own under ''.
+    await gateway.targets.drain();
+    const { rows } = await db.pool.query<{ sub_user: string; requests: string }>(
+      `SELECT sub_user, requests FROM target_usage WHERE account_id = $1 ORDER BY sub_user`,
+      [account.id],
+    );
+    expect(rows.map((r) => [r.sub_user, Number(r.requests)])).toEqual([
+      ['', 1],
+      [sub.id, 2],
+    ]);
   });
 
   it("refuses the sub-user with 402 sub_user_limit once its limit is spent; the account's credentials still work", async () => {
@@ -191,6 +202,11 @@ describe('sub-users', () => {
       (id: string) => db.pool.query(`UPDATE sub_users SET status = 'suspended' WHERE id = $1`, [id]),
     ],
     ['deleted', (id: string) => db.pool.query(`DELETE FROM sub_users WHERE id = $1`, [id])],
+    [
+      'given a new password',
+      (id: string) =>
+        db.pool.query(`UPDATE sub_users SET password_sha256 = sha256('other'::bytea) WHERE id = $1`, [id]),
+    ],
   ])("cuts the live tunnel of a sub-user %s within 2 s; the account's own survives", async (what, change) => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
@@ -213,6 +229,17 @@ describe('sub-users', () => {
     const status = (await request(basicAuth(sub.username, sub.password))).status;
     expect(status).toBe(what === 'suspended' ? 403 : 407);
     expect((await cuts()) - before).toBe(1);
+  });
+
+  it("is cut and refused with its account's suspension", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const auth = basicAuth(sub.username, sub.password);
+    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
+    expect(t.status).toBe(200);
+    await setAccountStatus(db.pool, account.id, 'suspended');
+    expect(await closesWithin(t.socket, 2_000)).toBe(true);
+    expect((await request(auth)).status).toBe(403);
   });
 
   it('refuses a connection past max_connections with 429', async () => {
