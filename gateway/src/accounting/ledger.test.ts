@@ -192,6 +192,23 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     expect(conn.destroyed()).toBe(true);
   });
 
+  it('share one outage credit: a sub-user is not given again what the account was given', async () => {
+    // A pool without query(): every lease request fails, as when the database is unreachable.
+    const { ledger: l, budget } = groupLedger();
+    const inner = l as unknown as {
+      remember(id: string, free: number, now: number): void;
+      requestLease(b: Budget, wanted: number): Promise<void>;
+    };
+    inner.remember('a', 10 * MiB, Date.now());
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    await inner.requestLease(own, MiB);
+    await inner.requestLease(sub, MiB);
+    for (const b of [own, sub]) policy.recompute(b.state);
+    expect([own.state.available, sub.state.available]).toEqual([10 * MiB, 0]);
+    expect(sub.state.unavailable).toBe(true);
+  });
+
   /** A fake customer socket the ledger can track. */
   function socket(): net.Socket {
     return Object.assign(new EventEmitter(), {

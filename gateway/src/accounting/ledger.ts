@@ -161,7 +161,7 @@ export class Ledger {
    * Accounts this ledger was granted leases for: when, and what the database then said was still
    * free. They keep outage credit after going idle; the free balance sizes it (docs/adr/0024).
    */
-  private readonly served = new Map<string, { at: number; free: number }>();
+  private readonly served = new Map<string, { at: number; free: number; credited: number }>();
   private readonly opts: LedgerOptions;
   private readonly leases: LeaseClient;
   private readonly flusher: UsageFlusher;
@@ -492,12 +492,15 @@ export class Ledger {
     // unknown ones are answered 503 until the database is back (never 402: the balance is not known).
     const served = this.served.get(b.accountId);
     const known = s.everGranted || (served !== undefined && now - served.at < SERVED_MEMORY_MS);
-    const credit = policy.outageCredit(served?.free ?? 0, this.fleetSize());
+    // The account's budgets on this gateway (its own and its sub-users', docs/adr/0037) share one
+    // credit per outage: what one of them was given is not given again to another.
+    const shared = b.subUserId !== undefined || b.group.budgets.size > 1;
+    const credit = Math.max(
+      0,
+      policy.outageCredit(served?.free ?? 0, this.fleetSize()) - (shared ? (served?.credited ?? 0) : 0),
+    );
     if (policy.failed(s, known, credit, now)) {
-      // The account's budgets on this gateway share its outage credit (docs/adr/0037): what one
-      // was given is taken from what the others may get.
-      if (served && (b.subUserId !== undefined || b.group.budgets.size > 1))
-        served.free = Math.max(0, served.free - credit * Math.max(1, this.fleetSize()));
+      if (served) served.credited += credit;
       this.opts.logger.warn(
         { err: answer.error.message, account: b.accountId, credit },
         'lease request failed; serving on outage credit',
@@ -539,7 +542,8 @@ export class Ledger {
       for (const [id, entry] of this.served) if (entry.at < cutoff) this.served.delete(id);
       if (this.served.size >= SERVED_LIMIT) this.served.clear();
     }
-    this.served.set(accountId, { at: now, free });
+    // A grant: the database is back, the next outage gives credit again.
+    this.served.set(accountId, { at: now, free, credited: 0 });
   }
 
   get plan(): Plan {
