@@ -24,7 +24,7 @@ export interface CachedAccount {
   subUsers?: readonly CachedAccount[];
 }
 
-export interface SubUserFacts {
+interface SubUserFacts {
   id: string;
   /** Concurrent connections across the fleet (null: the plan's per-account cap only). */
   maxConnections: number | null;

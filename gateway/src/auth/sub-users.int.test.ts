@@ -57,14 +57,14 @@ interface SubUser {
 /** A sub-user of `accountId`, inserted as the API would store it (password_enc is not read here). */
 async function subUser(
   accountId: string,
-  opts: { limit?: number; maxConnections?: number } = {},
+  opts: { limit?: number; maxConnections?: number; bytesPerSecond?: number } = {},
 ): Promise<SubUser> {
   const username = `su${randomBytes(6).toString('hex')}`;
   const password = randomBytes(10).toString('hex');
   const { rows } = await db.pool.query<{ id: string }>(
-    `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256, max_connections)
-     VALUES ($1, $2, $3, '\\x00'::bytea, sha256(convert_to($4, 'UTF8')), $5) RETURNING id`,
-    [accountId, username, username, password, opts.maxConnections ?? null],
+    `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256, max_connections, bytes_per_second)
+     VALUES ($1, $2, $3, '\\x00'::bytea, sha256(convert_to($4, 'UTF8')), $5, $6) RETURNING id`,
+    [accountId, username, username, password, opts.maxConnections ?? null, opts.bytesPerSecond ?? null],
   );
   const id = rows[0]!.id;
   if (opts.limit !== undefined)
@@ -240,6 +240,43 @@ describe('sub-users', () => {
     await setAccountStatus(db.pool, account.id, 'suspended');
     expect(await closesWithin(t.socket, 2_000)).toBe(true);
     expect((await request(auth)).status).toBe(403);
+  });
+
+  it("is throttled to its own cap; the account's own traffic is not", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id, { bytesPerSecond: 256 * 1024 });
+    const timed = async (auth: string) => {
+      const started = performance.now();
+      expect(await download(gateway.port, origin.port, auth, 768 * 1024)).toBe(200);
+      return performance.now() - started;
+    };
+    // 768 KiB at 256 KiB/s after a 256 KiB burst: about 2 s.
+    const slow = await timed(basicAuth(sub.username, sub.password));
+    const fast = await timed(basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(slow).toBeGreaterThan(1_700);
+    expect(fast).toBeLessThan(1_000);
+  });
+
+  it("counts a sub-user's traffic against the account's cap: the two together get the cap", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await db.pool.query(
+      `INSERT INTO account_throttles (account_id, product, bytes_per_second) VALUES ($1, 'basic', $2)`,
+      [account.id, 256 * 1024],
+    );
+    const sub = await subUser(account.id);
+    const started = performance.now();
+    // 2 x 512 KiB at 256 KiB/s after a 256 KiB burst: about 3 s, whoever sends it.
+    const statuses = await Promise.all([
+      download(gateway.port, origin.port, basicAuth(sub.username, sub.password), 512 * 1024),
+      download(
+        gateway.port,
+        origin.port,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+        512 * 1024,
+      ),
+    ]);
+    expect(statuses).toEqual([200, 200]);
+    expect(performance.now() - started).toBeGreaterThan(2_500);
   });
 
   it('refuses a connection past max_connections with 429', async () => {
