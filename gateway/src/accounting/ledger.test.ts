@@ -209,6 +209,20 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     expect(sub.state.unavailable).toBe(true);
   });
 
+  it('give no outage credit to a sub-user its limit last denied', async () => {
+    const { ledger: l, budget } = groupLedger();
+    const inner = l as unknown as {
+      remember(id: string, free: number, now: number): void;
+      requestLease(b: Budget, wanted: number): Promise<void>;
+    };
+    inner.remember('a', 10 * MiB, Date.now());
+    const sub = budget('a', 's1');
+    policy.denied(sub.state, 0, Date.now() - 10_000, 0, true);
+    await inner.requestLease(sub, MiB);
+    policy.recompute(sub.state);
+    expect([sub.state.available, sub.state.unavailable]).toEqual([0, true]);
+  });
+
   /** A fake customer socket the ledger can track. */
   function socket(): net.Socket {
     return Object.assign(new EventEmitter(), {

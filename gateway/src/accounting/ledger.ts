@@ -494,11 +494,14 @@ export class Ledger {
     const known = s.everGranted || (served !== undefined && now - served.at < SERVED_MEMORY_MS);
     // The account's budgets on this gateway (its own and its sub-users', docs/adr/0037) share one
     // credit per outage: what one of them was given is not given again to another.
+    // A sub-user its limit last denied gets none: the credit would run past the limit it reached.
     const shared = b.subUserId !== undefined || b.group.budgets.size > 1;
-    const credit = Math.max(
-      0,
-      policy.outageCredit(served?.free ?? 0, this.fleetSize()) - (shared ? (served?.credited ?? 0) : 0),
-    );
+    const credit = s.subUserLimited
+      ? 0
+      : Math.max(
+          0,
+          policy.outageCredit(served?.free ?? 0, this.fleetSize()) - (shared ? (served?.credited ?? 0) : 0),
+        );
     if (policy.failed(s, known, credit, now)) {
       if (served) served.credited += credit;
       this.opts.logger.warn(
