@@ -194,6 +194,13 @@ describe('sub-users', () => {
     expect(u.sub).toBeGreaterThan(limit - 200_000);
     expect(u.sub).toBeLessThanOrEqual(limit + overspendBound(1, 1));
     expect(u.hourly).toBe(u.sub);
+    // Raising the limit is announced as a balance change: the denial is forgotten at once.
+    await db.pool.query(`UPDATE sub_user_products SET limit_bytes = $2 WHERE sub_user_id = $1`, [
+      sub.id,
+      limit + 2_000_000,
+    ]);
+    await cacheSynced(db.pool, [gateway]);
+    expect((await request(auth)).status).toBe(200);
   });
 
   it.each([
@@ -202,6 +209,10 @@ describe('sub-users', () => {
       (id: string) => db.pool.query(`UPDATE sub_users SET status = 'suspended' WHERE id = $1`, [id]),
     ],
     ['deleted', (id: string) => db.pool.query(`DELETE FROM sub_users WHERE id = $1`, [id])],
+    [
+      'renamed',
+      (id: string) => db.pool.query(`UPDATE sub_users SET username = 'x' || username WHERE id = $1`, [id]),
+    ],
     [
       'given a new password',
       (id: string) =>
