@@ -70,6 +70,8 @@ const SELECT = `SELECT c.account_id, c.username, c.password_sha256, a.status,
 export class CredentialCache {
   private readonly byUsername = new Map<string, CachedAccount>();
   private readonly usernameOf = new Map<string, string>();
+  /** Sub-users' entries by id (the ledger asks each tick for every live sub-user budget's cap). */
+  private readonly subUserById = new Map<string, CachedAccount>();
   private readonly allowlist = new AllowlistIndex();
   /** Allowlist entries gone in the last apply(), per account (drainRemovedEntries). */
   private removedEntries = new Map<string, Set<string>>();
@@ -117,8 +119,8 @@ export class CredentialCache {
 
   /** A sub-user's own bandwidth cap, bytes per second (undefined: none, or not known). */
   subUserThrottle(accountId: string, subUserId: string): number | undefined {
-    const sub = this.byAccount(accountId)?.subUsers?.find((s) => s.subUser!.id === subUserId);
-    return sub?.subUser?.bytesPerSecond ?? undefined;
+    const sub = this.subUserById.get(subUserId);
+    return sub?.accountId === accountId ? (sub.subUser?.bytesPerSecond ?? undefined) : undefined;
   }
 
   /** The account's bandwidth cap override for a product, bytes per second (undefined: none). */
@@ -220,7 +222,10 @@ export class CredentialCache {
     }));
     for (const e of entry.allowlist ?? []) this.allowlist.add(e);
     this.byUsername.set(row.username, entry);
-    for (const sub of entry.subUsers) this.byUsername.set(sub.username, sub);
+    for (const sub of entry.subUsers) {
+      this.byUsername.set(sub.username, sub);
+      this.subUserById.set(sub.subUser!.id, sub);
+    }
     this.usernameOf.set(row.account_id, row.username);
   }
 
@@ -231,8 +236,10 @@ export class CredentialCache {
       for (const e of entry?.allowlist ?? []) this.allowlist.remove(e);
       // Only the sub-user entries still this account's: a username moved to another account
       // meanwhile (deleted here, created there in one batch) stays the other's.
-      for (const sub of entry?.subUsers ?? [])
+      for (const sub of entry?.subUsers ?? []) {
         if (this.byUsername.get(sub.username) === sub) this.byUsername.delete(sub.username);
+        if (this.subUserById.get(sub.subUser!.id) === sub) this.subUserById.delete(sub.subUser!.id);
+      }
       this.byUsername.delete(username);
       this.usernameOf.delete(accountId);
     }
