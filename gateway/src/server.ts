@@ -152,6 +152,9 @@ export class GatewayProcess {
       // were admitted with credentials that no longer hold (finding 5 of issue 10).
       for (const accountId of revoked)
         p.cut(accountId, 'live connections cut: account suspended or credentials changed');
+      // A sub-user suspended, deleted or given new credentials: its connections only (docs/adr/0037).
+      for (const [accountId, subUsers] of p.cache.drainRevokedSubUsers())
+        for (const subUserId of subUsers) p.cutSubUser(accountId, subUserId);
       // An allowlist entry removed (or its targeting changed) ends what it admitted, and only that:
       // the account's connections with credentials stay (docs/adr/0036).
       for (const [accountId, entries] of p.cache.drainRemovedEntries())
@@ -174,6 +177,19 @@ export class GatewayProcess {
       if (!cut) continue;
       this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
       this.logger.info({ account: accountId, connections: cut, plan: ledger.plan }, msg);
+    }
+  }
+
+  /** Ends a sub-user's live connections on every gateway: counted as revocation cuts, logged. */
+  private cutSubUser(accountId: string, subUserId: string): void {
+    for (const ledger of this.ledgers) {
+      const cut = ledger.revokeSubUser(accountId, subUserId);
+      if (!cut) continue;
+      this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
+      this.logger.info(
+        { account: accountId, subUser: subUserId, connections: cut, plan: ledger.plan },
+        'live connections cut: sub-user suspended, deleted or credentials changed',
+      );
     }
   }
 
@@ -207,6 +223,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     ...(deps.fleetSize ? { fleetSize: deps.fleetSize } : {}),
     // The account's override, else the plan's default (docs/adr/0035).
     throttle: (accountId) => proc.cache.throttle(accountId, plan) ?? spec.throttle?.bytesPerSecond ?? 0,
+    // A sub-user's own cap (docs/adr/0037), under the account's above.
+    subUserThrottle: (accountId, subUserId) => proc.cache.subUserThrottle(accountId, subUserId) ?? 0,
   });
   proc.ledgers.add(ledger);
   const limiter = proc.limiter;

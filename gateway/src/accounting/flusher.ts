@@ -16,10 +16,16 @@ interface Line {
   requests: number;
 }
 
+/** A sub-user's part of its account's line (docs/adr/0037): feeds its used bytes and usage over time. */
+interface SubLine extends Line {
+  sub_user_id: string;
+}
+
 interface Batch {
   key: string;
   attempted: boolean;
   lines: Map<string, Line>;
+  subLines: Map<string, SubLine>;
   spends: Map<string, number>;
   releases: Map<string, number>;
   createdAt: number;
@@ -55,6 +61,7 @@ export class UsageFlusher {
             key: `${this.opts.gatewayId}:${this.bootId}:${++this.seq}`,
             attempted: false,
             lines: new Map(),
+            subLines: new Map(),
             spends: new Map(),
             releases: new Map(),
             createdAt: Date.now(),
@@ -74,6 +81,30 @@ export class UsageFlusher {
     line.bytes_down += down;
     line.requests += requests;
     batch.lines.set(accountId, line);
+  }
+
+  /** A sub-user's usage, also added to its account's line by the caller (addLine). */
+  addSubLine(
+    accountId: string,
+    subUserId: string,
+    product: Plan,
+    up: number,
+    down: number,
+    requests: number,
+  ): void {
+    const batch = this.batch();
+    const line = batch.subLines.get(subUserId) ?? {
+      sub_user_id: subUserId,
+      account_id: accountId,
+      product,
+      bytes_up: 0,
+      bytes_down: 0,
+      requests: 0,
+    };
+    line.bytes_up += up;
+    line.bytes_down += down;
+    line.requests += requests;
+    batch.subLines.set(subUserId, line);
   }
 
   addSpend(leaseId: string, bytes: number): void {
@@ -108,12 +139,13 @@ export class UsageFlusher {
       const batch = this.queue[0]!;
       batch.attempted = true;
       try {
-        await this.opts.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
+        await this.opts.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
           batch.key,
           this.opts.gatewayId,
           JSON.stringify([...batch.lines.values()]),
           JSON.stringify([...batch.spends].map(([lease_id, bytes]) => ({ lease_id, bytes }))),
           JSON.stringify([...batch.releases].map(([lease_id, spent]) => ({ lease_id, spent }))),
+          JSON.stringify([...batch.subLines.values()]),
         ]);
         this.queue.shift();
         ok = true;

@@ -18,9 +18,10 @@ export type LeaseAnswer =
   | { kind: 'granted'; id: string; granted: number; expiresAt: number; free: number; held: number }
   /**
    * Nothing free; `held`: what other gateways' leases still hold (they may come back);
-   * `stranded`: the part held by gateways that stopped heartbeating (back within 30 s).
+   * `stranded`: the part held by gateways that stopped heartbeating (back within 30 s);
+   * `subUserLimited`: the sub-user's limit decided it (`held`: what the sub-user's leases hold).
    */
-  | { kind: 'denied'; held: number; stranded: number }
+  | { kind: 'denied'; held: number; stranded: number; subUserLimited?: boolean }
   /** The database could not be asked (unreachable, or no answer in time). */
   | { kind: 'failed'; error: Error };
 
@@ -33,7 +34,14 @@ export class LeaseClient {
     this.gatewayId = gatewayId;
   }
 
-  async acquire(accountId: string, product: Plan, wanted: number, now: () => number): Promise<LeaseAnswer> {
+  /** `subUserId`: a sub-user's budget, granted no more than its limit leaves (migrations/0085). */
+  async acquire(
+    accountId: string,
+    product: Plan,
+    wanted: number,
+    now: () => number,
+    subUserId?: string,
+  ): Promise<LeaseAnswer> {
     let timer: NodeJS.Timeout | undefined;
     try {
       const { rows } = await Promise.race([
@@ -43,13 +51,15 @@ export class LeaseClient {
           out_expires_at: Date | null;
           out_free: number;
           out_held: number;
-        }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
+          out_sub_user_limited: boolean;
+        }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7)', [
           accountId,
           product,
           this.gatewayId,
           wanted,
           MIN_LEASE_BYTES,
           LEASE_TTL_SECONDS,
+          subUserId ?? null,
         ]),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
@@ -61,6 +71,8 @@ export class LeaseClient {
       const row = rows[0];
       if (!row || !row.out_lease_id || row.out_granted <= 0) {
         const held = row?.out_held ?? 0;
+        // The sub-user's limit: `held` is its own leases', of which lease_stranded knows nothing.
+        if (row?.out_sub_user_limited) return { kind: 'denied', held, stranded: 0, subUserLimited: true };
         return { kind: 'denied', held, stranded: held > 0 ? await this.stranded(accountId, product) : 0 };
       }
       return {

@@ -7,10 +7,13 @@ import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals
 import { createLogger } from '../../../common/src/logger.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
-import { Ledger } from './ledger.ts';
-import { HOLD_LEASE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
+import { EventEmitter } from 'node:events';
+import { Ledger, perPodConnections } from './ledger.ts';
+import { HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
+import * as policy from './policy.ts';
 
 const KiB = 1024;
+const MiB = 1024 * KiB;
 
 function ledger(cap: () => number, fleet: () => number): { ledger: Ledger; budget: (id: string) => Budget } {
   const l = new Ledger({
@@ -122,5 +125,192 @@ describe('the ledger throttle', () => {
     expect([s.isPaused(), b.holds]).toEqual([true, HOLD_THROTTLE]);
     jest.advanceTimersByTime(200);
     expect(s.isPaused()).toBe(false);
+  });
+});
+
+describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
+  function groupLedger(fleet = 1) {
+    const l = new Ledger({
+      pool: {} as Pool,
+      gatewayId: 'unit',
+      plan: 'basic',
+      logger: createLogger('test', 'silent'),
+      metrics: { budgetCuts: { inc: () => undefined } } as unknown as GatewayMetrics,
+      hot: {} as PlanMetrics,
+      idleMs: 60_000,
+      maxLifetimeMs: 60_000,
+      fleetSize: () => fleet,
+    });
+    const inner = l as unknown as { budget(id: string, sub?: string): Budget };
+    return { ledger: l, budget: (id: string, sub?: string) => inner.budget(id, sub) };
+  }
+
+  /** A budget whose one lease is spent, with a grant pending, and one open connection. */
+  function pendingAtItsLeases(b: Budget): { destroyed: () => boolean } {
+    let destroyed = false;
+    const socket = { bytesRead: 0, bytesWritten: 0, writableLength: 0, destroy: () => (destroyed = true) };
+    const conn = new Metered(socket as unknown as net.Socket);
+    b.conns.add(conn);
+    policy.granted(b.state, { id: 'l', granted: MiB, expiresAt: Date.now() + 600_000 }, 0, Date.now());
+    policy.allocate(b.state, MiB);
+    policy.drawStarted(b.state);
+    return { destroyed: () => destroyed };
+  }
+
+  /** What Tab.onChunk does with a relayed chunk. */
+  function chunk(l: Ledger, b: Budget, bytes: number): void {
+    b.state.estimate += bytes;
+    if (b.state.estimate > b.state.trigger) l.pressure(b);
+  }
+
+  it('share one overdraft while grants are pending: the sum is cut, not each budget alone', () => {
+    const { ledger: l, budget } = groupLedger();
+    const budgets = [budget('a'), budget('a', 's1'), budget('a', 's2'), budget('a', 's3')];
+    const conns = budgets.map(pendingAtItsLeases);
+    // Two run 90 KiB past their leases: alone, each is under HOLD_AT_BYTES and OVERDRAFT_BYTES;
+    // together they are past the hold (the second one is held).
+    for (const b of budgets.slice(0, 2)) for (let n = 0; n < 9; n++) chunk(l, b, 10 * KiB);
+    expect(budgets.map((b) => policy.pendingOverdraft(b.state))).toEqual([90 * KiB, 90 * KiB, 0, 0]);
+    expect(budgets.map((b) => b.holds)).toEqual([0, HOLD_LEASE, 0, 0]);
+    // The third is cut as soon as the three together pass OVERDRAFT_BYTES (256 KiB): at 260 KiB.
+    for (let n = 0; n < 7; n++) chunk(l, budgets[2]!, 10 * KiB);
+    expect(conns.map((c) => c.destroyed())).toEqual([false, false, false, false]);
+    chunk(l, budgets[2]!, 10 * KiB);
+    expect(conns.map((c) => c.destroyed())).toEqual([false, false, true, false]);
+    // What was relayed stays counted until the next tick: the fourth has nothing left to overdraw.
+    chunk(l, budgets[3]!, 10 * KiB);
+    expect(conns[3]!.destroyed()).toBe(true);
+  });
+
+  it('a budget alone keeps its own overdraft (no group, no change)', () => {
+    const { ledger: l, budget } = groupLedger();
+    const b = budget('solo', 's1');
+    const conn = pendingAtItsLeases(b);
+    for (let n = 0; n < 20; n++) chunk(l, b, 10 * KiB);
+    expect([b.holds, conn.destroyed()]).toEqual([HOLD_LEASE, false]);
+    for (let n = 0; n < 6; n++) chunk(l, b, 10 * KiB);
+    expect(conn.destroyed()).toBe(true);
+  });
+
+  it('share one outage credit: a sub-user is not given again what the account was given', async () => {
+    // A pool without query(): every lease request fails, as when the database is unreachable.
+    const { ledger: l, budget } = groupLedger();
+    const inner = l as unknown as {
+      remember(id: string, free: number, now: number): void;
+      requestLease(b: Budget, wanted: number): Promise<void>;
+    };
+    inner.remember('a', 10 * MiB, Date.now());
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    await inner.requestLease(own, MiB);
+    await inner.requestLease(sub, MiB);
+    for (const b of [own, sub]) policy.recompute(b.state);
+    expect([own.state.available, sub.state.available]).toEqual([10 * MiB, 0]);
+    expect(sub.state.unavailable).toBe(true);
+  });
+
+  it('give no outage credit to a sub-user its limit last denied', async () => {
+    const { ledger: l, budget } = groupLedger();
+    const inner = l as unknown as {
+      remember(id: string, free: number, now: number): void;
+      requestLease(b: Budget, wanted: number): Promise<void>;
+    };
+    inner.remember('a', 10 * MiB, Date.now());
+    const sub = budget('a', 's1');
+    policy.denied(sub.state, 0, Date.now() - 10_000, 0, true);
+    await inner.requestLease(sub, MiB);
+    policy.recompute(sub.state);
+    expect([sub.state.available, sub.state.unavailable]).toEqual([0, true]);
+  });
+
+  /** A fake customer socket the ledger can track. */
+  function socket(): net.Socket {
+    return Object.assign(new EventEmitter(), {
+      bytesRead: 0,
+      bytesWritten: 0,
+      writableLength: 0,
+      destroyed: false,
+      destroy() {},
+    }) as unknown as net.Socket;
+  }
+
+  function funded(b: Budget): void {
+    policy.granted(b.state, { id: 'l', granted: 100 * MiB, expiresAt: Date.now() + 600_000 }, 0, Date.now());
+    policy.recompute(b.state);
+  }
+
+  it("count all of an account's connections against the plan's cap, and a sub-user's against its share", async () => {
+    const { ledger: l, budget } = groupLedger(2);
+    for (const sub of [undefined, 's1', 's2']) funded(budget('a', sub));
+    const s1 = { id: 's1', maxConnections: null };
+    const s2 = { id: 's2', maxConnections: 3 }; // 2 per gateway of a fleet of 2
+    expect(await l.admit('a', socket(), 3)).not.toBe('connection_limit');
+    expect(await l.admit('a', socket(), 3, s1)).not.toBe('connection_limit');
+    expect(await l.admit('a', socket(), 3, s2)).not.toBe('connection_limit');
+    expect(await l.admit('a', socket(), 3, s1)).toBe('connection_limit');
+    expect(await l.admit('a', socket(), 3)).toBe('connection_limit');
+    // Under a higher plan cap, the sub-user's own share: ceil(3 / 2) = 2.
+    expect(await l.admit('a', socket(), 100, s2)).not.toBe('connection_limit');
+    expect(await l.admit('a', socket(), 100, s2)).toBe('connection_limit');
+    expect(perPodConnections(3, 2)).toBe(2);
+    expect(perPodConnections(1, 5)).toBe(1);
+  });
+});
+
+describe("the throttle of an account's sub-users (docs/adr/0037)", () => {
+  function subLedger(accountCap: number, subCap: number) {
+    const l = new Ledger({
+      pool: {} as Pool,
+      gatewayId: 'unit',
+      plan: 'basic',
+      logger: createLogger('test', 'silent'),
+      metrics: {} as GatewayMetrics,
+      hot: {} as PlanMetrics,
+      idleMs: 60_000,
+      maxLifetimeMs: 60_000,
+      throttle: () => accountCap,
+      subUserThrottle: () => subCap,
+    });
+    const inner = l as unknown as { budget(id: string, sub?: string): Budget };
+    return { ledger: l, budget: (id: string, sub?: string) => inner.budget(id, sub) };
+  }
+
+  it('costs budgets without any cap nothing', () => {
+    const { budget } = subLedger(0, 0);
+    expect([budget('a').throttled, budget('a', 's1').throttled]).toEqual([false, false]);
+  });
+
+  it("holds only the sub-user on its own cap's debt", () => {
+    const { ledger: l, budget } = subLedger(0, 1024 * KiB);
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    const [so, ss] = [stream(own), stream(sub)];
+    expect([own.throttled, sub.throttled]).toEqual([false, true]);
+    l.throttled(sub, 1024 * KiB + 128 * KiB);
+    expect([so.isPaused(), ss.isPaused(), sub.holds]).toEqual([false, true, HOLD_SUB_THROTTLE]);
+    jest.advanceTimersByTime(130);
+    expect(ss.isPaused()).toBe(false);
+  });
+
+  it("holds every budget of the account when its cap's bucket, fed by a sub-user, is in debt", () => {
+    const { ledger: l, budget } = subLedger(1024 * KiB, 0);
+    const own = budget('a');
+    const [s1, s2] = [budget('a', 's1'), budget('a', 's2')];
+    const streams = [own, s1, s2].map(stream);
+    l.throttled(s1, 1024 * KiB);
+    l.throttled(s2, 128 * KiB); // the account's bucket: 125 ms of debt
+    expect(streams.map((s) => s.isPaused())).toEqual([true, true, true]);
+    expect([own.holds, s1.holds, s2.holds]).toEqual([HOLD_THROTTLE, HOLD_THROTTLE, HOLD_THROTTLE]);
+    jest.advanceTimersByTime(130);
+    expect(streams.map((s) => s.isPaused())).toEqual([false, false, false]);
+  });
+
+  it("takes a sub-user's chunk from its own bucket and the account's", () => {
+    const { ledger: l, budget } = subLedger(4096 * KiB, 1024 * KiB);
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    l.throttled(sub, 512 * KiB);
+    expect(Math.round(sub.bucket!.tokens)).toBe(512 * KiB);
+    expect(Math.round(own.bucket!.tokens)).toBe(3584 * KiB);
   });
 });

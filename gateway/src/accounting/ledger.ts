@@ -12,7 +12,7 @@ import type { Plan } from '../spec.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { UsageFlusher } from './flusher.ts';
 import { LeaseClient } from './lease-client.ts';
-import { Budget, HOLD_LEASE, HOLD_THROTTLE, Metered } from './meter.ts';
+import { Budget, BudgetGroup, HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered } from './meter.ts';
 import type { TargetTally } from './targets.ts';
 import * as policy from './policy.ts';
 import * as throttle from './throttle.ts';
@@ -49,11 +49,38 @@ export interface LedgerOptions {
    * every tick, so a change reaches live connections within a tick. Default: none.
    */
   throttle?: (accountId: string) => number;
+  /** A sub-user's own bandwidth cap for the whole fleet, bytes per second (0: none). Default: none. */
+  subUserThrottle?: (accountId: string, subUserId: string) => number;
+}
+
+/** A sub-user admitted on its account's behalf (docs/adr/0037). */
+export interface SubUserAdmission {
+  id: string;
+  /** Its cap on concurrent connections across the fleet (null: the plan's per-account cap only). */
+  maxConnections: number | null;
+}
+
+/** The budget's map key: the account's own traffic, or one of its sub-users'. */
+const budgetKey = (accountId: string, subUserId?: string) =>
+  subUserId === undefined ? accountId : `${accountId}/${subUserId}`;
+
+/**
+ * A sub-user's connection cap on this gateway: its fleet-wide cap shared by the gateways of the
+ * plan, rounded up (so the fleet together may admit up to fleetSize - 1 more than the cap; one
+ * gateway never refuses a cap of at least 1).
+ */
+export function perPodConnections(maxConnections: number, fleetSize: number): number {
+  return Math.ceil(maxConnections / Math.max(1, Math.floor(fleetSize) || 1));
 }
 
 /** Why an admission was refused (the proxy maps each to its refusal). */
 export type AdmissionRefusal =
-  'connection_limit' | 'no_bandwidth' | 'bandwidth_held' | 'billing_unavailable' | 'client_gone';
+  | 'connection_limit'
+  | 'no_bandwidth'
+  | 'sub_user_limit'
+  | 'bandwidth_held'
+  | 'billing_unavailable'
+  | 'client_gone';
 
 /**
  * What the proxy code holds for one admitted request or tunnel: the only way it reaches billing.
@@ -85,7 +112,7 @@ export class Tab {
     this.conn.estimated += bytes;
     if (s.estimate > s.trigger) this.ledger.pressure(b);
     // Unthrottled budgets pay this one comparison (docs/adr/0035).
-    if (b.bucket !== undefined) this.ledger.throttled(b, bytes);
+    if (b.throttled) this.ledger.throttled(b, bytes);
   }
 
   /** The streams relayed to or from the customer: paused while the budget waits for a lease. */
@@ -119,7 +146,10 @@ export class Tab {
 }
 
 export class Ledger {
+  /** Per account, and per sub-user as `account/sub-user` (budgetKey). */
   private readonly budgets = new Map<string, Budget>();
+  /** The budgets of each account on this gateway (they share the overdraft, caps and the account's cap). */
+  private readonly groups = new Map<string, BudgetGroup>();
   private readonly conns = new Set<Metered>();
   private readonly meters = new WeakMap<net.Socket, Metered>();
   private tickTimer: NodeJS.Timeout | undefined;
@@ -131,12 +161,13 @@ export class Ledger {
    * Accounts this ledger was granted leases for: when, and what the database then said was still
    * free. They keep outage credit after going idle; the free balance sizes it (docs/adr/0024).
    */
-  private readonly served = new Map<string, { at: number; free: number }>();
+  private readonly served = new Map<string, { at: number; free: number; credited: number }>();
   private readonly opts: LedgerOptions;
   private readonly leases: LeaseClient;
   private readonly flusher: UsageFlusher;
   private readonly fleetSize: () => number;
   private readonly throttleOf: (accountId: string) => number;
+  private readonly subUserThrottleOf: (accountId: string, subUserId: string) => number;
 
   constructor(opts: LedgerOptions) {
     this.opts = opts;
@@ -144,6 +175,7 @@ export class Ledger {
     this.flusher = new UsageFlusher(opts);
     this.fleetSize = opts.fleetSize ?? (() => 1);
     this.throttleOf = opts.throttle ?? (() => 0);
+    this.subUserThrottleOf = opts.subUserThrottle ?? (() => 0);
   }
 
   start(): void {
@@ -153,49 +185,119 @@ export class Ledger {
     this.flushTimer.unref();
   }
 
-  private budget(accountId: string): Budget {
-    let b = this.budgets.get(accountId);
+  /** The budget of an account's own traffic, or of one of its sub-users (docs/adr/0037). */
+  private budget(accountId: string, subUserId?: string): Budget {
+    const key = budgetKey(accountId, subUserId);
+    let b = this.budgets.get(key);
     if (!b) {
-      b = new Budget(accountId, this.opts.plan);
-      this.budgets.set(accountId, b);
-      this.applyThrottle(b, performance.now());
+      let g = this.groups.get(accountId);
+      if (!g) {
+        g = new BudgetGroup(accountId);
+        this.groups.set(accountId, g);
+      }
+      b = new Budget(accountId, this.opts.plan, g, subUserId);
+      g.budgets.add(b);
+      this.budgets.set(key, b);
+      this.regroup(g);
+      // Joining a group whose account bucket is in debt: held with the others.
+      if (g.throttleTimer) b.holds |= HOLD_THROTTLE;
+      this.applyThrottle(g, performance.now());
     }
     return b;
   }
 
+  /** The group's budgets share the overdraft only when there are several (policy.groupPressure). */
+  private regroup(g: BudgetGroup): void {
+    const grouped = g.budgets.size > 1;
+    for (const b of g.budgets) {
+      if (b.state.grouped === grouped) continue;
+      b.state.grouped = grouped;
+      policy.recompute(b.state);
+    }
+  }
+
+  private dropBudget(key: string, b: Budget): void {
+    clearTimeout(b.throttleTimer);
+    this.budgets.delete(key);
+    const g = b.group;
+    g.budgets.delete(b);
+    if (g.budgets.size === 0) {
+      clearTimeout(g.throttleTimer);
+      if (this.groups.get(g.accountId) === g) this.groups.delete(g.accountId);
+    } else this.regroup(g);
+  }
+
   /**
-   * Sets, changes or removes the budget's token bucket from the account's cap and the fleet size:
-   * each gateway enforces its share, cap / fleet size (docs/adr/0035).
+   * Sets, changes or removes the token buckets of an account's budgets from the caps and the fleet
+   * size: each gateway enforces its share, cap / fleet size (docs/adr/0035). The account's cap is
+   * one bucket for the whole group (the account's own budget holds it as its `bucket`); a
+   * sub-user's cap is a bucket of its budget's own.
    */
-  private applyThrottle(b: Budget, now: number): void {
-    const cap = this.throttleOf(b.accountId);
+  private applyThrottle(g: BudgetGroup, now: number): void {
+    const fleet = this.fleetSize();
+    const cap = this.throttleOf(g.accountId);
+    if (cap <= 0) {
+      if (g.bucket !== undefined) {
+        g.bucket = undefined;
+        clearTimeout(g.throttleTimer);
+        g.throttleTimer = undefined;
+        for (const b of g.budgets) b.release(HOLD_THROTTLE);
+      }
+    } else {
+      const rate = throttle.perPodRate(cap, fleet);
+      if (g.bucket === undefined) g.bucket = throttle.newBucket(rate, now);
+      else if (g.bucket.rate !== rate) {
+        throttle.setRate(g.bucket, rate, now);
+        // A held group waits for its debt at the new rate (sooner when the cap was raised).
+        if (g.throttleTimer) this.scheduleGroupUnthrottle(g, throttle.waitMs(g.bucket));
+      }
+    }
+    for (const b of g.budgets) {
+      if (b.subUserId === undefined) b.bucket = g.bucket;
+      else this.applySubUserThrottle(b, this.subUserThrottleOf(b.accountId, b.subUserId), fleet, now);
+      b.throttled = b.bucket !== undefined || g.bucket !== undefined;
+    }
+  }
+
+  private applySubUserThrottle(b: Budget, cap: number, fleet: number, now: number): void {
     if (cap <= 0) {
       if (b.bucket === undefined) return;
       b.bucket = undefined;
       clearTimeout(b.throttleTimer);
       b.throttleTimer = undefined;
-      b.release(HOLD_THROTTLE);
+      b.release(HOLD_SUB_THROTTLE);
       return;
     }
-    const rate = throttle.perPodRate(cap, this.fleetSize());
+    const rate = throttle.perPodRate(cap, fleet);
     if (b.bucket === undefined) b.bucket = throttle.newBucket(rate, now);
     else if (b.bucket.rate !== rate) {
       throttle.setRate(b.bucket, rate, now);
-      // A held budget waits for its debt at the new rate (sooner when the cap was raised).
       if (b.throttleTimer) this.scheduleUnthrottle(b, throttle.waitMs(b.bucket));
     }
   }
 
   /**
-   * Hot path of a throttled budget: a chunk moved. When it put the bucket in debt, every stream of
-   * the budget is held until the debt is paid: one timer per throttled budget, so the streams move
-   * again as soon as the rate allows, not on the next tick (smooth within a chunk per stream).
+   * Hot path of a throttled budget: a chunk moved. It is taken from the sub-user's own bucket (if
+   * any) and from the account's (if any). When it put the sub-user's in debt, that budget's
+   * streams are held; when the account's, every budget of the account on this gateway is held,
+   * until the debt is paid: one timer per bucket in debt, so the streams move again as soon as the
+   * rate allows, not on the next tick (smooth within a chunk per stream).
    */
   throttled(b: Budget, bytes: number): void {
-    const wait = throttle.take(b.bucket!, bytes, performance.now());
-    if (wait === 0 || b.throttleTimer) return;
-    b.hold(HOLD_THROTTLE);
-    this.scheduleUnthrottle(b, wait);
+    const now = performance.now();
+    const g = b.group;
+    if (b.subUserId !== undefined && b.bucket !== undefined) {
+      const wait = throttle.take(b.bucket, bytes, now);
+      if (wait > 0 && !b.throttleTimer) {
+        b.hold(HOLD_SUB_THROTTLE);
+        this.scheduleUnthrottle(b, wait);
+      }
+    }
+    if (g.bucket === undefined) return;
+    const wait = throttle.take(g.bucket, bytes, now);
+    if (wait === 0 || g.throttleTimer) return;
+    for (const other of g.budgets) other.hold(HOLD_THROTTLE);
+    this.scheduleGroupUnthrottle(g, wait);
   }
 
   private scheduleUnthrottle(b: Budget, wait: number): void {
@@ -204,13 +306,28 @@ export class Ledger {
     b.throttleTimer.unref();
   }
 
-  /** The debt should be paid: release, or wait again for chunks that arrived while holding. */
+  private scheduleGroupUnthrottle(g: BudgetGroup, wait: number): void {
+    clearTimeout(g.throttleTimer);
+    g.throttleTimer = setTimeout(() => this.unthrottleGroup(g), wait);
+    g.throttleTimer.unref();
+  }
+
+  /** A sub-user's debt should be paid: release, or wait again for chunks that arrived while holding. */
   private unthrottle(b: Budget): void {
     b.throttleTimer = undefined;
     const bucket = b.bucket;
     const wait = bucket ? (throttle.refill(bucket, performance.now()), throttle.waitMs(bucket)) : 0;
     if (wait > 0) return this.scheduleUnthrottle(b, wait);
-    b.release(HOLD_THROTTLE);
+    b.release(HOLD_SUB_THROTTLE);
+  }
+
+  /** The account's debt should be paid: release its budgets, or wait again. */
+  private unthrottleGroup(g: BudgetGroup): void {
+    g.throttleTimer = undefined;
+    const bucket = g.bucket;
+    const wait = bucket ? (throttle.refill(bucket, performance.now()), throttle.waitMs(bucket)) : 0;
+    if (wait > 0) return this.scheduleGroupUnthrottle(g, wait);
+    for (const b of g.budgets) b.release(HOLD_THROTTLE);
   }
 
   /**
@@ -218,19 +335,30 @@ export class Ledger {
    * connection cap on this gateway, then bandwidth (asking the database for a lease if needed:
    * 402 only when it said none is left, 503 when it could not be asked and there is no outage
    * credit). The connection is attached to the account's budget only when admitted.
+   *
+   * A sub-user's request goes on the sub-user's budget (docs/adr/0037): the plan's cap counts all
+   * of the account's connections on this gateway, the sub-user's own cap (its share of the fleet,
+   * perPodConnections) the sub-user's; its denial by its own limit is 'sub_user_limit'.
    */
   async admit(
     accountId: string,
     socket: net.Socket,
     maxConnections: number,
+    subUser?: SubUserAdmission,
   ): Promise<Tab | AdmissionRefusal> {
-    const b = this.budget(accountId);
+    const b = this.budget(accountId, subUser?.id);
     let conn = this.meters.get(socket);
-    const overCap = () => b.conns.size >= maxConnections && !(conn && b.conns.has(conn));
+    const subCap =
+      subUser?.maxConnections == null
+        ? Infinity
+        : perPodConnections(subUser.maxConnections, this.fleetSize());
+    const overCap = () =>
+      (b.group.connections() >= maxConnections && conn?.budget?.group !== b.group) ||
+      (b.conns.size >= subCap && !(conn && b.conns.has(conn)));
     if (overCap()) return 'connection_limit';
     if (!policy.canAdmit(b.state)) {
       const verdict = await this.admitBandwidth(b);
-      if (verdict === 'denied') return 'no_bandwidth';
+      if (verdict === 'denied') return b.state.subUserLimited ? 'sub_user_limit' : 'no_bandwidth';
       if (verdict === 'stranded') return 'bandwidth_held';
       if (verdict === 'unavailable') return 'billing_unavailable';
     }
@@ -264,28 +392,47 @@ export class Ledger {
     }
   }
 
-  /** A purchase (change feed): forget a denial so the next admission asks again. */
+  /**
+   * A purchase, or a sub-user's limit changed (change feed): forget a denial on every budget of
+   * the account so the next admission asks again.
+   */
   balanceChanged(accountId: string): void {
-    const b = this.budgets.get(accountId);
-    if (b) policy.balanceChanged(b.state);
+    const g = this.groups.get(accountId);
+    if (g) for (const b of g.budgets) policy.balanceChanged(b.state);
   }
 
-  /** The account's cap may have changed (change feed): its live budget follows at once. */
+  /** The account's or a sub-user's cap may have changed (change feed): live budgets follow at once. */
   throttleChanged(accountId: string): void {
-    const b = this.budgets.get(accountId);
-    if (b) this.applyThrottle(b, performance.now());
+    const g = this.groups.get(accountId);
+    if (g) this.applyThrottle(g, performance.now());
   }
 
-  /** The estimate crossed the trigger: cut, hold or draw, as the policy says. */
+  /**
+   * The estimate crossed the trigger: cut, hold or draw, as the policy says. A budget with others
+   * of its account on this gateway is also judged by the overdraft they share while pending
+   * (docs/adr/0037): the bound stays one OVERDRAFT_BYTES per account and gateway.
+   */
   pressure(b: Budget): void {
     switch (policy.pressure(b.state)) {
       case 'cut':
         return this.cut(b);
       case 'hold':
+        if (b.state.grouped) break;
         return b.hold(HOLD_LEASE);
       case 'draw':
         void this.draw(b);
         return;
+      case 'none':
+        if (b.state.grouped && b.state.pending) break;
+        return;
+    }
+    let overdraft = 0;
+    for (const other of b.group.budgets) overdraft += policy.pendingOverdraft(other.state);
+    switch (policy.groupPressure(overdraft)) {
+      case 'cut':
+        return this.cut(b);
+      case 'hold':
+        return b.hold(HOLD_LEASE);
       case 'none':
         return;
     }
@@ -320,13 +467,14 @@ export class Ledger {
   private async requestLease(b: Budget, wanted: number): Promise<void> {
     const m = this.opts.metrics;
     const s = b.state;
-    const answer = await this.leases.acquire(b.accountId, b.product, wanted, Date.now);
+    const answer = await this.leases.acquire(b.accountId, b.product, wanted, Date.now, b.subUserId);
     const now = Date.now();
     if (answer.kind === 'denied') {
       this.databaseDown = false;
-      policy.denied(s, answer.held, now, answer.stranded);
+      policy.denied(s, answer.held, now, answer.stranded, answer.subUserLimited ?? false);
       const served = this.served.get(b.accountId);
-      if (served) served.free = 0;
+      // A sub-user's limit says nothing about the account's balance.
+      if (served && !answer.subUserLimited) served.free = 0;
       m.leaseDenials.inc({ plan: b.product });
       return;
     }
@@ -344,8 +492,18 @@ export class Ledger {
     // unknown ones are answered 503 until the database is back (never 402: the balance is not known).
     const served = this.served.get(b.accountId);
     const known = s.everGranted || (served !== undefined && now - served.at < SERVED_MEMORY_MS);
-    const credit = policy.outageCredit(served?.free ?? 0, this.fleetSize());
+    // The account's budgets on this gateway (its own and its sub-users', docs/adr/0037) share one
+    // credit per outage: what one of them was given is not given again to another.
+    // A sub-user its limit last denied gets none: the credit would run past the limit it reached.
+    const shared = b.subUserId !== undefined || b.group.budgets.size > 1;
+    const credit = s.subUserLimited
+      ? 0
+      : Math.max(
+          0,
+          policy.outageCredit(served?.free ?? 0, this.fleetSize()) - (shared ? (served?.credited ?? 0) : 0),
+        );
     if (policy.failed(s, known, credit, now)) {
+      if (served) served.credited += credit;
       this.opts.logger.warn(
         { err: answer.error.message, account: b.accountId, credit },
         'lease request failed; serving on outage credit',
@@ -387,7 +545,8 @@ export class Ledger {
       for (const [id, entry] of this.served) if (entry.at < cutoff) this.served.delete(id);
       if (this.served.size >= SERVED_LIMIT) this.served.clear();
     }
-    this.served.set(accountId, { at: now, free });
+    // A grant: the database is back, the next outage gives credit again.
+    this.served.set(accountId, { at: now, free, credited: 0 });
   }
 
   get plan(): Plan {
@@ -395,13 +554,25 @@ export class Ledger {
   }
 
   /**
-   * Ends every live connection of an account (suspended, or its credentials changed), or those
-   * `which` picks (an IP allowlist entry removed): their bytes so far are billed. Returns how many
-   * were cut.
+   * Ends every live connection of an account (suspended, or its credentials changed), its
+   * sub-users' included, or those `which` picks (an IP allowlist entry removed): their bytes so far
+   * are billed. Returns how many were cut.
    */
   revoke(accountId: string, which?: (socket: net.Socket) => boolean): number {
-    const b = this.budgets.get(accountId);
-    if (!b) return 0;
+    const g = this.groups.get(accountId);
+    if (!g) return 0;
+    let n = 0;
+    for (const b of [...g.budgets]) n += this.end(b, which);
+    return n;
+  }
+
+  /** Ends every live connection of one sub-user (suspended, deleted, credentials changed). */
+  revokeSubUser(accountId: string, subUserId: string): number {
+    const b = this.budgets.get(budgetKey(accountId, subUserId));
+    return b ? this.end(b) : 0;
+  }
+
+  private end(b: Budget, which?: (socket: net.Socket) => boolean): number {
     const conns = [...b.conns].filter((conn) => !which || which(conn.socket));
     for (const conn of conns) {
       this.settle(conn);
@@ -489,8 +660,8 @@ export class Ledger {
     const elapsed = now - this.lastTick;
     this.lastTick = now;
     const clock = performance.now();
+    for (const g of this.groups.values()) this.applyThrottle(g, clock);
     for (const b of this.budgets.values()) {
-      this.applyThrottle(b, clock);
       if (b.conns.size) b.lastActive = now;
       const draw = policy.tick(b.state, elapsed, now, b.conns.size > 0);
       for (const conn of b.conns) if (conn.answering) b.state.estimate += conn.estimated;
@@ -519,19 +690,19 @@ export class Ledger {
   private build(final: boolean): void {
     const now = Date.now();
     this.flusher.begin();
-    for (const [accountId, b] of this.budgets) {
+    for (const [key, b] of this.budgets) {
       if (b.bytesUp || b.bytesDown || b.requests) {
-        this.flusher.addLine(accountId, b.product, b.bytesUp, b.bytesDown, b.requests);
+        // The account's line is its whole usage; a sub-user's is also its own line (docs/adr/0037).
+        this.flusher.addLine(b.accountId, b.product, b.bytesUp, b.bytesDown, b.requests);
+        if (b.subUserId !== undefined)
+          this.flusher.addSubLine(b.accountId, b.subUserId, b.product, b.bytesUp, b.bytesDown, b.requests);
         b.bytesUp = b.bytesDown = b.requests = 0;
       }
       const idle = b.conns.size === 0 && now - b.lastActive > IDLE_RELEASE_MS;
       const { spends, releases } = policy.settleLeases(b.state, now, final || idle);
       for (const [id, bytes] of spends) this.flusher.addSpend(id, bytes);
       for (const [id, spent] of releases) this.flusher.addRelease(id, spent);
-      if ((idle || final) && b.conns.size === 0 && !b.pending) {
-        clearTimeout(b.throttleTimer);
-        this.budgets.delete(accountId);
-      }
+      if ((idle || final) && b.conns.size === 0 && !b.pending) this.dropBudget(key, b);
     }
     this.flusher.end();
   }

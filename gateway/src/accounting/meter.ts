@@ -18,7 +18,10 @@ import type { Bucket } from './throttle.ts';
  * debt (docs/adr/0035). A bit each: releasing one reason never resumes streams another still holds.
  */
 export const HOLD_LEASE = 1;
+/** The account's bucket (its cap covers all its traffic, sub-users' included) is in debt. */
 export const HOLD_THROTTLE = 2;
+/** A sub-user's own bucket is in debt (docs/adr/0037). */
+export const HOLD_SUB_THROTTLE = 4;
 
 /** A customer connection whose bytes are billed. */
 export class Metered {
@@ -77,10 +80,37 @@ export class Metered {
   }
 }
 
-/** One (account, product) on this gateway: its policy state and what is live on it. */
+/**
+ * The budgets of one account on this gateway (its own and its sub-users', docs/adr/0037): they
+ * share the overdraft while grants are pending, the plan's connection cap and the account's cap.
+ */
+export class BudgetGroup {
+  readonly accountId: string;
+  readonly budgets = new Set<Budget>();
+  /** The account's token bucket (its cap covers the whole group); undefined: no cap. */
+  bucket: Bucket | undefined;
+  /** The release of the group's throttle hold. */
+  throttleTimer: NodeJS.Timeout | undefined;
+
+  constructor(accountId: string) {
+    this.accountId = accountId;
+  }
+
+  /** Open connections of every budget of the account on this gateway. */
+  connections(): number {
+    let n = 0;
+    for (const b of this.budgets) n += b.conns.size;
+    return n;
+  }
+}
+
+/** One (account or sub-user, product) on this gateway: its policy state and what is live on it. */
 export class Budget {
   readonly accountId: string;
   readonly product: Plan;
+  /** Set on a sub-user's budget: its leases are drawn against the sub-user's limit too. */
+  readonly subUserId: string | undefined;
+  readonly group: BudgetGroup;
   readonly conns = new Set<Metered>();
   readonly state: BudgetState = newBudgetState();
   pending: Promise<void> | undefined;
@@ -88,18 +118,25 @@ export class Budget {
   readonly held = new Set<Readable>();
   /** The reasons they are held (HOLD_* bits; 0: not held). */
   holds = 0;
-  /** The throttle's token bucket; undefined: not throttled (the hot path's one comparison). */
+  /**
+   * The throttle's token bucket: the account's (the group's) on the account's own budget, the
+   * sub-user's own cap on a sub-user's budget; undefined: none.
+   */
   bucket: Bucket | undefined;
-  /** The release of a throttle hold, scheduled when the bucket's debt is paid. */
+  /** This budget or its group has a bucket (the hot path's one comparison). */
+  throttled = false;
+  /** The release of a sub-user's own throttle hold, scheduled when its bucket's debt is paid. */
   throttleTimer: NodeJS.Timeout | undefined;
   lastActive = Date.now();
   bytesUp = 0;
   bytesDown = 0;
   requests = 0;
 
-  constructor(accountId: string, product: Plan) {
+  constructor(accountId: string, product: Plan, group?: BudgetGroup, subUserId?: string) {
     this.accountId = accountId;
     this.product = product;
+    this.group = group ?? new BudgetGroup(accountId);
+    this.subUserId = subUserId;
   }
 
   /**

@@ -82,6 +82,13 @@ export interface BudgetState {
   contended: boolean;
   /** The last denial came while gateways that stopped heartbeating held leases (back within 30 s). */
   stranded: boolean;
+  /** The last denial was the sub-user's limit, not the account's balance (docs/adr/0037). */
+  subUserLimited: boolean;
+  /**
+   * Other budgets of the account are live on this gateway: they share the overdraft, so while a
+   * grant is pending the ledger is asked as soon as the estimate passes the leases (groupOverdraft).
+   */
+  grouped: boolean;
   lastGrantAt: number;
   /** Size of the next lease request. */
   wanted: number;
@@ -111,6 +118,8 @@ export function newBudgetState(): BudgetState {
     unavailable: false,
     contended: false,
     stranded: false,
+    subUserLimited: false,
+    grouped: false,
     lastGrantAt: 0,
     wanted: INITIAL_LEASE_BYTES,
     rateBytes: 0,
@@ -140,7 +149,7 @@ export function recompute(s: BudgetState): void {
   s.available = available;
   s.overrun = overrun;
   if (s.deniedAt) s.trigger = available;
-  else if (s.pending) s.trigger = available + HOLD_AT_BYTES - overdrawn(s);
+  else if (s.pending) s.trigger = available + (s.grouped ? 0 : HOLD_AT_BYTES) - overdrawn(s);
   else s.trigger = Math.max(0, available - s.drawAt);
 }
 
@@ -200,6 +209,23 @@ export function pressure(s: BudgetState): PressureDecision {
   return s.deniedAt ? 'none' : 'draw';
 }
 
+/**
+ * What a budget has run past its leases while its grant is pending (0 otherwise): the part of the
+ * overdraft it uses. The budgets of one account on a gateway share OVERDRAFT_BYTES (docs/adr/0037).
+ */
+export function pendingOverdraft(s: BudgetState): number {
+  return s.pending ? Math.max(0, s.estimate + overdrawn(s) - s.available) : 0;
+}
+
+/**
+ * The shared overdraft of an account's budgets on this gateway (`sum` of their pendingOverdraft), asked when one of them crossed its
+ * trigger while pending (policy `pressure` said neither cut nor draw): past OVERDRAFT_BYTES in all,
+ * cut that budget; past HOLD_AT_BYTES, hold it until its grant arrives.
+ */
+export function groupPressure(sum: number): 'cut' | 'hold' | 'none' {
+  return sum > OVERDRAFT_BYTES ? 'cut' : sum > HOLD_AT_BYTES ? 'hold' : 'none';
+}
+
 /** Admission without the database: 'ok', 'refuse' (a recent denial stands) or 'ask' (draw a lease). */
 export function admission(s: BudgetState, now: number): 'ok' | 'refuse' | 'ask' {
   if (canAdmit(s)) return 'ok';
@@ -255,6 +281,7 @@ export interface Grant {
 /** The database granted a lease. */
 export function granted(s: BudgetState, lease: Grant, held: number, now: number): void {
   s.unavailable = false;
+  s.subUserLimited = false;
   s.contended = held > 0;
   s.stranded = false;
   s.leases.push({ id: lease.id, granted: lease.granted, spent: 0, flushed: 0, expiresAt: lease.expiresAt });
@@ -277,8 +304,15 @@ function settleDrawAt(s: BudgetState): void {
  * The database said nothing is free (`held`: what other leases still hold; `stranded`: the part
  * held by gateways that stopped heartbeating).
  */
-export function denied(s: BudgetState, held: number, now: number, stranded = 0): void {
+export function denied(
+  s: BudgetState,
+  held: number,
+  now: number,
+  stranded = 0,
+  subUserLimited = false,
+): void {
   s.unavailable = false;
+  s.subUserLimited = subUserLimited;
   s.contended = held > 0;
   s.stranded = stranded > 0;
   s.deniedAt = now;

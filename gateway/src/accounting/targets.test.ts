@@ -48,6 +48,27 @@ describe('TargetTally bounds', () => {
     expect(tally.size).toBe(1);
   });
 
+  it("tallies per sub-user ('' for the account's own) under the account's one perAccount cap", async () => {
+    const { pool, written } = capture();
+    const tally = new TargetTally({ pool, plan: 'basic', logger, perAccount: 3 });
+    tally.add('acc', 'a.com', 10, now);
+    tally.add('acc', 'a.com', 7, now, 'sub1');
+    tally.add('acc', 'b.com', 3, now, 'sub2');
+    tally.add('acc', 'b.com', 4, now, 'sub2');
+    // The cap counts the account's entries, its sub-users' included: sub-users do not multiply it.
+    tally.add('acc', 'c.com', 5, now, 'sub1');
+    tally.add('acc', 'c.com', 6, now);
+    expect(tally.size).toBe(5);
+    await tally.flush();
+    expect(written[0]!.map((r) => [r.sub_user, r.domain, r.bytes, r.requests])).toEqual([
+      ['', 'a.com', 10, 1],
+      ['sub1', 'a.com', 7, 1],
+      ['sub2', 'b.com', 7, 2],
+      ['sub1', OTHER, 5, 1],
+      ['', OTHER, 6, 1],
+    ]);
+  });
+
   it('holds at most maxEntries entries, dropping and counting what does not fit', () => {
     const { pool } = capture();
     const tally = new TargetTally({ pool, plan: 'basic', logger, perAccount: 100, maxEntries: 3 });

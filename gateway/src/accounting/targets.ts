@@ -3,8 +3,12 @@
 // point, with the same socket counters billing reads) and added to target_usage on the ledger's
 // usage flush, in a statement of their own that billing never waits for.
 //
-// Bounded memory: at most `perAccount` domains per account and day between two flushes (the rest
-// fold into OTHER) and at most `maxEntries` entries in all (past it, a new key is dropped and
+// Per sub-user (docs/adr/0037): each row names the sub-user that sent the traffic, '' for the
+// account's own credentials and IP allowlist.
+//
+// Bounded memory: at most `perAccount` domains per account and day between two flushes, its
+// sub-users' (sub-user, domain) entries counted with its own (the rest fold into OTHER, one per
+// sub-user) and at most `maxEntries` entries in all (past it, a new key is dropped and
 // counted). Only the registrable domain is kept (tldts, the public suffix list): never a path, a
 // query or the full host name.
 import { getDomain } from 'tldts';
@@ -28,6 +32,8 @@ export interface TargetRow {
   account_id: string;
   product: Plan;
   day: string;
+  /** The sub-user's id, '' for the account's own traffic (migrations/0085). */
+  sub_user: string;
   domain: string;
   bytes: number;
   requests: number;
@@ -84,8 +90,12 @@ export class TargetTally {
     };
   }
 
-  /** A request or tunnel of `accountId` to `host` completed having moved `bytes` (up + down). */
-  add(accountId: string, host: string, bytes: number, now = Date.now()): void {
+  /**
+   * A request or tunnel of `accountId` (of its sub-user `subUser`, '' or undefined for the
+   * account's own) to `host` completed having moved `bytes` (up + down). The per-account cap counts
+   * the account's domains and its sub-users' together, so sub-users do not multiply it.
+   */
+  add(accountId: string, host: string, bytes: number, now = Date.now(), subUser = ''): void {
     if (now >= this.dayEnds || now < this.dayEnds - DAY_MS) {
       this.day = new Date(now).toISOString().slice(0, 10);
       this.dayEnds = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
@@ -97,14 +107,14 @@ export class TargetTally {
       domain = registrableDomain(host);
       this.domainOf.set(host, domain);
     }
-    let key = `${accountId} ${day} ${domain}`;
+    let key = `${accountId} ${subUser} ${day} ${domain}`;
     let entry = this.entries.get(key);
     if (!entry) {
       const scope = `${accountId} ${day}`;
       const seen = this.domains.get(scope) ?? 0;
       if (domain !== OTHER && seen >= this.opts.perAccount) {
         domain = OTHER;
-        key = `${scope} ${OTHER}`;
+        key = `${accountId} ${subUser} ${day} ${OTHER}`;
         entry = this.entries.get(key);
       }
       if (!entry) {
@@ -112,7 +122,15 @@ export class TargetTally {
           this.dropped++;
           return;
         }
-        entry = { account_id: accountId, product: this.opts.plan, day, domain, bytes: 0, requests: 0 };
+        entry = {
+          account_id: accountId,
+          product: this.opts.plan,
+          day,
+          sub_user: subUser,
+          domain,
+          bytes: 0,
+          requests: 0,
+        };
         this.entries.set(key, entry);
         if (domain !== OTHER) this.domains.set(scope, seen + 1);
       }

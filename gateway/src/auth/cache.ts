@@ -15,6 +15,30 @@ export interface CachedAccount {
   throttles?: Readonly<Record<string, number>> | null;
   /** Source ranges that authenticate as this account without a password (docs/adr/0036). */
   allowlist?: readonly AllowEntry[];
+  /**
+   * Set on a sub-user's entry (docs/adr/0037): `accountId` is then its account's, `username` and
+   * `passwordSha256` its own, and `status` 'suspended' when either is suspended.
+   */
+  subUser?: SubUserFacts;
+  /** The account's sub-users (on the account's own entry only). */
+  subUsers?: readonly CachedAccount[];
+}
+
+interface SubUserFacts {
+  id: string;
+  /** Concurrent connections across the fleet (null: the plan's per-account cap only). */
+  maxConnections: number | null;
+  /** Bandwidth cap across the fleet, bytes per second (null: none of its own). */
+  bytesPerSecond: number | null;
+}
+
+interface SubUserRow {
+  id: string;
+  username: string;
+  password_sha256: string;
+  status: 'active' | 'suspended';
+  max_connections: number | null;
+  bytes_per_second: number | string | null;
 }
 
 interface Row {
@@ -24,6 +48,7 @@ interface Row {
   status: 'active' | 'suspended';
   throttles: Record<string, number> | null;
   allowlist: Omit<AllowEntry, 'accountId'>[] | null;
+  sub_users: SubUserRow[] | null;
 }
 
 // An override change is announced as an 'account' change (migrations/0083), so it arrives here
@@ -33,15 +58,25 @@ const SELECT = `SELECT c.account_id, c.username, c.password_sha256, a.status,
                           FROM account_throttles t WHERE t.account_id = a.id) AS throttles,
                        (SELECT jsonb_agg(jsonb_build_object('id', l.id, 'product', l.product,
                                                             'cidr', l.cidr::text, 'targeting', l.targeting))
-                          FROM ip_allowlist l WHERE l.account_id = a.id) AS allowlist
+                          FROM ip_allowlist l WHERE l.account_id = a.id) AS allowlist,
+                       (SELECT jsonb_agg(jsonb_build_object('id', s.id, 'username', s.username,
+                                                            'password_sha256', encode(s.password_sha256, 'hex'),
+                                                            'status', s.status,
+                                                            'max_connections', s.max_connections,
+                                                            'bytes_per_second', s.bytes_per_second))
+                          FROM sub_users s WHERE s.account_id = a.id) AS sub_users
                   FROM proxy_credentials c JOIN accounts a ON a.id = c.account_id`;
 
 export class CredentialCache {
   private readonly byUsername = new Map<string, CachedAccount>();
   private readonly usernameOf = new Map<string, string>();
+  /** Sub-users' entries by id (the ledger asks each tick for every live sub-user budget's cap). */
+  private readonly subUserById = new Map<string, CachedAccount>();
   private readonly allowlist = new AllowlistIndex();
   /** Allowlist entries gone in the last apply(), per account (drainRemovedEntries). */
   private removedEntries = new Map<string, Set<string>>();
+  /** Sub-users whose live connections must end, found by the last apply() calls (drainRevokedSubUsers). */
+  private revokedSubUsers = new Map<string, Set<string>>();
   private readonly pool: Pool;
   /** Bumped on every change: callers caching verified credentials compare it. */
   generation = 0;
@@ -69,6 +104,23 @@ export class CredentialCache {
     const out = this.removedEntries;
     this.removedEntries = new Map();
     return out;
+  }
+
+  /**
+   * The sub-users deleted, suspended or given a new username or password by the apply() calls
+   * since the last drain, per account: their live connections are cut (server.ts). A whole account
+   * revoked by apply() is not repeated here (its cut covers its sub-users).
+   */
+  drainRevokedSubUsers(): Map<string, Set<string>> {
+    const out = this.revokedSubUsers;
+    this.revokedSubUsers = new Map();
+    return out;
+  }
+
+  /** A sub-user's own bandwidth cap, bytes per second (undefined: none, or not known). */
+  subUserThrottle(accountId: string, subUserId: string): number | undefined {
+    const sub = this.subUserById.get(subUserId);
+    return sub?.accountId === accountId ? (sub.subUser?.bytesPerSecond ?? undefined) : undefined;
   }
 
   /** The account's bandwidth cap override for a product, bytes per second (undefined: none). */
@@ -125,8 +177,23 @@ export class CredentialCache {
         now.status !== 'active' ||
         now.username !== old.username ||
         !now.passwordSha256.equals(old.passwordSha256)
-      )
+      ) {
         revoked.add(id);
+        continue;
+      }
+      const current = new Map((now.subUsers ?? []).map((e) => [e.subUser!.id, e]));
+      const cut = new Set<string>();
+      for (const sub of old.subUsers ?? []) {
+        const e = current.get(sub.subUser!.id);
+        if (
+          !e ||
+          e.status !== 'active' ||
+          e.username !== sub.username ||
+          !e.passwordSha256.equals(sub.passwordSha256)
+        )
+          cut.add(sub.subUser!.id);
+      }
+      if (cut.size) this.revokedSubUsers.set(id, new Set([...(this.revokedSubUsers.get(id) ?? []), ...cut]));
     }
     return revoked;
   }
@@ -141,15 +208,38 @@ export class CredentialCache {
       throttles: row.throttles,
       allowlist: (row.allowlist ?? []).map((e) => ({ ...e, accountId: row.account_id })),
     };
+    entry.subUsers = (row.sub_users ?? []).map((s) => ({
+      accountId: row.account_id,
+      username: s.username,
+      passwordSha256: Buffer.from(s.password_sha256, 'hex'),
+      status: row.status === 'active' && s.status === 'active' ? 'active' : 'suspended',
+      throttles: row.throttles,
+      subUser: {
+        id: s.id,
+        maxConnections: s.max_connections,
+        bytesPerSecond: s.bytes_per_second === null ? null : Number(s.bytes_per_second),
+      },
+    }));
     for (const e of entry.allowlist ?? []) this.allowlist.add(e);
     this.byUsername.set(row.username, entry);
+    for (const sub of entry.subUsers) {
+      this.byUsername.set(sub.username, sub);
+      this.subUserById.set(sub.subUser!.id, sub);
+    }
     this.usernameOf.set(row.account_id, row.username);
   }
 
   private remove(accountId: string): void {
     const username = this.usernameOf.get(accountId);
     if (username !== undefined) {
-      for (const e of this.byUsername.get(username)?.allowlist ?? []) this.allowlist.remove(e);
+      const entry = this.byUsername.get(username);
+      for (const e of entry?.allowlist ?? []) this.allowlist.remove(e);
+      // Only the sub-user entries still this account's: a username moved to another account
+      // meanwhile (deleted here, created there in one batch) stays the other's.
+      for (const sub of entry?.subUsers ?? []) {
+        if (this.byUsername.get(sub.username) === sub) this.byUsername.delete(sub.username);
+        if (this.subUserById.get(sub.subUser!.id) === sub) this.subUserById.delete(sub.subUser!.id);
+      }
       this.byUsername.delete(username);
       this.usernameOf.delete(accountId);
     }

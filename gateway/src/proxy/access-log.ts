@@ -90,8 +90,18 @@ export class AccessLog {
     billed: boolean,
   ): void {
     const [up, down] = this.bytes(socket);
+    // `account` or `account/sub-user` (context.ts, accessAccount): a sub-user's line names both.
+    const slash = account ? account.indexOf('/') : -1;
+    const subUser = slash < 0 ? undefined : account!.slice(slash + 1);
+    if (slash >= 0) account = account!.slice(0, slash);
     if (billed && account && target && this.targets)
-      this.targets.add(account, target instanceof URL ? target.hostname : target.host, up + down);
+      this.targets.add(
+        account,
+        target instanceof URL ? target.hostname : target.host,
+        up + down,
+        undefined,
+        subUser,
+      );
     const level = this.level(reason !== undefined && ALWAYS.has(reason));
     if (!level) return;
     this.logger[level](
@@ -105,6 +115,7 @@ export class AccessLog {
         ms: Math.round(performance.now() - started),
         ...exitFields(exit),
         ...(account ? { account } : {}),
+        ...(subUser ? { subUser } : {}),
         ...(method ? { method } : {}),
         ...(target ? { target: authority(target) } : {}),
       },

@@ -41,6 +41,8 @@ export interface ProxyContext {
 
 export interface Admitted {
   accountId: string;
+  /** The sub-user whose credentials admitted it (docs/adr/0037); undefined: the account's own. */
+  subUserId?: string | undefined;
   credentials: ParsedCredentials | undefined;
   /** Billing of this request or tunnel (undefined in a bare gateway). */
   tab: Tab | undefined;
@@ -48,6 +50,7 @@ export interface Admitted {
 
 // Built once, like NO_EXIT (building it for every admitted request was 0.8 % of a CONNECT profile).
 const CONNECTION_LIMIT = refusalFor('connection_limit', { retryAfter: 1 });
+const SUB_USER_LIMIT = refusalFor('sub_user_limit');
 
 /** Runs the admission steps; the connection is attached to the budget only when admitted. */
 export async function admit(
@@ -62,10 +65,12 @@ export async function admit(
     return refusalFor(auth.reason, { retryAfter: auth.retryAfter });
   }
   ctx.authenticated(socket);
+  const sub = auth.account.subUser;
   const tab = await ctx.ledger.admit(
     auth.account.accountId,
     socket,
     ctx.spec.limits.maxConnectionsPerAccount,
+    sub && { id: sub.id, maxConnections: sub.maxConnections },
   );
   switch (tab) {
     case 'connection_limit':
@@ -73,6 +78,8 @@ export async function admit(
     // 402 only when the database said the balance is gone; it being unreachable is a 503.
     case 'no_bandwidth':
       return refusalFor('no_bandwidth', { plan: ctx.plan });
+    case 'sub_user_limit':
+      return SUB_USER_LIMIT;
     case 'bandwidth_held':
       return refusalFor('bandwidth_held', { retryAfter: 10, plan: ctx.plan });
     case 'billing_unavailable':
@@ -82,7 +89,15 @@ export async function admit(
   }
   if (auth.entry) ctx.viaAllowlist.set(socket, auth.entry.id);
   else ctx.viaAllowlist.delete(socket);
-  return { accountId: auth.account.accountId, credentials: auth.credentials, tab };
+  return { accountId: auth.account.accountId, subUserId: sub?.id, credentials: auth.credentials, tab };
+}
+
+/**
+ * Who sent a request, for the access log and sticky sessions: `account`, or `account/sub-user`
+ * for a sub-user's request.
+ */
+export function accessAccount(a: Admitted): string {
+  return a.subUserId === undefined ? a.accountId : `${a.accountId}/${a.subUserId}`;
 }
 
 /** Exits to try, best first; empty when none matches the targeting (503). */
@@ -95,7 +110,8 @@ export async function chooseExits(ctx: ProxyContext, a: Admitted): Promise<Exit[
     ctx.spec.session.maxMinutes,
   );
   const seed = await ctx.sessions.seed(
-    { accountId: a.accountId, plan: ctx.plan, sessionId: creds.session.id, targeting },
+    // A sub-user's sessions are its own: the same session id of two sub-users is two sessions.
+    { accountId: accessAccount(a), plan: ctx.plan, sessionId: creds.session.id, targeting },
     minutes,
   );
   return ctx.exits.sticky(targeting, seed);

@@ -5,6 +5,7 @@
 // any byte of it was sent, and that has no body, is retried on the next matching exit.
 import http from 'node:http';
 import {
+  accessAccount,
   admit,
   chooseExits,
   guardRefusal,
@@ -62,7 +63,7 @@ async function forward(
   }
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
   if ('status' in admitted) return refuse(admitted);
-  account = admitted.accountId;
+  account = accessAccount(admitted);
   const host = target.hostname;
   const port = target.port ? Number(target.port) : 80;
   const dest = await ctx.guard.check(host, port);

@@ -82,6 +82,13 @@ const TABLE = {
     message: 'no {plan} bandwidth left: buy {plan} bandwidth',
     socks: SOCKS.NOT_ALLOWED,
   },
+  sub_user_limit: {
+    status: 402,
+    error: 'http_request_denied',
+    reason: 'sub_user_limit',
+    message: "the sub-user's traffic limit for this product is reached",
+    socks: SOCKS.NOT_ALLOWED,
+  },
   client_gone: {
     status: 400,
     error: 'http_request_error',

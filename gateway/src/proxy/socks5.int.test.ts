@@ -282,6 +282,51 @@ describe('SOCKS5 with the socks client library', () => {
   }, 30_000);
 });
 
+describe('SOCKS5 for a sub-user (docs/adr/0037)', () => {
+  /** A sub-user of a funded account with a traffic limit on basic, as the API stores it. */
+  async function subUser(limit: number) {
+    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const username = `su${Math.random().toString(36).slice(2, 10)}`;
+    const password = `Pw${Math.random().toString(36).slice(2, 12)}`;
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256)
+       VALUES ($1, $2, $2, '\\x00'::bytea, sha256(convert_to($3, 'UTF8'))) RETURNING id`,
+      [a.id, username, password],
+    );
+    await db.pool.query(
+      `INSERT INTO sub_user_products (sub_user_id, account_id, product, limit_bytes) VALUES ($1, $2, 'basic', $3)`,
+      [rows[0]!.id, a.id, limit],
+    );
+    await cacheSynced(db.pool, [gateway]);
+    return { account: a, proxyUsername: username, proxyPassword: password };
+  }
+
+  it('relays with its own credentials, billed to its account', async () => {
+    const sub = await subUser(1_000_000);
+    const socket = await socksToEcho(sub);
+    const back = new Promise<number>((resolve) => {
+      let n = 0;
+      socket.on('data', (d: Buffer) => {
+        n += d.length;
+        if (n >= 1000) resolve(n);
+      });
+    });
+    socket.write(Buffer.alloc(1000, 1));
+    expect(await back).toBe(1000);
+    socket.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(Number((await usage(sub.account.id)).up)).toBeGreaterThan(1000);
+  }, 30_000);
+
+  it('is told "not allowed" (0x02) once its limit is spent, counted as sub_user_limit', async () => {
+    const sub = await subUser(0);
+    const before = await refusals(gateway);
+    await expect(socksToEcho(sub)).rejects.toThrow(/NotAllowed/);
+    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'sub_user_limit 4xx': 1 });
+    expect(Number((await usage(sub.account.id)).up)).toBe(0);
+  }, 30_000);
+});
+
 describe('SOCKS5 refusals, byte by byte', () => {
   let user: string;
   let pass: string;

@@ -7,7 +7,15 @@
 import type net from 'node:net';
 import type { Tab } from '../accounting/ledger.ts';
 import type { AccessKind } from './access-log.ts';
-import { admit, chooseExits, countRefusal, guardRefusal, NO_EXIT, type ProxyContext } from './context.ts';
+import {
+  accessAccount,
+  admit,
+  chooseExits,
+  countRefusal,
+  guardRefusal,
+  NO_EXIT,
+  type ProxyContext,
+} from './context.ts';
 import { refusalFor } from './refusals.ts';
 import { ExitError, openThroughExit } from './connect-exit.ts';
 import { parseAuthority } from './guard.ts';
@@ -102,7 +110,7 @@ async function tunnel(
   if (!target) return refuse(refusalFor('connect_needs_authority'));
   const admitted = await admit(ctx, proxyAuthorization, socket);
   if ('status' in admitted) return refuse(admitted);
-  account = admitted.accountId;
+  account = accessAccount(admitted);
   const dest = await ctx.guard.check(target.host, target.port);
   if (!dest.ok) return refuse(guardRefusal(dest.reason));
   const exits = await chooseExits(ctx, admitted);

@@ -1,0 +1,310 @@
+// Sub-users end to end (issue 16 item 1, docs/adr/0037): rows written straight into sub_users and
+// sub_user_products reach a real gateway through the change feed; the sub-user's own credentials
+// (in the plan's grammar, targeting included) are served on the account's balance, under the
+// sub-user's limit, connection cap and status; its bytes are the account's bytes and its own.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import type net from 'node:net';
+import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { overspendBound } from '../accounting/policy.ts';
+import {
+  basicAuth,
+  cacheSynced,
+  counterValues,
+  download,
+  fold,
+  gatewaySpec,
+  get,
+  openTunnel,
+  rawExchange,
+  startOrigin,
+  startTestGateway,
+  usageAfterClose,
+  type Origin,
+} from '../testing/harness.ts';
+
+let db: TestDatabase;
+let origin: Origin;
+let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  origin = await startOrigin();
+  gateway = await startTestGateway(
+    db.pool,
+    db.url,
+    gatewaySpec('basic', [
+      { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us' },
+      { name: 'de-1', sourceAddress: '127.0.0.5', country: 'de' },
+    ]),
+  );
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await origin?.close();
+  await db?.drop();
+});
+
+interface SubUser {
+  id: string;
+  username: string;
+  password: string;
+}
+
+/** A sub-user of `accountId`, inserted as the API would store it (password_enc is not read here). */
+async function subUser(
+  accountId: string,
+  opts: { limit?: number; maxConnections?: number; bytesPerSecond?: number } = {},
+): Promise<SubUser> {
+  const username = `su${randomBytes(6).toString('hex')}`;
+  const password = randomBytes(10).toString('hex');
+  const { rows } = await db.pool.query<{ id: string }>(
+    `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256, max_connections, bytes_per_second)
+     VALUES ($1, $2, $3, '\\x00'::bytea, sha256(convert_to($4, 'UTF8')), $5, $6) RETURNING id`,
+    [accountId, username, username, password, opts.maxConnections ?? null, opts.bytesPerSecond ?? null],
+  );
+  const id = rows[0]!.id;
+  if (opts.limit !== undefined)
+    await db.pool.query(
+      `INSERT INTO sub_user_products (sub_user_id, account_id, product, limit_bytes) VALUES ($1, $2, 'basic', $3)`,
+      [id, accountId, opts.limit],
+    );
+  await cacheSynced(db.pool, [gateway]);
+  return { id, username, password };
+}
+
+async function request(auth: string, path = '/peer') {
+  const { responses } = await rawExchange(gateway.port, [
+    get(`http://127.0.0.1:${origin.port}${path}`, auth),
+  ]);
+  return responses[0]!;
+}
+
+async function used(accountId: string, subUserId: string) {
+  await fold(db.pool);
+  const { rows } = await db.pool.query<{ account: string; sub: string | null; hourly: string | null }>(
+    `SELECT (SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic') AS account,
+            (SELECT used_bytes FROM sub_user_products WHERE sub_user_id = $2 AND product = 'basic') AS sub,
+            (SELECT sum(bytes_up + bytes_down) FROM sub_user_usage_hourly WHERE sub_user_id = $2) AS hourly`,
+    [accountId, subUserId],
+  );
+  const r = rows[0]!;
+  return { account: Number(r.account), sub: Number(r.sub ?? 0), hourly: Number(r.hourly ?? 0) };
+}
+
+/** Resolves true when the socket closes within `ms`. */
+const closesWithin = (socket: net.Socket, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    if (socket.destroyed) return resolve(true);
+    const timer = setTimeout(() => resolve(false), ms);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+
+/** A request through an open CONNECT tunnel to the origin: the tunnel still carries traffic. */
+async function tunnelWorks(socket: net.Socket): Promise<boolean> {
+  if (socket.destroyed) return false;
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 2_000);
+    socket.once('data', (d: Buffer) => {
+      clearTimeout(timer);
+      resolve(d.toString('latin1').startsWith('HTTP/1.1 200'));
+    });
+    socket.write(`GET /peer HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  });
+}
+
+describe('sub-users', () => {
+  it('authenticate with their own credentials and targeting; a wrong password is 407', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const de = await request(basicAuth(sub.username, `${sub.password}_country-de`));
+    expect([de.status, de.body.toString()]).toEqual([200, '127.0.0.5']);
+    const us = await request(basicAuth(sub.username, `${sub.password}_country-us`));
+    expect([us.status, us.body.toString()]).toEqual([200, '127.0.0.2']);
+    expect((await request(basicAuth(sub.username, 'wrong'))).status).toBe(407);
+    // The sub-user's password is not the account's, nor the other way round.
+    expect((await request(basicAuth(sub.username, account.proxyPassword))).status).toBe(407);
+    expect((await request(basicAuth(account.proxyUsername, sub.password))).status).toBe(407);
+  });
+
+  it("bills the sub-user's bytes to the account and to the sub-user, exactly", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const auth = basicAuth(sub.username, sub.password);
+    expect(await download(gateway.port, origin.port, auth, 300_000)).toBe(200);
+    expect(await download(gateway.port, origin.port, auth, 200_000)).toBe(200);
+    const billed = await usageAfterClose(gateway, db.pool, account.id, 1);
+    const total = Number(billed.up) + Number(billed.down);
+    expect(total).toBeGreaterThan(500_000);
+    const u = await used(account.id, sub.id);
+    expect(u).toEqual({ account: total, sub: total, hourly: total });
+    // The account's own traffic is the account's only.
+    expect(
+      await download(
+        gateway.port,
+        origin.port,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+        100_000,
+      ),
+    ).toBe(200);
+    const after = await usageAfterClose(gateway, db.pool, account.id, Number(billed.up) + 1);
+    const u2 = await used(account.id, sub.id);
+    expect(u2.account).toBe(Number(after.up) + Number(after.down));
+    expect(u2.account).toBeGreaterThan(total + 100_000);
+    expect([u2.sub, u2.hourly]).toEqual([total, total]);
+    // Target statistics: the sub-user's requests under its id, the account's own under ''.
+    await gateway.targets.drain();
+    const { rows } = await db.pool.query<{ sub_user: string; requests: string }>(
+      `SELECT sub_user, requests FROM target_usage WHERE account_id = $1 ORDER BY sub_user`,
+      [account.id],
+    );
+    expect(rows.map((r) => [r.sub_user, Number(r.requests)])).toEqual([
+      ['', 1],
+      [sub.id, 2],
+    ]);
+  });
+
+  it("refuses the sub-user with 402 sub_user_limit once its limit is spent; the account's credentials still work", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const limit = 1_000_000;
+    const sub = await subUser(account.id, { limit });
+    const auth = basicAuth(sub.username, sub.password);
+    const statuses: number[] = [];
+    for (let i = 0; i < 30 && statuses.at(-1) !== 402; i++)
+      statuses.push(await download(gateway.port, origin.port, auth, 200_000));
+    expect(statuses.at(-1)).toBe(402);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(3);
+    const refused = await request(auth);
+    expect(refused.status).toBe(402);
+    expect(String(refused.headers['proxy-status'])).toContain("sub-user's traffic limit");
+    expect(await counterValues(gateway, 'proxyfleet_gateway_refusals_total')).toMatchObject({
+      'sub_user_limit 4xx': expect.any(Number),
+    });
+    const own = await request(basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(own.status).toBe(200);
+    await usageAfterClose(gateway, db.pool, account.id, 1);
+    await gateway.ledger.flush();
+    const u = await used(account.id, sub.id);
+    expect(u.sub).toBeGreaterThan(limit - 200_000);
+    expect(u.sub).toBeLessThanOrEqual(limit + overspendBound(1, 1));
+    expect(u.hourly).toBe(u.sub);
+    // Raising the limit is announced as a balance change: the denial is forgotten at once.
+    await db.pool.query(`UPDATE sub_user_products SET limit_bytes = $2 WHERE sub_user_id = $1`, [
+      sub.id,
+      limit + 2_000_000,
+    ]);
+    await cacheSynced(db.pool, [gateway]);
+    expect((await request(auth)).status).toBe(200);
+  });
+
+  it.each([
+    [
+      'suspended',
+      (id: string) => db.pool.query(`UPDATE sub_users SET status = 'suspended' WHERE id = $1`, [id]),
+    ],
+    ['deleted', (id: string) => db.pool.query(`DELETE FROM sub_users WHERE id = $1`, [id])],
+    [
+      'renamed',
+      (id: string) => db.pool.query(`UPDATE sub_users SET username = 'x' || username WHERE id = $1`, [id]),
+    ],
+    [
+      'given a new password',
+      (id: string) =>
+        db.pool.query(`UPDATE sub_users SET password_sha256 = sha256('other'::bytea) WHERE id = $1`, [id]),
+    ],
+  ])("cuts the live tunnel of a sub-user %s within 2 s; the account's own survives", async (what, change) => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const authority = `127.0.0.1:${origin.port}`;
+    const mine = await openTunnel(gateway.port, authority, basicAuth(sub.username, sub.password));
+    const own = await openTunnel(
+      gateway.port,
+      authority,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
+    expect([mine.status, own.status]).toEqual([200, 200]);
+    expect(await tunnelWorks(mine.socket)).toBe(true);
+    const cuts = async () =>
+      (await counterValues(gateway, 'proxyfleet_gateway_revocation_cuts_total'))[''] ?? 0;
+    const before = await cuts();
+    await change(sub.id);
+    expect(await closesWithin(mine.socket, 2_000)).toBe(true);
+    expect(await tunnelWorks(own.socket)).toBe(true);
+    own.socket.destroy();
+    const status = (await request(basicAuth(sub.username, sub.password))).status;
+    expect(status).toBe(what === 'suspended' ? 403 : 407);
+    expect((await cuts()) - before).toBe(1);
+  });
+
+  it("is cut and refused with its account's suspension", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const auth = basicAuth(sub.username, sub.password);
+    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
+    expect(t.status).toBe(200);
+    await setAccountStatus(db.pool, account.id, 'suspended');
+    expect(await closesWithin(t.socket, 2_000)).toBe(true);
+    expect((await request(auth)).status).toBe(403);
+  });
+
+  it("is throttled to its own cap; the account's own traffic is not", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id, { bytesPerSecond: 256 * 1024 });
+    const timed = async (auth: string) => {
+      const started = performance.now();
+      expect(await download(gateway.port, origin.port, auth, 768 * 1024)).toBe(200);
+      return performance.now() - started;
+    };
+    // 768 KiB at 256 KiB/s after a 256 KiB burst: about 2 s.
+    const slow = await timed(basicAuth(sub.username, sub.password));
+    const fast = await timed(basicAuth(account.proxyUsername, account.proxyPassword));
+    expect(slow).toBeGreaterThan(1_700);
+    expect(fast).toBeLessThan(1_000);
+  });
+
+  it("counts a sub-user's traffic against the account's cap: the two together get the cap", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    await db.pool.query(
+      `INSERT INTO account_throttles (account_id, product, bytes_per_second) VALUES ($1, 'basic', $2)`,
+      [account.id, 256 * 1024],
+    );
+    const sub = await subUser(account.id);
+    const started = performance.now();
+    // 2 x 512 KiB at 256 KiB/s after a 256 KiB burst: about 3 s, whoever sends it.
+    const statuses = await Promise.all([
+      download(gateway.port, origin.port, basicAuth(sub.username, sub.password), 512 * 1024),
+      download(
+        gateway.port,
+        origin.port,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+        512 * 1024,
+      ),
+    ]);
+    expect(statuses).toEqual([200, 200]);
+    expect(performance.now() - started).toBeGreaterThan(2_500);
+  });
+
+  it('refuses a connection past max_connections with 429', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id, { maxConnections: 1 });
+    const authority = `127.0.0.1:${origin.port}`;
+    const auth = basicAuth(sub.username, sub.password);
+    const first = await openTunnel(gateway.port, authority, auth);
+    const second = await openTunnel(gateway.port, authority, auth);
+    expect([first.status, second.status]).toEqual([200, 429]);
+    // The account's own connections are not the sub-user's.
+    const own = await openTunnel(
+      gateway.port,
+      authority,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
+    expect(own.status).toBe(200);
+    for (const t of [first, second, own]) t.socket.destroy();
+  });
+});
