@@ -529,6 +529,35 @@ maybe('customer dashboard in Chromium', () => {
       new RegExp(`^127\\.0\\.0\\.1:${gateway.port}:${created!.username}:${created!.password}_country-us$`),
     );
 
+    // Its traffic through the gateway, and the Overview's Top targets for it alone (docs/adr/0037).
+    const subLine = await page.getByLabel('Generated proxies').inputValue();
+    const [, , subName, ...subPass] = subLine.split('\n')[0]!.split(':');
+    const sent = await rawExchange(gateway.port, [
+      get(`http://team.example.localhost:${origin.port}/bytes/1000`, basicAuth(subName!, subPass.join(':'))),
+    ]);
+    expect(sent.responses[0]!.status).toBe(200);
+    await gateway.ledger.flush();
+    await gateway.targets.drain();
+    await page.goto(`${api.url}/`);
+    await page.getByLabel('Sent by').selectOption({ label: 'Sub-user Team A' });
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL(new RegExp(`subUser=${created!.id}`));
+    type Target = { domain: string; bytes: number };
+    const domainBytes = async (query: string) =>
+      (
+        (await call(api.url, `/api/v1/usage/targets${query}`, { key: account.apiKey })).body as {
+          targets: Target[];
+        }
+      ).targets.find((t) => t.domain === 'example.localhost')!.bytes;
+    const own = await domainBytes(`?subUser=${created!.id}`);
+    // The Proxies test sent its own traffic to the same domain with the account's credentials.
+    expect(own).toBeLessThan(await domainBytes(''));
+    const targetRow = page
+      .getByRole('table', { name: /Top targets/ })
+      .getByRole('row', { name: /example\.localhost/ });
+    await expect(targetRow.textContent()).resolves.toContain(own.toLocaleString('en-US'));
+    await axe(page, 'overview for one sub-user');
+
     await page.goto(`${api.url}/sub-users`);
     await row.getByRole('button', { name: 'Suspend Team A' }).click();
     await page.waitForURL(`${api.url}/sub-users?done=suspended`);

@@ -226,6 +226,9 @@ export interface TopTargets {
   /** The date field's bounds: the kept days. */
   earliest: string;
   today: string;
+  /** The account's sub-users, to show one's traffic only (docs/adr/0037), and the one shown. */
+  subUsers: { id: string; name: string }[];
+  subUser?: string;
   error?: string;
 }
 
@@ -240,6 +243,20 @@ function topTargets(t: TopTargets): Html {
     <form method="get" action="/">
       <label for="targets-day">Day (UTC)</label>
       <input id="targets-day" name="day" type="date" min="${t.earliest}" max="${t.today}" value="${t.date}" />
+      ${
+        t.subUsers.length === 0
+          ? ''
+          : html`<label for="targets-sub-user">Sent by</label>
+              <select id="targets-sub-user" name="subUser">
+                <option value="">The whole account</option>
+                ${t.subUsers.map(
+                  (x) =>
+                    html`<option value="${x.id}" ${x.id === t.subUser ? html` selected` : ''}>
+                      Sub-user ${x.name}
+                    </option>`,
+                )}
+              </select>`
+      }
       <button type="submit" class="secondary">Show</button>
     </form>
     ${
@@ -250,7 +267,7 @@ function topTargets(t: TopTargets): Html {
           : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Top targets per domain">
               <table>
                 <caption class="visually-hidden">
-                  Top targets on ${t.date}
+                  Top targets on ${t.date}${t.subUser ? ' of one sub-user' : ''}
                 </caption>
                 <thead>
                   <tr>

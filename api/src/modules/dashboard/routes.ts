@@ -310,7 +310,13 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       const asked = typeof req.query.day === 'string' && req.query.day !== '' ? req.query.day : undefined;
       const problem = asked === undefined ? undefined : dayProblem(asked);
       const date = asked !== undefined && !problem ? asked : utcToday();
-      const view = await targetsView(pool, person.accountId, { date });
+      // ?subUser=<id>: only that sub-user's traffic (docs/adr/0037); one that is gone shows the account's.
+      const subUsers = ((await listSubUsers(pool, person.accountId, deps.credentialsKey)) ?? []).map((x) => ({
+        id: x.id,
+        name: x.name,
+      }));
+      const subUser = subUsers.find((x) => x.id === req.query.subUser)?.id;
+      const view = await targetsView(pool, person.accountId, { date, ...(subUser ? { subUser } : {}) });
       if (!view) throw new AppError('ACCOUNT_NOT_FOUND');
       send(
         res,
@@ -324,6 +330,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
             rows: view.targets,
             earliest: utcToday(Date.now() - (TARGET_RETENTION_DAYS - 1) * 86_400_000),
             today: utcToday(),
+            subUsers,
+            ...(subUser ? { subUser } : {}),
             ...(problem ? { error: `Day: ${problem}.` } : {}),
           },
         }),
