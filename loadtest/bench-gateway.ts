@@ -10,7 +10,9 @@
 // on; unset: an embedded PostgreSQL in a temporary directory. All proxies run side by side and
 // take turns: BENCH_ROUNDS (default 3) rounds, rotating order, medians reported. BENCH_SECONDS:
 // seconds per measurement per round (default 2). BENCH_PROFILE=1: the node proxies run with
-// --cpu-prof (profiles in /tmp/pf-bench-prof).
+// --cpu-prof (profiles in /tmp/pf-bench-prof). BENCH_GATEWAY_NODE_ARGS='--flag ...': one more target,
+// the full gateway started with those node/V8 flags. The report gives each proxy's share of CPU
+// outside its main thread (GC helper threads: a CPU profile only samples the main thread).
 // `--smoke` (or BENCH_SMOKE=1, run by .ci/run): one short round (about a minute), the idle slope
 // between 100 and 300 tunnels; it prints the table and fails on any error in any phase of our
 // gateway. It asserts no speed.
@@ -159,8 +161,23 @@ interface LoadResult {
   seconds: number;
   /** CPU seconds the proxy process used in the measured seconds. */
   cpu: number;
+  /**
+   * Of those, its main thread's; the rest is V8's GC helper threads (concurrent marking and
+   * sweeping) and libuv's pool, which CPU profiles (main thread only) do not see.
+   */
+  cpuMain: number;
   errors: number;
 }
+
+const emptyResult = (seconds: number): LoadResult => ({
+  count: 0,
+  bodyBytes: 0,
+  latencies: [],
+  seconds,
+  cpu: 0,
+  cpuMain: 0,
+  errors: 0,
+});
 
 function requestText(target: Target, originPort: number, pathName: string): Buffer {
   return Buffer.from(
@@ -170,10 +187,13 @@ function requestText(target: Target, originPort: number, pathName: string): Buff
   );
 }
 
-/** CPU seconds (user + system) a process has used so far; 0 without a pid. */
-async function cpuSeconds(pid: number | undefined): Promise<number> {
+/** CPU seconds (user + system) a process (or, with `thread`, one of its threads) has used so far; 0 without a pid. */
+async function cpuSeconds(pid: number | undefined, thread?: number): Promise<number> {
   if (pid === undefined) return 0;
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const stat = await readFile(
+    thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
+    'utf8',
+  );
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 per second here).
   return (Number(fields[11]) + Number(fields[12])) / 100;
@@ -184,15 +204,20 @@ async function window(
   seconds: number,
   setMeasuring: (on: boolean) => void,
   pid: number | undefined,
-): Promise<{ seconds: number; cpu: number }> {
+): Promise<{ seconds: number; cpu: number; cpuMain: number }> {
   await sleep(WARMUP_MS);
   const cpuBefore = await cpuSeconds(pid);
+  const mainBefore = await cpuSeconds(pid, pid);
   setMeasuring(true);
   const started = performance.now();
   await sleep(seconds * 1000);
   setMeasuring(false);
   const elapsed = (performance.now() - started) / 1000;
-  return { seconds: elapsed, cpu: (await cpuSeconds(pid)) - cpuBefore };
+  return {
+    seconds: elapsed,
+    cpu: (await cpuSeconds(pid)) - cpuBefore,
+    cpuMain: (await cpuSeconds(pid, pid)) - mainBefore,
+  };
 }
 
 /** `conns` keep-alive connections each sending one request after the other. */
@@ -204,7 +229,7 @@ async function keepAlive(
   seconds: number,
 ): Promise<LoadResult> {
   const request = requestText(target, originPort, pathName);
-  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, cpu: 0, errors: 0 };
+  const result = emptyResult(seconds);
   let measuring = false;
   let running = true;
   const sockets = await Promise.all(Array.from({ length: conns }, () => connect(target.port)));
@@ -228,11 +253,11 @@ async function keepAlive(
     sentAt = performance.now();
     socket.write(request);
   }
-  ({ seconds: result.seconds, cpu: result.cpu } = await window(
-    seconds,
-    (on) => (measuring = on),
-    target.pid,
-  ));
+  ({
+    seconds: result.seconds,
+    cpu: result.cpu,
+    cpuMain: result.cpuMain,
+  } = await window(seconds, (on) => (measuring = on), target.pid));
   running = false;
   for (const s of sockets) s.destroy();
   return result;
@@ -245,7 +270,7 @@ async function tunnels(
   concurrency: number,
   seconds: number,
 ): Promise<LoadResult> {
-  const result: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds, cpu: 0, errors: 0 };
+  const result = emptyResult(seconds);
   const get = Buffer.from(`GET /1k HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`);
   const connectHead = Buffer.from(
     `CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`,
@@ -292,11 +317,11 @@ async function tunnels(
   const loops = Array.from({ length: concurrency }, async () => {
     while (running) await once();
   });
-  ({ seconds: result.seconds, cpu: result.cpu } = await window(
-    seconds,
-    (on) => (measuring = on),
-    target.pid,
-  ));
+  ({
+    seconds: result.seconds,
+    cpu: result.cpu,
+    cpuMain: result.cpuMain,
+  } = await window(seconds, (on) => (measuring = on), target.pid));
   running = false;
   await Promise.all(loops);
   return result;
@@ -372,6 +397,7 @@ async function startGatewayTarget(
   features: 'full' | 'bare',
   dir: string,
   connectFastPath = true,
+  nodeArgs: readonly string[] = [],
 ): Promise<Target> {
   const file = path.join(dir, 'gateway.yaml');
   await writeFile(
@@ -390,7 +416,7 @@ async function startGatewayTarget(
       },
     }),
   );
-  const args = ['gateway/src/main.ts'];
+  const args = [...nodeArgs, 'gateway/src/main.ts'];
   if (process.env.BENCH_PROFILE === '1') args.unshift('--cpu-prof', '--cpu-prof-dir=/tmp/pf-bench-prof');
   const { child, match } = await startProcess(
     args,
@@ -445,6 +471,8 @@ interface Row {
   errors: { ka: number; tu: number; bulk: number; idle: number };
   /** Proxy CPU (median of rounds): microseconds per keep-alive request, per tunnel, milliseconds per MiB. */
   cpu: { ka: number; tu: number; bulk: number };
+  /** Share of the proxy's CPU outside its main thread (median of rounds), per scenario. */
+  otherThreads: { ka: number; tu: number; bulk: number };
   /** Per round: keep-alive req/s, tunnels/s, bulk MiB/s. */
   rounds: { ka: number[]; tu: number[]; bulk: number[] };
 }
@@ -519,6 +547,13 @@ async function main(): Promise<void> {
         'gateway (full, node:http CONNECT)',
         () => startGatewayTarget('gateway (full, node:http CONNECT)', databaseUrl, auth, 'full', dir, false),
       ]);
+    // The full gateway started with extra node/V8 flags (`BENCH_GATEWAY_NODE_ARGS='--max-semi-space-size=1'`),
+    // side by side with the same gateway without them: a flag's effect measured in the same rounds.
+    const nodeArgs = process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    if (nodeArgs.length) {
+      const name = `gateway (full, ${nodeArgs.join(' ')})`;
+      makers.push([name, () => startGatewayTarget(name, databaseUrl, auth, 'full', dir, true, nodeArgs)]);
+    }
     // No authentication configured: the Proxy-Authorization header the generator sends is ignored.
     if (installed(SQUID))
       makers.push(['squid', async () => ({ name: 'squid', auth, ...(await startSquid(dir)) })]);
@@ -552,7 +587,7 @@ async function main(): Promise<void> {
       bulk: [] as LoadResult[],
     }));
     // A scenario a target does not run: NaN rates, shown as n/a (a measured 0 stays 0).
-    const none: LoadResult = { count: 0, bodyBytes: 0, latencies: [], seconds: NaN, cpu: 0, errors: 0 };
+    const none = emptyResult(NaN);
     const runs = (t: Target, scenario: string) =>
       scenarios.has(scenario) && (!t.scenarios || t.scenarios.includes(scenario));
     for (let round = 0; round < ROUNDS; round++) {
@@ -608,6 +643,11 @@ async function main(): Promise<void> {
           ka: median(s.ka.map((r) => (r.cpu / r.count) * 1e6)),
           tu: median(s.tu.map((r) => (r.cpu / r.count) * 1e6)),
           bulk: median(s.bulk.map((r) => (r.cpu / (r.bodyBytes / 2 ** 20)) * 1e3)),
+        },
+        otherThreads: {
+          ka: median(s.ka.filter((r) => r.cpu > 0).map((r) => 1 - r.cpuMain / r.cpu)),
+          tu: median(s.tu.filter((r) => r.cpu > 0).map((r) => 1 - r.cpuMain / r.cpu)),
+          bulk: median(s.bulk.filter((r) => r.cpu > 0).map((r) => 1 - r.cpuMain / r.cpu)),
         },
       });
     }
@@ -679,6 +719,14 @@ function report(rows: Row[]): boolean {
       );
     }
   }
+  lines.push(
+    "share of each proxy's CPU outside its main thread (node: V8's GC helpers and libuv's pool, which CPU profiles do not see), keep-alive / CONNECT / bulk:",
+  );
+  const share = (v: number) => (Number.isFinite(v) ? `${(v * 100).toFixed(0)} %` : 'n/a');
+  for (const r of rows.filter((r) => r.target !== 'direct'))
+    lines.push(
+      `  ${r.target}: ${share(r.otherThreads.ka)} / ${share(r.otherThreads.tu)} / ${share(r.otherThreads.bulk)}`,
+    );
   process.stdout.write(`${lines.join('\n')}\n`);
   // The smoke's one assertion: our gateway answered everything, in every phase.
   const ours = rows.filter((r) => r.target.startsWith('gateway'));
