@@ -21,6 +21,8 @@ export interface GatewayMetrics {
   connectionRefusals: Counter<'plan' | 'reason'>;
   /** Live connections cut because the account was suspended or its password changed. */
   revocationCuts: Counter<'plan'>;
+  /** Times a bandwidth cap held a budget's streams (docs/adr/0035): the account's, or a sub-user's own. */
+  throttleHolds: Counter<'plan' | 'scope'>;
 }
 
 /** Creates the gateway metrics in a registry (once per process: a second call would clash). */
@@ -117,6 +119,12 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       labelNames: ['plan'],
       registers,
     }),
+    throttleHolds: new Counter({
+      name: 'proxyfleet_gateway_throttle_holds_total',
+      help: "Times a bandwidth cap held a customer's streams until its rate allowed more (scope: account or sub_user)",
+      labelNames: ['plan', 'scope'],
+      registers,
+    }),
   };
 }
 
@@ -142,6 +150,7 @@ export function zeroPlanSeries(
   for (const kind of ['http', 'connect', 'socks5', 'upgrade']) m.requests.labels({ plan, kind }).inc(0);
   for (const reason of ['timeout', 'refused']) m.exitFailures.labels({ plan, reason }).inc(0);
   for (const reason of ['process_cap', 'source_cap']) m.connectionRefusals.labels({ plan, reason }).inc(0);
+  for (const scope of ['account', 'sub_user']) m.throttleHolds.labels({ plan, scope }).inc(0);
   for (const reason of [
     'malformed',
     'missing',

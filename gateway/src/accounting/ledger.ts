@@ -289,6 +289,7 @@ export class Ledger {
     if (b.subUserId !== undefined && b.bucket !== undefined) {
       const wait = throttle.take(b.bucket, bytes, now);
       if (wait > 0 && !b.throttleTimer) {
+        this.opts.metrics.throttleHolds.inc({ plan: b.product, scope: 'sub_user' });
         b.hold(HOLD_SUB_THROTTLE);
         this.scheduleUnthrottle(b, wait);
       }
@@ -296,6 +297,7 @@ export class Ledger {
     if (g.bucket === undefined) return;
     const wait = throttle.take(g.bucket, bytes, now);
     if (wait === 0 || g.throttleTimer) return;
+    this.opts.metrics.throttleHolds.inc({ plan: b.product, scope: 'account' });
     for (const other of g.budgets) other.hold(HOLD_THROTTLE);
     this.scheduleGroupUnthrottle(g, wait);
   }

@@ -11,6 +11,8 @@ import { accountWithBandwidth } from '../../../test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
+  counterDelta,
+  counterValues,
   gatewaySpec,
   get,
   openTunnel,
@@ -116,6 +118,7 @@ describe('a throttled account', () => {
     const rate = 512 * KiB;
     await setCap(slow.id, rate);
     await cacheSynced(db.pool, [gateway]);
+    const holds = await counterValues(gateway, 'proxyfleet_gateway_throttle_holds_total');
 
     const throttled = timed(() =>
       Promise.all([
@@ -149,6 +152,10 @@ describe('a throttled account', () => {
 
     expect(await billed(slow.id)).toBe(sBytes);
     expect(await billed(fast.id)).toBe(moved(f.value));
+    // Every wait for the bucket is counted (one per debt: 4 MB past a 512 KiB burst takes many).
+    const held = counterDelta(await counterValues(gateway, 'proxyfleet_gateway_throttle_holds_total'), holds);
+    expect(Object.keys(held)).toEqual(['account']);
+    expect(held.account).toBeGreaterThan(3);
   }, 60_000);
 
   it('follows a change of its cap on a live gateway, within a live transfer, without a restart', async () => {
