@@ -6,7 +6,8 @@ import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { createLogger } from '../../../common/src/logger.ts';
 import type { Pool } from '../../../common/src/db/pool.ts';
-import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
+import { Registry } from 'prom-client';
+import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { EventEmitter } from 'node:events';
 import { Ledger, perPodConnections } from './ledger.ts';
 import { HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
@@ -21,7 +22,7 @@ function ledger(cap: () => number, fleet: () => number): { ledger: Ledger; budge
     gatewayId: 'unit',
     plan: 'basic',
     logger: createLogger('test', 'silent'),
-    metrics: {} as GatewayMetrics,
+    metrics: createGatewayMetrics(new Registry()),
     hot: {} as PlanMetrics,
     idleMs: 60_000,
     maxLifetimeMs: 60_000,
@@ -135,7 +136,7 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
       gatewayId: 'unit',
       plan: 'basic',
       logger: createLogger('test', 'silent'),
-      metrics: { budgetCuts: { inc: () => undefined } } as unknown as GatewayMetrics,
+      metrics: createGatewayMetrics(new Registry()),
       hot: {} as PlanMetrics,
       idleMs: 60_000,
       maxLifetimeMs: 60_000,
@@ -264,7 +265,7 @@ describe("the throttle of an account's sub-users (docs/adr/0037)", () => {
       gatewayId: 'unit',
       plan: 'basic',
       logger: createLogger('test', 'silent'),
-      metrics: {} as GatewayMetrics,
+      metrics: createGatewayMetrics(new Registry()),
       hot: {} as PlanMetrics,
       idleMs: 60_000,
       maxLifetimeMs: 60_000,
