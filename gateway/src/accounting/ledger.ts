@@ -596,7 +596,13 @@ export class Ledger {
   /** Points a connection's future bytes at `b`, billing what came before to its previous owner. */
   private attach(conn: Metered, b: Budget): void {
     if (conn.budget === b) return;
-    if (conn.budget) this.detach(conn);
+    const previous = conn.budget;
+    if (previous) {
+      // Not detach(): the bytes after the last completed request are this admitted request's head
+      // (and body so far), billed to `b` from here, not skipped as a refused request's are.
+      this.collect(conn, conn.markIn, Math.min(conn.markOut, conn.delivered()));
+      previous.conns.delete(conn);
+    }
     conn.budget = b;
     b.conns.add(conn);
   }
