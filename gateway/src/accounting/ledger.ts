@@ -568,6 +568,15 @@ export class Ledger {
     return n;
   }
 
+  /**
+   * Ends the live connections on the account's own budget (its own credentials changed): its
+   * sub-users' stay.
+   */
+  revokeOwn(accountId: string): number {
+    const b = this.budgets.get(budgetKey(accountId));
+    return b ? this.end(b) : 0;
+  }
+
   /** Ends every live connection of one sub-user (suspended, deleted, credentials changed). */
   revokeSubUser(accountId: string, subUserId: string): number {
     const b = this.budgets.get(budgetKey(accountId, subUserId));

@@ -266,6 +266,28 @@ describe('sub-users', () => {
     expect((await cuts()) - before).toBe(1);
   });
 
+  it("keeps its live tunnel when only the account's own password changes", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const authority = `127.0.0.1:${origin.port}`;
+    const mine = await openTunnel(gateway.port, authority, basicAuth(sub.username, sub.password));
+    const own = await openTunnel(
+      gateway.port,
+      authority,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
+    expect([mine.status, own.status]).toEqual([200, 200]);
+    await db.pool.query(
+      `UPDATE proxy_credentials SET password_sha256 = sha256('other'::bytea) WHERE account_id = $1`,
+      [account.id],
+    );
+    // The account's own tunnel was admitted with the old password: cut. The sub-user's was not.
+    expect(await closesWithin(own.socket, 2_000)).toBe(true);
+    expect(await tunnelWorks(mine.socket)).toBe(true);
+    mine.socket.destroy();
+    expect((await request(basicAuth(sub.username, sub.password))).status).toBe(200);
+  });
+
   it("is cut and refused with its account's suspension", async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
