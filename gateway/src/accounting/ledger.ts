@@ -483,7 +483,10 @@ export class Ledger {
     if (answer.kind === 'granted') {
       this.databaseDown = false;
       policy.granted(s, answer, answer.held, now);
-      this.remember(b.accountId, answer.free, now);
+      // What a sub-user's limit leaves says nothing of the account's balance, which sizes the
+      // outage credit of all its budgets: keep the balance last known.
+      const free = answer.subUserLimited ? (this.served.get(b.accountId)?.free ?? answer.free) : answer.free;
+      this.remember(b.accountId, free, now);
       m.leaseGrants.inc({ plan: b.product });
       m.leaseGrantedBytes.inc({ plan: b.product }, answer.granted);
       return;
