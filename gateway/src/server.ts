@@ -152,6 +152,9 @@ export class GatewayProcess {
       // were admitted with credentials that no longer hold (finding 5 of issue 10).
       for (const accountId of revoked)
         p.cut(accountId, 'live connections cut: account suspended or credentials changed');
+      // The account's own username or password changed: its own connections only, not its
+      // sub-users', whose credentials still hold (docs/adr/0037).
+      for (const accountId of p.cache.drainRevokedOwn()) p.cutOwn(accountId);
       // A sub-user suspended, deleted or given new credentials: its connections only (docs/adr/0037).
       for (const [accountId, subUsers] of p.cache.drainRevokedSubUsers())
         for (const subUserId of subUsers) p.cutSubUser(accountId, subUserId);
@@ -177,6 +180,19 @@ export class GatewayProcess {
       if (!cut) continue;
       this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
       this.logger.info({ account: accountId, connections: cut, plan: ledger.plan }, msg);
+    }
+  }
+
+  /** Ends the connections admitted with an account's own credentials: counted, logged. */
+  private cutOwn(accountId: string): void {
+    for (const ledger of this.ledgers) {
+      const cut = ledger.revokeOwn(accountId);
+      if (!cut) continue;
+      this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
+      this.logger.info(
+        { account: accountId, connections: cut, plan: ledger.plan },
+        "live connections cut: the account's credentials changed",
+      );
     }
   }
 

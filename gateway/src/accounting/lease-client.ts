@@ -15,7 +15,16 @@ export const LEASE_QUERY_TIMEOUT_MS = 3_000;
 
 export type LeaseAnswer =
   /** `free`: what the database still had free after this grant; `held`: what leases hold in all. */
-  | { kind: 'granted'; id: string; granted: number; expiresAt: number; free: number; held: number }
+  /** `subUserLimited`: the sub-user's limit sized it (`free`: what the limit leaves, not the balance). */
+  | {
+      kind: 'granted';
+      id: string;
+      granted: number;
+      expiresAt: number;
+      free: number;
+      held: number;
+      subUserLimited?: boolean;
+    }
   /**
    * Nothing free; `held`: what other gateways' leases still hold (they may come back);
    * `stranded`: the part held by gateways that stopped heartbeating (back within 30 s);
@@ -82,6 +91,7 @@ export class LeaseClient {
         expiresAt: row.out_expires_at?.getTime() ?? now() + LEASE_TTL_SECONDS * 1000,
         free: row.out_free,
         held: row.out_held,
+        ...(row.out_sub_user_limited ? { subUserLimited: true } : {}),
       };
     } catch (err) {
       return { kind: 'failed', error: err as Error };

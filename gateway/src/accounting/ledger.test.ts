@@ -210,6 +210,35 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     expect(sub.state.unavailable).toBe(true);
   });
 
+  it("size the account's outage credit by its balance, not by what a sub-user's limit left", async () => {
+    const { ledger: l, budget } = groupLedger();
+    const inner = l as unknown as {
+      remember(id: string, free: number, now: number): void;
+      requestLease(b: Budget, wanted: number): Promise<void>;
+      leases: { acquire: (...args: unknown[]) => Promise<unknown> };
+    };
+    inner.remember('a', 100 * MiB, Date.now());
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    // The sub-user is granted its limit's last 100 KiB: the database says 0 is free for it.
+    const acquire = inner.leases.acquire;
+    inner.leases.acquire = async () => ({
+      kind: 'granted',
+      id: 'l',
+      granted: 100 * 1024,
+      expiresAt: Date.now() + 600_000,
+      free: 0,
+      held: 100 * 1024,
+      subUserLimited: true,
+    });
+    await inner.requestLease(sub, MiB);
+    inner.leases.acquire = acquire;
+    // Then the database is unreachable: the account's own traffic keeps its whole credit.
+    await inner.requestLease(own, MiB);
+    policy.recompute(own.state);
+    expect(own.state.available).toBe(policy.outageCredit(100 * MiB, 1));
+  });
+
   it('give no outage credit to a sub-user its limit last denied', async () => {
     const { ledger: l, budget } = groupLedger();
     const inner = l as unknown as {

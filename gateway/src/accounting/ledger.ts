@@ -483,7 +483,10 @@ export class Ledger {
     if (answer.kind === 'granted') {
       this.databaseDown = false;
       policy.granted(s, answer, answer.held, now);
-      this.remember(b.accountId, answer.free, now);
+      // What a sub-user's limit leaves says nothing of the account's balance, which sizes the
+      // outage credit of all its budgets: keep the balance last known.
+      const free = answer.subUserLimited ? (this.served.get(b.accountId)?.free ?? answer.free) : answer.free;
+      this.remember(b.accountId, free, now);
       m.leaseGrants.inc({ plan: b.product });
       m.leaseGrantedBytes.inc({ plan: b.product }, answer.granted);
       return;
@@ -568,6 +571,15 @@ export class Ledger {
     return n;
   }
 
+  /**
+   * Ends the live connections on the account's own budget (its own credentials changed): its
+   * sub-users' stay.
+   */
+  revokeOwn(accountId: string): number {
+    const b = this.budgets.get(budgetKey(accountId));
+    return b ? this.end(b) : 0;
+  }
+
   /** Ends every live connection of one sub-user (suspended, deleted, credentials changed). */
   revokeSubUser(accountId: string, subUserId: string): number {
     const b = this.budgets.get(budgetKey(accountId, subUserId));
@@ -596,7 +608,13 @@ export class Ledger {
   /** Points a connection's future bytes at `b`, billing what came before to its previous owner. */
   private attach(conn: Metered, b: Budget): void {
     if (conn.budget === b) return;
-    if (conn.budget) this.detach(conn);
+    const previous = conn.budget;
+    if (previous) {
+      // Not detach(): the bytes after the last completed request are this admitted request's head
+      // (and body so far), billed to `b` from here, not skipped as a refused request's are.
+      this.collect(conn, conn.markIn, Math.min(conn.markOut, conn.delivered()));
+      previous.conns.delete(conn);
+    }
     conn.budget = b;
     b.conns.add(conn);
   }

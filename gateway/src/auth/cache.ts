@@ -77,6 +77,8 @@ export class CredentialCache {
   private removedEntries = new Map<string, Set<string>>();
   /** Sub-users whose live connections must end, found by the last apply() calls (drainRevokedSubUsers). */
   private revokedSubUsers = new Map<string, Set<string>>();
+  /** Accounts whose own credentials changed, found by the last apply() calls (drainRevokedOwn). */
+  private revokedOwn = new Set<string>();
   private readonly pool: Pool;
   /** Bumped on every change: callers caching verified credentials compare it. */
   generation = 0;
@@ -117,6 +119,16 @@ export class CredentialCache {
     return out;
   }
 
+  /**
+   * The accounts whose own username or password the apply() calls since the last drain changed
+   * (still active): the connections admitted with the account's own credentials end (server.ts).
+   */
+  drainRevokedOwn(): Set<string> {
+    const out = this.revokedOwn;
+    this.revokedOwn = new Set();
+    return out;
+  }
+
   /** A sub-user's own bandwidth cap, bytes per second (undefined: none, or not known). */
   subUserThrottle(accountId: string, subUserId: string): number | undefined {
     const sub = this.subUserById.get(subUserId);
@@ -145,7 +157,8 @@ export class CredentialCache {
 
   /**
    * Applies the credential and account changes of a change-feed batch. Returns the accounts whose
-   * live connections must end: suspended, credentials removed, or username or password changed.
+   * live connections must end, their sub-users' included: suspended or credentials removed. A
+   * changed username or password of the account ends its own only (drainRevokedOwn).
    */
   async apply(changes: Change[]): Promise<Set<string>> {
     const ids = new Set<string>();
@@ -172,15 +185,14 @@ export class CredentialCache {
       const gone = (old.allowlist ?? []).filter((e) => !kept.has(entryKey(e))).map((e) => e.id);
       if (gone.length)
         this.removedEntries.set(id, new Set([...(this.removedEntries.get(id) ?? []), ...gone]));
-      if (
-        !now ||
-        now.status !== 'active' ||
-        now.username !== old.username ||
-        !now.passwordSha256.equals(old.passwordSha256)
-      ) {
+      if (!now || now.status !== 'active') {
         revoked.add(id);
         continue;
       }
+      // The account's own credentials changed: its own connections end, its sub-users' stay
+      // (their credentials still hold, docs/adr/0037).
+      if (now.username !== old.username || !now.passwordSha256.equals(old.passwordSha256))
+        this.revokedOwn.add(id);
       const current = new Map((now.subUsers ?? []).map((e) => [e.subUser!.id, e]));
       const cut = new Set<string>();
       for (const sub of old.subUsers ?? []) {

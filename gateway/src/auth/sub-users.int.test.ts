@@ -171,6 +171,29 @@ describe('sub-users', () => {
     ]);
   });
 
+  it('bills each request of a keep-alive connection to whoever sent it, every byte once', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const url = `http://127.0.0.1:${origin.port}/peer`;
+    const own = basicAuth(account.proxyUsername, account.proxyPassword);
+    const mine = basicAuth(sub.username, sub.password);
+    // Account, sub-user, account on one connection: the switches must not drop a request's head.
+    const { responses, written, read } = await rawExchange(gateway.port, [
+      get(url, own),
+      get(url, mine),
+      get(url, own),
+    ]);
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
+    const billed = await usageAfterClose(gateway, db.pool, account.id, written);
+    expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([written, read, 3]);
+    // The sub-user's line is its request alone: its head up, its response down.
+    const { responses: alone, written: w1, read: r1 } = await rawExchange(gateway.port, [get(url, mine)]);
+    expect(alone[0]!.status).toBe(200);
+    await usageAfterClose(gateway, db.pool, account.id, written + w1);
+    const u = await used(account.id, sub.id);
+    expect(u.sub).toBe(2 * (w1 + r1));
+  });
+
   it("refuses the sub-user with 402 sub_user_limit once its limit is spent; the account's credentials still work", async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     const limit = 1_000_000;
@@ -241,6 +264,28 @@ describe('sub-users', () => {
     const status = (await request(basicAuth(sub.username, sub.password))).status;
     expect(status).toBe(what === 'suspended' ? 403 : 407);
     expect((await cuts()) - before).toBe(1);
+  });
+
+  it("keeps its live tunnel when only the account's own password changes", async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const sub = await subUser(account.id);
+    const authority = `127.0.0.1:${origin.port}`;
+    const mine = await openTunnel(gateway.port, authority, basicAuth(sub.username, sub.password));
+    const own = await openTunnel(
+      gateway.port,
+      authority,
+      basicAuth(account.proxyUsername, account.proxyPassword),
+    );
+    expect([mine.status, own.status]).toEqual([200, 200]);
+    await db.pool.query(
+      `UPDATE proxy_credentials SET password_sha256 = sha256('other'::bytea) WHERE account_id = $1`,
+      [account.id],
+    );
+    // The account's own tunnel was admitted with the old password: cut. The sub-user's was not.
+    expect(await closesWithin(own.socket, 2_000)).toBe(true);
+    expect(await tunnelWorks(mine.socket)).toBe(true);
+    mine.socket.destroy();
+    expect((await request(basicAuth(sub.username, sub.password))).status).toBe(200);
   });
 
   it("is cut and refused with its account's suspension", async () => {
