@@ -69,18 +69,8 @@ export class UsageFlusher {
   }
 
   addLine(accountId: string, product: Plan, up: number, down: number, requests: number): void {
-    const batch = this.batch();
-    const line = batch.lines.get(accountId) ?? {
-      account_id: accountId,
-      product,
-      bytes_up: 0,
-      bytes_down: 0,
-      requests: 0,
-    };
-    line.bytes_up += up;
-    line.bytes_down += down;
-    line.requests += requests;
-    batch.lines.set(accountId, line);
+    const fresh = { account_id: accountId, product, bytes_up: 0, bytes_down: 0, requests: 0 };
+    add(this.batch().lines, accountId, fresh, up, down, requests);
   }
 
   /** A sub-user's usage, also added to its account's line by the caller (addLine). */
@@ -92,8 +82,7 @@ export class UsageFlusher {
     down: number,
     requests: number,
   ): void {
-    const batch = this.batch();
-    const line = batch.subLines.get(subUserId) ?? {
+    const fresh = {
       sub_user_id: subUserId,
       account_id: accountId,
       product,
@@ -101,10 +90,7 @@ export class UsageFlusher {
       bytes_down: 0,
       requests: 0,
     };
-    line.bytes_up += up;
-    line.bytes_down += down;
-    line.requests += requests;
-    batch.subLines.set(subUserId, line);
+    add(this.batch().subLines, subUserId, fresh, up, down, requests);
   }
 
   addSpend(leaseId: string, bytes: number): void {
@@ -171,4 +157,20 @@ export class UsageFlusher {
   get unsent(): number {
     return this.queue.length;
   }
+}
+
+/** Adds usage to the batch's line under `key`, starting from `fresh` when there is none yet. */
+function add<L extends { bytes_up: number; bytes_down: number; requests: number }>(
+  lines: Map<string, L>,
+  key: string,
+  fresh: L,
+  up: number,
+  down: number,
+  requests: number,
+): void {
+  const line = lines.get(key) ?? fresh;
+  line.bytes_up += up;
+  line.bytes_down += down;
+  line.requests += requests;
+  lines.set(key, line);
 }

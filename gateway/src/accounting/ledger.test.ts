@@ -9,14 +9,15 @@ import type { Pool } from '../../../common/src/db/pool.ts';
 import { Registry } from 'prom-client';
 import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { EventEmitter } from 'node:events';
-import { Ledger, perPodConnections } from './ledger.ts';
+import { Ledger, perPodConnections, type LedgerOptions } from './ledger.ts';
 import { HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
 import * as policy from './policy.ts';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-function ledger(cap: () => number, fleet: () => number): { ledger: Ledger; budget: (id: string) => Budget } {
+/** A ledger with no database (no lease is ever asked for here), its budgets reached directly. */
+function unitLedger(opts: Partial<LedgerOptions> = {}) {
   const l = new Ledger({
     pool: {} as Pool,
     gatewayId: 'unit',
@@ -26,12 +27,13 @@ function ledger(cap: () => number, fleet: () => number): { ledger: Ledger; budge
     hot: {} as PlanMetrics,
     idleMs: 60_000,
     maxLifetimeMs: 60_000,
-    fleetSize: fleet,
-    throttle: cap,
+    ...opts,
   });
-  const inner = l as unknown as { budget(id: string): Budget; tick(): void };
-  return { ledger: l, budget: (id) => inner.budget(id) };
+  const inner = l as unknown as { budget(id: string, sub?: string): Budget };
+  return { ledger: l, budget: (id: string, sub?: string) => inner.budget(id, sub) };
 }
+
+const ledger = (cap: () => number, fleet: () => number) => unitLedger({ throttle: cap, fleetSize: fleet });
 
 function stream(b: Budget): PassThrough {
   const s = new PassThrough();
@@ -130,21 +132,7 @@ describe('the ledger throttle', () => {
 });
 
 describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
-  function groupLedger(fleet = 1) {
-    const l = new Ledger({
-      pool: {} as Pool,
-      gatewayId: 'unit',
-      plan: 'basic',
-      logger: createLogger('test', 'silent'),
-      metrics: createGatewayMetrics(new Registry()),
-      hot: {} as PlanMetrics,
-      idleMs: 60_000,
-      maxLifetimeMs: 60_000,
-      fleetSize: () => fleet,
-    });
-    const inner = l as unknown as { budget(id: string, sub?: string): Budget };
-    return { ledger: l, budget: (id: string, sub?: string) => inner.budget(id, sub) };
-  }
+  const groupLedger = (fleet = 1) => unitLedger({ fleetSize: () => fleet });
 
   /** A budget whose one lease is spent, with a grant pending, and one open connection. */
   function pendingAtItsLeases(b: Budget): { destroyed: () => boolean } {
@@ -288,22 +276,8 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
 });
 
 describe("the throttle of an account's sub-users (docs/adr/0037)", () => {
-  function subLedger(accountCap: number, subCap: number) {
-    const l = new Ledger({
-      pool: {} as Pool,
-      gatewayId: 'unit',
-      plan: 'basic',
-      logger: createLogger('test', 'silent'),
-      metrics: createGatewayMetrics(new Registry()),
-      hot: {} as PlanMetrics,
-      idleMs: 60_000,
-      maxLifetimeMs: 60_000,
-      throttle: () => accountCap,
-      subUserThrottle: () => subCap,
-    });
-    const inner = l as unknown as { budget(id: string, sub?: string): Budget };
-    return { ledger: l, budget: (id: string, sub?: string) => inner.budget(id, sub) };
-  }
+  const subLedger = (accountCap: number, subCap: number) =>
+    unitLedger({ throttle: () => accountCap, subUserThrottle: () => subCap });
 
   it('costs budgets without any cap nothing', () => {
     const { budget } = subLedger(0, 0);
