@@ -273,7 +273,6 @@ function sendRaw(
   let responded = false;
   let answered: ResponseHead | undefined;
   let complete = false;
-  let rest = false;
   let bodySent = !out.hasBody;
   let valve: Valve | undefined;
   const parser = new ResponseParser(method === 'HEAD', {
@@ -295,9 +294,8 @@ function sendRaw(
       if (!res.write(chunk)) socket!.pause();
     },
     flowing: () => !socket!.isPaused(),
-    complete(extra) {
+    complete() {
       complete = true;
-      rest = extra;
       res.end();
       if (bodySent) release();
     },
@@ -327,6 +325,8 @@ function sendRaw(
   };
   const onTimeout = () => {
     if (over) return;
+    // The answer was complete and only the upload was left: the upstream socket goes, not the customer.
+    if (complete) return finish(false);
     // Still connecting to an upstream proxy: the exit's fault (no fail-over, the 504 is sent).
     const exitFault = !responded && up !== undefined && socket?.connecting === true;
     if (exitFault) {
@@ -405,12 +405,13 @@ function sendRaw(
   function release(): void {
     if (over) return;
     const held = valve !== undefined && tab?.isHeld(valve.asReadable()) === true;
-    finish(answered?.keepAlive === true && !rest && !held && !socket!.destroyed);
+    finish(answered?.keepAlive === true && !parser.trailing && !held && !socket!.destroyed);
   }
 
   function failed(err: NodeJS.ErrnoException): void {
     if (over) return;
     finish(false);
+    if (complete) return;
     if (responded) {
       res.destroy();
       return;

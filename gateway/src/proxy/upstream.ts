@@ -87,6 +87,8 @@ export class ResponseParser {
   }
   /** Whether any byte of a response arrived. */
   started = false;
+  /** Whether bytes came after the complete response (the connection must not be reused). */
+  trailing = false;
 
   constructor(requestIsHead: boolean, events: ParserEvents) {
     this.noBody = requestIsHead;
@@ -211,7 +213,8 @@ export class ResponseParser {
           break;
         }
         case State.Done:
-          // Bytes after a complete response (complete() was told): not parsed.
+          // Bytes after a complete response: not parsed, and the connection is not reused.
+          this.trailing = true;
           return;
       }
     }
@@ -256,6 +259,7 @@ export class ResponseParser {
 
   private finish(rest: boolean): void {
     this.state = State.Done;
+    if (rest) this.trailing = true;
     this.events.complete(rest);
   }
 }
