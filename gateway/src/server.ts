@@ -257,7 +257,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       targets,
     ),
     bare: deps.bare ?? false,
-    upstreamClient: deps.upstreamClient ?? 'node',
+    upstreamClient: deps.upstreamClient ?? 'raw',
     draining: false,
     viaAllowlist: proc.viaAllowlist,
     authenticated: (socket) => limiter.authenticated(socket),
