@@ -464,6 +464,8 @@ function sendRaw(
     out.refusal = r;
     const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
     tab?.refused();
+    // The body nobody reads any more is drained, as send()'s pipe into its destroyed request did.
+    if (out.hasBody) req.resume();
     if (send) refuseRequest(res, r);
     else res.destroy();
   }

@@ -82,6 +82,10 @@ const answers: Record<string, (req: Buffer, nth: number) => Answer | 'close'> = 
       Buffer.alloc(3 * 1024 * 1024, 7),
     ],
   }),
+  // Which request on its origin connection this is: 2 and more when the gateway reused a socket.
+  '/nth': (_req, nth) => ({
+    pieces: [`HTTP/1.1 200 OK\r\nContent-Length: ${String(nth).length}\r\n\r\n${nth}`],
+  }),
   '/echo': (req) => ({
     pieces: [`HTTP/1.1 200 OK\r\nContent-Length: ${req.length}\r\n\r\n`, req],
   }),
@@ -295,6 +299,36 @@ describe('raw upstream client against node:http (same answers, same billing)', (
     expect(r.raw.reads[0]).toContain(
       'Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n',
     );
+    expect(r.raw.usage).toEqual(r.node.usage);
+  }, 20_000);
+
+  it('a request with a body to a closed port: the same 502', async () => {
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const r = await both((auth) => [
+      Buffer.from(
+        `POST http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: ${auth}\r\n` +
+          'Content-Length: 5\r\nConnection: close\r\n\r\nhello',
+      ),
+    ]);
+    expect(r.raw.reads[0]).toMatch(/^HTTP\/1\.1 502 /);
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.usage).toEqual(r.node.usage);
+  }, 20_000);
+
+  it('keep-alive: pooled sockets reused across customer connections and requests alike', async () => {
+    const keep = (auth: string) =>
+      `GET http://127.0.0.1:${originPort}/nth HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${auth}\r\n\r\n`;
+    const r = await both((auth) => [
+      request('GET', '/nth', auth),
+      request('GET', '/nth', auth),
+      // Two requests on one customer connection, the second sent with the first.
+      Buffer.from(keep(auth) + request('GET', '/nth', auth).toString('latin1')),
+    ]);
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.reads[1]).toMatch(/\r\n\r\n2$/);
     expect(r.raw.usage).toEqual(r.node.usage);
   }, 20_000);
 
