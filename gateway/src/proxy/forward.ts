@@ -405,7 +405,8 @@ function sendRaw(
   function release(): void {
     if (over) return;
     const held = valve !== undefined && tab?.isHeld(valve.asReadable()) === true;
-    finish(answered?.keepAlive === true && !parser.trailing && !held && !socket!.destroyed);
+    const s = socket!;
+    finish(answered?.keepAlive === true && !parser.trailing && !held && s.readable && s.writable);
   }
 
   function failed(err: NodeJS.ErrnoException): void {
