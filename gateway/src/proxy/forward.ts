@@ -25,7 +25,7 @@ import {
   type Refusal,
 } from './http-util.ts';
 import { MAX_EXIT_ATTEMPTS } from './tunnel.ts';
-import { requestHead, ResponseParser, Valve, type ResponseHead } from './upstream.ts';
+import { own, requestHead, ResponseParser, Valve, type ResponseHead, type SocketUser } from './upstream.ts';
 import type net from 'node:net';
 
 export function handleRequest(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -266,7 +266,7 @@ function sendRaw(
   const tab = a.tab;
   const pool = exit.pool;
 
-  let socket: net.Socket | undefined = pool.take(key);
+  let socket: net.Socket | undefined = pool.take(key, timeoutMs);
   const reused = socket !== undefined;
   /** The exchange is over (answered, failed or timed out): the socket is no longer ours. */
   let over = false;
@@ -357,7 +357,9 @@ function sendRaw(
       : s.write(chunk);
     if (!ok) req.pause();
   };
-  const onUploadDrain = () => req.resume();
+  const onUploadDrain = () => {
+    if (out.hasBody) req.resume();
+  };
   const onBodyEnd = () => {
     if (over) return;
     if (chunked) socket!.write('0\r\n\r\n');
@@ -365,17 +367,19 @@ function sendRaw(
     if (complete) release();
   };
 
+  const user: SocketUser = {
+    data: onData,
+    end: onEnd,
+    error: onError,
+    close: onClose,
+    timeout: onTimeout,
+    drain: onUploadDrain,
+  };
   const start = (s: net.Socket) => {
     socket = s;
-    s.setTimeout(timeoutMs);
-    s.on('data', onData);
-    s.on('end', onEnd);
-    s.on('error', onError);
-    s.on('close', onClose);
-    s.on('timeout', onTimeout);
+    own(s, user);
     s.write(head, 'latin1');
     if (out.hasBody) {
-      s.on('drain', onUploadDrain);
       req.on('data', onBody);
       req.on('end', onBodyEnd);
       req.resume();
@@ -392,12 +396,7 @@ function sendRaw(
       req.off('end', onBodyEnd);
     }
     if (!s) return;
-    s.off('data', onData);
-    s.off('end', onEnd);
-    s.off('error', onError);
-    s.off('close', onClose);
-    s.off('timeout', onTimeout);
-    s.off('drain', onUploadDrain);
+    own(s, undefined);
     if (keep) pool.give(key, s, answered?.keepAliveHint ?? 0);
     else s.destroy();
   }
