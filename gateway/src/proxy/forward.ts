@@ -352,9 +352,15 @@ function sendRaw(
   const onBody = (chunk: Buffer) => {
     if (over) return;
     const s = socket!;
-    const ok = chunked
-      ? (s.write(`${chunk.length.toString(16)}\r\n`), s.write(chunk), s.write('\r\n'))
-      : s.write(chunk);
+    let ok: boolean;
+    if (chunked) {
+      // Size line, data and CRLF in one writev.
+      s.cork();
+      s.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+      s.write(chunk);
+      ok = s.write('\r\n', 'latin1');
+      s.uncork();
+    } else ok = s.write(chunk);
     if (!ok) req.pause();
   };
   const onUploadDrain = () => {
