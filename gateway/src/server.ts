@@ -59,6 +59,11 @@ export interface GatewayDeps {
    * is served either way.
    */
   connectFastPath?: boolean;
+  /**
+   * 'raw': plain-HTTP requests through our own pooled client (upstream.ts, docs/adr/0038); 'node':
+   * through node:http's client (the differential test and the benchmark compare them).
+   */
+  upstreamClient?: 'raw' | 'node';
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
   /**
@@ -268,6 +273,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       targets,
     ),
     bare: deps.bare ?? false,
+    upstreamClient: deps.upstreamClient ?? 'raw',
     draining: false,
     viaAllowlist: proc.viaAllowlist,
     authenticated: (socket) => limiter.authenticated(socket),

@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Targeting } from '../../../common/src/credentials.ts';
 import type { ExitSpec } from '../spec.ts';
 import { dialFrom, ephemeralRange, SourcePorts, type PortRange } from './source-ports.ts';
+import { UpstreamPool } from './upstream.ts';
 
 /** How long a failed exit is tried last. */
 export const EXIT_RETRY_MS = 10_000;
@@ -28,6 +29,8 @@ export interface Exit {
   upstream?: { host: string; port: number; authorization?: string };
   /** Keep-alive pool for plain HTTP through this exit (per destination, same source address). */
   agent: http.Agent;
+  /** The same for the raw upstream client (upstream.ts, docs/adr/0038). */
+  pool: UpstreamPool;
   failedUntil: number;
 }
 
@@ -70,6 +73,7 @@ export function buildExit(spec: ExitSpec, range: PortRange = ephemeralRange()): 
       spec.sourceAddress && ports
         ? new SourceAddressAgent(spec.sourceAddress, ports)
         : new http.Agent({ keepAlive: true, maxFreeSockets: AGENT_MAX_FREE_SOCKETS, scheduling: 'lifo' }),
+    pool: new UpstreamPool(spec.sourceAddress, ports),
     failedUntil: 0,
   };
   if (spec.state) exit.state = spec.state;
@@ -149,7 +153,10 @@ export class ExitPool {
   }
 
   close(): void {
-    for (const e of this.exits) e.agent.destroy();
+    for (const e of this.exits) {
+      e.agent.destroy();
+      e.pool.destroy();
+    }
   }
 }
 

@@ -25,6 +25,8 @@ import {
   type Refusal,
 } from './http-util.ts';
 import { MAX_EXIT_ATTEMPTS } from './tunnel.ts';
+import { own, requestHead, ResponseParser, Valve, type ResponseHead, type SocketUser } from './upstream.ts';
+import type net from 'node:net';
 
 export function handleRequest(ctx: ProxyContext, req: http.IncomingMessage, res: http.ServerResponse): void {
   forward(ctx, req, res).catch((err: unknown) => {
@@ -86,7 +88,15 @@ async function forward(
     req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
   if (tab) res.on('finish', () => tab.done());
   const out: Outgoing = { url: target, address: dest.address, port, headers, hasBody };
-  send(ctx, req, res, admitted, exits.slice(0, MAX_EXIT_ATTEMPTS), out);
+  if (out.hasBody) req.pause(); // until the upstream socket takes it (sendRaw) or pipe() does
+  (ctx.upstreamClient === 'node' ? send : sendRaw)(
+    ctx,
+    req,
+    res,
+    admitted,
+    exits.slice(0, MAX_EXIT_ATTEMPTS),
+    out,
+  );
   res.once('close', () =>
     ctx.access.response(res, out.refusal, started, req.method, target, account, out.exit),
   );
@@ -219,6 +229,249 @@ function send(
     out.refusal = r;
     const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
     a.tab?.refused();
+    if (send) refuseRequest(res, r);
+    else res.destroy();
+  }
+}
+
+/**
+ * send() with the raw upstream client (upstream.ts, docs/adr/0038): the same refusals, exit-fault
+ * accounting, fail-over and stale-socket retry, on a pooled socket with our own response parser.
+ */
+function sendRaw(
+  ctx: ProxyContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  a: Admitted,
+  exits: Exit[],
+  out: Outgoing,
+): void {
+  const exit = exits[0]!;
+  out.exit = exit;
+  const timeoutMs = ctx.spec.timeouts.idleSeconds * 1000;
+  const up = exit.upstream;
+  const host = up ? up.host : out.address;
+  const port = up ? up.port : out.port;
+  const key = `${host}:${port}`;
+  const method = req.method!;
+  const head = up
+    ? requestHead(
+        method,
+        out.url.href,
+        up.authorization ? [...out.headers, 'Proxy-Authorization', up.authorization] : out.headers,
+        out.hasBody,
+      )
+    : requestHead(method, `${out.url.pathname}${out.url.search}`, out.headers, out.hasBody);
+  const chunked = out.hasBody && req.headers['transfer-encoding'] !== undefined;
+  const tab = a.tab;
+  const pool = exit.pool;
+
+  let socket: net.Socket | undefined = pool.take(key, timeoutMs);
+  const reused = socket !== undefined;
+  /** The exchange is over (answered, failed or timed out): the socket is no longer ours. */
+  let over = false;
+  let responded = false;
+  let answered: ResponseHead | undefined;
+  let complete = false;
+  let bodySent = !out.hasBody;
+  let valve: Valve | undefined;
+  const parser = new ResponseParser(method === 'HEAD', {
+    head(h) {
+      responded = true;
+      answered = h;
+      ctx.exits.markHealthy(exit);
+      if (tab) {
+        tab.onChunk(headBytes(h.rawHeaders, 32));
+        valve = new Valve(socket!, flow);
+        tab.relaying(valve.asReadable());
+      }
+      res.writeHead(h.statusCode, h.statusMessage, endToEndHeaders(h.rawHeaders));
+    },
+    // Paused (back-pressure, or the ledger through the valve): nothing more is relayed until
+    // flow(), as node's paused IncomingMessage keeps the rest of a read.
+    body(chunk) {
+      if (tab) tab.onChunk(chunk.length);
+      if (!res.write(chunk)) socket!.pause();
+    },
+    flowing: () => !socket!.isPaused(),
+    complete() {
+      complete = true;
+      res.end();
+      if (bodySent) release();
+    },
+  });
+
+  const onData = (chunk: Buffer) => {
+    try {
+      parser.push(chunk);
+    } catch (err) {
+      failed(err as NodeJS.ErrnoException);
+    }
+  };
+  const onEnd = () => {
+    if (over) return;
+    try {
+      parser.end();
+    } catch (err) {
+      failed(err as NodeJS.ErrnoException);
+    }
+  };
+  const onError = (err: NodeJS.ErrnoException) => failed(err);
+  const onClose = () => {
+    if (over || complete) return;
+    const err: NodeJS.ErrnoException = new Error('socket hang up');
+    err.code = 'ECONNRESET';
+    failed(err);
+  };
+  const onTimeout = () => {
+    if (over) return;
+    // The answer was complete and only the upload was left: the upstream socket goes, not the customer.
+    if (complete) return finish(false);
+    // Still connecting to an upstream proxy: the exit's fault (no fail-over, the 504 is sent).
+    const exitFault = !responded && up !== undefined && socket?.connecting === true;
+    if (exitFault) {
+      ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: 'timeout' });
+      ctx.exits.markFailed(exit);
+    }
+    finish(false);
+    if (!responded) fail(refusalFor(exitFault ? 'exit_response_timeout' : 'destination_response_timeout'));
+    else res.destroy();
+  };
+  const onDrain = () => {
+    if (!(valve && tab?.isHeld(valve.asReadable()))) flow();
+  };
+  function flow(): void {
+    if (over) return;
+    socket!.resume();
+    try {
+      parser.proceed();
+    } catch (err) {
+      failed(err as NodeJS.ErrnoException);
+    }
+  }
+  const onBody = (chunk: Buffer) => {
+    if (over) return;
+    const s = socket!;
+    let ok: boolean;
+    if (chunked) {
+      // Size line, data and CRLF in one writev.
+      s.cork();
+      s.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+      s.write(chunk);
+      ok = s.write('\r\n', 'latin1');
+      s.uncork();
+    } else ok = s.write(chunk);
+    if (!ok) req.pause();
+  };
+  const onUploadDrain = () => {
+    if (out.hasBody) req.resume();
+  };
+  const onBodyEnd = () => {
+    if (over) return;
+    if (chunked) socket!.write('0\r\n\r\n');
+    bodySent = true;
+    if (complete) release();
+  };
+
+  const user: SocketUser = {
+    data: onData,
+    end: onEnd,
+    error: onError,
+    close: onClose,
+    timeout: onTimeout,
+    drain: onUploadDrain,
+  };
+  const start = (s: net.Socket) => {
+    socket = s;
+    own(s, user);
+    s.write(head, 'latin1');
+    if (out.hasBody) {
+      req.on('data', onBody);
+      req.on('end', onBodyEnd);
+      req.resume();
+    }
+  };
+
+  /** Detaches from the socket; keeps it for the next request when `keep`, else destroys it. */
+  function finish(keep: boolean): void {
+    over = true;
+    const s = socket;
+    if (valve) valve.socket = undefined;
+    if (out.hasBody) {
+      req.off('data', onBody);
+      req.off('end', onBodyEnd);
+    }
+    if (!s) return;
+    own(s, undefined);
+    if (keep) pool.give(key, s, answered?.keepAliveHint ?? 0);
+    else s.destroy();
+  }
+
+  function release(): void {
+    if (over) return;
+    const held = valve !== undefined && tab?.isHeld(valve.asReadable()) === true;
+    const s = socket!;
+    finish(answered?.keepAlive === true && !parser.trailing && !held && s.readable && s.writable);
+  }
+
+  function failed(err: NodeJS.ErrnoException): void {
+    if (over) return;
+    finish(false);
+    if (complete) return;
+    if (responded) {
+      res.destroy();
+      return;
+    }
+    // As send(): only the exit's own failure marks it and moves on to the next exit.
+    const exitFault = !reused && isExitFault(err, up !== undefined);
+    if (exitFault) {
+      ctx.metrics.exitFailures.inc({
+        plan: ctx.plan,
+        reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused',
+      });
+      ctx.exits.markFailed(exit);
+    }
+    // A pooled socket closed by the destination before any byte of an answer: stale, sent again.
+    const next = reused && !parser.started ? exits : exitFault ? exits.slice(1) : [];
+    if (!out.hasBody && next.length > 0 && !res.headersSent && !req.socket.destroyed) {
+      sendRaw(ctx, req, res, a, next, out);
+      return;
+    }
+    if (exitFault) fail(refusalFor('exit_failed'));
+    else if (err.code === 'ETIMEDOUT') fail(refusalFor('destination_connect_timeout'));
+    else fail(refusalFor('destination_refused'));
+  }
+
+  res.on('drain', onDrain);
+  // The customer left before the end: as send()'s destroyed request, whose 'error' then counts the
+  // abandonment (fail() sees the customer's socket gone: client_abandoned, nothing sent). Unlike
+  // send() through an upstream proxy, the exit is not marked failed for it.
+  res.on('close', () => {
+    if (res.writableFinished || over) return;
+    finish(false);
+    if (!responded) fail(refusalFor('destination_refused'));
+  });
+
+  if (socket) start(socket);
+  else {
+    const dialed = pool.dial(host, port, timeoutMs);
+    if (dialed instanceof Promise) {
+      dialed.then(
+        (s) => {
+          if (over) s.destroy();
+          else start(s);
+        },
+        (err: NodeJS.ErrnoException) => failed(err),
+      );
+    } else start(dialed);
+  }
+
+  function fail(r: Refusal): void {
+    out.refusal = r;
+    const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
+    tab?.refused();
+    // The body nobody reads any more is drained, as send()'s pipe into its destroyed request did.
+    if (out.hasBody) req.resume();
     if (send) refuseRequest(res, r);
     else res.destroy();
   }

@@ -95,6 +95,8 @@ export async function startTestGateway(
     limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
     /** false: every CONNECT head through node:http (the front end's fast path off). */
     connectFastPath?: boolean;
+    /** The plain-HTTP upstream client (default: the gateway's default; docs/adr/0038). */
+    upstreamClient?: 'raw' | 'node';
     fleetSize?: () => number;
     /** Target statistics caps (accounting/targets.ts). */
     targets?: { perAccount?: number; perDay?: number; maxEntries?: number };
@@ -115,6 +117,7 @@ export async function startTestGateway(
     drainMs: options.drainMs ?? 2_000,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.connectFastPath === false ? { connectFastPath: false } : {}),
+    ...(options.upstreamClient ? { upstreamClient: options.upstreamClient } : {}),
     ...(options.fleetSize ? { fleetSize: options.fleetSize } : {}),
     ...(options.targets ? { targets: options.targets } : {}),
   });

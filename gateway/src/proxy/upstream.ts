@@ -1,0 +1,600 @@
+// The raw upstream client (docs/adr/0038): plain-HTTP requests written on pooled sockets with a
+// strict HTTP/1.1 response parser of our own, in place of node:http's client (whose parser copies
+// every body chunk and whose request machinery was 46 % of a keep-alive profile). Content-Length
+// bodies are relayed as the socket's own buffers; chunked bodies are decoded; anything the parser
+// does not accept is an error (forward.ts answers it 502, as node's parse errors are).
+import net from 'node:net';
+import type { Readable } from 'node:stream';
+import { dialFrom, type SourcePorts } from './source-ports.ts';
+
+/** Largest response head (status line and headers), node's default --max-http-header-size. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+/** Longest chunk-size line (with extensions) and trailer section accepted. */
+const MAX_CHUNK_LINE = 4 * 1024;
+/** Idle sockets kept per exit and destination (as the agent's maxFreeSockets). */
+export const MAX_FREE_SOCKETS = 256;
+
+const CR = 13;
+const LF = 10;
+
+/** A response the parser refused; `code` follows llhttp's names where there is one. */
+export class UpstreamParseError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export interface ResponseHead {
+  statusCode: number;
+  statusMessage: string;
+  /** HTTP minor version (0 or 1). */
+  minor: number;
+  rawHeaders: string[];
+  /** Whether the connection may carry another request once this response is complete. */
+  keepAlive: boolean;
+  /** Seconds of the response's Keep-Alive: timeout=N hint (0: none). */
+  keepAliveHint: number;
+}
+
+export interface ParserEvents {
+  head(head: ResponseHead): void;
+  /** Body bytes: slices of the pushed buffers (never copied). */
+  body(chunk: Buffer): void;
+  /** false: the relay is paused; body bytes wait for proceed() (head and framing go on). */
+  flowing(): boolean;
+  /** The response is complete; `rest` holds bytes after it (there should be none). */
+  complete(rest: boolean): void;
+}
+
+const TOKEN = (() => {
+  const t = new Uint8Array(256);
+  for (const c of "!#$%&'*+-.^_`|~") t[c.charCodeAt(0)] = 1;
+  for (let c = 0x30; c <= 0x39; c++) t[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) t[c] = 1;
+  for (let c = 0x61; c <= 0x7a; c++) t[c] = 1;
+  return t;
+})();
+
+const State = {
+  Head: 0,
+  Fixed: 1,
+  ChunkSize: 2,
+  ChunkData: 3,
+  ChunkDataEnd: 4,
+  Trailers: 5,
+  UntilClose: 6,
+  Done: 7,
+} as const;
+type State = (typeof State)[keyof typeof State];
+
+/**
+ * Incremental parser of one response (after any 1xx interim heads, which it skips). Throws
+ * UpstreamParseError from push() or end() on anything malformed.
+ */
+export class ResponseParser {
+  private state: State = State.Head;
+  private readonly noBody: boolean;
+  private readonly events: ParserEvents;
+  /** Head or chunk-line bytes not yet complete. */
+  private pending: Buffer | undefined;
+  private remaining = 0;
+  private trailerBytes = 0;
+  /** Whether a complete response was seen (after which push() must get nothing more). */
+  get done(): boolean {
+    return this.state === State.Done;
+  }
+  /** Whether any byte of a response arrived. */
+  started = false;
+  /** Whether bytes came after the complete response (the connection must not be reused). */
+  trailing = false;
+
+  constructor(requestIsHead: boolean, events: ParserEvents) {
+    this.noBody = requestIsHead;
+    this.events = events;
+  }
+
+  /** Bytes received but not parsed since body() asked to stop. */
+  private stalled: Buffer | undefined;
+
+  /** Parses what body() stopped before; returns false when it stopped again. */
+  proceed(): boolean {
+    const rest = this.stalled;
+    if (!rest) return true;
+    this.stalled = undefined;
+    this.push(rest);
+    return this.stalled === undefined;
+  }
+
+  push(data: Buffer): void {
+    if (data.length > 0) this.started = true;
+    if (this.stalled) {
+      this.stalled = Buffer.concat([this.stalled, data]);
+      return;
+    }
+    let buf = data;
+    let i = 0;
+    while (i < buf.length) {
+      switch (this.state) {
+        case State.Head: {
+          const joined = this.pending ? Buffer.concat([this.pending, buf.subarray(i)]) : buf.subarray(i);
+          const scanFrom = this.pending ? this.pending.length : 0;
+          const end = headEnd(joined, scanFrom);
+          if (end < 0) {
+            if (joined.length > MAX_HEAD_BYTES)
+              throw new UpstreamParseError('HPE_HEADER_OVERFLOW', 'response head too large');
+            this.pending = Buffer.from(joined);
+            return;
+          }
+          if (end > MAX_HEAD_BYTES)
+            throw new UpstreamParseError('HPE_HEADER_OVERFLOW', 'response head too large');
+          this.pending = undefined;
+          const head = parseHead(joined.toString('latin1', 0, end - 4));
+          buf = joined;
+          i = end;
+          if (head.statusCode < 200) {
+            if (head.statusCode === 101)
+              throw new UpstreamParseError('HPE_UNEXPECTED_UPGRADE', '101 without an upgrade');
+            continue; // 100, 102, 103: interim, skipped as node's client does for forward.ts
+          }
+          this.begin(head, head.framing);
+          break;
+        }
+        case State.Fixed: {
+          if (!this.events.flowing()) return this.stall(buf, i);
+          const n = Math.min(this.remaining, buf.length - i);
+          this.events.body(i === 0 && n === buf.length ? buf : buf.subarray(i, i + n));
+          i += n;
+          this.remaining -= n;
+          if (this.remaining === 0) this.finish(i < buf.length);
+          break;
+        }
+        case State.UntilClose:
+          if (!this.events.flowing()) return this.stall(buf, i);
+          this.events.body(i === 0 ? buf : buf.subarray(i));
+          i = buf.length;
+          break;
+        case State.ChunkSize:
+        case State.Trailers: {
+          const lf = buf.indexOf(LF, i);
+          const piece = buf.subarray(i, lf < 0 ? buf.length : lf + 1);
+          const line = this.pending ? Buffer.concat([this.pending, piece]) : piece;
+          if (lf < 0) {
+            if (line.length > MAX_CHUNK_LINE)
+              throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'chunk line too long');
+            this.pending = Buffer.from(line);
+            return;
+          }
+          this.pending = undefined;
+          i = lf + 1;
+          if (line.length < 2 || line[line.length - 2] !== CR) {
+            throw new UpstreamParseError('HPE_CR_EXPECTED', 'bare LF in chunked framing');
+          }
+          if (this.state === State.ChunkSize) {
+            const size = chunkSize(line);
+            if (size === 0) {
+              this.state = State.Trailers;
+              this.trailerBytes = 0;
+            } else {
+              this.remaining = size;
+              this.state = State.ChunkData;
+            }
+          } else {
+            if (line.length === 2) {
+              this.finish(i < buf.length);
+              break;
+            }
+            this.trailerBytes += line.length;
+            if (this.trailerBytes > MAX_HEAD_BYTES)
+              throw new UpstreamParseError('HPE_HEADER_OVERFLOW', 'trailers too large');
+            checkTrailer(line);
+          }
+          break;
+        }
+        case State.ChunkData: {
+          if (!this.events.flowing()) return this.stall(buf, i);
+          const n = Math.min(this.remaining, buf.length - i);
+          this.events.body(i === 0 && n === buf.length ? buf : buf.subarray(i, i + n));
+          i += n;
+          this.remaining -= n;
+          if (this.remaining === 0) {
+            this.state = State.ChunkDataEnd;
+            this.remaining = 2;
+          }
+          break;
+        }
+        case State.ChunkDataEnd: {
+          const expected = this.remaining === 2 ? CR : LF;
+          if (buf[i] !== expected)
+            throw new UpstreamParseError('HPE_STRICT', 'chunk data not followed by CRLF');
+          i++;
+          if (--this.remaining === 0) this.state = State.ChunkSize;
+          break;
+        }
+        case State.Done:
+          // Bytes after a complete response: not parsed, and the connection is not reused.
+          this.trailing = true;
+          return;
+      }
+    }
+  }
+
+  /** The upstream closed its side: completes a close-delimited body, else the answer was cut. */
+  end(): void {
+    if (this.stalled) throw new UpstreamParseError('ERR_STALLED', 'end while paused');
+    if (this.state === State.UntilClose) return this.finish(false);
+    if (this.state === State.Done) return;
+    throw new UpstreamParseError(
+      this.started ? 'HPE_INVALID_EOF_STATE' : 'ECONNRESET',
+      this.started ? 'response cut short' : 'socket hang up',
+    );
+  }
+
+  private begin(head: ParsedHead, framing: Framing): void {
+    const bodiless =
+      this.noBody || head.statusCode === 204 || head.statusCode === 304 || head.statusCode < 200;
+    const out: ResponseHead = {
+      statusCode: head.statusCode,
+      statusMessage: head.statusMessage,
+      minor: head.minor,
+      rawHeaders: head.rawHeaders,
+      keepAlive: head.keepAlive,
+      keepAliveHint: head.keepAliveHint,
+    };
+    if (!bodiless && framing.kind === 'close') out.keepAlive = false;
+    this.events.head(out);
+    if (bodiless) return this.finish(false);
+    if (framing.kind === 'chunked') this.state = State.ChunkSize;
+    else if (framing.kind === 'length') {
+      this.remaining = framing.length;
+      this.state = State.Fixed;
+      if (framing.length === 0) this.finish(false);
+    } else this.state = State.UntilClose;
+  }
+
+  private stall(buf: Buffer, i: number): void {
+    this.stalled = buf.subarray(i);
+  }
+
+  private finish(rest: boolean): void {
+    this.state = State.Done;
+    if (rest) this.trailing = true;
+    this.events.complete(rest);
+  }
+}
+
+/** Index after the head's CRLFCRLF, or -1; throws on a bare LF (scanning from `from`). */
+function headEnd(buf: Buffer, from: number): number {
+  let i = buf.indexOf(LF, from);
+  while (i >= 0) {
+    if (i === 0 || buf[i - 1] !== CR)
+      throw new UpstreamParseError('HPE_CR_EXPECTED', 'bare LF in response head');
+    if (i >= 3 && buf[i - 2] === LF && buf[i - 3] === CR) return i + 1;
+    i = buf.indexOf(LF, i + 1);
+  }
+  return -1;
+}
+
+type Framing = { kind: 'chunked' } | { kind: 'length'; length: number } | { kind: 'close' };
+
+interface ParsedHead {
+  statusCode: number;
+  statusMessage: string;
+  minor: number;
+  rawHeaders: string[];
+  keepAlive: boolean;
+  keepAliveHint: number;
+  framing: Framing;
+}
+
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
+const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Parses a head (without its final CRLFCRLF; lines separated by CRLF, no bare LF). */
+export function parseHead(text: string): ParsedHead {
+  const lines = text.split('\r\n');
+  const m = STATUS_LINE.exec(lines[0]!);
+  if (!m) throw new UpstreamParseError('HPE_INVALID_STATUS', 'invalid status line');
+  const minor = Number(m[1]);
+  const statusCode = Number(m[2]);
+  if (statusCode < 100) throw new UpstreamParseError('HPE_INVALID_STATUS', 'invalid status code');
+  const rawHeaders: string[] = [];
+  let contentLength: string | undefined;
+  let te: string | undefined;
+  let close = false;
+  let keepAliveToken = false;
+  let keepAliveHint = 0;
+  for (let l = 1; l < lines.length; l++) {
+    const line = lines[l]!;
+    const c0 = line.charCodeAt(0);
+    if (c0 === 0x20 || c0 === 0x09)
+      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'obs-fold in response head');
+    const colon = line.indexOf(':');
+    if (colon <= 0) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'header line without a name');
+    for (let k = 0; k < colon; k++) {
+      if (!TOKEN[line.charCodeAt(k)])
+        throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header name');
+    }
+    const name = line.slice(0, colon);
+    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+    if (!VALUE.test(value)) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header value');
+    rawHeaders.push(name, value);
+    switch (name.length) {
+      case 10:
+        if (name.toLowerCase() === 'connection') {
+          for (const t of value.split(',')) {
+            const token = t.trim().toLowerCase();
+            if (token === 'close') close = true;
+            else if (token === 'keep-alive') keepAliveToken = true;
+          }
+        } else if (name.toLowerCase() === 'keep-alive') {
+          const hint = /^timeout=(\d+)/.exec(value);
+          if (hint) keepAliveHint = Number(hint[1]);
+        }
+        break;
+      case 14:
+        if (name.toLowerCase() === 'content-length') {
+          if (!/^\d+$/.test(value) || value.length > 15) {
+            throw new UpstreamParseError('HPE_INVALID_CONTENT_LENGTH', 'invalid Content-Length');
+          }
+          if (contentLength !== undefined && Number(contentLength) !== Number(value)) {
+            throw new UpstreamParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'differing Content-Lengths');
+          }
+          contentLength = value;
+        }
+        break;
+      case 17:
+        if (name.toLowerCase() === 'transfer-encoding') te = te === undefined ? value : `${te}, ${value}`;
+        break;
+    }
+  }
+  let framing: Framing;
+  if (te !== undefined) {
+    if (contentLength !== undefined) {
+      throw new UpstreamParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'Content-Length with Transfer-Encoding');
+    }
+    const codings = te.split(',');
+    if (codings[codings.length - 1]!.trim().toLowerCase() !== 'chunked') {
+      throw new UpstreamParseError(
+        'HPE_INVALID_TRANSFER_ENCODING',
+        'Transfer-Encoding not ending in chunked',
+      );
+    }
+    framing = { kind: 'chunked' };
+  } else if (contentLength !== undefined) framing = { kind: 'length', length: Number(contentLength) };
+  else framing = { kind: 'close' };
+  const keepAlive = !close && (minor === 1 || keepAliveToken);
+  return { statusCode, statusMessage: m[3] ?? '', minor, rawHeaders, keepAlive, keepAliveHint, framing };
+}
+
+/** The size of a chunk-size line (`line` ends in CRLF); extensions are ignored. */
+function chunkSize(line: Buffer): number {
+  const end = line.length - 2;
+  let size = 0;
+  let i = 0;
+  for (; i < end; i++) {
+    const c = line[i]!;
+    const d =
+      c >= 0x30 && c <= 0x39
+        ? c - 0x30
+        : c >= 0x61 && c <= 0x66
+          ? c - 0x57
+          : c >= 0x41 && c <= 0x46
+            ? c - 0x37
+            : -1;
+    if (d < 0) break;
+    if (i >= 12) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'chunk size too large');
+    size = size * 16 + d;
+  }
+  if (i === 0) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk size');
+  if (i < end) {
+    if (line[i] !== 0x3b) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk size');
+    for (let k = i + 1; k < end; k++) {
+      const c = line[k]!;
+      if ((c < 0x20 && c !== 0x09) || c === 0x7f)
+        throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk extension');
+    }
+  }
+  return size;
+}
+
+function checkTrailer(line: Buffer): void {
+  const text = line.toString('latin1', 0, line.length - 2);
+  const colon = text.indexOf(':');
+  if (colon <= 0) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer');
+  for (let k = 0; k < colon; k++) {
+    if (!TOKEN[text.charCodeAt(k)])
+      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer name');
+  }
+  if (!VALUE.test(text.slice(colon + 1)))
+    throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer value');
+}
+
+/** What an exchange hears from the socket it owns (see own()). */
+export interface SocketUser {
+  data(chunk: Buffer): void;
+  end(): void;
+  error(err: NodeJS.ErrnoException): void;
+  close(): void;
+  timeout(): void;
+  drain(): void;
+}
+
+/** A socket's listeners, installed once: they call its owner, or drop it from its pool when idle. */
+interface Slot {
+  user: SocketUser | undefined;
+  pool: UpstreamPool | undefined;
+  key: string;
+  /** The idle timeout was set from a Keep-Alive hint while pooled (restored when taken). */
+  hinted: boolean;
+}
+
+const slots = new WeakMap<net.Socket, Slot>();
+
+function slotOf(socket: net.Socket): Slot {
+  const slot = slots.get(socket);
+  if (slot) return slot;
+  const s: Slot = { user: undefined, pool: undefined, key: '', hinted: false };
+  slots.set(socket, s);
+  const idle = () => s.pool?.drop(s.key, socket);
+  socket.on('data', (c: Buffer) => (s.user ? s.user.data(c) : idle()));
+  socket.on('end', () => (s.user ? s.user.end() : idle()));
+  socket.on('error', (e: NodeJS.ErrnoException) => (s.user ? s.user.error(e) : idle()));
+  socket.on('close', () => (s.user ? s.user.close() : idle()));
+  socket.on('timeout', () => (s.user ? s.user.timeout() : idle()));
+  socket.on('drain', () => s.user?.drain());
+  return s;
+}
+
+/**
+ * Makes `user` hear the socket's events (undefined: nobody). One set of listeners per socket for
+ * its life, instead of adding and removing six per request.
+ */
+export function own(socket: net.Socket, user: SocketUser | undefined): void {
+  slotOf(socket).user = user;
+}
+
+/**
+ * Idle keep-alive sockets of one exit, per destination (`host:port`), newest first out. A pooled
+ * socket keeps the idle timeout it had while used (the gateway's idle timeout; the answer's
+ * Keep-Alive hint when it gave one): it is dropped when that passes, or on any event while idle.
+ */
+export class UpstreamPool {
+  private readonly free = new Map<string, net.Socket[]>();
+  private readonly sourceAddress: string | undefined;
+  private readonly ports: SourcePorts | undefined;
+
+  constructor(sourceAddress?: string, ports?: SourcePorts) {
+    this.sourceAddress = sourceAddress;
+    this.ports = ports;
+  }
+
+  /** An idle socket to `key` with its idle timeout set to `timeoutMs`, or undefined. */
+  take(key: string, timeoutMs: number): net.Socket | undefined {
+    const list = this.free.get(key);
+    while (list && list.length > 0) {
+      const socket = list.pop()!;
+      if (list.length === 0) this.free.delete(key);
+      const slot = slotOf(socket);
+      slot.pool = undefined;
+      if (socket.destroyed || !socket.readable || !socket.writable) {
+        socket.destroy();
+        continue;
+      }
+      if (slot.hinted) {
+        slot.hinted = false;
+        socket.setTimeout(timeoutMs);
+      }
+      socket.ref();
+      return socket;
+    }
+    return undefined;
+  }
+
+  /** Keeps a socket nobody owns after a complete exchange; `hintSeconds` from the answer's Keep-Alive. */
+  give(key: string, socket: net.Socket, hintSeconds: number): void {
+    let list = this.free.get(key);
+    if (!list) {
+      list = [];
+      this.free.set(key, list);
+    }
+    // As node's agent: a server hint of timeout=N keeps it N-1 s (at most 1 s less than promised).
+    const hintMs = hintSeconds > 0 ? hintSeconds * 1000 - 1000 : 0;
+    if (list.length >= MAX_FREE_SOCKETS || (hintSeconds > 0 && hintMs <= 0)) {
+      socket.destroy();
+      return;
+    }
+    const slot = slotOf(socket);
+    slot.user = undefined;
+    slot.pool = this;
+    slot.key = key;
+    if (hintMs > 0) {
+      slot.hinted = true;
+      socket.setTimeout(hintMs);
+    }
+    socket.unref();
+    socket.resume();
+    list.push(socket);
+  }
+
+  /** Removes an idle socket (an event while idle: EOF, error, data, its timeout) and destroys it. */
+  drop(key: string, socket: net.Socket): void {
+    socket.destroy();
+    slotOf(socket).pool = undefined;
+    const list = this.free.get(key);
+    const at = list ? list.indexOf(socket) : -1;
+    if (at >= 0) {
+      list!.splice(at, 1);
+      if (list!.length === 0) this.free.delete(key);
+    }
+  }
+
+  /** A new connection: connected (source-address exits) or connecting, its idle timeout set. */
+  dial(host: string, port: number, timeoutMs: number): net.Socket | Promise<net.Socket> {
+    if (this.sourceAddress && this.ports) {
+      return dialFrom(this.sourceAddress, this.ports, { host, port }, timeoutMs).then((s) =>
+        s.setTimeout(timeoutMs),
+      );
+    }
+    return net.connect({ host, port, noDelay: true, timeout: timeoutMs });
+  }
+
+  destroy(): void {
+    for (const list of this.free.values()) for (const s of list) s.destroy();
+    this.free.clear();
+  }
+}
+
+/**
+ * What the ledger pauses and resumes for one answer (tab.relaying): the upstream socket while this
+ * exchange owns it, nothing once the socket went back to the pool (another customer's answer).
+ */
+export class Valve {
+  socket: net.Socket | undefined;
+  private readonly flow: () => void;
+  /** `flow` resumes the relay (the socket, and what the parser stopped before). */
+  constructor(socket: net.Socket, flow: () => void) {
+    this.socket = socket;
+    this.flow = flow;
+  }
+  get destroyed(): boolean {
+    return this.socket === undefined || this.socket.destroyed;
+  }
+  pause(): this {
+    this.socket?.pause();
+    return this;
+  }
+  resume(): this {
+    if (this.socket) this.flow();
+    return this;
+  }
+  asReadable(): Readable {
+    return this as unknown as Readable;
+  }
+}
+
+/**
+ * Methods node's client sends as they are when they end without a body; others (POST, PUT, ...)
+ * with no Content-Length get an empty chunked body, as node's client gives them.
+ */
+const BODYLESS_BY_DEFAULT = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+
+/** The request head, as node's client writes it for forward.ts (Connection: keep-alive added). */
+export function requestHead(
+  method: string,
+  path: string,
+  headers: readonly string[],
+  hasBody: boolean,
+): string {
+  let head = `${method} ${path} HTTP/1.1\r\n`;
+  let length = false;
+  for (let i = 0; i < headers.length; i += 2) {
+    head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    if (!length && headers[i]!.length === 14 && headers[i]!.toLowerCase() === 'content-length') length = true;
+  }
+  head += 'Connection: keep-alive\r\n';
+  if (!hasBody && !length && !BODYLESS_BY_DEFAULT.has(method))
+    return `${head}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n`;
+  return `${head}\r\n`;
+}
