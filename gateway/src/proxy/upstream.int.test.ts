@@ -3,7 +3,7 @@
 // to a raw TCP origin that answers each path with exact bytes (split as it likes). Each case must
 // give the customer the same bytes (status, headers, body, framing; Date blanked), show the origin
 // the same request bytes, and bill the same usage.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
@@ -20,7 +20,7 @@ type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 let db: TestDatabase;
 let raw: Gateway;
 let node: Gateway;
-let origin: net.Server;
+let origin: ReturnType<typeof byteServer>;
 let originPort: number;
 
 /** How the origin answers: the bytes, written as these pieces (a gap between each), then maybe FIN. */
@@ -35,7 +35,7 @@ interface Answer {
 const LONG = 'x'.repeat(20 * 1024);
 
 /** Origin behaviours by path; `req` is the request's raw bytes (head and body) as received. */
-const answers: Record<string, (req: Buffer, nth: number) => Answer | 'close'> = {
+const answers: Record<string, (req: Buffer, nth: number, peer: string) => Answer | 'close'> = {
   '/cl': () => ({ pieces: ['HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello'] }),
   '/cl-split': () => ({
     pieces: ['HTTP/1.1 200 OK\r\nContent-Length: 11\r\nX-A: 1\r\n\r\nhello world'],
@@ -86,12 +86,25 @@ const answers: Record<string, (req: Buffer, nth: number) => Answer | 'close'> = 
   '/nth': (_req, nth) => ({
     pieces: [`HTTP/1.1 200 OK\r\nContent-Length: ${String(nth).length}\r\n\r\n${nth}`],
   }),
+  // The address the connection came from (an exit's source address).
+  '/peer': (_req, _nth, peer) => ({
+    pieces: [`HTTP/1.1 200 OK\r\nContent-Length: ${peer.length}\r\n\r\n${peer}`],
+  }),
+  // What an upstream proxy answers a request it does not accept (relayed as any answer).
+  '/407': () => ({
+    pieces: [
+      'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="up"\r\n' +
+        'Content-Length: 6\r\n\r\ndenied',
+    ],
+  }),
   '/echo': (req) => ({
     pieces: [`HTTP/1.1 200 OK\r\nContent-Length: ${req.length}\r\n\r\n`, req],
   }),
   // The second request on a kept-alive connection finds it closed: a stale pooled socket.
   '/stale': (_req, nth) =>
     nth > 1 ? 'close' : { pieces: ['HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh'] },
+  // No answer at all (the customer leaves first).
+  '/never': () => ({ pieces: [] }),
   // Refused by both clients.
   '/cl-and-te': () => ({
     pieces: [
@@ -157,9 +170,15 @@ async function write(socket: net.Socket, a: Answer): Promise<void> {
   if (a.end) socket.end();
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = net.createServer((socket) => {
+/**
+ * A raw TCP server answering each request by its path (origin-form or absolute-form) from
+ * `answers`; `sockets` holds its open connections (so a test can close them all).
+ */
+function byteServer(): net.Server & { sockets: Set<net.Socket> } {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
     let buf = Buffer.alloc(0);
     let nth = 0;
@@ -170,11 +189,17 @@ beforeAll(async () => {
         const req = buf.subarray(0, n);
         buf = buf.subarray(n);
         const path = /^[A-Z]+ (?:http:\/\/[^/]+)?([^ ?]*)/.exec(req.toString('latin1'))![1]!;
-        const answer = answers[path]!(req, ++nth);
+        const answer = answers[path]!(req, ++nth, socket.remoteAddress!);
         busy = busy.then(() => (answer === 'close' ? void socket.destroy() : write(socket, answer)));
       }
     });
   });
+  return Object.assign(server, { sockets });
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  origin = byteServer();
   await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
   originPort = (origin.address() as net.AddressInfo).port;
   const spec = gatewaySpec('basic', undefined, {
@@ -211,13 +236,19 @@ async function send(gateway: Gateway, request: string | Buffer): Promise<{ read:
   };
 }
 
-/** The same requests through both gateways, each with its own account: answers and usage. */
-async function both(requests: (auth: string) => (string | Buffer)[]) {
+/**
+ * The same requests through both gateways (`pair`: raw first), each with its own account whose
+ * password gets `suffix` (targeting, e.g. `_country-fr`): answers and usage.
+ */
+async function both(
+  requests: (auth: string) => (string | Buffer)[],
+  { pair = [raw, node], suffix = '' }: { pair?: Gateway[]; suffix?: string } = {},
+) {
   const out = [];
-  for (const gateway of [raw, node]) {
+  for (const gateway of pair) {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     await cacheSynced(db.pool, [gateway]);
-    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    const auth = basicAuth(account.proxyUsername, account.proxyPassword + suffix);
     const reads: string[] = [];
     let written = 0;
     for (const r of requests(auth)) {
@@ -234,10 +265,17 @@ async function both(requests: (auth: string) => (string | Buffer)[]) {
   return { raw: out[0]!, node: out[1]! };
 }
 
-const request = (method: string, path: string, auth: string, extra = '', body: string | Buffer = '') =>
+const request = (
+  method: string,
+  path: string,
+  auth: string,
+  extra = '',
+  body: string | Buffer = '',
+  host = '127.0.0.1',
+) =>
   Buffer.concat([
     Buffer.from(
-      `${method} http://127.0.0.1:${originPort}${path} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n` +
+      `${method} http://${host}:${originPort}${path} HTTP/1.1\r\nHost: ${host}:${originPort}\r\n` +
         `Proxy-Authorization: ${auth}\r\nConnection: close\r\n${extra}\r\n`,
       'latin1',
     ),
@@ -383,5 +421,263 @@ describe('raw upstream client against node:http (same answers, same billing)', (
     // node:http's client hands a 101 to an 'upgrade' listener forward.ts does not have: the
     // customer gets no answer until the idle timeout closes the connection.
     expect(r.node.reads[0]).toBe('');
+  }, 20_000);
+});
+
+// The same through exits (the gap ADR 0038 left): an upstream-proxy exit, whose "proxy" is a
+// byte-exact server like the origin (it answers absolute-form requests itself, so the customer
+// sees the exact bytes each client sent it), and source-address exits (loopback 127.0.0.x).
+describe('raw upstream client against node:http through exits', () => {
+  let proxy: ReturnType<typeof byteServer>;
+  let pair: Gateway[];
+  const PROXY_AUTH = `Basic ${Buffer.from('up:secret').toString('base64')}`;
+  const failures = async (gateway: Gateway) =>
+    (await gateway.registry.getSingleMetric('proxyfleet_gateway_exit_failures_total')!.get()).values.reduce(
+      (n, v) => n + v.value,
+      0,
+    );
+  /** Connections the upstream proxy accepted. */
+  let accepted = 0;
+
+  beforeAll(async () => {
+    proxy = byteServer();
+    proxy.on('connection', () => accepted++);
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const proxyPort = (proxy.address() as net.AddressInfo).port;
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const deadPort = (closed.address() as net.AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const spec = gatewaySpec(
+      'basic',
+      [
+        { name: 'fr-up', upstream: { url: `http://up:secret@127.0.0.1:${proxyPort}` }, country: 'fr' },
+        { name: 'it-dead', upstream: { url: `http://up:secret@127.0.0.1:${deadPort}` }, country: 'it' },
+        { name: 'es-dead', upstream: { url: `http://up:secret@127.0.0.1:${deadPort}` }, country: 'es' },
+        { name: 'es-local', sourceAddress: '127.0.0.3', country: 'es' },
+        { name: 'de-local', sourceAddress: '127.0.0.2', country: 'de' },
+        // An address this host does not have (TEST-NET-1): binding it fails.
+        { name: 'nl-unbound', sourceAddress: '192.0.2.1', country: 'nl' },
+      ],
+      { timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 5, maxLifetimeSeconds: 600 } },
+    );
+    pair = [
+      await startTestGateway(db.pool, db.url, spec, { upstreamClient: 'raw' }),
+      await startTestGateway(db.pool, db.url, spec, { upstreamClient: 'node' }),
+    ];
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const g of pair ?? []) await g.close();
+    proxy?.close();
+  });
+
+  // Each case starts with no pooled sockets: the proxy and the origin close every connection
+  // (idle pooled sockets seeing EOF are dropped by both clients).
+  beforeEach(async () => {
+    for (const s of [...proxy.sockets, ...origin.sockets]) s.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    accepted = 0;
+  });
+
+  it('upstream proxy: the exact request each client sends it (absolute form, Proxy-Authorization, Host, Connection)', async () => {
+    const r = await both((auth) => [request('GET', '/echo', auth)], { pair, suffix: '_country-fr' });
+    const target = `127.0.0.1:${originPort}`;
+    expect(r.raw.reads[0]).toMatch(
+      new RegExp(
+        `\r\n\r\nGET http://${target}/echo HTTP/1\\.1\r\nHost: ${target}\r\n` +
+          `Proxy-Authorization: ${PROXY_AUTH}\r\nConnection: keep-alive\r\n\r\n$`,
+      ),
+    );
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.usage).toEqual(r.node.usage);
+  }, 20_000);
+
+  const cases: [string, string, string?, string?, string?][] = [
+    ['content-length', '/cl'],
+    ['HEAD with a Content-Length', '/head', 'HEAD'],
+    ['100 Continue, then 200', '/100'],
+    ['chunked with extensions and trailers', '/chunked'],
+    ['close-delimited', '/until-close'],
+    ['POST with Content-Length (echoed)', '/echo', 'POST', 'Content-Length: 11\r\n', 'hello world'],
+    [
+      'POST chunked (re-encoded, echoed)',
+      '/echo',
+      'POST',
+      'Transfer-Encoding: chunked\r\n',
+      '5\r\nhello\r\n0\r\n\r\n',
+    ],
+    // The upstream proxy's own 407 is relayed as an origin's answer would be (Proxy-Authenticate
+    // dropped as hop-by-hop), and the exit is not marked failed: node did so, raw does the same.
+    ['a 407 from the upstream proxy: relayed', '/407'],
+    // Through an upstream proxy any failure before the answer is the exit's (isExitFault): both
+    // mark it and answer exit_failed; after the answer began, the customer's connection is cut.
+    ['head cut by EOF: refused, the exit counted failed', '/cut-head'],
+    ['body cut by EOF: cut', '/cut-body'],
+  ];
+  for (const [name, path, method = 'GET', extra = '', body = ''] of cases) {
+    it(`upstream proxy: ${name}`, async () => {
+      const before = await Promise.all(pair.map(failures));
+      const r = await both((auth) => [request(method, path, auth, extra, body)], {
+        pair,
+        suffix: '_country-fr',
+      });
+      expect(r.raw.reads).toEqual(r.node.reads);
+      const status = { '/407': 407, '/cut-head': 502 }[path] ?? 200;
+      expect(r.raw.reads[0]).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      if (status === 407) expect(r.raw.reads[0]).not.toContain('Proxy-Authenticate');
+      if (status === 502) expect(r.raw.reads[0]).toContain('could not be reached');
+      expect(r.raw.usage).toEqual(r.node.usage);
+      if (status !== 502) expect(r.raw.usage.up).toBeGreaterThan(0);
+      const failed = (await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!);
+      expect(failed).toEqual(status === 502 ? [1, 1] : [0, 0]);
+    }, 20_000);
+  }
+
+  it('upstream proxy: one pooled socket per exit, reused across requests and destinations', async () => {
+    const nth = (read: string) => read.slice(read.lastIndexOf('\r\n\r\n') + 4);
+    const dials: number[] = [];
+    const r = await both(
+      (auth) => {
+        dials.push(accepted);
+        return [
+          request('GET', '/nth', auth),
+          request('GET', '/nth', auth),
+          // Another destination: the same connection to the upstream proxy.
+          request('GET', '/nth', auth, '', '', '127.0.0.2'),
+        ];
+      },
+      { pair, suffix: '_country-fr' },
+    );
+    dials.push(accepted);
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.reads.map(nth)).toEqual(['1', '2', '3']);
+    // Each gateway dialled the proxy once.
+    expect(dials[1]! - dials[0]!).toBe(1);
+    expect(dials[2]! - dials[1]!).toBe(1);
+    expect(r.raw.usage).toEqual(r.node.usage);
+  }, 20_000);
+
+  it('upstream proxy: a pooled socket it closed at the next request (stale) is sent again on a new one', async () => {
+    const before = await Promise.all(pair.map(failures));
+    const dials: number[] = [];
+    const r = await both(
+      (auth) => {
+        dials.push(accepted);
+        return [request('GET', '/stale', auth), request('GET', '/stale', auth)];
+      },
+      { pair, suffix: '_country-fr' },
+    );
+    dials.push(accepted);
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.reads[1]).toMatch(/^HTTP\/1\.1 200 OK[^]*fresh$/);
+    expect([dials[1]! - dials[0]!, dials[2]! - dials[1]!]).toEqual([2, 2]);
+    expect(r.raw.usage).toEqual(r.node.usage);
+    // A stale pooled socket is not the exit failing.
+    expect(await Promise.all(pair.map(failures))).toEqual(before);
+  }, 20_000);
+
+  it('upstream proxy refusing the connection: 502 exit_failed, the exit counted failed', async () => {
+    const before = await Promise.all(pair.map(failures));
+    const r = await both((auth) => [request('GET', '/cl', auth)], { pair, suffix: '_country-it' });
+    // exit_failed's message (destination_refused says "refused or closed the connection").
+    expect(r.raw.reads[0]).toMatch(/^HTTP\/1\.1 502 [^]*could not be reached/);
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.usage).toEqual(r.node.usage);
+    expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
+  }, 20_000);
+
+  it('upstream proxy refusing a request with a body: not resent elsewhere, 502 exit_failed', async () => {
+    const before = await Promise.all(pair.map(failures));
+    const r = await both((auth) => [request('POST', '/echo', auth, 'Content-Length: 5\r\n', 'hello')], {
+      pair,
+      suffix: '_country-it',
+    });
+    expect(r.raw.reads[0]).toMatch(/^HTTP\/1\.1 502 [^]*could not be reached/);
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.usage).toEqual(r.node.usage);
+    expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
+  }, 20_000);
+
+  it('upstream proxy refusing, with another exit matching: fails over to it', async () => {
+    const before = await Promise.all(pair.map(failures));
+    // Rotation starts at es-dead (first in the spec), whose proxy refuses; es-local answers.
+    const r = await both((auth) => [request('GET', '/peer', auth), request('GET', '/peer', auth)], {
+      pair,
+      suffix: '_country-es',
+    });
+    expect(r.raw.reads).toEqual(r.node.reads);
+    for (const read of r.raw.reads) expect(read).toMatch(/^HTTP\/1\.1 200 [^]*\r\n\r\n127\.0\.0\.3$/);
+    expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
+    expect(r.raw.usage).toEqual(r.node.usage);
+  }, 20_000);
+
+  it('source-address exit whose address cannot be bound: 502 exit_failed, the exit counted failed', async () => {
+    const before = await Promise.all(pair.map(failures));
+    const r = await both((auth) => [request('GET', '/cl', auth)], { pair, suffix: '_country-nl' });
+    expect(r.raw.reads[0]).toMatch(/^HTTP\/1\.1 502 [^]*could not be reached/);
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(r.raw.usage).toEqual(r.node.usage);
+    expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
+  }, 20_000);
+
+  it('source-address exit: the origin sees the same address and request bytes, the socket is pooled', async () => {
+    const nth = (read: string) => read.slice(read.lastIndexOf('\r\n\r\n') + 4);
+    const r = await both(
+      (auth) => [
+        request('GET', '/peer', auth),
+        request('GET', '/echo', auth),
+        request('POST', '/echo', auth, 'Content-Length: 11\r\n', 'hello world'),
+        request('GET', '/nth', auth),
+        request('GET', '/nth', auth),
+      ],
+      { pair, suffix: '_country-de' },
+    );
+    expect(r.raw.reads).toEqual(r.node.reads);
+    expect(nth(r.raw.reads[0]!)).toBe('127.0.0.2');
+    // Origin-form through a source-address exit, no Proxy-Authorization.
+    expect(r.raw.reads[1]).toMatch(
+      new RegExp(
+        `\r\n\r\nGET /echo HTTP/1\\.1\r\nHost: 127\\.0\\.0\\.1:${originPort}\r\nConnection: keep-alive\r\n\r\n$`,
+      ),
+    );
+    // One pooled socket carried them all: /peer, two /echo, then /nth is its 4th and 5th request.
+    expect(r.raw.reads.slice(3).map(nth)).toEqual(['4', '5']);
+    expect(r.raw.usage).toEqual(r.node.usage);
+  }, 20_000);
+
+  // Where the two legitimately differ through an upstream-proxy exit.
+  it('a malformed answer on a pooled socket: raw answers it, node sends the request again on a new socket', async () => {
+    const before = await Promise.all(pair.map(failures));
+    const r = await both((auth) => [request('GET', '/cl', auth), request('GET', '/bare-lf', auth)], {
+      pair,
+      suffix: '_country-fr',
+    });
+    expect(r.raw.reads[0]).toEqual(r.node.reads[0]);
+    // raw resends only what a stale socket gives (EOF or reset before any byte of an answer): an
+    // answer that began is the answer, refused as the destination's (the socket was reused, so not
+    // the exit's fault, as send() rules too). node's send() resends on any error of a reused
+    // socket; on the new socket the same answer is through an upstream proxy, so the exit's fault.
+    expect(r.raw.reads[1]).toMatch(/^HTTP\/1\.1 502 [^]*refused or closed the connection/);
+    expect(r.node.reads[1]).toMatch(/^HTTP\/1\.1 502 [^]*could not be reached/);
+    expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([0, 1]);
+  }, 20_000);
+
+  it('the customer leaving before the answer: node counts it against the upstream exit, raw does not', async () => {
+    const before = await Promise.all(pair.map(failures));
+    for (const gateway of pair) {
+      const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+      await cacheSynced(db.pool, [gateway]);
+      const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
+      socket.on('error', () => undefined);
+      socket.write(
+        request('GET', '/never', basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr`)),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      socket.destroy();
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    // node's destroyed request emits ECONNRESET, which isExitFault counts for an upstream exit.
+    expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([0, 1]);
   }, 20_000);
 });
