@@ -423,7 +423,11 @@ function sendRaw(
       return;
     }
     // As send(): only the exit's own failure marks it and moves on to the next exit.
-    const exitFault = !reused && isExitFault(err, up !== undefined);
+    // A stale pooled socket (nothing of an answer before it closed) is nobody's fault; once an
+    // answer began, staleness is ruled out, and through an upstream proxy the failure counts
+    // against the exit whether or not the socket was pooled (as node's resend on a new socket ends:
+    // the same answer, the same exit_failed).
+    const exitFault = (!reused || parser.started) && isExitFault(err, up !== undefined);
     if (exitFault) {
       ctx.metrics.exitFailures.inc({
         plan: ctx.plan,
