@@ -156,18 +156,28 @@ export class GatewayProcess {
       // A suspension or a credential change ends the account's live connections at once: they
       // were admitted with credentials that no longer hold (finding 5 of issue 10).
       for (const accountId of revoked)
-        p.cut(accountId, 'live connections cut: account suspended or credentials changed');
+        p.cut({ account: accountId }, 'live connections cut: account suspended or credentials changed', (l) =>
+          l.revoke(accountId),
+        );
       // The account's own username or password changed: its own connections only, not its
       // sub-users', whose credentials still hold (docs/adr/0037).
-      for (const accountId of p.cache.drainRevokedOwn()) p.cutOwn(accountId);
+      for (const accountId of p.cache.drainRevokedOwn())
+        p.cut({ account: accountId }, "live connections cut: the account's credentials changed", (l) =>
+          l.revokeBudget(accountId),
+        );
       // A sub-user suspended, deleted or given new credentials: its connections only (docs/adr/0037).
       for (const [accountId, subUsers] of p.cache.drainRevokedSubUsers())
-        for (const subUserId of subUsers) p.cutSubUser(accountId, subUserId);
+        for (const subUserId of subUsers)
+          p.cut(
+            { account: accountId, subUser: subUserId },
+            'live connections cut: sub-user suspended, deleted or credentials changed',
+            (l) => l.revokeBudget(accountId, subUserId),
+          );
       // An allowlist entry removed (or its targeting changed) ends what it admitted, and only that:
       // the account's connections with credentials stay (docs/adr/0036).
       for (const [accountId, entries] of p.cache.drainRemovedEntries())
-        p.cut(accountId, 'live connections cut: IP allowlist entry removed', (socket) =>
-          entries.has(p.viaAllowlist.get(socket) ?? ''),
+        p.cut({ account: accountId }, 'live connections cut: IP allowlist entry removed', (l) =>
+          l.revoke(accountId, (socket) => entries.has(p.viaAllowlist.get(socket) ?? '')),
         );
     });
     await p.feed.start();
@@ -178,39 +188,17 @@ export class GatewayProcess {
     return p;
   }
 
-  /** Ends an account's live connections (those `which` picks) on every gateway: counted, logged. */
-  private cut(accountId: string, msg: string, which?: (socket: net.Socket) => boolean): void {
+  /** Ends live connections on every gateway, those `revoke` ends on each ledger: counted, logged. */
+  private cut(
+    who: { account: string; subUser?: string },
+    msg: string,
+    revoke: (ledger: Ledger) => number,
+  ): void {
     for (const ledger of this.ledgers) {
-      const cut = ledger.revoke(accountId, which);
+      const cut = revoke(ledger);
       if (!cut) continue;
       this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
-      this.logger.info({ account: accountId, connections: cut, plan: ledger.plan }, msg);
-    }
-  }
-
-  /** Ends the connections admitted with an account's own credentials: counted, logged. */
-  private cutOwn(accountId: string): void {
-    for (const ledger of this.ledgers) {
-      const cut = ledger.revokeOwn(accountId);
-      if (!cut) continue;
-      this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
-      this.logger.info(
-        { account: accountId, connections: cut, plan: ledger.plan },
-        "live connections cut: the account's credentials changed",
-      );
-    }
-  }
-
-  /** Ends a sub-user's live connections on every gateway: counted as revocation cuts, logged. */
-  private cutSubUser(accountId: string, subUserId: string): void {
-    for (const ledger of this.ledgers) {
-      const cut = ledger.revokeSubUser(accountId, subUserId);
-      if (!cut) continue;
-      this.metrics.revocationCuts.inc({ plan: ledger.plan }, cut);
-      this.logger.info(
-        { account: accountId, subUser: subUserId, connections: cut, plan: ledger.plan },
-        'live connections cut: sub-user suspended, deleted or credentials changed',
-      );
+      this.logger.info({ ...who, connections: cut, plan: ledger.plan }, msg);
     }
   }
 

@@ -572,16 +572,11 @@ export class Ledger {
   }
 
   /**
-   * Ends the live connections on the account's own budget (its own credentials changed): its
-   * sub-users' stay.
+   * Ends the live connections of one budget of the account, the others staying: its own
+   * (`subUserId` undefined: its own credentials changed) or one sub-user's (suspended, deleted,
+   * credentials changed).
    */
-  revokeOwn(accountId: string): number {
-    const b = this.budgets.get(budgetKey(accountId));
-    return b ? this.end(b) : 0;
-  }
-
-  /** Ends every live connection of one sub-user (suspended, deleted, credentials changed). */
-  revokeSubUser(accountId: string, subUserId: string): number {
+  revokeBudget(accountId: string, subUserId?: string): number {
     const b = this.budgets.get(budgetKey(accountId, subUserId));
     return b ? this.end(b) : 0;
   }
