@@ -30,13 +30,19 @@ import type { AllowlistDeps } from '../ip-allowlist/routes.ts';
 import { allowlistCreate } from '../ip-allowlist/schemas.ts';
 import { generateProxies, ispProxies, type ProxiesDeps } from '../proxies/service.ts';
 import { validationError } from '../../http/route.ts';
-import { createSubUser, deleteSubUser, getSubUser, listSubUsers, updateSubUser } from '../sub-users/repo.ts';
+import {
+  createSubUser,
+  deleteSubUser,
+  getSubUser,
+  listSubUsers,
+  subUserNames,
+  updateSubUser,
+} from '../sub-users/repo.ts';
 import type { SubUsersDeps } from '../sub-users/routes.ts';
 import { subUserCreate, subUserUpdate, type SubUser } from '../sub-users/schemas.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { productBalances, type UsageService } from '../usage/service.ts';
-import { readTargetStatsEnabled, setTargetStats } from '../targets/repo.ts';
-import { targetsView } from '../targets/routes.ts';
+import { readTargets, readTargetStatsEnabled, setTargetStats } from '../targets/repo.ts';
 import { dayProblem, utcToday } from '../targets/schemas.ts';
 import { TARGET_RETENTION_DAYS } from '../../../../common/src/target-stats.ts';
 import { loadAssets } from './assets.ts';
@@ -311,12 +317,9 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       const problem = asked === undefined ? undefined : dayProblem(asked);
       const date = asked !== undefined && !problem ? asked : utcToday();
       // ?subUser=<id>: only that sub-user's traffic (docs/adr/0037); one that is gone shows the account's.
-      const subUsers = ((await listSubUsers(pool, person.accountId, deps.credentialsKey)) ?? []).map((x) => ({
-        id: x.id,
-        name: x.name,
-      }));
+      const subUsers = await subUserNames(pool, person.accountId);
       const subUser = subUsers.find((x) => x.id === req.query.subUser)?.id;
-      const view = await targetsView(pool, person.accountId, { date, ...(subUser ? { subUser } : {}) });
+      const view = await readTargets(pool, person.accountId, date, undefined, subUser);
       if (!view) throw new AppError('ACCOUNT_NOT_FOUND');
       send(
         res,
@@ -363,7 +366,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     const creds = await readProxyCredentials(pool, who.person.accountId, deps.credentialsKey);
     const isp = await ispProxies(deps.proxies, who.person.accountId);
     const entries = (await listAllowlist(pool, who.person.accountId)) ?? [];
-    const subUsers = (await listSubUsers(pool, who.person.accountId, deps.credentialsKey)) ?? [];
+    const subUsers = await subUserNames(pool, who.person.accountId);
     send(
       res,
       pages.proxiesPage(who.ctx, {
@@ -372,7 +375,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         isp,
         form: extra.form ?? defaultForm(),
         allowlist: { entries, limit: deps.allowlist.limit },
-        subUsers: subUsers.map((x) => ({ id: x.id, name: x.name })),
+        subUsers,
         ...extra,
       }),
       status,

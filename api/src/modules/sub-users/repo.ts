@@ -81,6 +81,15 @@ export async function listSubUsers(
   return rows.filter((r) => r.id !== null).map((r) => toSubUser(r, credentialsKey));
 }
 
+/** The account's sub-users' ids and names, oldest first (pickers: no password unsealed, no usage read). */
+export async function subUserNames(pool: Pool, accountId: string): Promise<{ id: string; name: string }[]> {
+  const { rows } = await pool.query<{ id: string; name: string }>(
+    'SELECT id, name FROM sub_users WHERE account_id = $1 ORDER BY created_at, id',
+    [accountId],
+  );
+  return rows;
+}
+
 /** One sub-user of the account; undefined when the account has none with that id. */
 export async function getSubUser(
   db: Pool | PoolClient,
