@@ -5,6 +5,7 @@
 // node:http with those bytes unread: llhttp then refuses (400, 431) or accepts exactly as it
 // always did. The parser therefore never refuses anything itself; a differential fuzz test
 // against llhttp (connect-head.int.test.ts) proves that what it accepts, llhttp accepts alike.
+import { ALNUM, charTable, FIELD_VALUE, TOKEN } from './http-util.ts';
 
 /** More bytes are needed (everything so far fits the plain form). */
 export const INCOMPLETE = 0;
@@ -36,26 +37,8 @@ const COLON = 0x3a;
 const PREFIX = Buffer.from('CONNECT ', 'latin1');
 const VERSION = Buffer.from('HTTP/1.', 'latin1');
 
-function table(chars: string, ranges: [number, number][] = []): Uint8Array {
-  const t = new Uint8Array(256);
-  for (const c of chars) t[c.charCodeAt(0)] = 1;
-  for (const [from, to] of ranges) t.fill(1, from, to + 1);
-  return t;
-}
-const ALNUM: [number, number][] = [
-  [0x30, 0x39],
-  [0x41, 0x5a],
-  [0x61, 0x7a],
-];
 /** authority-form targets only: reg-name or IPv4, an IPv6 literal in brackets, a port. */
-const TARGET = table('-._~:[]%', ALNUM);
-/** RFC 9110 tchar. */
-const TOKEN = table("!#$%&'*+-.^_`|~", ALNUM);
-/** RFC 9110 field-content: HTAB, SP, VCHAR, obs-text. */
-const VALUE = table('\t ', [
-  [0x21, 0x7e],
-  [0x80, 0xff],
-]);
+const TARGET = charTable('-._~:[]%', ALNUM);
 const PROXY_AUTHORIZATION = 'proxy-authorization';
 // Framing fields on a CONNECT head are unusual and are where llhttp's own rules (duplicates,
 // both at once, their syntax) decide: node:http parses such heads.
@@ -117,7 +100,7 @@ export function parseConnectHead(buf: Buffer): ConnectHead | typeof INCOMPLETE |
     if (DECLINED_FIELDS.has(name)) return DECLINE;
     i++;
     const valueStart = i;
-    while (i < end && VALUE[buf[i]!]) i++;
+    while (i < end && FIELD_VALUE[buf[i]!]) i++;
     if (i === end) return more();
     if (buf[i] !== CR) return DECLINE;
     const valueEnd = i;

@@ -2,6 +2,32 @@
 import type http from 'node:http';
 import type net from 'node:net';
 
+/** A byte table: 1 for the characters of `chars` and of the inclusive `ranges`. */
+export function charTable(chars: string, ranges: [number, number][] = []): Uint8Array {
+  const t = new Uint8Array(256);
+  for (const c of chars) t[c.charCodeAt(0)] = 1;
+  for (const [from, to] of ranges) t.fill(1, from, to + 1);
+  return t;
+}
+export const ALNUM: [number, number][] = [
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x61, 0x7a],
+];
+/** RFC 9110 tchar (field names, methods), by byte. */
+export const TOKEN = charTable("!#$%&'*+-.^_`|~", ALNUM);
+/** RFC 9110 field-content: HTAB, SP, VCHAR, obs-text, by byte. */
+export const FIELD_VALUE = charTable('\t ', [
+  [0x21, 0x7e],
+  [0x80, 0xff],
+]);
+
+/** Whether every character of `s` (latin1) from `from` to `to` is in table `t`. */
+export function allIn(t: Uint8Array, s: string, from = 0, to = s.length): boolean {
+  for (let k = from; k < to; k++) if (!t[s.charCodeAt(k)]) return false;
+  return true;
+}
+
 export interface Refusal {
   status: number;
   /** RFC 9209 error type. */

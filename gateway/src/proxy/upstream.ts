@@ -5,6 +5,7 @@
 // does not accept is an error (forward.ts answers it 502, as node's parse errors are).
 import net from 'node:net';
 import type { Readable } from 'node:stream';
+import { allIn, FIELD_VALUE, TOKEN } from './http-util.ts';
 import { dialFrom, type SourcePorts } from './source-ports.ts';
 
 /** Largest response head (status line and headers), node's default --max-http-header-size. */
@@ -47,15 +48,6 @@ export interface ParserEvents {
   /** The response is complete; `rest` holds bytes after it (there should be none). */
   complete(rest: boolean): void;
 }
-
-const TOKEN = (() => {
-  const t = new Uint8Array(256);
-  for (const c of "!#$%&'*+-.^_`|~") t[c.charCodeAt(0)] = 1;
-  for (let c = 0x30; c <= 0x39; c++) t[c] = 1;
-  for (let c = 0x41; c <= 0x5a; c++) t[c] = 1;
-  for (let c = 0x61; c <= 0x7a; c++) t[c] = 1;
-  return t;
-})();
 
 const State = {
   Head: 0,
@@ -289,7 +281,6 @@ interface ParsedHead {
 }
 
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
-const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Parses a head (without its final CRLFCRLF; lines separated by CRLF, no bare LF). */
 export function parseHead(text: string): ParsedHead {
@@ -312,13 +303,12 @@ export function parseHead(text: string): ParsedHead {
       throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'obs-fold in response head');
     const colon = line.indexOf(':');
     if (colon <= 0) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'header line without a name');
-    for (let k = 0; k < colon; k++) {
-      if (!TOKEN[line.charCodeAt(k)])
-        throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header name');
-    }
+    if (!allIn(TOKEN, line, 0, colon))
+      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header name');
     const name = line.slice(0, colon);
     const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
-    if (!VALUE.test(value)) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header value');
+    if (!allIn(FIELD_VALUE, value))
+      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header value');
     rawHeaders.push(name, value);
     switch (name.length) {
       case 10:
@@ -403,11 +393,9 @@ function checkTrailer(line: Buffer): void {
   const text = line.toString('latin1', 0, line.length - 2);
   const colon = text.indexOf(':');
   if (colon <= 0) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer');
-  for (let k = 0; k < colon; k++) {
-    if (!TOKEN[text.charCodeAt(k)])
-      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer name');
-  }
-  if (!VALUE.test(text.slice(colon + 1)))
+  if (!allIn(TOKEN, text, 0, colon))
+    throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer name');
+  if (!allIn(FIELD_VALUE, text, colon + 1))
     throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer value');
 }
 
