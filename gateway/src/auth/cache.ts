@@ -183,29 +183,21 @@ export class CredentialCache {
       // An entry is the same only with the same id, range and targeting.
       const kept = new Set((now?.allowlist ?? []).map(entryKey));
       const gone = (old.allowlist ?? []).filter((e) => !kept.has(entryKey(e))).map((e) => e.id);
-      if (gone.length)
-        this.removedEntries.set(id, new Set([...(this.removedEntries.get(id) ?? []), ...gone]));
+      addAll(this.removedEntries, id, gone);
       if (!now || now.status !== 'active') {
         revoked.add(id);
         continue;
       }
       // The account's own credentials changed: its own connections end, its sub-users' stay
       // (their credentials still hold, docs/adr/0037).
-      if (now.username !== old.username || !now.passwordSha256.equals(old.passwordSha256))
-        this.revokedOwn.add(id);
+      if (!sameCredentials(now, old)) this.revokedOwn.add(id);
       const current = new Map((now.subUsers ?? []).map((e) => [e.subUser!.id, e]));
       const cut = new Set<string>();
       for (const sub of old.subUsers ?? []) {
         const e = current.get(sub.subUser!.id);
-        if (
-          !e ||
-          e.status !== 'active' ||
-          e.username !== sub.username ||
-          !e.passwordSha256.equals(sub.passwordSha256)
-        )
-          cut.add(sub.subUser!.id);
+        if (!e || e.status !== 'active' || !sameCredentials(e, sub)) cut.add(sub.subUser!.id);
       }
-      if (cut.size) this.revokedSubUsers.set(id, new Set([...(this.revokedSubUsers.get(id) ?? []), ...cut]));
+      addAll(this.revokedSubUsers, id, cut);
     }
     return revoked;
   }
@@ -255,6 +247,18 @@ export class CredentialCache {
       this.byUsername.delete(username);
       this.usernameOf.delete(accountId);
     }
+  }
+}
+
+const sameCredentials = (a: CachedAccount, b: CachedAccount) =>
+  a.username === b.username && a.passwordSha256.equals(b.passwordSha256);
+
+/** Adds `items` to the set of `key` (none: nothing added). */
+function addAll(map: Map<string, Set<string>>, key: string, items: Iterable<string>): void {
+  for (const item of items) {
+    let set = map.get(key);
+    if (!set) map.set(key, (set = new Set()));
+    set.add(item);
   }
 }
 
