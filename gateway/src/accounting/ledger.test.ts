@@ -131,6 +131,87 @@ describe('the ledger throttle', () => {
   });
 });
 
+/**
+ * A source whose resume() relays what it had read before it was paused at once, inside the call,
+ * as the raw upstream client's Valve does (resume → flow → parser.proceed → body → Tab.onChunk):
+ * `relay(bytes)` is what that relaying costs the budget.
+ */
+function eagerStream(
+  b: Budget,
+  relay: (bytes: number) => void,
+): { s: PassThrough; stall(bytes: number): void } {
+  const s = stream(b);
+  let stalled = 0;
+  const resume = s.resume.bind(s);
+  s.resume = () => {
+    resume();
+    const bytes = stalled;
+    stalled = 0;
+    if (bytes) relay(bytes);
+    return s;
+  };
+  return { s, stall: (bytes) => (stalled += bytes) };
+}
+
+describe('a release whose resumed stream relays at once (the raw client, docs/adr/0038)', () => {
+  // On a fast machine the throttle held nothing: throttle.int.test.ts's capped account moved 4 MB
+  // at 10 MiB/s against a 512 KiB/s cap. The release resumed a Valve, its stalled bytes put the
+  // bucket in debt again inside the release, the new hold skipped the streams still in the held
+  // set, and the release then resumed them and cleared the set: held in name, flowing in fact.
+  it('keeps the budget held when the resumed bytes put the bucket in debt again', () => {
+    const { ledger: l, budget } = ledger(
+      () => 1024 * KiB,
+      () => 1,
+    );
+    const b = budget('a');
+    const eager = eagerStream(b, (bytes) => l.throttled(b, bytes));
+    const other = stream(b);
+    l.throttled(b, 1024 * KiB + 128 * KiB); // the burst and 125 ms of debt
+    eager.stall(128 * KiB); // read before the pause: relayed on resume, 125 ms more
+    jest.advanceTimersByTime(130);
+    expect([eager.s.isPaused(), other.isPaused(), b.holds, b.held.size]).toEqual([
+      true,
+      true,
+      HOLD_THROTTLE,
+      2,
+    ]);
+    jest.advanceTimersByTime(130);
+    expect([eager.s.isPaused(), other.isPaused(), b.holds, b.held.size]).toEqual([false, false, 0, 0]);
+  });
+
+  it("keeps the account's other budgets held when the first one released goes back into debt", () => {
+    const { ledger: l, budget } = ledger(
+      () => 1024 * KiB,
+      () => 1,
+    );
+    const own = budget('a');
+    const sub = budget('a', 's1');
+    const eager = eagerStream(own, (bytes) => l.throttled(own, bytes));
+    const subStream = stream(sub);
+    l.throttled(sub, 1024 * KiB + 128 * KiB);
+    eager.stall(128 * KiB);
+    jest.advanceTimersByTime(130);
+    expect([eager.s.isPaused(), subStream.isPaused()]).toEqual([true, true]);
+    expect([own.holds, sub.holds]).toEqual([HOLD_THROTTLE, HOLD_THROTTLE]);
+    jest.advanceTimersByTime(130);
+    expect([eager.s.isPaused(), subStream.isPaused()]).toEqual([false, false]);
+  });
+
+  it('keeps a lease hold that the resumed bytes ask for', () => {
+    const { budget } = ledger(
+      () => 0,
+      () => 1,
+    );
+    const b = budget('a');
+    const eager = eagerStream(b, () => b.hold(HOLD_LEASE));
+    const other = stream(b);
+    b.hold(HOLD_LEASE);
+    eager.stall(64 * KiB);
+    b.release(HOLD_LEASE);
+    expect([eager.s.isPaused(), other.isPaused(), b.holds, b.held.size]).toEqual([true, true, HOLD_LEASE, 2]);
+  });
+});
+
 describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
   const groupLedger = (fleet = 1) => unitLedger({ fleetSize: () => fleet });
 

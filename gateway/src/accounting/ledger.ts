@@ -329,7 +329,12 @@ export class Ledger {
     const bucket = g.bucket;
     const wait = bucket ? (throttle.refill(bucket, performance.now()), throttle.waitMs(bucket)) : 0;
     if (wait > 0) return this.scheduleGroupUnthrottle(g, wait);
-    for (const b of g.budgets) b.release(HOLD_THROTTLE);
+    // A released stream that relays at once can put the bucket in debt again (Budget.release):
+    // that holds every budget of the account anew, and the rest are not released.
+    for (const b of g.budgets) {
+      if (g.throttleTimer) break;
+      b.release(HOLD_THROTTLE);
+    }
   }
 
   /**

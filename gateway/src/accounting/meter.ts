@@ -156,11 +156,19 @@ export class Budget {
     }
   }
 
-  /** Drops `reason`; the streams resume only when no other reason holds them. */
+  /**
+   * Drops `reason`; the streams resume only when no other reason holds them. A stream may relay at
+   * once inside its resume() (the raw upstream client's Valve) and so hold the budget again: the
+   * streams not yet resumed then stay paused, and held by that new hold.
+   */
   release(reason: number): void {
     this.holds &= ~reason;
     if (this.holds !== 0) return;
-    for (const stream of this.held) if (!stream.destroyed) stream.resume();
+    const streams = [...this.held];
     this.held.clear();
+    for (const stream of streams) {
+      if (this.holds !== 0) break;
+      if (!stream.destroyed) stream.resume();
+    }
   }
 }
