@@ -258,9 +258,12 @@ describe('response parser: refusals and framing', () => {
     expect(parse([], { eof: true }).error).toBe('ECONNRESET');
   });
 
-  it('keeps header names and values as sent (OWS trimmed), identical CLs accepted', () => {
-    const h = parseHead('HTTP/1.1 200 Fine\r\nX-Case:  v a \r\nContent-Length: 2\r\ncontent-length: 2');
-    expect(h.rawHeaders).toEqual(['X-Case', 'v a', 'Content-Length', '2', 'content-length', '2']);
+  it('keeps header names and values as sent (OWS trimmed); refuses a repeated Content-Length, even identical', () => {
+    const h = parseHead('HTTP/1.1 200 Fine\r\nX-Case:  v a \r\nContent-Length: 2');
+    expect(h.rawHeaders).toEqual(['X-Case', 'v a', 'Content-Length', '2']);
+    expect(() => parseHead('HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2')).toThrow(
+      'repeated Content-Length',
+    );
     expect(h.statusMessage).toBe('Fine');
   });
 

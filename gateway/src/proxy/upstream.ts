@@ -128,6 +128,9 @@ export class ResponseParser {
           if (head.statusCode < 200) {
             if (head.statusCode === 101)
               throw new UpstreamParseError('HPE_UNEXPECTED_UPGRADE', '101 without an upgrade');
+            // An interim answer that closes the connection leaves no room for the final one (llhttp).
+            if (!head.keepAlive)
+              throw new UpstreamParseError('HPE_CLOSED_CONNECTION', 'interim response closes the connection');
             continue; // 100, 102, 103: interim, skipped as node's client does for forward.ts
           }
           this.begin(head, head.framing);
@@ -259,7 +262,8 @@ export class ResponseParser {
 /** Index after the head's CRLFCRLF, or -1; throws on a bare LF (scanning from `from`). */
 function headEnd(buf: Buffer, from: number): number {
   let i = buf.indexOf(LF, from);
-  while (i >= 0) {
+  // (A head ending past the limit is refused as too large, however the bytes were split.)
+  while (i >= 0 && i <= MAX_HEAD_BYTES) {
     if (i === 0 || buf[i - 1] !== CR)
       throw new UpstreamParseError('HPE_CR_EXPECTED', 'bare LF in response head');
     if (i >= 3 && buf[i - 2] === LF && buf[i - 3] === CR) return i + 1;
@@ -328,8 +332,9 @@ export function parseHead(text: string): ParsedHead {
           if (!/^\d+$/.test(value) || value.length > 15) {
             throw new UpstreamParseError('HPE_INVALID_CONTENT_LENGTH', 'invalid Content-Length');
           }
-          if (contentLength !== undefined && Number(contentLength) !== Number(value)) {
-            throw new UpstreamParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'differing Content-Lengths');
+          // A second one, even identical, as llhttp (RFC 9110 8.6 allows either).
+          if (contentLength !== undefined) {
+            throw new UpstreamParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'repeated Content-Length');
           }
           contentLength = value;
         }
@@ -380,13 +385,43 @@ function chunkSize(line: Buffer): number {
   if (i === 0) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk size');
   if (i < end) {
     if (line[i] !== 0x3b) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk size');
-    for (let k = i + 1; k < end; k++) {
-      const c = line[k]!;
-      if ((c < 0x20 && c !== 0x09) || c === 0x7f)
-        throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk extension');
-    }
+    if (!chunkExtensions(line, i, end)) throw new UpstreamParseError('HPE_STRICT', 'invalid chunk extension');
   }
   return size;
+}
+
+/**
+ * Whether line[from, end) is `*( ";" token [ "=" ( token / quoted-string ) ] )` with no whitespace
+ * (RFC 9112 7.1.1 without its BWS, as strict llhttp reads it); the extensions themselves are ignored.
+ */
+function chunkExtensions(line: Buffer, from: number, end: number): boolean {
+  let i = from;
+  while (i < end) {
+    if (line[i] !== 0x3b) return false;
+    const name = ++i;
+    while (i < end && TOKEN[line[i]!]) i++;
+    if (i === name) return false;
+    if (i === end || line[i] === 0x3b) continue;
+    if (line[i++] !== 0x3d) return false;
+    if (line[i] === 0x22) {
+      // quoted-string: qdtext (HTAB, SP, 0x21, 0x23-0x5B, 0x5D-0x7E, obs-text) or a quoted-pair
+      for (i++; ; i++) {
+        if (i >= end) return false;
+        const c = line[i]!;
+        if (c === 0x22) break;
+        if (c === 0x5c) {
+          const q = line[++i];
+          if (i >= end || q === undefined || (q < 0x20 && q !== 0x09) || q === 0x7f) return false;
+        } else if ((c < 0x20 && c !== 0x09) || c === 0x7f) return false;
+      }
+      i++;
+    } else {
+      const value = i;
+      while (i < end && TOKEN[line[i]!]) i++;
+      if (i === value) return false;
+    }
+  }
+  return true;
 }
 
 function checkTrailer(line: Buffer): void {
