@@ -82,9 +82,10 @@ describe('a second npm start on the same data directory', () => {
 
     const second = startEntrypoint('dev/main.ts', env(portB));
     procs.push(second);
+    // A bound on a hang, not a speed: a cold start on a busy machine takes far more than 15 s.
     const code = await Promise.race([
       second.exited,
-      new Promise((r) => setTimeout(() => r('still running'), 15_000)),
+      new Promise((r) => setTimeout(() => r('still running'), 60_000)),
     ]);
     expect(code).not.toBe(0);
     expect(code).not.toBe('still running');
@@ -108,7 +109,7 @@ describe('a second npm start on the same data directory', () => {
     expect(await third.exited).toBe(0);
     const pid = await postmasterPid(dataDir);
     expect(pid === undefined || !alive(pid)).toBe(true);
-  }, 150_000);
+  }, 240_000);
 });
 
 /** `npm start` in its own process group, as a shell runs a foreground job. */
@@ -294,7 +295,7 @@ describe('npm start: every signal a terminal sends bills every counted byte and 
     await expectAllGone(p, postgresPid);
     const ms = Date.now() - started;
     process.stdout.write(`idle shutdown of npm start: ${ms} ms\n`);
-    expect(ms).toBeLessThan(20_000);
+    expect(ms).toBeLessThan(45_000);
   }, 180_000);
 });
 

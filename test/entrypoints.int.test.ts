@@ -72,7 +72,8 @@ spec:
         ...env(port),
       });
       running.push(proc);
-      await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+      // A cold start (module loading, migrations checked) can take tens of seconds on a busy machine.
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 200, 45_000);
       const ready = JSON.parse(await waitForHttp(`http://127.0.0.1:${port}/readyz`)) as {
         ready: boolean;
         checks: Record<string, string>;
@@ -84,6 +85,8 @@ spec:
       expect(await proc.exited).toBe(0);
       await proc.waitForLog('shutdown complete');
     },
+    // The waits above (45 s + 20 s) and the 10 s grace period, with room: not the 30 s default.
+    90_000,
   );
 
   it('refuses to start on bad configuration, naming every bad variable', async () => {

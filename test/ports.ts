@@ -16,13 +16,27 @@ function bindable(port: number): Promise<boolean> {
   });
 }
 
-/** A port nobody listens on right now, outside the ephemeral range (random, checked by binding it). */
+/**
+ * The ports already handed out in this process: a port chosen but not yet listened on is still
+ * bindable, so several calls before the servers start (test/kube/env.ts: etcd's two and the API
+ * server's) could otherwise get the same one.
+ */
+const given = new Set<number>();
+
+/**
+ * A port nobody listens on right now, outside the ephemeral range (random, checked by binding it),
+ * and never one this process was given before.
+ */
 export async function freePort(): Promise<number> {
   const { low } = ephemeralRange();
   const high = Math.max(LOWEST + 1_000, low);
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = LOWEST + Math.floor(Math.random() * (high - LOWEST));
-    if (await bindable(port)) return port;
+    if (given.has(port)) continue;
+    if (await bindable(port)) {
+      given.add(port);
+      return port;
+    }
   }
   throw new Error(`no free port found between ${LOWEST} and ${high} in 100 attempts`);
 }

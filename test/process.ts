@@ -12,7 +12,10 @@ export interface RunningProcess {
   lines: string[];
   /** Resolves with the first parsed JSON log line whose msg matches. */
   waitForLog(msg: string | RegExp, timeoutMs?: number): Promise<Record<string, unknown>>;
-  /** Resolves with the exit code (or signal name). */
+  /**
+   * Resolves with the exit code (or signal name) once the process has exited and its output has
+   * been read to the end (every line is in `lines`).
+   */
   exited: Promise<number | string>;
   kill(signal?: NodeJS.Signals): void;
 }
@@ -43,8 +46,10 @@ export function startEntrypoint(script: string, env: Record<string, string | und
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
+  // 'close', not 'exit': 'exit' can come before the last of stdout and stderr has been read, and a
+  // waitForLog() after `exited` would then miss a line the process did write.
   const exited = new Promise<number | string>((resolve) =>
-    child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+    child.on('close', (code, signal) => resolve(code ?? signal ?? -1)),
   );
   return {
     child,

@@ -30,6 +30,8 @@ export interface TestOperatorOptions {
   pool: Pool;
   leaseNamespace?: string;
   identity?: string;
+  /** Leader-election timings (default: lease 3 s, renew deadline 2 s, retry 500 ms). */
+  lease?: { durationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
   overrides?: Partial<OperatorOptions>;
 }
 
@@ -52,9 +54,9 @@ export function createTestOperator(o: TestOperatorOptions): Operator {
           namespace: o.leaseNamespace,
           name: LEASE_NAME,
           identity: o.identity ?? 'test',
-          leaseDurationMs: 3_000,
-          renewDeadlineMs: 2_000,
-          retryPeriodMs: 500,
+          leaseDurationMs: o.lease?.durationMs ?? 3_000,
+          renewDeadlineMs: o.lease?.renewDeadlineMs ?? 2_000,
+          retryPeriodMs: o.lease?.retryPeriodMs ?? 500,
         }
       : false,
     ...o.overrides,

@@ -119,8 +119,21 @@ describe('client-side query timeout', () => {
   }, 60_000);
 
   it('a slow statement on a live server is cancelled by the server first, with its own error', async () => {
-    // statement_timeout is below the query timeout (statementTimeoutFor): 1.5 s for 2 s.
-    const result = await outcome(() => pool.query('SELECT pg_sleep(10)'));
-    expect(sqlState(result)).toBe('57014');
+    // statement_timeout is below the query timeout (statementTimeoutFor): 9 s for 12 s. The 2 s
+    // pool above leaves the server's error only 500 ms to arrive before the client gives up, too
+    // little on a busy machine; 3 s still fails this if the two timeouts were the other way round.
+    const slow = createPool({
+      url: db.url,
+      max: 1,
+      applicationName: 'pool-statement-timeout-test',
+      logger: createLogger('test', 'silent'),
+      queryTimeoutMs: 12_000,
+    });
+    try {
+      const result = await outcome(() => slow.query('SELECT pg_sleep(30)'));
+      expect(sqlState(result)).toBe('57014');
+    } finally {
+      await slow.end();
+    }
   }, 30_000);
 });

@@ -25,13 +25,20 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** Starts a request on a raw connection and counts every byte the client moves until it closes. */
-function transfer(port: number, request: string): { done: Promise<{ written: number; read: number }> } {
+/**
+ * Starts a request on a raw connection and counts every byte the client moves until it closes;
+ * `started` resolves with the first bytes of the answer (the gateway has the transfer under way).
+ */
+function transfer(
+  port: number,
+  request: string,
+): { started: Promise<void>; done: Promise<{ written: number; read: number }> } {
   const socket = net.connect({ port, host: '127.0.0.1' });
   socket.on('error', () => undefined);
   socket.on('connect', () => socket.write(request));
   socket.on('data', () => undefined);
   return {
+    started: new Promise((r) => socket.once('data', () => r())),
     done: new Promise((r) =>
       socket.on('close', () => r({ written: socket.bytesWritten, read: socket.bytesRead })),
     ),
@@ -60,7 +67,8 @@ describe('graceful shutdown', () => {
         pod.port,
         `CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${auth}\r\n\r\nGET /slow/2000000/${ms} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
       );
-      await new Promise((r) => setTimeout(r, 500));
+      // SIGTERM lands mid-transfer only once both answers have begun (not after a guessed 500 ms).
+      await Promise.all([plain.started, tunnel.started]);
       const exit = pod.stop('SIGTERM');
       const [a, b] = await Promise.all([plain.done, tunnel.done]);
       expect(await exit).toBe(0);

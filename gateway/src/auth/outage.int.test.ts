@@ -83,9 +83,21 @@ describe('database outage', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(laterStatus).toBe(200);
-    await gateway.ledger.flush();
-    const usage = await recordedUsage(db.pool, known.id);
-    expect(usage).toEqual({ up: written, down: read, requests: 6 });
+    // The usage kept during the outage is written by a flush that reaches the database: the first
+    // one after the restore may still meet a pool connection from before the cut, so flush until
+    // the usage is in (deadline 20 s), then check it is exactly what was moved.
+    const expected = { up: written, down: read, requests: 6 };
+    const flushDeadline = Date.now() + 20_000;
+    const inFull = (u: typeof expected) =>
+      u.up === expected.up && u.down === expected.down && u.requests === expected.requests;
+    let usage: typeof expected;
+    while (true) {
+      await gateway.ledger.flush();
+      usage = await recordedUsage(db.pool, known.id);
+      if (inFull(usage) || Date.now() > flushDeadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(usage).toEqual(expected);
     await fold(db.pool);
   }, 60_000);
 

@@ -41,27 +41,45 @@ afterAll(async () => {
 });
 
 /**
- * Sends `pieces` (20 ms apart), then `end` (FIN) if asked, and reads until the gateway closes or
- * `expect` bytes came; returns everything read (Date headers blanked: the origin's clock moves).
+ * Sends `pieces` (20 ms apart, or each once what was read so far matches its `after` pattern),
+ * then `end` (FIN) if asked, and reads until the gateway closes or `expect` bytes came; returns
+ * everything read (Date headers blanked: the origin's clock moves).
  */
 async function exchange(
   port: number,
   pieces: (string | Buffer)[],
-  options: { expect?: number; end?: boolean; gapMs?: number } = {},
+  options: { expect?: number; end?: boolean; after?: (RegExp | undefined)[] } = {},
 ): Promise<string> {
   const socket = net.connect({ port, host: '127.0.0.1' });
   socket.on('error', () => undefined);
   await new Promise<void>((r) => socket.once('connect', () => r()));
   let read = Buffer.alloc(0);
+  let closed = false;
+  let progress: () => void = () => undefined;
   const done = new Promise<void>((resolve) => {
     socket.on('data', (c: Buffer) => {
       read = Buffer.concat([read, c]);
+      progress();
       if (options.expect !== undefined && read.length >= options.expect) resolve();
     });
-    socket.once('close', () => resolve());
+    socket.once('close', () => {
+      closed = true;
+      progress();
+      resolve();
+    });
   });
+  /** Until the bytes read so far match `pattern` (or the gateway closed: nothing more comes). */
+  const readUntil = (pattern: RegExp) =>
+    new Promise<void>((resolve) => {
+      progress = () => {
+        if (closed || pattern.test(read.toString('latin1'))) resolve();
+      };
+      progress();
+    });
   for (const [i, piece] of pieces.entries()) {
-    if (i > 0) await new Promise((r) => setTimeout(r, options.gapMs ?? 20));
+    const after = options.after?.[i];
+    if (after) await readUntil(after);
+    else if (i > 0) await new Promise((r) => setTimeout(r, 20));
     socket.write(piece);
   }
   if (options.end) socket.end();
@@ -83,7 +101,13 @@ const refusals = async (gateway: typeof fast) =>
 type Case = [
   name: string,
   pieces: (auth: string) => (string | Buffer)[],
-  options?: { expect?: number; end?: boolean; gapMs?: number; bandwidth?: number; tunnelled?: boolean },
+  options?: {
+    expect?: number;
+    end?: boolean;
+    after?: (RegExp | undefined)[];
+    bandwidth?: number;
+    tunnelled?: boolean;
+  },
 ];
 
 describe('CONNECT fast path against node:http', () => {
@@ -92,8 +116,14 @@ describe('CONNECT fast path against node:http', () => {
     `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${auth}\r\n\r\n`;
   // The origin closes after its answer, and the tunnel with it: the exchange reads everything.
   const inner = 'GET /bytes/5000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+  /** The end of the tunnel's 200, read before the request inside goes. */
+  const established = /Connection Established\r\n\r\n$/;
   const cases: Case[] = [
-    ['a tunnel, the request inside sent after the 200', (a) => [head(a), inner], { tunnelled: true }],
+    [
+      'a tunnel, the request inside sent after the 200',
+      (a) => [head(a), inner],
+      { after: [undefined, established], tunnelled: true },
+    ],
     ['a tunnel with the request inside sent with the head', (a) => [head(a) + inner], { tunnelled: true }],
     ['a head arriving in pieces', (a) => [...head(a).match(/.{1,7}/gs)!, inner], { tunnelled: true }],
     [
@@ -137,9 +167,10 @@ describe('CONNECT fast path against node:http', () => {
         head(a),
         inner,
       ],
-      // (The CONNECT waits for the plain answer: sent at once, node:http's 200 for the tunnel can
-      // land inside the plain answer's body on either path.)
-      { gapMs: 300, tunnelled: true },
+      // (The CONNECT waits for the whole plain answer: sent at once, node:http's 200 for the tunnel
+      // can land inside the plain answer's body on either path. The request inside the tunnel
+      // waits for the 200.)
+      { after: [undefined, /\r\n\r\nx{10}$/, established], tunnelled: true },
     ],
   ];
 

@@ -16,6 +16,7 @@ import {
   startTestGateway,
   type Origin,
 } from '../testing/harness.ts';
+import { until } from '../../../test/process.ts';
 
 let db: TestDatabase;
 let origin: Origin;
@@ -119,8 +120,23 @@ describe('gateway hardening', () => {
   }, 15_000);
 
   it('caps unauthenticated connections per source address; other sources and customers are served', async () => {
+    const sourceCapRefusals = async () =>
+      (await gateway.registry.getSingleMetric('proxyfleet_gateway_connection_refusals_total')!.get()).values
+        .filter((v) => v.labels.reason === 'source_cap')
+        .reduce((n, v) => n + v.value, 0);
+    const refusedBefore = await sourceCapRefusals();
     const flood = await Promise.all(Array.from({ length: 100 }, () => connect(gateway.port, '127.0.6.1')));
-    await new Promise((r) => setTimeout(r, 300));
+    // Waits for the gateway to have reset every connection over the cap, however long its accepts
+    // take on a busy machine. The count of resets is the proof: the 20 admitted connections are
+    // closed too after headersSeconds (2 s), so fewer than 20 open alone would prove nothing then.
+    await until(
+      async () =>
+        (await sourceCapRefusals()) - refusedBefore >= 100 - UNAUTHENTICATED_PER_SOURCE &&
+        flood.filter((s) => !s.destroyed).length <= UNAUTHENTICATED_PER_SOURCE,
+      'the gateway to reset the flood over the per-source cap',
+      15_000,
+    );
+    expect((await sourceCapRefusals()) - refusedBefore).toBe(100 - UNAUTHENTICATED_PER_SOURCE);
     const open = flood.filter((s) => !s.destroyed);
     expect(open.length).toBeLessThanOrEqual(UNAUTHENTICATED_PER_SOURCE);
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
@@ -171,7 +187,11 @@ describe('gateway hardening', () => {
   it('does not count a request the client abandoned as a refusal', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
     await cacheSynced(db.pool, [gateway]);
-    const silent = net.createServer((s) => s.on('error', () => undefined));
+    let reached = false;
+    const silent = net.createServer((s) => {
+      reached = true;
+      s.on('error', () => undefined);
+    });
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const fiveXx = async () =>
       (await gateway.registry.getSingleMetric('proxyfleet_gateway_refusals_total')!.get()).values
@@ -185,13 +205,19 @@ describe('gateway hardening', () => {
         basicAuth(account.proxyUsername, account.proxyPassword),
       ),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // The client gives up only once the gateway waits on the upstream (not while it still parses
+    // or authenticates), and the gateway's verdict is awaited, not guessed to take 300 ms.
+    await until(() => reached, 'the request to reach the silent upstream', 10_000);
     client.destroy();
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await fiveXx()).toBe(before);
-    expect(await metricText()).toMatch(
-      /proxyfleet_gateway_refusals_total\{plan="basic",reason="client_abandoned",status_class="none"\} 1/,
+    const abandoned =
+      /proxyfleet_gateway_refusals_total\{plan="basic",reason="client_abandoned",status_class="none"\} 1\n/;
+    await until(
+      async () => abandoned.test(await metricText()),
+      'the abandoned request to be counted',
+      10_000,
     );
+    expect(await fiveXx()).toBe(before);
+    expect(await metricText()).toMatch(abandoned);
     silent.close();
   });
 

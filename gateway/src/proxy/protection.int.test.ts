@@ -33,14 +33,10 @@ let certDir: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   origin = await startOrigin();
-  gateway = await startTestGateway(
-    db.pool,
-    db.url,
-    gatewaySpec('basic', undefined, {
-      limits: { maxConnectionsPerAccount: 2 },
-      timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 1, maxLifetimeSeconds: 60 },
-    }),
-  );
+  // idleSeconds 60: a tunnel the tests keep open without traffic (the 429 tests' first ones, a TLS
+  // handshake) must not be closed as idle while a busy machine opens the next. The idle cut has
+  // its own gateway (idleSpec).
+  gateway = await startTestGateway(db.pool, db.url, idleSpec(60));
   // A throwaway certificate for an HTTPS origin: the bytes billed inside a tunnel are TLS records.
   certDir = mkdtempSync(path.join(tmpdir(), 'pf-tls-'));
   execFileSync(
@@ -79,6 +75,13 @@ afterAll(async () => {
   await db?.drop();
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
+
+function idleSpec(idleSeconds: number) {
+  return gatewaySpec('basic', undefined, {
+    limits: { maxConnectionsPerAccount: 2 },
+    timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds, maxLifetimeSeconds: 60 },
+  });
+}
 
 const closed = (socket: Socket) =>
   new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
@@ -189,17 +192,22 @@ describe('protection', () => {
   });
 
   it('closes idle tunnels after idleSeconds', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
-    const t = await openTunnel(
-      gateway.port,
-      `127.0.0.1:${origin.port}`,
-      basicAuth(account.proxyUsername, account.proxyPassword),
-    );
-    expect(t.status).toBe(200);
-    const started = Date.now();
-    await closed(t.socket);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    const idle = await startTestGateway(db.pool, db.url, idleSpec(1));
+    try {
+      const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+      await cacheSynced(db.pool, [idle]);
+      const t = await openTunnel(
+        idle.port,
+        `127.0.0.1:${origin.port}`,
+        basicAuth(account.proxyUsername, account.proxyPassword),
+      );
+      expect(t.status).toBe(200);
+      const started = Date.now();
+      await closed(t.socket);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    } finally {
+      await idle.close();
+    }
   });
 
   it('backs off an address after repeated failed authentication, even with right credentials', async () => {

@@ -14,6 +14,7 @@ import {
   startTestGateway,
   usageAfterClose,
 } from '../testing/harness.ts';
+import { until } from '../../../test/process.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 
@@ -172,10 +173,12 @@ async function write(socket: net.Socket, a: Answer): Promise<void> {
 
 /**
  * A raw TCP server answering each request by its path (origin-form or absolute-form) from
- * `answers`; `sockets` holds its open connections (so a test can close them all).
+ * `answers`; `sockets` holds its open connections (so a test can close them all), `received`
+ * how many requests it has read for each path.
  */
-function byteServer(): net.Server & { sockets: Set<net.Socket> } {
+function byteServer(): net.Server & { sockets: Set<net.Socket>; received: Map<string, number> } {
   const sockets = new Set<net.Socket>();
+  const received = new Map<string, number>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -189,12 +192,13 @@ function byteServer(): net.Server & { sockets: Set<net.Socket> } {
         const req = buf.subarray(0, n);
         buf = buf.subarray(n);
         const path = /^[A-Z]+ (?:http:\/\/[^/]+)?([^ ?]*)/.exec(req.toString('latin1'))![1]!;
+        received.set(path, (received.get(path) ?? 0) + 1);
         const answer = answers[path]!(req, ++nth, socket.remoteAddress!);
         busy = busy.then(() => (answer === 'close' ? void socket.destroy() : write(socket, answer)));
       }
     });
   });
-  return Object.assign(server, { sockets });
+  return Object.assign(server, { sockets, received });
 }
 
 beforeAll(async () => {
@@ -662,20 +666,39 @@ describe('raw upstream client against node:http through exits', () => {
 
   // Where the two legitimately differ through an upstream-proxy exit.
   it('the customer leaving before the answer: node counts it against the upstream exit, raw does not', async () => {
+    const abandoned = async (gateway: Gateway) =>
+      (await gateway.registry.getSingleMetric('proxyfleet_gateway_refusals_total')!.get()).values
+        .filter((v) => v.labels.reason === 'client_abandoned')
+        .reduce((n, v) => n + v.value, 0);
     const before = await Promise.all(pair.map(failures));
+    const abandonedBefore = await Promise.all(pair.map(abandoned));
     for (const gateway of pair) {
       const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
       await cacheSynced(db.pool, [gateway]);
+      const sent = proxy.received.get('/never') ?? 0;
       const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
       socket.on('error', () => undefined);
       socket.write(
         request('GET', '/never', basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr`)),
       );
-      await new Promise((r) => setTimeout(r, 300));
+      // The customer leaves once the upstream proxy has the request (not before it is sent).
+      await until(
+        () => (proxy.received.get('/never') ?? 0) > sent,
+        'the upstream proxy to get the request',
+        10_000,
+      );
       socket.destroy();
     }
-    await new Promise((r) => setTimeout(r, 200));
+    // Both gateways' verdicts, awaited: raw counts the abandonment, node the exit's failure.
+    const delta = async (count: (g: Gateway) => Promise<number>, then: number[]) =>
+      (await Promise.all(pair.map(count))).map((n, i) => n - then[i]!);
+    await until(
+      async () =>
+        (await delta(abandoned, abandonedBefore))[0]! >= 1 && (await delta(failures, before))[1]! >= 1,
+      'raw to count the abandonment and node the exit failure',
+      10_000,
+    );
     // node's destroyed request emits ECONNRESET, which isExitFault counts for an upstream exit.
-    expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([0, 1]);
+    expect(await delta(failures, before)).toEqual([0, 1]);
   }, 20_000);
 });

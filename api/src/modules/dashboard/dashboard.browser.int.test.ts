@@ -15,6 +15,7 @@ import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
 import { until } from '../../../../test/process.ts';
 import {
   basicAuth,
+  cacheSynced,
   fold,
   gatewaySpec,
   rawExchange,
@@ -532,6 +533,8 @@ maybe('customer dashboard in Chromium', () => {
     // Its traffic through the gateway, and the Overview's Top targets for it alone (docs/adr/0037).
     const subLine = await page.getByLabel('Generated proxies').inputValue();
     const [, , subName, ...subPass] = subLine.split('\n')[0]!.split(':');
+    // The gateway knows the sub-user once it has applied its creation, not after some page loads.
+    await cacheSynced(db.pool, [gateway]);
     const sent = await rawExchange(gateway.port, [
       get(`http://team.example.localhost:${origin.port}/bytes/1000`, basicAuth(subName!, subPass.join(':'))),
     ]);
