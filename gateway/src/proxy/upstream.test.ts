@@ -3,67 +3,8 @@
 // and the refusals the differential test (upstream.int.test.ts) checks end to end.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { MAX_HEAD_BYTES, parseHead, requestHead, ResponseParser, type ResponseHead } from './upstream.ts';
-
-interface Parsed {
-  head?: ResponseHead;
-  body: Buffer;
-  complete: boolean;
-  rest: boolean;
-  error?: string;
-}
-
-/** Feeds `pieces` to a parser (EOF after them when `eof`); what it produced. */
-function parse(
-  pieces: Buffer[],
-  options: { head?: boolean; eof?: boolean; pauseEvery?: number } = {},
-): Parsed {
-  const out: Parsed = { body: Buffer.alloc(0), complete: false, rest: false };
-  const body: Buffer[] = [];
-  let flowing = true;
-  let bodyEvents = 0;
-  const parser = new ResponseParser(options.head === true, {
-    head: (h) => (out.head = h),
-    body: (c) => {
-      body.push(Buffer.from(c));
-      if (options.pauseEvery && ++bodyEvents % options.pauseEvery === 0) flowing = false;
-    },
-    flowing: () => flowing,
-    complete: (rest) => {
-      out.complete = true;
-      out.rest = rest;
-    },
-  });
-  try {
-    for (const p of pieces) {
-      parser.push(p);
-      // A paused relay resumes before the next read (as a 'drain' would).
-      while (!flowing) {
-        flowing = true;
-        parser.proceed();
-      }
-    }
-    if (options.eof) parser.end();
-  } catch (err) {
-    out.error = (err as { code: string }).code;
-  }
-  out.body = Buffer.concat(body);
-  out.rest = parser.trailing;
-  return out;
-}
-
-/** Splits `buf` at the given cut points (any order, duplicates allowed). */
-function split(buf: Buffer, cuts: number[]): Buffer[] {
-  const points = [...new Set(cuts.map((c) => c % (buf.length + 1)))].sort((a, b) => a - b);
-  const out: Buffer[] = [];
-  let at = 0;
-  for (const p of points) {
-    out.push(buf.subarray(at, p));
-    at = p;
-  }
-  out.push(buf.subarray(at));
-  return out;
-}
+import { parse, split } from '../testing/response-parser.ts';
+import { MAX_HEAD_BYTES, parseHead, requestHead } from './upstream.ts';
 
 const bodyArb = fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a));
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });

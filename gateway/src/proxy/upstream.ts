@@ -340,7 +340,12 @@ export function parseHead(text: string): ParsedHead {
         }
         break;
       case 17:
-        if (name.toLowerCase() === 'transfer-encoding') te = te === undefined ? value : `${te}, ${value}`;
+        if (name.toLowerCase() === 'transfer-encoding') {
+          // An empty one, even beside another, as llhttp (the fuzz test found `TE: ` + `TE: chunked`).
+          if (value === '')
+            throw new UpstreamParseError('HPE_INVALID_TRANSFER_ENCODING', 'empty Transfer-Encoding');
+          te = te === undefined ? value : `${te}, ${value}`;
+        }
         break;
     }
   }
