@@ -329,7 +329,7 @@ describe('raw upstream client against node:http (same answers, same billing)', (
         // A refusal after admission bills nothing (tab.refused()); answers relayed bill their bytes.
         if (!/refused|cut/.test(name)) expect(r.raw.usage.up).toBeGreaterThan(0);
       },
-      20_000,
+      60_000,
     );
   }
 
@@ -342,7 +342,7 @@ describe('raw upstream client against node:http (same answers, same billing)', (
       'Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n',
     );
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   it('a 1 MiB chunked upload and its 1 MiB echo: the same bytes both ways', async () => {
     const piece = 'a'.repeat(64 * 1024);
@@ -370,7 +370,7 @@ describe('raw upstream client against node:http (same answers, same billing)', (
     });
     expect(decoded(r.node.reads[0]!).data).toBe(1024 * 1024);
     expect(r.raw.usage.up).toBe(r.node.usage.up);
-  }, 20_000);
+  }, 60_000);
 
   it('a request with a body to a closed port: the same 502', async () => {
     const closed = net.createServer();
@@ -386,7 +386,7 @@ describe('raw upstream client against node:http (same answers, same billing)', (
     expect(r.raw.reads[0]).toMatch(/^HTTP\/1\.1 502 /);
     expect(r.raw.reads).toEqual(r.node.reads);
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   it('keep-alive: pooled sockets reused across customer connections and requests alike', async () => {
     const keep = (auth: string) =>
@@ -402,14 +402,14 @@ describe('raw upstream client against node:http (same answers, same billing)', (
     const nth = (read: string) => Number(read.slice(read.lastIndexOf('\r\n\r\n') + 4));
     expect(nth(r.raw.reads[1]!)).toBe(nth(r.raw.reads[0]!) + 1);
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   it('a stale pooled socket (closed by the origin at the next request): sent again', async () => {
     const r = await both((auth) => [request('GET', '/stale', auth), request('GET', '/stale', auth)]);
     expect(r.raw.reads).toEqual(r.node.reads);
     expect(r.raw.reads[1]).toMatch(/^HTTP\/1\.1 200 OK[^]*fresh$/);
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   // Where the two legitimately differ.
   it('Transfer-Encoding not ending in chunked: raw refuses it (node relays it close-delimited)', async () => {
@@ -417,7 +417,7 @@ describe('raw upstream client against node:http (same answers, same billing)', (
     expect(r.raw.reads[0]).toMatch(/^HTTP\/1\.1 502 /);
     // node:http reads it to EOF and relays a body whose coding it dropped (TE is hop-by-hop).
     expect(r.node.reads[0]).toMatch(/^HTTP\/1\.1 200 /);
-  }, 20_000);
+  }, 60_000);
 
   it('101 to a request that asked no upgrade: raw answers 502 (node answers nothing)', async () => {
     const r = await both((auth) => [request('GET', '/101', auth)]);
@@ -425,7 +425,7 @@ describe('raw upstream client against node:http (same answers, same billing)', (
     // node:http's client hands a 101 to an 'upgrade' listener forward.ts does not have: the
     // customer gets no answer until the idle timeout closes the connection.
     expect(r.node.reads[0]).toBe('');
-  }, 20_000);
+  }, 60_000);
 });
 
 // The same through exits (the gap ADR 0038 left): an upstream-proxy exit, whose "proxy" is a
@@ -495,7 +495,7 @@ describe('raw upstream client against node:http through exits', () => {
     );
     expect(r.raw.reads).toEqual(r.node.reads);
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   const cases: [string, string, string?, string?, string?][] = [
     ['content-length', '/cl'],
@@ -535,7 +535,7 @@ describe('raw upstream client against node:http through exits', () => {
       if (status !== 502) expect(r.raw.usage.up).toBeGreaterThan(0);
       const failed = (await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!);
       expect(failed).toEqual(status === 502 ? [1, 1] : [0, 0]);
-    }, 20_000);
+    }, 60_000);
   }
 
   it('upstream proxy: one pooled socket per exit, reused across requests and destinations', async () => {
@@ -560,7 +560,7 @@ describe('raw upstream client against node:http through exits', () => {
     expect(dials[1]! - dials[0]!).toBe(1);
     expect(dials[2]! - dials[1]!).toBe(1);
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   it('upstream proxy: a pooled socket it closed at the next request (stale) is sent again on a new one', async () => {
     const before = await Promise.all(pair.map(failures));
@@ -579,7 +579,7 @@ describe('raw upstream client against node:http through exits', () => {
     expect(r.raw.usage).toEqual(r.node.usage);
     // A stale pooled socket is not the exit failing.
     expect(await Promise.all(pair.map(failures))).toEqual(before);
-  }, 20_000);
+  }, 60_000);
 
   it('upstream proxy refusing the connection: 502 exit_failed, the exit counted failed', async () => {
     const before = await Promise.all(pair.map(failures));
@@ -589,7 +589,7 @@ describe('raw upstream client against node:http through exits', () => {
     expect(r.raw.reads).toEqual(r.node.reads);
     expect(r.raw.usage).toEqual(r.node.usage);
     expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
-  }, 20_000);
+  }, 60_000);
 
   it('upstream proxy refusing a request with a body: not resent elsewhere, 502 exit_failed', async () => {
     const before = await Promise.all(pair.map(failures));
@@ -601,7 +601,7 @@ describe('raw upstream client against node:http through exits', () => {
     expect(r.raw.reads).toEqual(r.node.reads);
     expect(r.raw.usage).toEqual(r.node.usage);
     expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
-  }, 20_000);
+  }, 60_000);
 
   it('upstream proxy refusing, with another exit matching: fails over to it', async () => {
     const before = await Promise.all(pair.map(failures));
@@ -614,7 +614,7 @@ describe('raw upstream client against node:http through exits', () => {
     for (const read of r.raw.reads) expect(read).toMatch(/^HTTP\/1\.1 200 [^]*\r\n\r\n127\.0\.0\.3$/);
     expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   it('source-address exit whose address cannot be bound: 502 exit_failed, the exit counted failed', async () => {
     const before = await Promise.all(pair.map(failures));
@@ -623,7 +623,7 @@ describe('raw upstream client against node:http through exits', () => {
     expect(r.raw.reads).toEqual(r.node.reads);
     expect(r.raw.usage).toEqual(r.node.usage);
     expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
-  }, 20_000);
+  }, 60_000);
 
   it('source-address exit: the origin sees the same address and request bytes, the socket is pooled', async () => {
     const nth = (read: string) => read.slice(read.lastIndexOf('\r\n\r\n') + 4);
@@ -648,7 +648,7 @@ describe('raw upstream client against node:http through exits', () => {
     // One pooled socket carried them all: /peer, two /echo, then /nth is its 4th and 5th request.
     expect(r.raw.reads.slice(3).map(nth)).toEqual(['4', '5']);
     expect(r.raw.usage).toEqual(r.node.usage);
-  }, 20_000);
+  }, 60_000);
 
   it("a malformed answer on a pooled socket through an upstream proxy: the exit's fault for both, as on a new socket", async () => {
     const before = await Promise.all(pair.map(failures));
@@ -662,7 +662,7 @@ describe('raw upstream client against node:http through exits', () => {
     // send() resends on any error of a reused socket and reaches the same 502 on the new one.
     expect(r.raw.reads[1]).toMatch(/^HTTP\/1\.1 502 [^]*could not be reached/);
     expect((await Promise.all(pair.map(failures))).map((n, i) => n - before[i]!)).toEqual([1, 1]);
-  }, 20_000);
+  }, 60_000);
 
   // Where the two legitimately differ through an upstream-proxy exit.
   it('the customer leaving before the answer: node counts it against the upstream exit, raw does not', async () => {
@@ -700,5 +700,5 @@ describe('raw upstream client against node:http through exits', () => {
     );
     // node's destroyed request emits ECONNRESET, which isExitFault counts for an upstream exit.
     expect(await delta(failures, before)).toEqual([0, 1]);
-  }, 20_000);
+  }, 60_000);
 });
