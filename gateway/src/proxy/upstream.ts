@@ -133,7 +133,7 @@ export class ResponseParser {
               throw new UpstreamParseError('HPE_CLOSED_CONNECTION', 'interim response closes the connection');
             continue; // 100, 102, 103: interim, skipped as node's client does for forward.ts
           }
-          this.begin(head, head.framing);
+          this.begin(head);
           break;
         }
         case State.Fixed: {
@@ -226,17 +226,10 @@ export class ResponseParser {
     );
   }
 
-  private begin(head: ParsedHead, framing: Framing): void {
-    const bodiless =
-      this.noBody || head.statusCode === 204 || head.statusCode === 304 || head.statusCode < 200;
-    const out: ResponseHead = {
-      statusCode: head.statusCode,
-      statusMessage: head.statusMessage,
-      minor: head.minor,
-      rawHeaders: head.rawHeaders,
-      keepAlive: head.keepAlive,
-      keepAliveHint: head.keepAliveHint,
-    };
+  /** The final head (1xx ones never get here: push() skips or refuses them). */
+  private begin(head: ParsedHead): void {
+    const { framing, ...out } = head;
+    const bodiless = this.noBody || head.statusCode === 204 || head.statusCode === 304;
     if (!bodiless && framing.kind === 'close') out.keepAlive = false;
     this.events.head(out);
     if (bodiless) return this.finish(false);
@@ -274,13 +267,7 @@ function headEnd(buf: Buffer, from: number): number {
 
 type Framing = { kind: 'chunked' } | { kind: 'length'; length: number } | { kind: 'close' };
 
-interface ParsedHead {
-  statusCode: number;
-  statusMessage: string;
-  minor: number;
-  rawHeaders: string[];
-  keepAlive: boolean;
-  keepAliveHint: number;
+interface ParsedHead extends ResponseHead {
   framing: Framing;
 }
 
