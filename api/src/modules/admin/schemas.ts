@@ -9,6 +9,14 @@ import { keySummarySchema } from '../account/schemas.ts';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const uuid = z.string().regex(UUID);
 
+/** A bandwidth cap in bytes per second, as account_throttles and sub_users store it; null: none. */
+export const throttleRate = z
+  .number()
+  .int()
+  .min(MIN_THROTTLE_BYTES_PER_SECOND)
+  .max(MAX_THROTTLE_BYTES_PER_SECOND)
+  .nullable();
+
 /** The most one purchase may buy (a typo guard, not a business rule): 1 PB. */
 export const MAX_PURCHASE_GB = 1_000_000;
 
@@ -19,16 +27,10 @@ export const autoRefillParams = z.object({ id: uuid, product: z.enum(PRODUCTS) }
 export const throttleParams = z.object({ id: uuid, product: z.enum(PRODUCTS) });
 
 export const throttleUpdateSchema = z.strictObject({
-  bytesPerSecond: z
-    .number()
-    .int()
-    .min(MIN_THROTTLE_BYTES_PER_SECOND)
-    .max(MAX_THROTTLE_BYTES_PER_SECOND)
-    .nullable()
-    .describe(
-      'Cap in bytes per second for the account on this product, over all its connections and gateways ' +
-        "(64 KiB/s to 10 GB/s); null removes it (the plan's default applies)",
-    ),
+  bytesPerSecond: throttleRate.describe(
+    'Cap in bytes per second for the account on this product, over all its connections and gateways ' +
+      "(64 KiB/s to 10 GB/s); null removes it (the plan's default applies)",
+  ),
 });
 export type ThrottleUpdate = z.infer<typeof throttleUpdateSchema>;
 export const throttleResponseSchema = z.object({

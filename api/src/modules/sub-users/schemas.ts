@@ -3,11 +3,7 @@
 // request the API accepts is one the database stores and a gateway reads the same way.
 import { z } from 'zod';
 import { PRODUCTS } from '../../../../common/src/products.ts';
-import {
-  MAX_THROTTLE_BYTES_PER_SECOND,
-  MIN_THROTTLE_BYTES_PER_SECOND,
-} from '../../../../common/src/throttle.ts';
-import { MAX_PURCHASE_GB } from '../admin/schemas.ts';
+import { MAX_PURCHASE_GB, throttleRate } from '../admin/schemas.ts';
 
 /** The most concurrent connections a sub-user's cap may allow (the database's CHECK). */
 export const MAX_SUB_USER_CONNECTIONS = 100_000;
@@ -45,16 +41,10 @@ const maxConnections = z
   .describe(
     `Concurrent connections across the fleet (1 to ${MAX_SUB_USER_CONNECTIONS}); null: the plan's cap`,
   );
-const bytesPerSecond = z
-  .number()
-  .int()
-  .min(MIN_THROTTLE_BYTES_PER_SECOND)
-  .max(MAX_THROTTLE_BYTES_PER_SECOND)
-  .nullable()
-  .describe(
-    'Bandwidth cap in bytes per second across the fleet (64 KiB/s to 10 GB/s); null: none of its own ' +
-      "(the account's cap still applies)",
-  );
+const bytesPerSecond = throttleRate.describe(
+  'Bandwidth cap in bytes per second across the fleet (64 KiB/s to 10 GB/s); null: none of its own ' +
+    "(the account's cap still applies)",
+);
 const limitGb = z
   .number()
   .min(0)
