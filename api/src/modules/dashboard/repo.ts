@@ -38,6 +38,9 @@ export async function peekToken(pool: Pool, hash: Buffer): Promise<Person | unde
 /**
  * Uses the link and sets the password in one transaction: the link works once, every other open
  * link of the account stops working, and every session of the account ends (a password change).
+ * Two links of one account used at once take turns on the account row first: each holding its own
+ * link while waiting for the other's password row, they deadlocked (40P01, a 500); now the second
+ * finds its link voided by the first.
  */
 export async function setPasswordWithToken(
   pool: Pool,
@@ -45,6 +48,13 @@ export async function setPasswordWithToken(
   passwordHash: string,
 ): Promise<string | undefined> {
   return withTransaction(pool, async (client) => {
+    // NO KEY UPDATE: the account's sessions and other rows referencing it may still be inserted.
+    const owner = await client.query(
+      `SELECT 1 FROM dashboard_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = $1
+         FOR NO KEY UPDATE OF a`,
+      [hash],
+    );
+    if (owner.rowCount !== 1) return undefined;
     const { rows } = await client.query<{ account_id: string }>(
       `UPDATE dashboard_tokens SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
         RETURNING account_id`,
