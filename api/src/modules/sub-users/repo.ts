@@ -237,13 +237,32 @@ export function updateSubUser(
   });
 }
 
-/** Deletes one sub-user of the account; false when there is none with that id. */
-export async function deleteSubUser(pool: Pool, accountId: string, id: string): Promise<boolean> {
-  const { rowCount } = await pool.query('DELETE FROM sub_users WHERE account_id = $1 AND id = $2', [
-    accountId,
-    id,
-  ]);
-  return rowCount === 1;
+/**
+ * Deletes one sub-user of the account; false when there is none with that id. The delete reaches
+ * the sub-user's leases (ON DELETE SET NULL) and usage rows through its foreign keys, which a
+ * gateway's flush (usage_record) and the fold (usage_fold) lock before they need the sub-user's row
+ * (the key share of the rows they insert): deleting first and cascading after, the two deadlocked
+ * (40P01, a 500). So the delete takes them in the writers' order: the sub-user's row without the
+ * key lock (that serialises it with updateSubUser and lets the writers' key share through), its
+ * leases by id, its product rows, and only then the key lock that the DELETE takes.
+ */
+export function deleteSubUser(pool: Pool, accountId: string, id: string): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    const found = await client.query(
+      'SELECT 1 FROM sub_users WHERE account_id = $1 AND id = $2 FOR NO KEY UPDATE',
+      [accountId, id],
+    );
+    if (found.rowCount !== 1) return false;
+    await client.query('SELECT 1 FROM bandwidth_leases WHERE sub_user_id = $1 ORDER BY id FOR UPDATE', [id]);
+    await client.query('SELECT 1 FROM sub_user_products WHERE sub_user_id = $1 ORDER BY product FOR UPDATE', [
+      id,
+    ]);
+    const { rowCount } = await client.query('DELETE FROM sub_users WHERE account_id = $1 AND id = $2', [
+      accountId,
+      id,
+    ]);
+    return rowCount === 1;
+  });
 }
 
 /** Hourly usage of one sub-user over the last days; undefined when the account has no such sub-user. */
