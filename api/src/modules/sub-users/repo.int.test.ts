@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../../test/fixtures.ts';
-import { createSubUser, deleteSubUser } from './repo.ts';
+import { AppError } from '../../../../common/src/errors.ts';
+import { createSubUser, deleteSubUser, updateSubUser } from './repo.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -102,3 +103,27 @@ test(`deleting a sub-user during the fold of its usage, ${ROUNDS} rounds: the de
   }
   expect(outcomes).toEqual(Array.from({ length: ROUNDS }, () => `delete true, fold ok, used ${BYTES}`));
 });
+
+const kind = (s: PromiseSettledResult<unknown>) =>
+  s.status === 'fulfilled' ? 'ok' : s.reason instanceof AppError ? s.reason.code : describeError(s.reason);
+
+test(`renaming a sub-user (with a limit) to the name a creation takes, ${ROUNDS} rounds: one wins, one is told the name is taken`, async () => {
+  const outcomes: string[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const account = await accountWithBandwidth(db.pool);
+    const s1 = await createSubUser(db.pool, account.id, { name: 'first' }, 10, TEST_CREDENTIALS_KEY);
+    const settled = await Promise.allSettled([
+      updateSubUser(
+        db.pool,
+        account.id,
+        s1.id,
+        { name: 'wanted', trafficLimits: { basic: 1 } },
+        TEST_CREDENTIALS_KEY,
+      ),
+      createSubUser(db.pool, account.id, { name: 'wanted' }, 10, TEST_CREDENTIALS_KEY),
+    ]);
+    outcomes.push(settled.map(kind).sort().join(','));
+  }
+  expect(outcomes).toEqual(Array.from({ length: ROUNDS }, () => 'SUB_USER_NAME_TAKEN,ok'));
+  // Each deadlock costs deadlock_timeout (1 s): room for all of them, so a failure shows how many.
+}, 90_000);

@@ -194,7 +194,13 @@ export function createSubUser(
   });
 }
 
-/** Changes the fields given; undefined when the account has no sub-user with that id. */
+/**
+ * Changes the fields given; undefined when the account has no sub-user with that id. Takes turns
+ * with createSubUser on the account row first: a rename holding the new name while its limit row
+ * waited for the key share of the account, which a creation of that name held locked while it
+ * waited for the name, deadlocked (40P01, a 500); now the later of the two meets the name taken.
+ * NO KEY UPDATE: rows referencing the account (a gateway's leases and usage) may still be written.
+ */
 export function updateSubUser(
   pool: Pool,
   accountId: string,
@@ -203,6 +209,8 @@ export function updateSubUser(
   credentialsKey: Buffer,
 ): Promise<SubUser | undefined> {
   return withTransaction(pool, async (client) => {
+    const account = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE', [accountId]);
+    if (account.rowCount !== 1) return undefined;
     const sets: string[] = [];
     const values: unknown[] = [accountId, id];
     const set = (column: string, value: unknown) => {
