@@ -127,3 +127,52 @@ test(`renaming a sub-user (with a limit) to the name a creation takes, ${ROUNDS}
   expect(outcomes).toEqual(Array.from({ length: ROUNDS }, () => 'SUB_USER_NAME_TAKEN,ok'));
   // Each deadlock costs deadlock_timeout (1 s): room for all of them, so a failure shows how many.
 }, 90_000);
+
+test(`changing a sub-user's limits during the fold of its usage, ${ROUNDS} rounds: both succeed, the usage is counted`, async () => {
+  const outcomes: string[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000, light: 1_000_000_000 });
+    const sub = await createSubUser(
+      db.pool,
+      account.id,
+      { name: `limits-${round}`, trafficLimits: { basic: 1, light: 1 } },
+      10,
+      TEST_CREDENTIALS_KEY,
+    );
+    const lines = (['basic', 'light'] as const).map((product) => ({
+      account_id: account.id,
+      product,
+      bytes_up: 0,
+      bytes_down: BYTES,
+      requests: 1,
+    }));
+    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
+      `limits-${round}-${account.id}`,
+      'pod-a',
+      JSON.stringify(lines),
+      '[]',
+      '[]',
+      JSON.stringify(lines.map((l) => ({ ...l, sub_user_id: sub.id }))),
+    ]);
+    const settled = await Promise.allSettled([
+      updateSubUser(
+        db.pool,
+        account.id,
+        sub.id,
+        { trafficLimits: { basic: 2, light: 2 } },
+        TEST_CREDENTIALS_KEY,
+      ),
+      db.pool.query('SELECT usage_fold(100)'),
+    ]);
+    // A fold that lost is retried by the job's next run: fold what is left.
+    await db.pool.query('SELECT usage_fold(100)');
+    const { rows } = await db.pool.query<{ used: string; limit: string }>(
+      `SELECT sum(used_bytes) AS used, sum(limit_bytes) AS limit FROM sub_user_products WHERE sub_user_id = $1`,
+      [sub.id],
+    );
+    outcomes.push([...settled.map(kind), `used ${rows[0]!.used}`, `limit ${rows[0]!.limit}`].join(', '));
+  }
+  expect(outcomes).toEqual(
+    Array.from({ length: ROUNDS }, () => `ok, ok, used ${2 * BYTES}, limit 4000000000`),
+  );
+}, 90_000);

@@ -140,7 +140,8 @@ async function setLimits(
   id: string,
   limits: Partial<Record<Product, number | null | undefined>>,
 ): Promise<void> {
-  for (const product of PRODUCTS) {
+  // In product order: usage_fold upserts a sub-user's rows sorted by (sub_user_id, product).
+  for (const product of [...PRODUCTS].sort()) {
     const value = limits[product];
     if (value === undefined) continue;
     // A row stays once it exists (it carries what was used); null only removes the limit.
@@ -227,20 +228,28 @@ export function updateSubUser(
       set('password_enc', seal(credentialsKey, password));
       set('password_sha256', sha256(password));
     }
-    try {
-      // Only limits (or nothing) changed: the row is locked, not rewritten, so gateways are not told
-      // of an 'account' change for nothing (a limit change is announced by sub_user_products' trigger).
-      const { rowCount } = await client.query(
-        sets.length
-          ? `UPDATE sub_users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE account_id = $1 AND id = $2`
-          : 'SELECT 1 FROM sub_users WHERE account_id = $1 AND id = $2 FOR UPDATE',
-        values,
-      );
-      if (rowCount !== 1) return undefined;
-    } catch (err) {
-      throw clash(err);
-    }
+    // The row is locked without the key lock first, then the limits are written, then the row (a
+    // rename takes the key lock): usage_fold holds the sub-user's product rows when it needs the
+    // key share of the sub-user's row (the usage rows it inserts), so holding the key lock while
+    // waiting for a product row deadlocked with it (40P01, a 500). Only limits (or nothing)
+    // changed: the row is not rewritten, so gateways are not told of an 'account' change for
+    // nothing (a limit change is announced by sub_user_products' trigger).
+    const found = await client.query(
+      'SELECT 1 FROM sub_users WHERE account_id = $1 AND id = $2 FOR NO KEY UPDATE',
+      [accountId, id],
+    );
+    if (found.rowCount !== 1) return undefined;
     await setLimits(client, accountId, id, patch.trafficLimits ?? {});
+    if (sets.length) {
+      try {
+        await client.query(
+          `UPDATE sub_users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE account_id = $1 AND id = $2`,
+          values,
+        );
+      } catch (err) {
+        throw clash(err);
+      }
+    }
     return getSubUser(client, accountId, id, credentialsKey);
   });
 }
