@@ -1,4 +1,5 @@
 // A fresh database per test file, cloned from the run's migrated template (test/global-setup.ts).
+import { afterAll, beforeAll } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPool, type Pool } from '../common/src/db/pool.ts';
@@ -35,6 +36,18 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
+}
+
+/** A test database for the whole file: created before its tests, dropped after; read `db` inside tests. */
+export function useTestDatabase(): { db: TestDatabase } {
+  const fixture = {} as { db: TestDatabase };
+  beforeAll(async () => {
+    fixture.db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await fixture.db?.drop();
+  });
+  return fixture;
 }
 
 /** Creates an empty database (no migrations) for tests of the migrator itself. */

@@ -3,19 +3,13 @@
 // row wait for each other and PostgreSQL aborts one as a deadlock (40P01): the API answered 500
 // where it owes 409 (a CI run saw it). Each round races several accounts for one range; exactly one
 // must win and every other must be refused as an overlap.
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { AppError } from '../../../../common/src/errors.ts';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
+import { useTestDatabase } from '../../../../test/db.ts';
 import { accountWithBandwidth } from '../../../../test/fixtures.ts';
 import { addAllowlistEntry } from './repo.ts';
 
-let db: TestDatabase;
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const fx = useTestDatabase();
 
 const ROUNDS = 40;
 const RACERS = 4;
@@ -23,11 +17,13 @@ const RACERS = 4;
 test(`${RACERS} accounts racing for overlapping ranges, ${ROUNDS} rounds: one wins, the rest get ALLOWLIST_OVERLAP`, async () => {
   const outcomes: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    const accounts = await Promise.all(Array.from({ length: RACERS }, () => accountWithBandwidth(db.pool)));
+    const accounts = await Promise.all(
+      Array.from({ length: RACERS }, () => accountWithBandwidth(fx.db.pool)),
+    );
     const settled = await Promise.allSettled(
       accounts.map((a, i) =>
         addAllowlistEntry(
-          db.pool,
+          fx.db.pool,
           a.id,
           // Nested prefixes (/24, /25, /26, ...) of one network: every pair overlaps.
           { product: 'datacenter', cidr: `198.18.${round}.0/${24 + i}` },

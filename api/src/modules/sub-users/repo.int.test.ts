@@ -3,40 +3,34 @@
 // a gateway's flush (usage_record) and the worker's fold (usage_fold) lock the leases first and
 // then need the sub-user's row (the foreign key of the lines and usage rows they insert). The delete
 // must succeed every time and the bytes must still be the account's.
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
+import { expect, test } from '@jest/globals';
+import { useTestDatabase } from '../../../../test/db.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../../test/fixtures.ts';
 import { AppError } from '../../../../common/src/errors.ts';
 import { createSubUser, deleteSubUser, updateSubUser } from './repo.ts';
 
-let db: TestDatabase;
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const fx = useTestDatabase();
 
 const ROUNDS = 40;
 const BYTES = 100_000;
 
 async function setUp(round: number, label: string) {
-  const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+  const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
   const sub = await createSubUser(
-    db.pool,
+    fx.db.pool,
     account.id,
     { name: `${label}-${round}` },
     10,
     TEST_CREDENTIALS_KEY,
   );
-  const { rows } = await db.pool.query<{ out_lease_id: string }>(
+  const { rows } = await fx.db.pool.query<{ out_lease_id: string }>(
     'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7)',
     [account.id, 'basic', 'pod-a', 10_000_000, 262_144, 300, sub.id],
   );
   const lease = rows[0]!.out_lease_id;
   const line = { account_id: account.id, product: 'basic', bytes_up: 0, bytes_down: BYTES, requests: 1 };
   const record = () =>
-    db.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
+    fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
       `${label}-${round}-${account.id}`,
       'pod-a',
       JSON.stringify([line]),
@@ -53,7 +47,7 @@ const describeError = (err: unknown) => {
 };
 
 async function usedBytes(accountId: string): Promise<number> {
-  const { rows } = await db.pool.query<{ used: string }>(
+  const { rows } = await fx.db.pool.query<{ used: string }>(
     `SELECT used_bytes AS used FROM balances WHERE account_id = $1 AND product = 'basic'`,
     [accountId],
   );
@@ -65,7 +59,7 @@ test(`deleting a sub-user during a gateway flush of its usage, ${ROUNDS} rounds:
   for (let round = 0; round < ROUNDS; round++) {
     const { account, sub, record } = await setUp(round, 'flush');
     const [deleted, recorded] = await Promise.allSettled([
-      deleteSubUser(db.pool, account.id, sub.id),
+      deleteSubUser(fx.db.pool, account.id, sub.id),
       record(),
     ]);
     outcomes.push(
@@ -86,11 +80,11 @@ test(`deleting a sub-user during the fold of its usage, ${ROUNDS} rounds: the de
     const { account, sub, record } = await setUp(round, 'fold');
     await record();
     const [deleted, folded] = await Promise.allSettled([
-      deleteSubUser(db.pool, account.id, sub.id),
-      db.pool.query('SELECT usage_fold(100)'),
+      deleteSubUser(fx.db.pool, account.id, sub.id),
+      fx.db.pool.query('SELECT usage_fold(100)'),
     ]);
     // The fold may have lost (it is retried by the next run of the job): fold what is left.
-    await db.pool.query('SELECT usage_fold(100)');
+    await fx.db.pool.query('SELECT usage_fold(100)');
     outcomes.push(
       [
         deleted.status === 'fulfilled'
@@ -110,17 +104,17 @@ const kind = (s: PromiseSettledResult<unknown>) =>
 test(`renaming a sub-user (with a limit) to the name a creation takes, ${ROUNDS} rounds: one wins, one is told the name is taken`, async () => {
   const outcomes: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    const account = await accountWithBandwidth(db.pool);
-    const s1 = await createSubUser(db.pool, account.id, { name: 'first' }, 10, TEST_CREDENTIALS_KEY);
+    const account = await accountWithBandwidth(fx.db.pool);
+    const s1 = await createSubUser(fx.db.pool, account.id, { name: 'first' }, 10, TEST_CREDENTIALS_KEY);
     const settled = await Promise.allSettled([
       updateSubUser(
-        db.pool,
+        fx.db.pool,
         account.id,
         s1.id,
         { name: 'wanted', trafficLimits: { basic: 1 } },
         TEST_CREDENTIALS_KEY,
       ),
-      createSubUser(db.pool, account.id, { name: 'wanted' }, 10, TEST_CREDENTIALS_KEY),
+      createSubUser(fx.db.pool, account.id, { name: 'wanted' }, 10, TEST_CREDENTIALS_KEY),
     ]);
     outcomes.push(settled.map(kind).sort().join(','));
   }
@@ -131,9 +125,9 @@ test(`renaming a sub-user (with a limit) to the name a creation takes, ${ROUNDS}
 test(`changing a sub-user's limits during the fold of its usage, ${ROUNDS} rounds: both succeed, the usage is counted`, async () => {
   const outcomes: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000, light: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000, light: 1_000_000_000 });
     const sub = await createSubUser(
-      db.pool,
+      fx.db.pool,
       account.id,
       { name: `limits-${round}`, trafficLimits: { basic: 1, light: 1 } },
       10,
@@ -146,7 +140,7 @@ test(`changing a sub-user's limits during the fold of its usage, ${ROUNDS} round
       bytes_down: BYTES,
       requests: 1,
     }));
-    await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
+    await fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
       `limits-${round}-${account.id}`,
       'pod-a',
       JSON.stringify(lines),
@@ -156,17 +150,17 @@ test(`changing a sub-user's limits during the fold of its usage, ${ROUNDS} round
     ]);
     const settled = await Promise.allSettled([
       updateSubUser(
-        db.pool,
+        fx.db.pool,
         account.id,
         sub.id,
         { trafficLimits: { basic: 2, light: 2 } },
         TEST_CREDENTIALS_KEY,
       ),
-      db.pool.query('SELECT usage_fold(100)'),
+      fx.db.pool.query('SELECT usage_fold(100)'),
     ]);
     // A fold that lost is retried by the job's next run: fold what is left.
-    await db.pool.query('SELECT usage_fold(100)');
-    const { rows } = await db.pool.query<{ used: string; limit: string }>(
+    await fx.db.pool.query('SELECT usage_fold(100)');
+    const { rows } = await fx.db.pool.query<{ used: string; limit: string }>(
       `SELECT sum(used_bytes) AS used, sum(limit_bytes) AS limit FROM sub_user_products WHERE sub_user_id = $1`,
       [sub.id],
     );
