@@ -170,3 +170,69 @@ test(`changing a sub-user's limits during the fold of its usage, ${ROUNDS} round
     Array.from({ length: ROUNDS }, () => `ok, ok, used ${2 * BYTES}, limit 4000000000`),
   );
 }, 90_000);
+
+/** Resolves once a session of this file's database waits for a lock: a state, not a guess of time. */
+async function someoneWaitsForALock(): Promise<void> {
+  for (;;) {
+    const { rows } = await fx.db.pool.query<{ waiting: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                       WHERE datname = current_database() AND wait_event_type = 'Lock') AS waiting`,
+    );
+    if (rows[0]!.waiting) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+test('a gateway asking for a lease for a sub-user whose delete is not yet committed: denied, not an error', async () => {
+  // Without migrations/0087, lease_acquire's existence check (a plain read) still saw the row of an
+  // uncommitted delete, its lease insert then waited on that delete for the foreign key and failed
+  // when it committed (23503): the gateway took the error for a database outage. Now the check
+  // itself waits (FOR KEY SHARE) and then finds no sub-user: a denial as the sub-user.
+  const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+  const sub = await createSubUser(fx.db.pool, account.id, { name: 'leased' }, 10, TEST_CREDENTIALS_KEY);
+  const deleter = await fx.db.pool.connect();
+  const gateway = await fx.db.pool.connect();
+  try {
+    await deleter.query('BEGIN');
+    await deleter.query('DELETE FROM sub_users WHERE id = $1', [sub.id]);
+    const lease = gateway
+      .query<{ out_lease_id: string | null; out_sub_user_limited: boolean }>(
+        'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7)',
+        [account.id, 'basic', 'pod-a', 10_000_000, 262_144, 300, sub.id],
+      )
+      .then(
+        (r) => r.rows[0]!,
+        (err: unknown) => describeError(err),
+      );
+    await someoneWaitsForALock();
+    await deleter.query('COMMIT');
+    expect(await lease).toMatchObject({ out_lease_id: null, out_sub_user_limited: true });
+  } finally {
+    deleter.release();
+    gateway.release();
+  }
+});
+
+test("a sub-user deleted while a gateway is being granted a lease for it: the delete waits, the lease becomes the account's", async () => {
+  const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+  const sub = await createSubUser(fx.db.pool, account.id, { name: 'granted' }, 10, TEST_CREDENTIALS_KEY);
+  const gateway = await fx.db.pool.connect();
+  try {
+    await gateway.query('BEGIN');
+    const { rows } = await gateway.query<{ out_lease_id: string }>(
+      'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7)',
+      [account.id, 'basic', 'pod-a', 10_000_000, 262_144, 300, sub.id],
+    );
+    const deleted = deleteSubUser(fx.db.pool, account.id, sub.id);
+    await someoneWaitsForALock();
+    await gateway.query('COMMIT');
+    expect(await deleted).toBe(true);
+    const { rows: lease } = await fx.db.pool.query<{ sub_user_id: string | null }>(
+      'SELECT sub_user_id FROM bandwidth_leases WHERE id = $1',
+      [rows[0]!.out_lease_id],
+    );
+    expect(lease).toEqual([{ sub_user_id: null }]);
+  } finally {
+    gateway.release();
+  }
+});
