@@ -396,15 +396,13 @@ function chunkExtensions(line: Buffer, from: number, end: number): boolean {
     if (i === end || line[i] === 0x3b) continue;
     if (line[i++] !== 0x3d) return false;
     if (line[i] === 0x22) {
-      // quoted-string: qdtext (HTAB, SP, 0x21, 0x23-0x5B, 0x5D-0x7E, obs-text) or a quoted-pair
+      // quoted-string: qdtext (field-content but '"' and '\\') or a quoted-pair ('\\' and field-content)
       for (i++; ; i++) {
         if (i >= end) return false;
         const c = line[i]!;
         if (c === 0x22) break;
-        if (c === 0x5c) {
-          const q = line[++i];
-          if (i >= end || q === undefined || (q < 0x20 && q !== 0x09) || q === 0x7f) return false;
-        } else if ((c < 0x20 && c !== 0x09) || c === 0x7f) return false;
+        if (c === 0x5c && ++i >= end) return false;
+        if (!FIELD_VALUE[line[i]!]) return false;
       }
       i++;
     } else {
