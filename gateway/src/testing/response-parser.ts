@@ -31,10 +31,7 @@ export function parse(
       if (options.pauseEvery && ++bodyEvents % options.pauseEvery === 0) flowing = false;
     },
     flowing: () => flowing,
-    complete: (rest) => {
-      out.complete = true;
-      out.rest = rest;
-    },
+    complete: () => (out.complete = true),
   });
   try {
     for (const p of pieces) {
