@@ -134,14 +134,16 @@ function clash(err: unknown): unknown {
   return new AppError('PROXY_USERNAME_TAKEN');
 }
 
+/** usage_fold upserts a sub-user's product rows sorted by (sub_user_id, product): the same order. */
+const PRODUCTS_BY_NAME = [...PRODUCTS].sort();
+
 async function setLimits(
   client: PoolClient,
   accountId: string,
   id: string,
   limits: Partial<Record<Product, number | null | undefined>>,
 ): Promise<void> {
-  // In product order: usage_fold upserts a sub-user's rows sorted by (sub_user_id, product).
-  for (const product of [...PRODUCTS].sort()) {
+  for (const product of PRODUCTS_BY_NAME) {
     const value = limits[product];
     if (value === undefined) continue;
     // A row stays once it exists (it carries what was used); null only removes the limit.
