@@ -50,6 +50,20 @@ export function useTestDatabase(): { db: TestDatabase } {
   return fixture;
 }
 
+/**
+ * How many sessions of the pool's database wait for a lock now (pg_stat_activity); with
+ * `queryPrefix`, only those whose statement starts so. Tests order transactions by this state.
+ */
+export async function lockWaiters(pool: Pool, queryPrefix?: string): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'
+        AND ($1::text IS NULL OR starts_with(query, $1))`,
+    [queryPrefix ?? null],
+  );
+  return rows[0]!.n;
+}
+
 /** Creates an empty database (no migrations) for tests of the migrator itself. */
 export async function createEmptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const serverUrl = requireEnv('PROXYFLEET_TEST_SERVER_URL');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
+import { createTestDatabase, lockWaiters, type TestDatabase } from '../../../test/db.ts';
 import { accountWithBandwidth } from '../../../test/fixtures.ts';
 
 let db: TestDatabase;
@@ -44,13 +44,8 @@ describe('usage_record lock order', () => {
         releases,
       ]);
       record.catch(() => undefined);
-      const waiting = async () =>
-        (
-          await db.pool.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT usage_record%'`,
-          )
-        ).rows[0]!.n;
-      while ((await waiting()) === 0) await new Promise((r) => setTimeout(r, 20));
+      while ((await lockWaiters(db.pool, 'SELECT usage_record')) === 0)
+        await new Promise((r) => setTimeout(r, 20));
       try {
         // Before the fix usage_record held this balance (released the earlier lease) while
         // waiting for the later one: deadlock detected here or in usage_record.

@@ -4,7 +4,8 @@
 // then need the sub-user's row (the foreign key of the lines and usage rows they insert). The delete
 // must succeed every time and the bytes must still be the account's.
 import { expect, test } from '@jest/globals';
-import { useTestDatabase } from '../../../../test/db.ts';
+import { lockWaiters, useTestDatabase } from '../../../../test/db.ts';
+import { until } from '../../../../test/process.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../../test/fixtures.ts';
 import { AppError } from '../../../../common/src/errors.ts';
 import { createSubUser, deleteSubUser, updateSubUser } from './repo.ts';
@@ -172,16 +173,7 @@ test(`changing a sub-user's limits during the fold of its usage, ${ROUNDS} round
 }, 90_000);
 
 /** Resolves once a session of this file's database waits for a lock: a state, not a guess of time. */
-async function someoneWaitsForALock(): Promise<void> {
-  for (;;) {
-    const { rows } = await fx.db.pool.query<{ waiting: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-                       WHERE datname = current_database() AND wait_event_type = 'Lock') AS waiting`,
-    );
-    if (rows[0]!.waiting) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const someoneWaitsForALock = () => until(async () => (await lockWaiters(fx.db.pool)) > 0, 'a lock wait');
 
 test('a gateway asking for a lease for a sub-user whose delete is not yet committed: denied, not an error', async () => {
   // Without migrations/0087, lease_acquire's existence check (a plain read) still saw the row of an

@@ -6,6 +6,7 @@
 // credentials. The API here runs with a cap of 3.
 import { describe, expect, test } from '@jest/globals';
 import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
+import { lockWaiters } from '../../../../test/db.ts';
 import { until } from '../../../../test/process.ts';
 import { call } from '../../testing.ts';
 import { useTestApi } from '../../test-hooks.ts';
@@ -186,13 +187,10 @@ describe('/api/v1/sub-users', () => {
       let settled = false;
       racing = Promise.all([create(a.apiKey, { name: 'three' }), create(a.apiKey, { name: 'four' })]);
       void racing.finally(() => (settled = true));
-      await until(async () => {
-        const { rows } = await fx.db.pool.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        );
-        return settled || rows[0].n >= 2;
-      }, 'both creations waiting for the account row');
+      await until(
+        async () => settled || (await lockWaiters(fx.db.pool)) >= 2,
+        'both creations waiting for the account row',
+      );
     } finally {
       await holder.query('COMMIT');
       holder.release();
