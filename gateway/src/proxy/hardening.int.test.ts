@@ -8,6 +8,7 @@ import { resetProxyPassword, setAccountStatus } from '../../../common/src/accoun
 import {
   basicAuth,
   cacheSynced,
+  counterValues,
   gatewaySpec,
   get,
   openTunnel,
@@ -121,9 +122,7 @@ describe('gateway hardening', () => {
 
   it('caps unauthenticated connections per source address; other sources and customers are served', async () => {
     const sourceCapRefusals = async () =>
-      (await gateway.registry.getSingleMetric('proxyfleet_gateway_connection_refusals_total')!.get()).values
-        .filter((v) => v.labels.reason === 'source_cap')
-        .reduce((n, v) => n + v.value, 0);
+      (await counterValues(gateway, 'proxyfleet_gateway_connection_refusals_total')).source_cap ?? 0;
     const refusedBefore = await sourceCapRefusals();
     const flood = await Promise.all(Array.from({ length: 100 }, () => connect(gateway.port, '127.0.6.1')));
     // Waits for the gateway to have reset every connection over the cap, however long its accepts
