@@ -73,7 +73,13 @@ beforeAll(async () => {
   gateway = await spawnGateway(
     db.url,
     gatewaySpec('basic', [{ name: 'loop-2', sourceAddress: '127.0.0.2', country: '*' }]),
-    { PROXYFLEET_LOG_LEVEL: 'debug', PROXYFLEET_GATEWAY_AUTH_FAILURES_PER_MINUTE: '1000' },
+    {
+      PROXYFLEET_LOG_LEVEL: 'debug',
+      PROXYFLEET_GATEWAY_AUTH_FAILURES_PER_MINUTE: '1000',
+      // No sampling: at the default 1 %, a successful request's line is info, not debug, one run in
+      // a hundred (a CI run saw it); every line then has the level the test expects.
+      PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE: '0',
+    },
   );
   await cacheSynced(db.pool, 1);
   const port = gateway.port;
