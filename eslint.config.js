@@ -70,7 +70,7 @@ export default tseslint.config(
     // Tests read parsed JSON bodies (`res.body.proxies[0]`) and mock with loose shapes all the
     // time; typing every response in a test buys nothing the assertion does not already check.
     // The no-unsafe-* rules therefore apply to source files only.
-    files: ['**/*.test.ts', 'test/**/*.ts', '**/testing/**/*.ts', '**/testing.ts', '**/test-hooks.ts'],
+    files: ['**/*.test.ts', 'test/**/*.ts'],
     rules: {
       // Tests and test harnesses may import whatever they exercise.
       'import-x/no-restricted-paths': 'off',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '../common/src/config.ts';
+import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '#common/config.ts';
 import { apiTuningEnv } from '../api/src/config.ts';
 import { emailEnv } from '../worker/src/config.ts';
 

@@ -4,8 +4,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { freePort } from '../test/ports.ts';
-import { startEntrypoint, stopProcess, waitForHttp, type RunningProcess } from '../test/process.ts';
+import { freePort } from '#test/ports.ts';
+import { startEntrypoint, stopProcess, waitForHttp, type RunningProcess } from '#test/process.ts';
 
 describe('dev (npm start) on the embedded database', () => {
   let proc: RunningProcess | undefined;

@@ -9,10 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../common/src/db/embedded.ts';
-import { freePort } from '../test/ports.ts';
-import { createLogger } from '../common/src/logger.ts';
-import { basicAuth, openTunnel, startOrigin, type Origin } from '../gateway/src/testing/harness.ts';
+import { startEmbeddedPostgres } from '#common/db/embedded.ts';
+import { freePort } from '#test/ports.ts';
+import { createLogger } from '#common/logger.ts';
+import { basicAuth, openTunnel, startOrigin, type Origin } from '#test/gateway.ts';
 import {
   REPO_ROOT,
   startEntrypoint,
@@ -20,7 +20,7 @@ import {
   until,
   waitForHttp,
   type RunningProcess,
-} from '../test/process.ts';
+} from '#test/process.ts';
 
 const alive = (pid: number) => {
   try {

@@ -4,9 +4,9 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { freePort } from '../test/ports.ts';
-import { createTestDatabase, type TestDatabase } from '../test/db.ts';
-import { startEntrypoint, stopProcess, until, waitForHttp, type RunningProcess } from '../test/process.ts';
+import { freePort } from '#test/ports.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { startEntrypoint, stopProcess, until, waitForHttp, type RunningProcess } from '#test/process.ts';
 import { runCli } from '../api/src/cli/main.ts';
 
 describe('dev mail sink', () => {

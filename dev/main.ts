@@ -3,11 +3,11 @@
 // dev/gateways.yaml. No Kubernetes: the controller is not part of dev.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { openEntrypointDatabase } from '../common/src/db/open.ts';
-import { runMain } from '../common/src/runtime.ts';
-import { exitWhenParentExits } from '../common/src/shutdown.ts';
-import { readOrCreateSecretFile } from '../common/src/secret-file.ts';
-import { upsertGatewayEndpoint } from '../common/src/gateway-endpoints.ts';
+import { openEntrypointDatabase } from '#common/db/open.ts';
+import { runMain } from '#common/runtime.ts';
+import { exitWhenParentExits } from '#common/shutdown.ts';
+import { readOrCreateSecretFile } from '#common/secret-file.ts';
+import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
 import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';

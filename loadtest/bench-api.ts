@@ -10,11 +10,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../common/src/db/embedded.ts';
-import { migrate } from '../common/src/db/migrate.ts';
-import { createLogger } from '../common/src/logger.ts';
-import { spawnApi } from '../api/src/testing.ts';
-import { TEST_ADMIN_TOKEN } from '../test/fixtures.ts';
+import { startEmbeddedPostgres } from '#common/db/embedded.ts';
+import { migrate } from '#common/db/migrate.ts';
+import { createLogger } from '#common/logger.ts';
+import { spawnApi } from '#test/api.ts';
+import { TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);

@@ -24,11 +24,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
-import { createAccount, recordPurchase } from '../common/src/accounts/accounts.ts';
-import { startEmbeddedPostgres } from '../common/src/db/embedded.ts';
-import { migrate } from '../common/src/db/migrate.ts';
-import { createPool } from '../common/src/db/pool.ts';
-import { createLogger } from '../common/src/logger.ts';
+import { createAccount, recordPurchase } from '#common/accounts/accounts.ts';
+import { startEmbeddedPostgres } from '#common/db/embedded.ts';
+import { migrate } from '#common/db/migrate.ts';
+import { createPool } from '#common/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
 import { raiseFileLimit } from '../gateway/src/proxy/limits.ts';
 import { installed, SQUID, startSquid, startTinyproxy, TINYPROXY } from './bench-proxies.ts';
 

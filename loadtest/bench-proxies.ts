@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import { freePort } from '../test/ports.ts';
+import { freePort } from '#test/ports.ts';
 import path from 'node:path';
 
 export const SQUID = '/usr/sbin/squid';

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test and ops tools from the Go module proxy into a cache outside the repo:
-#   kube-apiserver, kubectl (tools/kube), etcd (tools/etcd), k6 and helm (go install).
+#   kube-apiserver, kubectl and the rest of a one-node cluster (kube-controller-manager,
+#   kube-scheduler, kubelet, kube-proxy) from tools/kube, etcd (tools/etcd), k6 and helm
+#   (go install).
 # Why wrapper modules: `go install k8s.io/kubernetes/cmd/kube-apiserver@v1.x` is refused,
 # because k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go, ...) at
 # v0.0.0 and replaces them with ./staging paths, and replace directives of a dependency are
@@ -109,7 +111,7 @@ kube_ldflags() {
   printf '%s' "${flags}"
 }
 
-for cmd in kube-apiserver kubectl; do
+for cmd in kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy; do
   if is_cached "${cmd}" "${KUBE_VERSION}"; then log "${cmd} ${KUBE_VERSION} cached"; continue; fi
   log "${cmd} ${KUBE_VERSION} building (cold: several minutes)"
   start=${SECONDS}

@@ -2,8 +2,8 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createPool, type Pool } from '../common/src/db/pool.ts';
-import { createLogger } from '../common/src/logger.ts';
+import { createPool, type Pool } from '#common/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
 import { withDatabase } from './global-setup.ts';
 
 export interface TestDatabase {

@@ -1,8 +1,8 @@
 // Test data built through the same domain operations the admin API uses.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createAccount, recordPurchase, type NewAccount } from '../common/src/accounts/accounts.ts';
-import type { Pool } from '../common/src/db/pool.ts';
-import type { Product } from '../common/src/products.ts';
+import { createAccount, recordPurchase, type NewAccount } from '#common/accounts/accounts.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Product } from '#common/products.ts';
 
 /** A fixed key for tests: proxy passwords sealed with it can be read back by the test. */
 export const TEST_CREDENTIALS_KEY = Buffer.alloc(32, 7);

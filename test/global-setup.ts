@@ -5,9 +5,9 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../common/src/db/embedded.ts';
-import { migrate } from '../common/src/db/migrate.ts';
-import { createLogger } from '../common/src/logger.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '#common/db/embedded.ts';
+import { migrate } from '#common/db/migrate.ts';
+import { createLogger } from '#common/logger.ts';
 
 declare global {
   var __PROXYFLEET_EMBEDDED__: EmbeddedDatabase | undefined;

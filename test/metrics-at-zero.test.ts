@@ -3,8 +3,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Pool } from 'pg';
 import { ApiMetrics } from '../api/src/http/metrics.ts';
-import { createRegistry } from '../common/src/metrics.ts';
-import { createLogger } from '../common/src/logger.ts';
+import { createRegistry } from '#common/metrics.ts';
+import { createLogger } from '#common/logger.ts';
 import { ControllerMetrics } from '../controllers/src/runtime/metrics.ts';
 import { emailSenderJob } from '../worker/src/jobs/email.ts';
 import { JobRunner } from '../worker/src/jobs.ts';

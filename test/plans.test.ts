@@ -1,8 +1,8 @@
 // The plan capabilities are stated once (common/src/products.ts); the gateway's credential
 // grammars, which parse what the API generates, must agree with them plan by plan.
 import { describe, expect, test } from '@jest/globals';
-import { PLAN_CAPABILITIES, PRODUCTS } from '../common/src/products.ts';
-import { GRAMMARS } from '../common/src/credentials.ts';
+import { PLAN_CAPABILITIES, PRODUCTS } from '#common/products.ts';
+import { GRAMMARS } from '#common/credentials.ts';
 
 describe('plan capabilities', () => {
   test.each(PRODUCTS)('%s: the gateway grammar reads exactly what the table says', (plan) => {

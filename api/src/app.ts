@@ -1,8 +1,8 @@
 // The Express application: /healthz, /readyz, /metrics, the customer API under /api/v1 and the
 // operators' API under /admin/v1. Everything it needs is passed in (server.ts builds it).
 import express from 'express';
-import type { Health } from '../../common/src/health.ts';
-import type { Logger } from '../../common/src/logger.ts';
+import type { Health } from '#common/health.ts';
+import type { Logger } from '#common/logger.ts';
 import { errorHandler } from './http/errors.ts';
 import type { ApiMetrics } from './http/metrics.ts';
 import { openApiDocument, type RouteGroup } from './http/openapi.ts';

@@ -9,10 +9,9 @@
 // table covers every mutating route the router mounts, so a new route needs a case here. The
 // dashboard's form routes (cookie session and CSRF token) are left to its own suites.
 import { describe, expect, test } from '@jest/globals';
-import { accountWithBandwidth, exampleEmail, TEST_ADMIN_TOKEN } from '../../test/fixtures.ts';
-import type { NewAccount } from '../../common/src/accounts/accounts.ts';
-import { call, mountedRoutes, type CallOptions, type CallResult } from './testing.ts';
-import { useTestApi } from './test-hooks.ts';
+import { accountWithBandwidth, exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
+import { call, mountedRoutes, type CallOptions, type CallResult, useTestApi } from '#test/api.ts';
 
 const ROUNDS = 8;
 const SUB_USERS_MAX = 3;

@@ -1,15 +1,7 @@
 import { z } from 'zod';
-import { TRUST_SILENCE_MS } from '../../common/src/db/changes.ts';
-import { DEFAULT_ALLOWLIST_MAX } from '../../common/src/ip-allowlist.ts';
-import {
-  baseEnv,
-  bool,
-  encryptionKey,
-  parseConfig,
-  port,
-  positiveInt,
-  type Env,
-} from '../../common/src/config.ts';
+import { TRUST_SILENCE_MS } from '#common/db/changes.ts';
+import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
+import { baseEnv, bool, encryptionKey, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
 
 /** The variables of the API (also understood by `npm start`, which runs the API in-process). */
 export const apiTuningEnv = {

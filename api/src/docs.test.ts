@@ -2,7 +2,7 @@
 // message (fastify's error catalogue test), and docs/api.md must show every route.
 import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { ERRORS } from '../../common/src/errors.ts';
+import { ERRORS } from '#common/errors.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';

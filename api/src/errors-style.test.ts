@@ -3,7 +3,7 @@
 // every route produce for a corpus of bad inputs.
 import { describe, expect, test } from '@jest/globals';
 import type { z } from 'zod';
-import { AppError, ERRORS, formatMessage, type ErrorCode } from '../../common/src/errors.ts';
+import { AppError, ERRORS, formatMessage, type ErrorCode } from '#common/errors.ts';
 import { validationError, type RouteDef } from './http/route.ts';
 import { accountRoutes } from './modules/account/routes.ts';
 import { adminRoutes } from './modules/admin/routes.ts';

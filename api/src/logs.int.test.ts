@@ -2,9 +2,9 @@
 // log line, whatever happens (success, validation errors, bad keys, server errors).
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { Writable } from 'node:stream';
-import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '../../test/fixtures.ts';
-import { call, startTestApi, type TestApi } from './testing.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
 
 let db: TestDatabase;
 let api: TestApi;

@@ -1,6 +1,6 @@
 // Composition root of the api entrypoint.
-import { openEntrypointDatabase } from '../../common/src/db/open.ts';
-import { runMain } from '../../common/src/runtime.ts';
+import { openEntrypointDatabase } from '#common/db/open.ts';
+import { runMain } from '#common/runtime.ts';
 import { loadApiConfig } from './config.ts';
 import { startApi } from './server.ts';
 

@@ -2,9 +2,9 @@
 // revoked or regenerated through one is refused by the other on the very next request, and the
 // per-key rate limit is one limit, not one per process.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '../../test/fixtures.ts';
-import { call, spawnApi, type ChildApi } from './testing.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { call, spawnApi, type ChildApi } from '#test/api.ts';
 
 let db: TestDatabase;
 let one: ChildApi;

@@ -1,14 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import {
-  baseEnv,
-  bool,
-  logLevel,
-  parseConfig,
-  port,
-  positiveInt,
-  type Env,
-} from '../../common/src/config.ts';
+import { baseEnv, bool, logLevel, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
 
 export const controllerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9092),

@@ -4,10 +4,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
-import { describeKube } from '../../test/kube/describe-kube.ts';
-import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '../../test/kube/env.ts';
-import { kubeClientFor, leaseHolder } from '../../test/kube/operator.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { describeKube } from '#test/kube/describe-kube.ts';
+import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '#test/kube/env.ts';
+import { kubeClientFor, leaseHolder } from '#test/kube/operator.ts';
 import type { KubeObject } from './runtime/kube.ts';
 import { RESOURCES } from './runtime/resources.ts';
 import { PROXY_GATEWAY } from './crds/resources.ts';

@@ -1,9 +1,9 @@
 // Composition root of the controller entrypoint: database, kube client, the operator (leader
 // election, then the ProxyGateway and ApiKey controllers), health and metrics.
-import { startHealthServer } from '../../common/src/health.ts';
-import { openEntrypointDatabase } from '../../common/src/db/open.ts';
-import { runMain } from '../../common/src/runtime.ts';
-import { SHUTDOWN_ORDER } from '../../common/src/shutdown.ts';
+import { startHealthServer } from '#common/health.ts';
+import { openEntrypointDatabase } from '#common/db/open.ts';
+import { runMain } from '#common/runtime.ts';
+import { SHUTDOWN_ORDER } from '#common/shutdown.ts';
 import { loadControllerConfig } from './config.ts';
 import { LEASE_NAME, Operator } from './operator.ts';
 import { createKubeClient, loadKubeConfig } from './runtime/kube.ts';

@@ -2,8 +2,8 @@
 // managed-by label), queues, reconcilers, and Lease leader election. Only the leader runs
 // controllers; losing the Lease stops them (main.ts then exits so the pod restarts clean).
 import type { Registry } from 'prom-client';
-import type { Pool } from '../../common/src/db/pool.ts';
-import type { Logger } from '../../common/src/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
 import { apiKeyReconciler } from './apikey/reconciler.ts';
 import { API_KEY, MANAGED_BY, MANAGED_BY_LABEL, PROXY_GATEWAY } from './crds/resources.ts';
 import type { ApiKey, ProxyGateway } from './crds/types.generated.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseEnv, cidrList, parseConfig, port, type Env } from '../../common/src/config.ts';
+import { baseEnv, cidrList, parseConfig, port, type Env } from '#common/config.ts';
 
 export const gatewayEnv = {
   /** A YAML file holding one ProxyGateway object (the operator mounts it from the CR). */

@@ -1,8 +1,8 @@
 // Composition root of the gateway entrypoint: one ProxyGateway per process.
 import { hostname } from 'node:os';
-import { startHealthServer } from '../../common/src/health.ts';
-import { openEntrypointDatabase } from '../../common/src/db/open.ts';
-import { runMain } from '../../common/src/runtime.ts';
+import { startHealthServer } from '#common/health.ts';
+import { openEntrypointDatabase } from '#common/db/open.ts';
+import { runMain } from '#common/runtime.ts';
 import { GatewayHeartbeat } from './accounting/heartbeat.ts';
 import { loadGatewayConfig } from './config.ts';
 import { raiseFileLimit } from './proxy/limits.ts';

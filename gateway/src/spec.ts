@@ -5,9 +5,9 @@ import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 
-export { PRODUCTS as PLANS, type Product as Plan } from '../../common/src/products.ts';
-import { PRODUCTS } from '../../common/src/products.ts';
-import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '../../common/src/throttle.ts';
+export { PRODUCTS as PLANS, type Product as Plan } from '#common/products.ts';
+import { PRODUCTS } from '#common/products.ts';
+import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
 
 const lowerName = z.string().regex(/^[a-z0-9]+$/, 'lowercase letters and digits, no spaces');
 

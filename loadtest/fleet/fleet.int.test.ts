@@ -7,7 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { expect, it } from '@jest/globals';
 import pg from 'pg';
-import { REPO_ROOT } from '../../test/process.ts';
+import { REPO_ROOT } from '#test/process.ts';
 import { fleetPorts } from './fleet.ts';
 
 const alive = (pid: number) => {

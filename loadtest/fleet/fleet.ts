@@ -10,9 +10,9 @@ import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../common/src/db/embedded.ts';
-import { migrate } from '../../common/src/db/migrate.ts';
-import { createLogger } from '../../common/src/logger.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '#common/db/embedded.ts';
+import { migrate } from '#common/db/migrate.ts';
+import { createLogger } from '#common/logger.ts';
 import { startOrigin, type Origin } from './origin.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));

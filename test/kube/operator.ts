@@ -1,8 +1,8 @@
 // Test harness: an Operator in this process against a test control plane (test/kube/env.ts),
 // running as the least-privileged operator user unless told otherwise.
-import { createLogger } from '../../common/src/logger.ts';
-import { createRegistry } from '../../common/src/metrics.ts';
-import type { Pool } from '../../common/src/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import { createRegistry } from '#common/metrics.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { Operator, LEASE_NAME, type OperatorOptions } from '../../controllers/src/operator.ts';
 import {
   createKubeClient,

@@ -9,7 +9,7 @@ import { accountWithBandwidth } from '../fixtures.ts';
 import { describeKube } from './describe-kube.ts';
 import { eventually, startKube, type KubeEnv } from './env.ts';
 import { createTestOperator, kubeClientFor } from './operator.ts';
-import type { NewAccount } from '../../common/src/accounts/accounts.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
 import type { Operator } from '../../controllers/src/operator.ts';
 import type { KubeClient, KubeObject } from '../../controllers/src/runtime/kube.ts';
 import { RESOURCES } from '../../controllers/src/runtime/resources.ts';

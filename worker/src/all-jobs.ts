@@ -1,7 +1,7 @@
 // Every job the worker runs. Jobs live in worker/src/jobs/ (api/ and gateway/ do not import the
 // worker: eslint's boundary rule), whatever tables they maintain.
 import type { Registry } from 'prom-client';
-import type { Logger } from '../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 import type { WorkerConfig } from './config.ts';
 import type { Job } from './jobs.ts';
 import { maintenanceJob } from './jobs/maintenance.ts';
@@ -12,7 +12,7 @@ import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
 import { autoRefillJob, balanceSweepJob, priceSyncJob } from './jobs/auto-refill.ts';
 import { ispHealthJob } from './jobs/isp-health.ts';
-import { paymentMethods, type PaymentMethods } from '../../common/src/billing/payment.ts';
+import { paymentMethods, type PaymentMethods } from '#common/billing/payment.ts';
 
 export interface AllJobsOptions {
   config: Pick<

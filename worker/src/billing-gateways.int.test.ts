@@ -5,10 +5,10 @@ import http from 'node:http';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { putAutoRefill } from '../../common/src/billing/auto-refill.ts';
-import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
-import { accountWithBandwidth } from '../../test/fixtures.ts';
-import { startEntrypoint, stopProcess, type RunningProcess } from '../../test/process.ts';
+import { putAutoRefill } from '#common/billing/auto-refill.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { startEntrypoint, stopProcess, type RunningProcess } from '#test/process.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -17,7 +17,7 @@ import {
   startOrigin,
   type GatewayProcess,
   type Origin,
-} from '../../gateway/src/testing/harness.ts';
+} from '#test/gateway.ts';
 
 const MB = 1e6;
 

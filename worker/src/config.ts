@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '../../common/src/config.ts';
-import { currency, pricesPerGb } from '../../common/src/billing/prices.ts';
+import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
+import { currency, pricesPerGb } from '#common/billing/prices.ts';
 
 export const workerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9091),

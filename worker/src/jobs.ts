@@ -1,8 +1,8 @@
 // The worker's periodic jobs (worker/src/jobs/); the runner runs them only while
 // this process leads, never overlapping one job with itself, and records how they went.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Logger } from '../../common/src/logger.ts';
-import type { Pool } from '../../common/src/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 
 export interface JobContext {
   pool: Pool;

@@ -2,7 +2,7 @@
 // runs the jobs; the others wait and retry. Losing the connection loses the lock, so the holder
 // stops its jobs at once and competes again.
 import pg from 'pg';
-import type { Logger } from '../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 
 /** pg_advisory_lock key for worker leadership ("pfworker" as ASCII). */
 const WORKER_LOCK_KEY = 0x7066776f726b6572n;

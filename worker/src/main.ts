@@ -1,7 +1,7 @@
 // Composition root of the worker entrypoint.
-import { startHealthServer } from '../../common/src/health.ts';
-import { openEntrypointDatabase } from '../../common/src/db/open.ts';
-import { runMain } from '../../common/src/runtime.ts';
+import { startHealthServer } from '#common/health.ts';
+import { openEntrypointDatabase } from '#common/db/open.ts';
+import { runMain } from '#common/runtime.ts';
 import { allJobs } from './all-jobs.ts';
 import { loadWorkerConfig } from './config.ts';
 import { registerOutboxMetrics } from './outbox-metrics.ts';

@@ -1,8 +1,8 @@
 // The worker's scrape-time gauges on a real database: the outbox backlog and its oldest email's
 // age, and database_up, which turns 0 when the database is gone.
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { createRegistry } from '../../common/src/metrics.ts';
-import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
+import { createRegistry } from '#common/metrics.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { registerOutboxMetrics } from './outbox-metrics.ts';
 
 let db: TestDatabase;

@@ -1,9 +1,9 @@
 // The worker: usage roll-up, snapshots, lease reaper, alert outbox, auto-refill. Jobs come from
 // the feature modules; one worker process in the fleet runs them (advisory-lock leadership).
 import type { Registry } from 'prom-client';
-import type { Health } from '../../common/src/health.ts';
-import type { Logger } from '../../common/src/logger.ts';
-import type { Pool } from '../../common/src/db/pool.ts';
+import type { Health } from '#common/health.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { JobRunner, type Job } from './jobs.ts';
 import { acquireLeadership } from './leader.ts';
 

@@ -2,13 +2,13 @@
 // other takes over. The maintenance job prunes what it should and nothing else.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { Health } from '../../common/src/health.ts';
-import { createLogger } from '../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../test/db.ts';
+import { Health } from '#common/health.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import type { Job } from './jobs.ts';
 import { maintenanceJob } from './jobs/maintenance.ts';
 import { startWorker, type RunningWorker } from './server.ts';
-import { until } from '../../test/process.ts';
+import { until } from '#test/process.ts';
 
 describe('worker', () => {
   let db: TestDatabase;

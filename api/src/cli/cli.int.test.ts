@@ -5,9 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../test/fixtures.ts';
-import { call } from '../testing.ts';
-import { useTestApi } from '../test-hooks.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { call, useTestApi } from '#test/api.ts';
 import { runCli } from './main.ts';
 
 const fx = useTestApi();

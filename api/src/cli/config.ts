@@ -3,7 +3,7 @@
 // PROXYFLEET_API_URL for a remote API. Flags win over the environment; without a token, the one
 // a local `npm start` keeps in <data dir>/admin-token is read.
 import { z } from 'zod';
-import { parseConfig, port, type Env } from '../../../common/src/config.ts';
+import { parseConfig, port, type Env } from '#common/config.ts';
 
 export const cliSchema = z.object({
   PROXYFLEET_API_URL: z.string().url().optional(),

@@ -2,8 +2,8 @@
 // code in the closed table (common/src/errors.ts). Unknown errors are logged and become INTERNAL;
 // their details never reach the client.
 import type { ErrorRequestHandler, Response } from 'express';
-import { AppError, type ErrorCode } from '../../../common/src/errors.ts';
-import type { Logger } from '../../../common/src/logger.ts';
+import { AppError, type ErrorCode } from '#common/errors.ts';
+import type { Logger } from '#common/logger.ts';
 
 export function sendError(res: Response, err: AppError): void {
   res.locals.errorCode = err.code;

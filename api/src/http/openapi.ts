@@ -1,7 +1,7 @@
 // /api/v1/openapi.json, generated from the route declarations and the same zod schemas that
 // validate requests (http/route.ts), so the document and the server cannot disagree.
 import { z } from 'zod';
-import { ERRORS, type ErrorCode } from '../../../common/src/errors.ts';
+import { ERRORS, type ErrorCode } from '#common/errors.ts';
 import type { RouteDef } from './route.ts';
 
 export interface RouteGroup {

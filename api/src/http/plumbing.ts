@@ -2,8 +2,8 @@
 // log line (which never contains headers, bodies or query strings: keys travel in headers).
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { AppError } from '../../../common/src/errors.ts';
-import type { Logger } from '../../../common/src/logger.ts';
+import { AppError } from '#common/errors.ts';
+import type { Logger } from '#common/logger.ts';
 import { routeTemplate, sendError } from './errors.ts';
 import type { ApiMetrics } from './metrics.ts';
 import type { RouteGroup } from './openapi.ts';

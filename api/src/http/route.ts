@@ -3,7 +3,7 @@
 // documentation cannot drift from what the server accepts.
 import type { Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod';
-import { AppError, formatMessage, type ErrorCode } from '../../../common/src/errors.ts';
+import { AppError, formatMessage, type ErrorCode } from '#common/errors.ts';
 
 export type AuthKind = 'apiKey' | 'admin' | 'none';
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { exampleEmail, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { sha256 } from '../secrets.ts';
 import {
   createAccount,

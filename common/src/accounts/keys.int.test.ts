@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { AppError } from '../errors.ts';
 import { hashApiKey, issueApiKey, API_KEY_PATTERN } from '../secrets.ts';
 import { createNamedKey, listKeys, MAX_NAMED_KEYS, regeneratePrimaryKey, revokeKey } from './keys.ts';

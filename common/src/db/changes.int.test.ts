@@ -2,12 +2,12 @@
 // feed is disconnected, and the feed must reconnect and deliver that change from change_log.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import { setAccountStatus } from '../accounts/accounts.ts';
 import { createLogger } from '../logger.ts';
 import { ChangeFeed, countCacheAcks, type Change } from './changes.ts';
-import { until as untilWithin } from '../../../test/process.ts';
+import { until as untilWithin } from '#test/process.ts';
 
 /** The feed's waits keep their 15 s limit. */
 const until = (check: () => boolean | Promise<boolean>, what: string) => untilWithin(check, what, 15_000);

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { createEmptyDatabase } from '../../../test/db.ts';
+import { createEmptyDatabase } from '#test/db.ts';
 import { loadMigrations, migrate, MIGRATIONS_DIR } from './migrate.ts';
 
 describe('migrate', () => {

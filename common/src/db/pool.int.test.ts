@@ -3,8 +3,8 @@
 // an 'error' event that nobody listens to and that takes the whole process down.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createLogger } from '../logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { TcpRelay } from '../../../test/tcp-relay.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { TcpRelay } from '#test/tcp-relay.ts';
 import { createPool, sqlState, withTransaction, type Pool } from './pool.ts';
 
 describe('withTransaction', () => {

@@ -2,16 +2,16 @@
 // PostgreSQL, and the REST API (api/src/server.ts) answering GET /api/v1/account with X-API-Key.
 // A ChangeFeed acknowledging as component "gateway" stands in for a gateway pod's cache.
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { createNamedKey } from '../../../common/src/accounts/keys.ts';
-import { ChangeFeed } from '../../../common/src/db/changes.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { call, startTestApi, type TestApi } from '../../../api/src/testing.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { describeKube } from '../../../test/kube/describe-kube.ts';
-import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '../../../test/kube/env.ts';
-import { createTestOperator, kubeClientFor } from '../../../test/kube/operator.ts';
-import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
+import { createNamedKey } from '#common/accounts/keys.ts';
+import { ChangeFeed } from '#common/db/changes.ts';
+import { createLogger } from '#common/logger.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { describeKube } from '#test/kube/describe-kube.ts';
+import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '#test/kube/env.ts';
+import { createTestOperator, kubeClientFor } from '#test/kube/operator.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
 import type { Operator } from '../operator.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';

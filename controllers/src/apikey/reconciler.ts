@@ -4,17 +4,12 @@
 // Crash-safe: a key already in the Secret for the current rotation is reused, and a key whose
 // hash is already in api_keys is adopted rather than issued twice. Status counts the API and
 // gateway processes whose cache version has reached the change (cache_acks, decisions.md).
-import { AppError } from '../../../common/src/errors.ts';
-import {
-  createNamedKey,
-  regeneratePrimaryKey,
-  revokeKey,
-  type CreatedKey,
-} from '../../../common/src/accounts/keys.ts';
-import { countCacheAcks } from '../../../common/src/db/changes.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
-import type { Logger } from '../../../common/src/logger.ts';
-import { API_KEY_PATTERN, describeApiKey, issueApiKey, type IssuedKey } from '../../../common/src/secrets.ts';
+import { AppError } from '#common/errors.ts';
+import { createNamedKey, regeneratePrimaryKey, revokeKey, type CreatedKey } from '#common/accounts/keys.ts';
+import { countCacheAcks } from '#common/db/changes.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import { API_KEY_PATTERN, describeApiKey, issueApiKey, type IssuedKey } from '#common/secrets.ts';
 import { findCondition, setConditions, transitions, type ConditionInput } from '../runtime/conditions.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';

@@ -1,6 +1,6 @@
 // The ApiKey controller's SQL: its mapping table (migrations/0030) and the reads it needs from the
 // REST API's api_keys and change_log. Key writes go through common/src/accounts/keys.ts.
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Pool } from '#common/db/pool.ts';
 
 export interface Mapping {
   apiKeyId: string | null;
@@ -90,4 +90,4 @@ export async function findKeyByHash(
  * assigned before commit), so a cache at this version has our change: a cheap primary-key read
  * instead of searching change_log by subject.
  */
-export { changeLogHead } from '../../../common/src/db/changes.ts';
+export { changeLogHead } from '#common/db/changes.ts';

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import { z } from 'zod';
-import { PRODUCTS } from '../../../common/src/products.ts';
+import { PRODUCTS } from '#common/products.ts';
 import { proxyGatewaySpecSchema, readProxyGateways } from '../../../gateway/src/spec.ts';
 import { generatedFiles, readCrds, ROOT } from './generate.ts';
 

@@ -10,7 +10,7 @@ import { loadGatewayConfig } from '../../../gateway/src/config.ts';
 import { readProxyGateways } from '../../../gateway/src/spec.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
 import { desiredObjects, gatewayConfigYaml, UPSTREAMS_DIR, type GatewayOptions } from './desired.ts';
-import { mayUpdateGolden } from '../../../test/golden.ts';
+import { mayUpdateGolden } from '#test/golden.ts';
 
 const OPTIONS: GatewayOptions = {
   image: 'ghcr.io/proxyfleet/proxyfleet:0.1.0',

@@ -3,8 +3,8 @@
 // reported PlanConflict) until the owner is deleted and releases the row. Without this, a tenant
 // creating a ProxyGateway of a plan in their own namespace would redirect every customer's
 // generated proxies to their host.
-import type { Pool } from '../../../common/src/db/pool.ts';
-import type { GatewayEndpoint } from '../../../common/src/gateway-endpoints.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { GatewayEndpoint } from '#common/gateway-endpoints.ts';
 
 export type ClaimResult = { claimed: true } | { claimed: false; owner: string };
 

@@ -2,10 +2,10 @@
 // spec changes, status from the Deployment, schema/CEL rejections, the HPA owning replicas, and
 // the finalizer. The operator runs as the user bound only to the chart's RBAC.
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { describeKube } from '../../../test/kube/describe-kube.ts';
-import { eventually, startKube, type KubeEnv } from '../../../test/kube/env.ts';
-import { createTestOperator, kubeClientFor } from '../../../test/kube/operator.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { describeKube } from '#test/kube/describe-kube.ts';
+import { eventually, startKube, type KubeEnv } from '#test/kube/env.ts';
+import { createTestOperator, kubeClientFor } from '#test/kube/operator.ts';
 import type { Operator } from '../operator.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';

@@ -5,8 +5,8 @@
 // with the CR through their owner references. It never adopts, overwrites or deletes an object
 // it did not create (no controller owner reference to this ProxyGateway), and a plan's endpoint
 // has one owner (endpoint.ts).
-import type { Pool } from '../../../common/src/db/pool.ts';
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
 import { findCondition, setConditions, transitions, type ConditionInput } from '../runtime/conditions.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';

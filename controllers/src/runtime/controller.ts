@@ -2,7 +2,7 @@
 // owner's key), a de-duplicating queue and workers calling reconcile(key). A failed reconcile is
 // retried with per-key exponential backoff; a periodic resync re-queues every primary object so
 // drift made behind our back is repaired even without an event.
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 import { objectKey, type Informer } from './informer.ts';
 import type { KubeObject } from './kube.ts';
 import type { ControllerMetrics } from './metrics.ts';

@@ -1,7 +1,7 @@
 // Kubernetes Events (core/v1) on notable transitions, so `kubectl describe` tells the story.
 // Recording never fails a reconcile: an Event that cannot be written is logged and dropped.
 import { randomBytes } from 'node:crypto';
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 import type { KubeClient, KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
 

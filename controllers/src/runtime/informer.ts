@@ -3,7 +3,7 @@
 // (client-node #364 and friends), so every end restarts it here, at once after a normal server
 // close and with exponential backoff after a failure; a 410 Gone (history compacted) relists.
 // resync() re-delivers every cached object so level-based reconcilers heal drift.
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 import { isGone, type KubeClient, type KubeObject, type Resource, type WatchHandle } from './kube.ts';
 
 export type InformerEvent = 'add' | 'update' | 'delete';

@@ -6,7 +6,7 @@
 // attempt runs against its own deadline timer (the end of the renew deadline while leading),
 // which aborts its API calls: a call that hangs (the server accepts but never answers) cannot
 // keep a holder acting as leader after a peer may have taken the expired Lease.
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 import { isConflict, type KubeClient, type KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
 

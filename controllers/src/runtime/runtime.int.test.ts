@@ -6,8 +6,8 @@ import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { describeKube } from '../../../test/kube/describe-kube.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { describeKube } from '#test/kube/describe-kube.ts';
 import {
   eventually,
   kubeconfigYaml,
@@ -15,13 +15,13 @@ import {
   RELEASE_NAMESPACE,
   startKube,
   type KubeEnv,
-} from '../../../test/kube/env.ts';
-import { createTestOperator, kubeClientFor, leaseHolder } from '../../../test/kube/operator.ts';
+} from '#test/kube/env.ts';
+import { createTestOperator, kubeClientFor, leaseHolder } from '#test/kube/operator.ts';
 import type { Operator } from '../operator.ts';
 import type { KubeClient, KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
 import { LeaderElector } from './leader.ts';
-import { createLogger } from '../../../common/src/logger.ts';
+import { createLogger } from '#common/logger.ts';
 import { PROXY_GATEWAY } from '../crds/resources.ts';
 
 const NS = 'runtime';

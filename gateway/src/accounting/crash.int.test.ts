@@ -2,8 +2,8 @@
 // finding 6): another gateway serves the customer again once the dead one's heartbeat is 30 s old
 // (docs/adr/0025), not after the lease TTL (300 s), and the balance stays consistent.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -15,7 +15,7 @@ import {
   startOrigin,
   type GatewayProcess,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 /** gateway_dead_after() */
 const DEAD_AFTER_MS = 30_000;

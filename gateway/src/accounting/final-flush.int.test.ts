@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPool, type Pool } from '../../../common/src/db/pool.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createPool, type Pool } from '#common/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   gatewaySpec,
@@ -11,7 +11,7 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 let db: TestDatabase;
 let origin: Origin;

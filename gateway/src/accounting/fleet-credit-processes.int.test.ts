@@ -6,10 +6,10 @@
 // fleet-wide bound (docs/gateway.md "The bound"). fleet-credit.int.test.ts measures the same with
 // in-process gateways given the fleet size by hand.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { freePort } from '../../../test/ports.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { TcpRelay } from '../../../test/tcp-relay.ts';
+import { freePort } from '#test/ports.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { TcpRelay } from '#test/tcp-relay.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -21,7 +21,7 @@ import {
   startOrigin,
   type GatewayProcess,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 import { HEARTBEAT_MS } from './heartbeat.ts';
 import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
 

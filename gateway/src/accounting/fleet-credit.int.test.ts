@@ -4,10 +4,10 @@
 // refused. What the database bills afterwards stays within the documented fleet-wide bound
 // (docs/gateway.md; docs/adr/0024); before the fix each gateway gave up to 64 MiB (3 x 64 MiB).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPool, type Pool } from '../../../common/src/db/pool.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createPool, type Pool } from '#common/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -17,8 +17,8 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
-import { TcpRelay } from '../../../test/tcp-relay.ts';
+} from '#test/gateway.ts';
+import { TcpRelay } from '#test/tcp-relay.ts';
 import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
 
 const GATEWAYS = 3;

@@ -3,8 +3,8 @@
 // A batch that was sent but not confirmed is retried with the same idempotency key (a retry of a
 // batch that did land is a no-op); new usage merges into the last batch never sent.
 import { randomBytes } from 'node:crypto';
-import type { Logger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { Plan } from '../spec.ts';
 

@@ -2,10 +2,10 @@
 // PostgreSQL: who reclaims, what is kept, and what a gateway that was only cut off does when it
 // comes back (its late flush and release must not count anything twice or go negative).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { fold } from '../testing/harness.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { fold } from '#test/gateway.ts';
 import { GatewayHeartbeat } from './heartbeat.ts';
 
 let db: TestDatabase;

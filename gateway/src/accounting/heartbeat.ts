@@ -6,8 +6,8 @@
 // are alive, for the fleet-wide outage credit (liveGateways()).
 import { randomBytes } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
-import type { Logger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
 
 /** How often the row is written: six beats fit in gateway_dead_after(), so a few lost ones do not kill. */

@@ -2,10 +2,10 @@
 // resumed: the download completes, nothing is cut. (A benchmark run once saw a budget cut in
 // this situation under heavy load; this test has not reproduced it: docs/adr/0020.)
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPool, type Pool } from '../../../common/src/db/pool.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createPool, type Pool } from '#common/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   download,
@@ -14,7 +14,7 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 const LEASE_DELAY_MS = 300;
 const DOWNLOAD_BYTES = 20_000_000;

@@ -3,7 +3,7 @@
 // migrations/0060), with a client-side query timeout so a hung connection counts as an outage
 // instead of leaving the customer without an answer. Leases go back with the usage batches
 // (usage_record's releases, flusher.ts).
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
 import { LEASE_TTL_SECONDS, MIN_LEASE_BYTES } from './policy.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   fold,
@@ -10,7 +10,7 @@ import {
   startOrigin,
   type GatewayProcess,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 import { overspendBound } from './policy.ts';
 
 // Five gateway processes drain one small budget at once (docs/adr/0020 states the bound).

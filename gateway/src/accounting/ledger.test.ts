@@ -4,8 +4,8 @@
 import type net from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { createLogger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { Registry } from 'prom-client';
 import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { EventEmitter } from 'node:events';

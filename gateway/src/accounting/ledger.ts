@@ -6,8 +6,8 @@
 // never touch a budget or a counter themselves.
 import type net from 'node:net';
 import type { Readable } from 'node:stream';
-import type { Logger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { UsageFlusher } from './flusher.ts';

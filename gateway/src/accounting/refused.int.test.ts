@@ -5,8 +5,8 @@
 // CONNECT head (132 bytes) was billed on one path and not on the other.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -14,7 +14,7 @@ import {
   gatewaySpec,
   openTunnel,
   startTestGateway,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 /** The upstream proxy exit answers a CONNECT with 502 after this long: several ticks. */
 const REFUSAL_DELAY_MS = 700;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   gatewaySpec,
@@ -10,7 +10,7 @@ import {
   spawnGateway,
   startOrigin,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 let db: TestDatabase;
 let origin: Origin;

@@ -3,9 +3,9 @@
 // exactly the bytes billed; no path or query is stored; the caps fold into '(other)'; an account
 // that opted out gets no rows.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -17,8 +17,8 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
-import { until } from '../../../test/process.ts';
+} from '#test/gateway.ts';
+import { until } from '#test/process.ts';
 
 let db: TestDatabase;
 let origin: Origin;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { createLogger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { OTHER, registrableDomain, TargetTally, type TargetRow } from './targets.ts';
 
 describe('registrableDomain', () => {

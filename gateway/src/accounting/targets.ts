@@ -13,8 +13,8 @@
 // query or the full host name.
 import { getDomain } from 'tldts';
 import { isIP } from 'node:net';
-import type { Logger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
 
 /** Where the domains past a cap are added up (parentheses cannot occur in a host name). */

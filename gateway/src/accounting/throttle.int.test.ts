@@ -7,9 +7,9 @@
 // measured figures are printed.
 import type net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -23,8 +23,8 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
-import { until } from '../../../test/process.ts';
+} from '#test/gateway.ts';
+import { until } from '#test/process.ts';
 import { MIN_BURST_BYTES } from './throttle.ts';
 
 const KiB = 1024;

@@ -2,7 +2,7 @@
 // sequence of chunks, and each gateway's share of a fleet-wide cap (docs/adr/0035).
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { MIN_THROTTLE_BYTES_PER_SECOND } from '../../../common/src/throttle.ts';
+import { MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
 import { MIN_BURST_BYTES, newBucket, perPodRate, refill, setRate, take, waitMs } from './throttle.ts';
 
 const KiB = 1024;

@@ -5,12 +5,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { setAccountStatus, type NewAccount } from '../../../common/src/accounts/accounts.ts';
-import { DEFAULT_ALLOWLIST_MAX } from '../../../common/src/ip-allowlist.ts';
+import { setAccountStatus, type NewAccount } from '#common/accounts/accounts.ts';
+import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { addAllowlistEntry } from '../../../api/src/modules/ip-allowlist/repo.ts';
 import { allowlistCreate } from '../../../api/src/modules/ip-allowlist/schemas.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -21,7 +21,7 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 let db: TestDatabase;
 let origin: Origin;

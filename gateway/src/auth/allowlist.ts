@@ -2,7 +2,7 @@
 // by longest prefix match on a connection's source address. Entries are keyed by their network
 // bytes under each prefix length in use, so a lookup is one Map probe per length (at most 9 for
 // IPv4 and 81 for IPv6 under the widest-range limit), whatever the number of entries.
-import { addressBytes, maskTo } from '../../../common/src/ip-allowlist.ts';
+import { addressBytes, maskTo } from '#common/ip-allowlist.ts';
 
 export interface AllowEntry {
   id: string;

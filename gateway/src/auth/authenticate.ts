@@ -18,7 +18,7 @@ import {
   parseTargeting,
   type CredentialError,
   type ParsedCredentials,
-} from '../../../common/src/credentials.ts';
+} from '#common/credentials.ts';
 
 export type AuthResult =
   | {

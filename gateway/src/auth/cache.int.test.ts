@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  recordPurchase,
-  resetProxyPassword,
-  setAccountStatus,
-} from '../../../common/src/accounts/accounts.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
+import { recordPurchase, resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -16,7 +12,7 @@ import {
   startOrigin,
   type GatewayProcess,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 // Password resets, suspensions and purchases reach every gateway process through LISTEN/NOTIFY.
 const PODS = 3;

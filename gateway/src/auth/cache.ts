@@ -2,8 +2,8 @@
 // by the change feed (LISTEN/NOTIFY plus change_log catch-up after a reconnect). While the
 // database is unreachable the cache keeps what it has, so known customers keep being served
 // (docs/adr/0021).
-import type { Change } from '../../../common/src/db/changes.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Change } from '#common/db/changes.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { AllowlistIndex, type AllowEntry } from './allowlist.ts';
 
 export interface CachedAccount {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { credentialFor } from '../../../api/src/modules/proxies/format.ts';
-import { newProxyPassword, newProxyUsername } from '../../../common/src/secrets.ts';
+import { newProxyPassword, newProxyUsername } from '#common/secrets.ts';
 import { PLANS } from '../spec.ts';
-import { parseCredentials } from '../../../common/src/credentials.ts';
+import { parseCredentials } from '#common/credentials.ts';
 
 // The API's proxy generator and the gateway's parser implement the same grammars (docs/adr/0003):
 // whatever /api/v1/proxies/generate hands out, the gateway accepts with exactly that targeting.

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { recordPurchase } from '../../../common/src/accounts/accounts.ts';
-import { createPool, type Pool } from '../../../common/src/db/pool.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { recordPurchase } from '#common/accounts/accounts.ts';
+import { createPool, type Pool } from '#common/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -15,8 +15,8 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
-import { TcpRelay } from '../../../test/tcp-relay.ts';
+} from '#test/gateway.ts';
+import { TcpRelay } from '#test/tcp-relay.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut
 // (docs/adr/0021: known customers keep being served; usage and the cache catch up afterwards).

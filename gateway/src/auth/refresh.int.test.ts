@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { setAccountStatus } from '#common/accounts/accounts.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import { CredentialCache } from './cache.ts';
 
 let db: TestDatabase;

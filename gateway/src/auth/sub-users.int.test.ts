@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
-import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { setAccountStatus } from '#common/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import { overspendBound } from '../accounting/policy.ts';
 import {
   basicAuth,
@@ -24,7 +24,7 @@ import {
   startTestGateway,
   usageAfterClose,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 let db: TestDatabase;
 let origin: Origin;

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -20,7 +20,7 @@ import {
   startOrigin,
   type GatewayProcess,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 let db: TestDatabase;
 let origin: Origin;

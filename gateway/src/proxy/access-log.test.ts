@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { Writable } from 'node:stream';
-import { createLogger } from '../../../common/src/logger.ts';
+import { createLogger } from '#common/logger.ts';
 import { AccessLog } from './access-log.ts';
 import { refusalFor } from './refusals.ts';
 

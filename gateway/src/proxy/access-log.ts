@@ -12,7 +12,7 @@
 // request on the same connection (a keep-alive connection's lines add up to what was billed).
 import type http from 'node:http';
 import type net from 'node:net';
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 import type { TargetTally } from '../accounting/targets.ts';
 import type { Exit } from './exits.ts';
 import type { Refusal } from './http-util.ts';

@@ -1,10 +1,10 @@
 // What the request handlers share within one gateway, and the admission steps common to both
 // request forms: credentials -> account state -> connection cap -> bandwidth -> exit choice.
 import type net from 'node:net';
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Logger } from '#common/logger.ts';
 import type { Ledger, Tab } from '../accounting/ledger.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
-import type { ParsedCredentials } from '../../../common/src/credentials.ts';
+import type { ParsedCredentials } from '#common/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import type { AccessLog } from './access-log.ts';
 import type { Plan, ProxyGatewaySpec } from '../spec.ts';

@@ -12,9 +12,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth } from '../testing/harness.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { basicAuth } from '#test/gateway.ts';
 
 const PORT_RANGE = '40000 43999';
 /** Half as many again as the range: before the fix the exit's address ran out of ports. */
@@ -47,7 +47,7 @@ afterAll(async () => {
 });
 
 function runInNamespace(env: Record<string, string>): Promise<string> {
-  const script = path.join(import.meta.dirname, '../testing/exit-ports-load.ts');
+  const script = path.join(import.meta.dirname, '../../../test/bin/exit-ports-load.ts');
   const child = spawn(
     'unshare',
     [

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   gatewaySpec,
@@ -13,7 +13,7 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 // Exits on loopback source addresses (Linux routes all of 127/8 to lo), labelled as different
 // locations; the origin answers with the peer address it sees, i.e. the exit that was used.

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Targeting } from '../../../common/src/credentials.ts';
+import type { Targeting } from '#common/credentials.ts';
 import type { ExitSpec } from '../spec.ts';
 import { dialFrom, ephemeralRange, SourcePorts, type PortRange } from './source-ports.ts';
 import { UpstreamPool } from './upstream.ts';

@@ -6,9 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import http from 'node:http';
-import { Health, startHealthServer, type HealthServer } from '../../../common/src/health.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { Health, startHealthServer, type HealthServer } from '#common/health.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -18,7 +18,7 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 import { raiseFileLimit } from './limits.ts';
 
 const FLOOD = 25_000;
@@ -53,7 +53,12 @@ function startFlooder(
 ): Promise<{ open: number; closed: number }> {
   const child = spawn(
     process.execPath,
-    [path.join(import.meta.dirname, '../testing/flooder.ts'), String(port), localAddress, String(count)],
+    [
+      path.join(import.meta.dirname, '../../../test/bin/flooder.ts'),
+      String(port),
+      localAddress,
+      String(count),
+    ],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   flooders.push(child);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import type { NewAccount } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   fold,
@@ -14,7 +14,7 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 let db: TestDatabase;
 let origin: Origin;

@@ -2,9 +2,9 @@
 // live tunnels, Proxy-Status on the parser's own refusals, counters exported at zero.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
-import { resetProxyPassword, setAccountStatus } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
+import { resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -16,8 +16,8 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../testing/harness.ts';
-import { until } from '../../../test/process.ts';
+} from '#test/gateway.ts';
+import { until } from '#test/process.ts';
 
 let db: TestDatabase;
 let origin: Origin;

@@ -3,7 +3,7 @@
 // message and the SOCKS5 reply code (RFC 1928 section 6) a SOCKS client gets instead (docs/adr/0028).
 // Authentication, plain forwarding, tunnels, SOCKS5 and the HTTP parser all answer from it;
 // docs/gateway.md lists it and a test keeps the two equal.
-import { CREDENTIAL_ERROR_TEXT, type CredentialError } from '../../../common/src/credentials.ts';
+import { CREDENTIAL_ERROR_TEXT, type CredentialError } from '#common/credentials.ts';
 import type { Refusal } from './http-util.ts';
 
 /** SOCKS5 reply codes (RFC 1928 section 6) the gateway sends; 0x00 is success. */

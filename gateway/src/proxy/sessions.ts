@@ -4,8 +4,8 @@
 // session's lifetime. Pods cache the start until expiry. If the database is unreachable, the
 // start falls back to the current lifetime-aligned window, which every pod computes the same way.
 import { createHash } from 'node:crypto';
-import type { Pool } from '../../../common/src/db/pool.ts';
-import type { Targeting } from '../../../common/src/credentials.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Targeting } from '#common/credentials.ts';
 
 const CACHE_LIMIT = 100_000;
 

@@ -7,10 +7,10 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import fc from 'fast-check';
 import { SocksClient } from 'socks';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { freePort } from '../../../test/ports.ts';
-import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { freePort } from '#test/ports.ts';
+import { setAccountStatus } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -25,7 +25,7 @@ import {
   startOrigin,
   startTestGateway,
   usageAfterClose,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { basicAuth, cacheSynced, gatewaySpec, get, startTestGateway } from '../testing/harness.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { basicAuth, cacheSynced, gatewaySpec, get, startTestGateway } from '#test/gateway.ts';
 
 // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
 let db: TestDatabase;

@@ -7,10 +7,10 @@ import http from 'node:http';
 import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { WebSocket, WebSocketServer } from 'ws';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import { freePort } from '../../../test/ports.ts';
-import { setAccountStatus } from '../../../common/src/accounts/accounts.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { freePort } from '#test/ports.ts';
+import { setAccountStatus } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -22,7 +22,7 @@ import {
   rawExchange,
   startTestGateway,
   usageAfterClose,
-} from '../testing/harness.ts';
+} from '#test/gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 

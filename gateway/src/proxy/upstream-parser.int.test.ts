@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import http from 'node:http';
 import net from 'node:net';
-import { parse, split, type Parsed } from '../testing/response-parser.ts';
+import { parse, split, type Parsed } from '#test/response-parser.ts';
 import { MAX_HEAD_BYTES } from './upstream.ts';
 
 // ---- the two parsers ---------------------------------------------------------------------------

@@ -5,16 +5,10 @@
 // the same request bytes, and bill the same usage.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  startTestGateway,
-  usageAfterClose,
-} from '../testing/harness.ts';
-import { until } from '../../../test/process.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { basicAuth, cacheSynced, gatewaySpec, startTestGateway, usageAfterClose } from '#test/gateway.ts';
+import { until } from '#test/process.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 

@@ -3,7 +3,7 @@
 // and the refusals the differential test (upstream.int.test.ts) checks end to end.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { parse, split } from '../testing/response-parser.ts';
+import { parse, split } from '#test/response-parser.ts';
 import { MAX_HEAD_BYTES, parseHead, requestHead } from './upstream.ts';
 
 const bodyArb = fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a));

@@ -7,12 +7,12 @@
 //   refill row locked while it charges, then buys in the same transaction, so a worker killed
 //   mid-refill leaves the row pending; the retry charges with the same idempotency key (one per
 //   crossing) and purchase_record cannot buy twice for it.
-import type { Pool, PoolClient } from '../../../common/src/db/pool.ts';
-import { recordPurchaseIn } from '../../../common/src/accounts/accounts.ts';
-import { syncPrices, type PriceTable } from '../../../common/src/billing/prices.ts';
-import type { ChargeResult, PaymentMethods } from '../../../common/src/billing/payment.ts';
-import type { Product } from '../../../common/src/products.ts';
-import type { Logger } from '../../../common/src/logger.ts';
+import type { Pool, PoolClient } from '#common/db/pool.ts';
+import { recordPurchaseIn } from '#common/accounts/accounts.ts';
+import { syncPrices, type PriceTable } from '#common/billing/prices.ts';
+import type { ChargeResult, PaymentMethods } from '#common/billing/payment.ts';
+import type { Product } from '#common/products.ts';
+import type { Logger } from '#common/logger.ts';
 import type { Job } from '../jobs.ts';
 
 export const BALANCE_SWEEP_INTERVAL_MS = 5_000;

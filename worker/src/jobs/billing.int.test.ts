@@ -4,22 +4,18 @@
 // through a real SMTP server.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { recordPurchase } from '../../../common/src/accounts/accounts.ts';
-import { autoRefillUpdateSchema, putAutoRefill } from '../../../common/src/billing/auto-refill.ts';
-import {
-  paymentMethods,
-  type ChargeRequest,
-  type PaymentMethod,
-} from '../../../common/src/billing/payment.ts';
-import { listInvoices } from '../../../common/src/billing/invoices.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createPool } from '../../../common/src/db/pool.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { recordPurchase } from '#common/accounts/accounts.ts';
+import { autoRefillUpdateSchema, putAutoRefill } from '#common/billing/auto-refill.ts';
+import { paymentMethods, type ChargeRequest, type PaymentMethod } from '#common/billing/payment.ts';
+import { listInvoices } from '#common/billing/invoices.ts';
+import { createLogger } from '#common/logger.ts';
+import { createPool } from '#common/db/pool.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { Job, JobContext } from '../jobs.ts';
 import { autoRefillJob, balanceSweepJob, payOne } from './auto-refill.ts';
 import { emailSenderJob } from './email.ts';
-import { addresses, startTestSmtpServer, type TestSmtpServer } from './email-testing.ts';
+import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import { formatBytes } from './render.ts';
 
 const MB = 1e6;

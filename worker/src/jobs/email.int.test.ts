@@ -4,13 +4,13 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { ParsedMail } from 'mailparser';
 import { Registry } from 'prom-client';
-import { recordPurchase } from '../../../common/src/accounts/accounts.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { recordPurchase } from '#common/accounts/accounts.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { JobContext } from '../jobs.ts';
 import { EMAIL_BATCH_SIZE, EMAIL_MAX_ATTEMPTS, EMAIL_RETRY_BASE_MS, emailSenderJob } from './email.ts';
-import { addresses, startTestSmtpServer, type TestSmtpServer } from './email-testing.ts';
+import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 
 const FROM = 'proxyfleet alerts <alerts@proxyfleet.test>';
 const GB = 1e9;

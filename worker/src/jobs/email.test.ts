@@ -2,7 +2,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { createLogger } from '../../../common/src/logger.ts';
+import { createLogger } from '#common/logger.ts';
 import { allJobs } from '../all-jobs.ts';
 import { loadWorkerConfig } from '../config.ts';
 import { classifySendError, EMAIL_RETRY_BASE_MS, EMAIL_RETRY_MAX_MS, retryDelayMs } from './email.ts';

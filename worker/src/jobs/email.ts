@@ -10,8 +10,8 @@
 // client recognise the duplicate.
 import { createTransport } from 'nodemailer';
 import { Counter, type Registry } from 'prom-client';
-import type { Logger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import type { Job } from '../jobs.ts';
 import { renderEmail } from './render.ts';
 

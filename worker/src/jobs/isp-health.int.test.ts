@@ -7,14 +7,14 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Server as ProxyServer } from 'proxy-chain';
 import { Registry } from 'prom-client';
-import { seal } from '../../../common/src/secrets.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../test/fixtures.ts';
-import { call, startTestApi, type TestApi } from '../../../api/src/testing.ts';
+import { seal } from '#common/secrets.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
 import type { Job, JobContext } from '../jobs.ts';
 import { emailSenderJob } from './email.ts';
-import { addresses, startTestSmtpServer, type TestSmtpServer } from './email-testing.ts';
+import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import { ispHealthJob, nextState } from './isp-health.ts';
 
 /** An ISP proxy: proxy-chain requiring user/pass, startable and stoppable on a fixed port. */

@@ -7,9 +7,9 @@
 // transition (offline, error, recovered), queued in the transaction that records it.
 import http from 'node:http';
 import net from 'node:net';
-import type { Pool } from '../../../common/src/db/pool.ts';
-import type { Logger } from '../../../common/src/logger.ts';
-import { unseal } from '../../../common/src/secrets.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import { unseal } from '#common/secrets.ts';
 import type { Job } from '../jobs.ts';
 
 export const ISP_CONNECT_TIMEOUT_MS = 5_000;

@@ -2,8 +2,8 @@
 // sender renders subject and body from the state of the moment it sends, so both state the same
 // numbers, and an alert whose condition no longer holds is dropped instead of sent.
 import { z } from 'zod';
-import type { Pool } from '../../../common/src/db/pool.ts';
-import { BYTES_PER_GB, BYTES_PER_MB } from '../../../common/src/products.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { BYTES_PER_GB, BYTES_PER_MB } from '#common/products.ts';
 
 export interface RenderedEmail {
   subject: string;

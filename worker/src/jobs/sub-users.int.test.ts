@@ -3,9 +3,9 @@
 // the limit when folded, and usernames are one namespace across accounts and sub-users.
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createLogger } from '../../../common/src/logger.ts';
-import { createTestDatabase, type TestDatabase } from '../../../test/db.ts';
-import { accountWithBandwidth } from '../../../test/fixtures.ts';
+import { createLogger } from '#common/logger.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import { usageFoldJob } from './usage.ts';
 
 let db: TestDatabase;

@@ -1,7 +1,7 @@
 // Worker job: target statistics (target_usage, migrations/0082) are kept for 30 days, today (UTC)
 // included (docs/adr/0026); older days are deleted. Hourly: a day's rows go within the hour after
 // midnight UTC ends their 30th day.
-import { TARGET_RETENTION_DAYS } from '../../../common/src/target-stats.ts';
+import { TARGET_RETENTION_DAYS } from '#common/target-stats.ts';
 import type { Job } from '../jobs.ts';
 
 export const targetRetentionJob: Job = {

@@ -1,9 +1,8 @@
 import { describe, expect, test } from '@jest/globals';
-import { accountWithBandwidth } from '../../../../test/fixtures.ts';
-import { createNamedKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
-import { recordPurchase } from '../../../../common/src/accounts/accounts.ts';
-import { call } from '../../testing.ts';
-import { useTestApi } from '../../test-hooks.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { createNamedKey, revokeKey } from '#common/accounts/keys.ts';
+import { recordPurchase } from '#common/accounts/accounts.ts';
+import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi();
 

@@ -1,6 +1,6 @@
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
-import type { Product } from '../../../../common/src/products.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { AccountStatus } from '#common/accounts/accounts.ts';
+import type { Product } from '#common/products.ts';
 
 export interface AccountRecord {
   id: string;

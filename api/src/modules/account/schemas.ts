@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PRODUCTS } from '../../../../common/src/products.ts';
+import { PRODUCTS } from '#common/products.ts';
 import { productsSchema } from '../usage/schemas.ts';
 
 export const alertsSchema = z.object({

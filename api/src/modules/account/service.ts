@@ -2,10 +2,10 @@
 // feed on any change to the account, its keys, balances or settings (migrations/0010 announces
 // settings changes), and refreshed when its usage snapshot ages out. Like the key cache, it is
 // trusted only while the change feed is healthy.
-import { AppError } from '../../../../common/src/errors.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
-import { MAX_NAMED_KEYS } from '../../../../common/src/accounts/keys.ts';
+import { AppError } from '#common/errors.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Change, ChangeFeed } from '#common/db/changes.ts';
+import { MAX_NAMED_KEYS } from '#common/accounts/keys.ts';
 import { gb, toUsageResponse, type UsageService } from '../usage/service.ts';
 import { readAccount } from './repo.ts';
 import type { AccountResponse } from './schemas.ts';

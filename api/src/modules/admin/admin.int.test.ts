@@ -1,8 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
-import { API_KEY_PATTERN } from '../../../../common/src/secrets.ts';
-import { call } from '../../testing.ts';
-import { useTestApi } from '../../test-hooks.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { API_KEY_PATTERN } from '#common/secrets.ts';
+import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi();
 const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>

@@ -1,7 +1,7 @@
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { AccountStatus } from '#common/accounts/accounts.ts';
 import type { IspProxyRow } from '../proxies/repo.ts';
-import type { Product } from '../../../../common/src/products.ts';
+import type { Product } from '#common/products.ts';
 import type { AlertsUpdate } from './schemas.ts';
 
 export interface AccountSummaryRow {

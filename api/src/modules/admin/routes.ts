@@ -3,23 +3,18 @@
 // balances, settings) answers only once every API process has applied it, and says how many did
 // in the Proxyfleet-Cache-Sync header.
 import { z } from 'zod';
-import { AppError } from '../../../../common/src/errors.ts';
-import { SQLSTATE, sqlState, type Pool } from '../../../../common/src/db/pool.ts';
+import { AppError } from '#common/errors.ts';
+import { SQLSTATE, sqlState, type Pool } from '#common/db/pool.ts';
 import {
   createAccount,
   recordPurchase,
   resetProxyPassword,
   setAccountStatus,
   readProxyCredentials,
-} from '../../../../common/src/accounts/accounts.ts';
-import {
-  createNamedKey,
-  listKeys,
-  regeneratePrimaryKey,
-  revokeKey,
-} from '../../../../common/src/accounts/keys.ts';
-import { gbToBytes } from '../../../../common/src/products.ts';
-import { newProxyPassword, seal } from '../../../../common/src/secrets.ts';
+} from '#common/accounts/accounts.ts';
+import { createNamedKey, listKeys, regeneratePrimaryKey, revokeKey } from '#common/accounts/keys.ts';
+import { gbToBytes } from '#common/products.ts';
+import { newProxyPassword, seal } from '#common/secrets.ts';
 import { defineRoute, validationError, type RouteDef, type RouteResult } from '../../http/route.ts';
 import { toIspProxy } from '../proxies/service.ts';
 import { listIspProxies } from '../proxies/repo.ts';
@@ -40,11 +35,7 @@ import {
   putThrottle,
   updateAlerts,
 } from './repo.ts';
-import {
-  autoRefillUpdateSchema,
-  putAutoRefill,
-  type AutoRefillUpdate,
-} from '../../../../common/src/billing/auto-refill.ts';
+import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '#common/billing/auto-refill.ts';
 
 export interface AdminDeps {
   pool: Pool;

@@ -1,9 +1,6 @@
 import { z } from 'zod';
-import { PRODUCTS } from '../../../../common/src/products.ts';
-import {
-  MAX_THROTTLE_BYTES_PER_SECOND,
-  MIN_THROTTLE_BYTES_PER_SECOND,
-} from '../../../../common/src/throttle.ts';
+import { PRODUCTS } from '#common/products.ts';
+import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
 import { keySummarySchema } from '../account/schemas.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

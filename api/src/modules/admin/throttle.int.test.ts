@@ -1,9 +1,8 @@
 // PUT /admin/v1/accounts/:id/throttle/:product: an account's bandwidth cap per product
 // (docs/adr/0035), shown to the operator and, read-only, to the customer in the account view.
 import { describe, expect, test } from '@jest/globals';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
-import { call } from '../../testing.ts';
-import { useTestApi } from '../../test-hooks.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi();
 const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>

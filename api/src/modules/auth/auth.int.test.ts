@@ -2,11 +2,11 @@
 // unknown or revoked key and a suspended account with the same 401; plus the admin token rules
 // and the per-address limit on failed authentications.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
-import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
-import { setAccountStatus } from '../../../../common/src/accounts/accounts.ts';
-import { createNamedKey, regeneratePrimaryKey, revokeKey } from '../../../../common/src/accounts/keys.ts';
-import { call, mountedRoutes, startTestApi, type TestApi } from '../../testing.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { setAccountStatus } from '#common/accounts/accounts.ts';
+import { createNamedKey, regeneratePrimaryKey, revokeKey } from '#common/accounts/keys.ts';
+import { call, mountedRoutes, startTestApi, type TestApi } from '#test/api.ts';
 
 const CUSTOMER_ROUTES: [string, string, unknown?][] = [
   ['GET', '/api/v1/account'],

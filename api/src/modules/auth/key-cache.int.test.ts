@@ -1,15 +1,10 @@
 // The key cache's rules (docs/adr/0010), with a feed the test controls: it caches valid keys, a
 // change evicts, a lookup racing a change does not store, and an unhealthy feed means no cache.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
-import { accountWithBandwidth } from '../../../../test/fixtures.ts';
-import { hashApiKey } from '../../../../common/src/secrets.ts';
-import {
-  ChangeFeed,
-  TRUST_SILENCE_MS,
-  type Change,
-  type ChangeHandler,
-} from '../../../../common/src/db/changes.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { hashApiKey } from '#common/secrets.ts';
+import { ChangeFeed, TRUST_SILENCE_MS, type Change, type ChangeHandler } from '#common/db/changes.ts';
 import { KeyCache } from './key-cache.ts';
 
 let db: TestDatabase;

@@ -8,9 +8,9 @@
 //  3. Admin changes wait until every API process has acknowledged the change's version
 //     (modules/sync) before they answer, so "revoked" is true on every process when the call returns.
 // Only valid keys are cached; unknown keys always reach the database (and the failure limiter).
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
-import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Change, ChangeFeed } from '#common/db/changes.ts';
+import type { AccountStatus } from '#common/accounts/accounts.ts';
 import { findKeyByHash, type KeyRow } from './repo.ts';
 
 const MAX_ENTRIES = 100_000;

@@ -1,7 +1,7 @@
 // api_keys.last_used_at, written off the request path: at most once per TOUCH_EVERY_MS per key
 // and process, in one batched UPDATE (a write per request would cost more than the request).
-import type { Logger } from '../../../../common/src/logger.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { touchKeys } from './repo.ts';
 
 const TOUCH_EVERY_MS = 60_000;

@@ -7,8 +7,8 @@
 // the reason (missing, malformed, unknown, revoked key or suspended account); the reason only goes
 // to a metric.
 import type { Request, RequestHandler, Response } from 'express';
-import { AppError } from '../../../../common/src/errors.ts';
-import { API_KEY_PATTERN, constantTimeEqualStrings, hashApiKey } from '../../../../common/src/secrets.ts';
+import { AppError } from '#common/errors.ts';
+import { API_KEY_PATTERN, constantTimeEqualStrings, hashApiKey } from '#common/secrets.ts';
 import type { ApiMetrics, AuthFailureReason } from '../../http/metrics.ts';
 import { sendError } from '../../http/errors.ts';
 import type { RateLimiter } from '../rate-limit/limiter.ts';

@@ -1,7 +1,7 @@
 // The one query on the authentication path when the key is not cached: the key's row by its
 // sha256 (unique index api_keys_hash_key) and its account's status.
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { AccountStatus } from '#common/accounts/accounts.ts';
 
 export interface KeyRow {
   keyId: string;

@@ -1,8 +1,7 @@
 // The auto-refill and invoice routes, customer and admin, through the real API and database.
 import { describe, expect, test } from '@jest/globals';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
-import { call } from '../../testing.ts';
-import { useTestApi } from '../../test-hooks.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi();
 const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>

@@ -1,21 +1,17 @@
 // Auto-refill settings and invoices (docs/api.md "Auto-refill", "Invoices"): the customer's
 // /api/v1 routes and the operators' invoice listing, over common/src/billing.
 import { z } from 'zod';
-import { AppError } from '../../../../common/src/errors.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import { AppError } from '#common/errors.ts';
+import type { Pool } from '#common/db/pool.ts';
 import {
   autoRefillSettingsSchema,
   autoRefillUpdateSchema,
   getAutoRefill,
   putAutoRefill,
   type AutoRefillUpdate,
-} from '../../../../common/src/billing/auto-refill.ts';
-import {
-  invoiceListQuery,
-  invoiceListSchema,
-  listInvoices,
-} from '../../../../common/src/billing/invoices.ts';
-import { PRODUCTS } from '../../../../common/src/products.ts';
+} from '#common/billing/auto-refill.ts';
+import { invoiceListQuery, invoiceListSchema, listInvoices } from '#common/billing/invoices.ts';
+import { PRODUCTS } from '#common/products.ts';
 import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { accountParams } from '../admin/schemas.ts';

@@ -1,10 +1,10 @@
 // The Billing page's view of the shared billing operations (common/src/billing/): the same
 // invoice listing as GET /api/v1/invoices and the same auto-refill settings as
 // GET /api/v1/auto-refill/:product.
-import { getAutoRefill } from '../../../../common/src/billing/auto-refill.ts';
-import { listInvoices as listAccountInvoices } from '../../../../common/src/billing/invoices.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import { BYTES_PER_GB, PRODUCTS } from '../../../../common/src/products.ts';
+import { getAutoRefill } from '#common/billing/auto-refill.ts';
+import { listInvoices as listAccountInvoices } from '#common/billing/invoices.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { BYTES_PER_GB, PRODUCTS } from '#common/products.ts';
 
 export interface InvoiceLine {
   number: number;

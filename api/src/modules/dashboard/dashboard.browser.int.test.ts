@@ -8,11 +8,11 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
-import { sha256 } from '../../../../common/src/secrets.ts';
-import { upsertGatewayEndpoint } from '../../../../common/src/gateway-endpoints.ts';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
-import { until } from '../../../../test/process.ts';
+import { sha256 } from '#common/secrets.ts';
+import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { until } from '#test/process.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -23,9 +23,9 @@ import {
   startOrigin,
   startTestGateway,
   type Origin,
-} from '../../../../gateway/src/testing/harness.ts';
+} from '#test/gateway.ts';
 import type { RunningGateway } from '../../../../gateway/src/server.ts';
-import { call, startTestApi, type TestApi } from '../../testing.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 // A browser on a shared 2-core machine: generous per-test limits; nothing here measures speed.

@@ -3,12 +3,12 @@
 // and setting the password ends every session of the account.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { createLogger } from '../../../../common/src/logger.ts';
-import { sha256 } from '../../../../common/src/secrets.ts';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
-import { accountWithBandwidth } from '../../../../test/fixtures.ts';
+import { createLogger } from '#common/logger.ts';
+import { sha256 } from '#common/secrets.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import { emailSenderJob } from '../../../../worker/src/jobs/email.ts';
-import { startTestSmtpServer, type TestSmtpServer } from '../../../../worker/src/jobs/email-testing.ts';
+import { startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import { createPasswordLink, hashToken } from './links.ts';
 import { insertSession, peekToken, setPasswordWithToken } from './repo.ts';
 

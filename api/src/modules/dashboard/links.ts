@@ -4,9 +4,9 @@
 // the worker sends it; the migration blanks the body once it is sent.
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
-import { withTransaction, type Pool } from '../../../../common/src/db/pool.ts';
-import { AppError } from '../../../../common/src/errors.ts';
-import { sha256 } from '../../../../common/src/secrets.ts';
+import { withTransaction, type Pool } from '#common/db/pool.ts';
+import { AppError } from '#common/errors.ts';
+import { sha256 } from '#common/secrets.ts';
 import { linkEmail } from './emails.ts';
 
 export const INVITE_TTL_SECONDS = 7 * 24 * 3600;

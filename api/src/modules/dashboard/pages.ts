@@ -2,9 +2,9 @@
 // without JavaScript (a confirmation page stands in for each dialog); client/dashboard.js adds
 // copy, reveal, download, dialogs and the chart.
 import type { z } from 'zod';
-import { PRODUCTS } from '../../../../common/src/products.ts';
-import type { AutoRefillSettings } from '../../../../common/src/billing/auto-refill.ts';
-import type { KeyRecord } from '../../../../common/src/accounts/keys.ts';
+import { PRODUCTS } from '#common/products.ts';
+import type { AutoRefillSettings } from '#common/billing/auto-refill.ts';
+import type { KeyRecord } from '#common/accounts/keys.ts';
 import type { IspProxy } from '../proxies/schemas.ts';
 import type { AllowlistEntry } from '../ip-allowlist/schemas.ts';
 import type { SubUser } from '../sub-users/schemas.ts';

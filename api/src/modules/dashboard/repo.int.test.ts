@@ -4,8 +4,8 @@
 // deadlock (40P01), and the route answered 500. Exactly one use must set the password; the other
 // finds its link voided (the route's 410).
 import { expect, test } from '@jest/globals';
-import { useTestDatabase } from '../../../../test/db.ts';
-import { accountWithBandwidth } from '../../../../test/fixtures.ts';
+import { useTestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import { createPasswordLink, hashToken } from './links.ts';
 import { setPasswordWithToken } from './repo.ts';
 

@@ -1,7 +1,7 @@
 // SQL of the dashboard's own tables (migrations/0070_dashboard.sql). Tokens arrive here already
 // hashed (sha256): the random values themselves are never stored.
-import { withTransaction, type Pool } from '../../../../common/src/db/pool.ts';
-import type { AccountStatus } from '../../../../common/src/accounts/accounts.ts';
+import { withTransaction, type Pool } from '#common/db/pool.ts';
+import type { AccountStatus } from '#common/accounts/accounts.ts';
 import type { AlertsRow } from '../admin/repo.ts';
 
 export interface Person {

@@ -5,23 +5,19 @@
 import express, { type Request, type Response, type Router } from 'express';
 import helmet from 'helmet';
 import { z } from 'zod';
-import { AppError } from '../../../../common/src/errors.ts';
-import type { Logger } from '../../../../common/src/logger.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import { readProxyCredentials, resetProxyPassword } from '../../../../common/src/accounts/accounts.ts';
+import { AppError } from '#common/errors.ts';
+import type { Logger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { readProxyCredentials, resetProxyPassword } from '#common/accounts/accounts.ts';
 import {
   createNamedKey,
   listKeys,
   MAX_NAMED_KEYS,
   regeneratePrimaryKey,
   revokeKey,
-} from '../../../../common/src/accounts/keys.ts';
-import {
-  getAutoRefill,
-  putAutoRefill,
-  autoRefillUpdateSchema,
-} from '../../../../common/src/billing/auto-refill.ts';
-import { PRODUCTS } from '../../../../common/src/products.ts';
+} from '#common/accounts/keys.ts';
+import { getAutoRefill, putAutoRefill, autoRefillUpdateSchema } from '#common/billing/auto-refill.ts';
+import { PRODUCTS } from '#common/products.ts';
 import { activeKeyKind, updateAlerts, type AlertsRow } from '../admin/repo.ts';
 import { createKeySchema } from '../admin/schemas.ts';
 import { generateRequestSchema } from '../proxies/schemas.ts';
@@ -44,7 +40,7 @@ import type { WaitForApiCaches } from '../sync/wait.ts';
 import { productBalances, type UsageService } from '../usage/service.ts';
 import { readTargets, readTargetStatsEnabled, setTargetStats } from '../targets/repo.ts';
 import { dayProblem, utcToday } from '../targets/schemas.ts';
-import { TARGET_RETENTION_DAYS } from '../../../../common/src/target-stats.ts';
+import { TARGET_RETENTION_DAYS } from '#common/target-stats.ts';
 import { loadAssets } from './assets.ts';
 import { listAutoRefill, listInvoices } from './billing.ts';
 import type { Html } from './html.ts';

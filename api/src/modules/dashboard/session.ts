@@ -6,8 +6,8 @@
 // nothing more is stored. A state-changing request without a valid token gets 403.
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import { sha256 } from '../../../../common/src/secrets.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { sha256 } from '#common/secrets.ts';
 import { deleteSession, insertSession, readSession, type Person } from './repo.ts';
 
 /** A session ends after this long without a request... */

@@ -4,9 +4,8 @@
 // exclusion constraint). The API here runs with PROXYFLEET_IP_ALLOWLIST_PRIVATE off (production's
 // setting) and a cap of 3; documentation addresses (RFC 5737, RFC 3849) stand for public ones.
 import { describe, expect, test } from '@jest/globals';
-import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
-import { call } from '../../testing.ts';
-import { useTestApi } from '../../test-hooks.ts';
+import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi({ env: { PROXYFLEET_IP_ALLOWLIST_MAX: '3' } });
 

@@ -4,9 +4,9 @@
 // where it owes 409 (a CI run saw it). Each round races several accounts for one range; exactly one
 // must win and every other must be refused as an overlap.
 import { expect, test } from '@jest/globals';
-import { AppError } from '../../../../common/src/errors.ts';
-import { useTestDatabase } from '../../../../test/db.ts';
-import { accountWithBandwidth } from '../../../../test/fixtures.ts';
+import { AppError } from '#common/errors.ts';
+import { useTestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
 import { addAllowlistEntry } from './repo.ts';
 
 const fx = useTestDatabase();

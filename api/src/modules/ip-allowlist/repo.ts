@@ -2,8 +2,8 @@
 // under the account row's lock, so two concurrent additions cannot both take the last place; one
 // owner per address and product is the table's exclusion constraint, whose writers take turns per
 // product (migrations/0086) so that a lost race is a violation (409), not a deadlock (500).
-import { AppError } from '../../../../common/src/errors.ts';
-import { sqlState, SQLSTATE, withTransaction, type Pool } from '../../../../common/src/db/pool.ts';
+import { AppError } from '#common/errors.ts';
+import { sqlState, SQLSTATE, withTransaction, type Pool } from '#common/db/pool.ts';
 import type { AllowlistCreate, AllowlistEntry } from './schemas.ts';
 
 const COLUMNS = `id, product, cidr::text AS cidr, targeting,

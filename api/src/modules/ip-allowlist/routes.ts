@@ -2,8 +2,8 @@
 // gateways admit without credentials. The customer's routes (/api/v1/ip-allowlist) and the
 // operator's (/admin/v1/accounts/:id/ip-allowlist) share the repo and the schemas.
 import { z } from 'zod';
-import { AppError } from '../../../../common/src/errors.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import { AppError } from '#common/errors.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { accountParams, uuid } from '../admin/schemas.ts';

@@ -2,9 +2,9 @@
 // (width, host bits, public addresses) and its targeting by the gateways' own credential parser,
 // so nothing is stored that a gateway would read differently.
 import { z } from 'zod';
-import { CREDENTIAL_ERROR_TEXT, parseTargeting } from '../../../../common/src/credentials.ts';
-import { parseAllowlistCidr } from '../../../../common/src/ip-allowlist.ts';
-import { PRODUCTS, type Product } from '../../../../common/src/products.ts';
+import { CREDENTIAL_ERROR_TEXT, parseTargeting } from '#common/credentials.ts';
+import { parseAllowlistCidr } from '#common/ip-allowlist.ts';
+import { PRODUCTS, type Product } from '#common/products.ts';
 import { MAX_SESSION_MINUTES } from '../proxies/schemas.ts';
 
 /** Longest targeting string accepted (the database's check; real ones are under 80 characters). */

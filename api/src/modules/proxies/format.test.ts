@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { parseCredentials } from '../../../../common/src/credentials.ts';
-import type { Product } from '../../../../common/src/products.ts';
+import { parseCredentials } from '#common/credentials.ts';
+import type { Product } from '#common/products.ts';
 import { credentialFor, proxyString, type Targeting } from './format.ts';
 import { generateRequestSchema } from './schemas.ts';
 

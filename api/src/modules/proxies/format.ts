@@ -1,7 +1,7 @@
 // Proxy strings in each plan's credential grammar (spec section 5 for light, basic and advanced;
 // docs/adr/0012 and the lead's decisions for mobile and datacenter). Usernames are [a-z0-9] and
 // passwords [A-Za-z0-9], so the separators '-', '_' and ':' never occur inside them.
-import { PLAN_CAPABILITIES, type Product } from '../../../../common/src/products.ts';
+import { PLAN_CAPABILITIES, type Product } from '#common/products.ts';
 
 export interface Targeting {
   country: string;

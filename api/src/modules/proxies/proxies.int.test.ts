@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
-import { accountWithBandwidth } from '../../../../test/fixtures.ts';
-import { upsertGatewayEndpoint, DEFAULT_GATEWAY_PORTS } from '../../../../common/src/gateway-endpoints.ts';
-import { call, startTestApi, type TestApi } from '../../testing.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { upsertGatewayEndpoint, DEFAULT_GATEWAY_PORTS } from '#common/gateway-endpoints.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
 
 let db: TestDatabase;
 let api: TestApi;

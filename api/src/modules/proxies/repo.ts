@@ -1,5 +1,5 @@
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import type { Product } from '../../../../common/src/products.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Product } from '#common/products.ts';
 
 /** Purchased minus used bytes for one plan; undefined when none was ever bought. */
 export async function remainingBytes(

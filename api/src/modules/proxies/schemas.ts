@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { isCountryCode } from '../../../../common/src/countries.ts';
-import { PLAN_CAPABILITIES, PRODUCTS } from '../../../../common/src/products.ts';
+import { isCountryCode } from '#common/countries.ts';
+import { PLAN_CAPABILITIES, PRODUCTS } from '#common/products.ts';
 
 /** Most proxy strings one call generates (docs/api.md). */
 export const MAX_GENERATE_COUNT = 1000;

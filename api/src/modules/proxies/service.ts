@@ -1,8 +1,8 @@
-import { AppError } from '../../../../common/src/errors.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import { readProxyCredentials } from '../../../../common/src/accounts/accounts.ts';
-import { DEFAULT_GATEWAY_PORTS, readGatewayEndpoint } from '../../../../common/src/gateway-endpoints.ts';
-import { newSessionId, unseal } from '../../../../common/src/secrets.ts';
+import { AppError } from '#common/errors.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { readProxyCredentials } from '#common/accounts/accounts.ts';
+import { DEFAULT_GATEWAY_PORTS, readGatewayEndpoint } from '#common/gateway-endpoints.ts';
+import { newSessionId, unseal } from '#common/secrets.ts';
 import { readSubUserCredentials } from '../sub-users/repo.ts';
 import { credentialFor, proxyString } from './format.ts';
 import { listIspProxies, remainingBytes, type IspProxyRow } from './repo.ts';

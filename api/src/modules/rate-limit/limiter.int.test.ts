@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { RateLimiter } from './limiter.ts';
 
 let db: TestDatabase;
@@ -65,7 +65,7 @@ describe('cleanup job', () => {
     await db.pool.query(
       `INSERT INTO api_rate_limits (bucket, tat_us, updated_at) VALUES ('old', 0, now() - interval '2 days'), ('new', 0, now())`,
     );
-    const { createLogger } = await import('../../../../common/src/logger.ts');
+    const { createLogger } = await import('#common/logger.ts');
     await rateLimitCleanupJob.run({ pool: db.pool, logger: createLogger('test', 'silent') });
     const { rows } = await db.pool.query(`SELECT bucket FROM api_rate_limits WHERE bucket IN ('old', 'new')`);
     expect(rows).toEqual([{ bucket: 'new' }]);

@@ -5,7 +5,7 @@
 // twice). Lease sizes adapt to the key's rate: they start at 1, double while a lease is used up
 // within its lifetime, shrink to what was used otherwise, and never exceed a tenth of the burst.
 import { takeTokens } from './repo.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { Pool } from '#common/db/pool.ts';
 
 /** Leased tokens not spent within this time are given up (keeps the rate honest). */
 export const LEASE_TTL_MS = 1_000;

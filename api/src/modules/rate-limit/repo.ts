@@ -1,4 +1,4 @@
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { Pool } from '#common/db/pool.ts';
 
 export interface TakeResult {
   granted: number;

@@ -4,10 +4,10 @@
 // then need the sub-user's row (the foreign key of the lines and usage rows they insert). The delete
 // must succeed every time and the bytes must still be the account's.
 import { expect, test } from '@jest/globals';
-import { lockWaiters, useTestDatabase } from '../../../../test/db.ts';
-import { until } from '../../../../test/process.ts';
-import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '../../../../test/fixtures.ts';
-import { AppError } from '../../../../common/src/errors.ts';
+import { lockWaiters, useTestDatabase } from '#test/db.ts';
+import { until } from '#test/process.ts';
+import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
+import { AppError } from '#common/errors.ts';
 import { createSubUser, deleteSubUser, updateSubUser } from './repo.ts';
 
 const fx = useTestDatabase();

@@ -3,16 +3,10 @@
 // concurrent creations cannot both take the last place. Passwords are sealed as proxy_credentials'
 // are (readable again, with a sha256 for the gateways). A username clash with any account's proxy
 // credentials or sub-users is the database's (unique index and the proxy_username_free trigger).
-import { AppError } from '../../../../common/src/errors.ts';
-import {
-  sqlState,
-  SQLSTATE,
-  withTransaction,
-  type Pool,
-  type PoolClient,
-} from '../../../../common/src/db/pool.ts';
-import { BYTES_PER_GB, PRODUCTS, type Product } from '../../../../common/src/products.ts';
-import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '../../../../common/src/secrets.ts';
+import { AppError } from '#common/errors.ts';
+import { sqlState, SQLSTATE, withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
+import { BYTES_PER_GB, PRODUCTS, type Product } from '#common/products.ts';
+import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '#common/secrets.ts';
 import type { SubUser, SubUserCreate, SubUserUpdate, SubUserUsage, SubUserUsageQuery } from './schemas.ts';
 
 interface Row {

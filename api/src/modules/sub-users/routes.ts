@@ -3,8 +3,8 @@
 // and the operator's (/admin/v1/accounts/:id/sub-users) share the repo and the schemas. Gateways
 // learn every change from the database's triggers (change_log), nothing is called here.
 import { z } from 'zod';
-import { AppError } from '../../../../common/src/errors.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import { AppError } from '#common/errors.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { accountParams, uuid } from '../admin/schemas.ts';

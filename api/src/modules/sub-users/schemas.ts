@@ -2,7 +2,7 @@
 // CHECK (migrations/0085) or the gateways' credential grammar (common/src/credentials.ts), so a
 // request the API accepts is one the database stores and a gateway reads the same way.
 import { z } from 'zod';
-import { PRODUCTS } from '../../../../common/src/products.ts';
+import { PRODUCTS } from '#common/products.ts';
 import { MAX_PURCHASE_GB, throttleRate } from '../admin/schemas.ts';
 
 /** The most concurrent connections a sub-user's cap may allow (the database's CHECK). */

@@ -5,11 +5,10 @@
 // writes (inserted here directly); target statistics per sub-user; proxy strings with a sub-user's
 // credentials. The API here runs with a cap of 3.
 import { describe, expect, test } from '@jest/globals';
-import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
-import { lockWaiters } from '../../../../test/db.ts';
-import { until } from '../../../../test/process.ts';
-import { call } from '../../testing.ts';
-import { useTestApi } from '../../test-hooks.ts';
+import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { lockWaiters } from '#test/db.ts';
+import { until } from '#test/process.ts';
+import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi({ env: { PROXYFLEET_SUB_USERS_MAX: '3' } });
 

@@ -2,10 +2,10 @@
 // change commits, wait until every running API process (fresh cache_acks row) has applied a
 // change_log version at or above the head read after the commit (docs/adr/0010).
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import { countCacheAcks } from '../../../../common/src/db/changes.ts';
-import type { Logger } from '../../../../common/src/logger.ts';
-import { changeLogHead } from '../../../../common/src/db/changes.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { countCacheAcks } from '#common/db/changes.ts';
+import type { Logger } from '#common/logger.ts';
+import { changeLogHead } from '#common/db/changes.ts';
 
 const POLL_MS = 10;
 

@@ -1,6 +1,6 @@
 // target_usage (migrations/0082): read per day, and the account's opt-out switch.
-import { withTransaction, type Pool } from '../../../../common/src/db/pool.ts';
-import type { Product } from '../../../../common/src/products.ts';
+import { withTransaction, type Pool } from '#common/db/pool.ts';
+import type { Product } from '#common/products.ts';
 
 export interface TargetRow {
   domain: string;

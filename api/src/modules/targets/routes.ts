@@ -1,7 +1,7 @@
 // Target statistics for the customer (docs/adr/0026): GET /usage/targets and the opt-out switch.
 // The operator's equivalents are in admin/routes.ts and share targetsView and setTargetStats.
-import { AppError } from '../../../../common/src/errors.ts';
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import { AppError } from '#common/errors.ts';
+import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { accountParams } from '../admin/schemas.ts';

@@ -1,7 +1,7 @@
 // Target statistics (docs/adr/0026): the query of GET /usage/targets, the answer, and the opt-out.
 import { z } from 'zod';
-import { PRODUCTS } from '../../../../common/src/products.ts';
-import { TARGET_RETENTION_DAYS } from '../../../../common/src/target-stats.ts';
+import { PRODUCTS } from '#common/products.ts';
+import { TARGET_RETENTION_DAYS } from '#common/target-stats.ts';
 
 const DAY_MS = 86_400_000;
 

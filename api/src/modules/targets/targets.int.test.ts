@@ -2,11 +2,10 @@
 // product validation, the opt-out (customer and operator) deleting what was stored, and the
 // worker's 30-day retention.
 import { describe, expect, test } from '@jest/globals';
-import { createLogger } from '../../../../common/src/logger.ts';
-import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '../../../../test/fixtures.ts';
+import { createLogger } from '#common/logger.ts';
+import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
 import { targetRetentionJob } from '../../../../worker/src/jobs/target-retention.ts';
-import { call } from '../../testing.ts';
-import { useTestApi } from '../../test-hooks.ts';
+import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi();
 const DAY_MS = 86_400_000;

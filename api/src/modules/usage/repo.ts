@@ -1,7 +1,7 @@
 // The usage snapshot table (migrations/0010_api.sql): one row per account, recomputed from
 // balances (used_bytes and requests_count are folded there by the worker from gateway usage
 // batches) by whichever API process first finds it older than the refresh interval.
-import type { Pool } from '../../../../common/src/db/pool.ts';
+import type { Pool } from '#common/db/pool.ts';
 
 export interface SnapshotRow {
   balances: Record<string, { total: number; used: number } | undefined>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PRODUCTS } from '../../../../common/src/products.ts';
+import { PRODUCTS } from '#common/products.ts';
 
 export const balanceSchema = z.object({
   totalGb: z.number().describe('Purchased bandwidth, GB (10^9 bytes), 3 decimals'),

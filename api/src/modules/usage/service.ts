@@ -2,9 +2,9 @@
 // recomputed at most every PROXYFLEET_USAGE_REFRESH_SECONDS (spec section 4: 30 s). Each process
 // keeps the row it read until the row's age reaches the interval, or a purchase changes the
 // account's balances (change feed 'balance').
-import type { Pool } from '../../../../common/src/db/pool.ts';
-import type { Change, ChangeFeed } from '../../../../common/src/db/changes.ts';
-import { BYTES_PER_GB, BYTES_PER_MB, PRODUCTS, type Product } from '../../../../common/src/products.ts';
+import type { Pool } from '#common/db/pool.ts';
+import type { Change, ChangeFeed } from '#common/db/changes.ts';
+import { BYTES_PER_GB, BYTES_PER_MB, PRODUCTS, type Product } from '#common/products.ts';
 import { readFreshSnapshot, recomputeSnapshot, type SnapshotRow } from './repo.ts';
 import type { UsageResponse } from './schemas.ts';
 

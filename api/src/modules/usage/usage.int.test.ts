@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTestDatabase, type TestDatabase } from '../../../../test/db.ts';
-import { accountWithBandwidth } from '../../../../test/fixtures.ts';
-import { call, startTestApi, type TestApi } from '../../testing.ts';
+import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { accountWithBandwidth } from '#test/fixtures.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
 
 let db: TestDatabase;
 let api: TestApi;

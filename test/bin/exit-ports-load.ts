@@ -10,12 +10,11 @@
 // Prints one JSON line: {tunnels, ok, refused: {"<status> <reason>": n}, clientErrors, plainStatus}.
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createPool } from '../../../common/src/db/pool.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import { dialFrom, ephemeralRange, SourcePorts } from '../proxy/source-ports.ts';
-import { gatewaySpec, get, startTestGateway } from './harness.ts';
+import { createPool } from '#common/db/pool.ts';
+import { createLogger } from '#common/logger.ts';
+import { dialFrom, ephemeralRange, SourcePorts } from '../../gateway/src/proxy/source-ports.ts';
+import { gatewaySpec, get, startTestGateway } from '../gateway.ts';
 
-/* eslint-disable no-restricted-properties -- a test child: its inputs come from the test */
 const databaseUrl = process.env.DATABASE_URL!;
 const auth = process.env.PROXY_AUTH!;
 const tunnels = Number(process.env.TUNNELS ?? 6000);

@@ -1,15 +1,17 @@
 // Test harness: an API on port 0 over a test database, in this process or as a child process
 // (`node api/src/main.ts`), the way production runs it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll } from '@jest/globals';
 import { fileURLToPath } from 'node:url';
 import type pino from 'pino';
-import { Health } from '../../common/src/health.ts';
-import { createLogger } from '../../common/src/logger.ts';
-import { createRegistry } from '../../common/src/metrics.ts';
-import type { Pool } from '../../common/src/db/pool.ts';
-import { TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from '../../test/fixtures.ts';
-import { loadApiConfig } from './config.ts';
-import { startApi, type RunningApi } from './server.ts';
+import { Health } from '#common/health.ts';
+import { createLogger } from '#common/logger.ts';
+import { createRegistry } from '#common/metrics.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from './fixtures.ts';
+import { loadApiConfig } from '../api/src/config.ts';
+import { startApi, type RunningApi } from '../api/src/server.ts';
 
 export interface TestApi {
   url: string;
@@ -45,7 +47,7 @@ export async function startTestApi(
   return { url: `http://127.0.0.1:${api.port}`, api, close: () => api.close() };
 }
 
-const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../api/src/main.ts', import.meta.url));
 
 export interface ChildApi {
   url: string;
@@ -174,4 +176,24 @@ export function mountedRoutes(app: RunningApi['app']): string[] {
   };
   walk((app as unknown as { router: { stack: RouterLayer[] } }).router.stack, '');
   return routes;
+}
+
+// jest hooks for API integration tests: a test database and an API on it for the whole file.
+export interface ApiFixture {
+  db: TestDatabase;
+  api: TestApi;
+}
+
+/** Starts both before the file's tests and stops them after; read the fields inside tests. */
+export function useTestApi(options: Parameters<typeof startTestApi>[1] = {}): ApiFixture {
+  const fixture = {} as ApiFixture;
+  beforeAll(async () => {
+    fixture.db = await createTestDatabase();
+    fixture.api = await startTestApi(fixture.db, options);
+  });
+  afterAll(async () => {
+    await fixture.api?.close();
+    await fixture.db?.drop();
+  });
+  return fixture;
 }

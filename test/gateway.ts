@@ -4,12 +4,12 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
-import { Health } from '../../../common/src/health.ts';
-import { createLogger } from '../../../common/src/logger.ts';
-import type { Pool } from '../../../common/src/db/pool.ts';
-import { changeLogHead } from '../../../common/src/db/changes.ts';
-import { startGateway, type RunningGateway } from '../server.ts';
-import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../spec.ts';
+import { Health } from '#common/health.ts';
+import { createLogger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { changeLogHead } from '#common/db/changes.ts';
+import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
+import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../gateway/src/spec.ts';
 
 export interface Origin {
   port: number;
@@ -372,9 +372,8 @@ export async function spawnGateway(
   const dir = await mkdtemp(path.join(tmpdir(), 'pf-gw-'));
   const file = path.join(dir, 'gateway.yaml');
   await writeFile(file, stringify(gateway));
-  const child = spawn(process.execPath, [new URL('../main.ts', import.meta.url).pathname], {
+  const child = spawn(process.execPath, [new URL('../gateway/src/main.ts', import.meta.url).pathname], {
     env: {
-      // eslint-disable-next-line no-restricted-properties -- a test harness: the child needs PATH only
       PATH: process.env.PATH ?? '',
       DATABASE_URL: databaseUrl,
       PROXYFLEET_GATEWAY_CONFIG: file,
