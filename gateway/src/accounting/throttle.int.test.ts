@@ -25,7 +25,7 @@ import {
   type Origin,
 } from '#test/gateway.ts';
 import { until } from '#test/process.ts';
-import { MIN_BURST_BYTES } from './throttle.ts';
+import { MIN_BURST_BYTES } from './bucket.ts';
 
 const KiB = 1024;
 const MB = 1_000_000;

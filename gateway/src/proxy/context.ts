@@ -2,7 +2,8 @@
 // request forms: credentials -> account state -> connection cap -> bandwidth -> exit choice.
 import type net from 'node:net';
 import type { Logger } from '#common/logger.ts';
-import type { Ledger, Tab } from '../accounting/ledger.ts';
+import type { Ledger } from '../accounting/ledger.ts';
+import type { Tab } from '../accounting/tab.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { ParsedCredentials } from '#common/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
