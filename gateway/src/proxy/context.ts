@@ -30,8 +30,6 @@ export interface ProxyContext {
   access: AccessLog;
   /** Benchmark only: no authentication and no metering ("features off"). */
   bare: boolean;
-  /** Plain-HTTP requests through our own client (upstream.ts) or node:http's (docs/adr/0038). */
-  upstreamClient: 'raw' | 'node';
   draining: boolean;
   /**
    * Sockets whose last request was admitted through an IP allowlist entry, and the entry's id: the
