@@ -5,6 +5,7 @@ import type { Request } from 'express';
 import type { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import { fieldProblems } from '../../http/route.ts';
+import { uuid } from '../../http/schemas.ts';
 
 /**
  * The named fields of a posted form, as typed: '' when absent or not one string. Trimmed, except
@@ -46,6 +47,12 @@ export function formProblem(error: z.ZodError, fields: Readonly<Record<string, F
       return `${words.label}: ${typeof words.says === 'string' ? words.says : words.says(issue)}.`;
     })
     .join(' ');
+}
+
+/** The id in the path parameter `name`, if it is a uuid (another cannot name a row). */
+export function pathId(req: Request, name: string): string | undefined {
+  const id = String(req.params[name]);
+  return uuid.safeParse(id).success ? id : undefined;
 }
 
 /** The notice named by a redirect's `?done=` (a Map: `?done=constructor` finds nothing). */

@@ -9,10 +9,9 @@ import {
   revokeKey,
   type KeyRecord,
 } from '#common/accounts/keys.ts';
-import { uuid } from '../../../http/schemas.ts';
 import { activeKeyKind } from '../../account/repo.ts';
 import { createKeySchema } from '../../account/schemas.ts';
-import { attempt, formProblem, formValues } from '../forms.ts';
+import { attempt, formProblem, formValues, pathId } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,
@@ -64,11 +63,8 @@ export const keysPage: PageModule = ({ pool, waitForApiCaches }) => {
   };
   /** The named key of the path, if it is active: the admin API's rule (the primary is regenerated, never revoked). */
   const pathKey = async ({ req, person }: SignedInVisit): Promise<string | undefined> => {
-    const keyId = String(req.params.keyId);
-    const kind = uuid.safeParse(keyId).success
-      ? await activeKeyKind(pool, person.accountId, keyId)
-      : undefined;
-    return kind === 'named' ? keyId : undefined;
+    const keyId = pathId(req, 'keyId');
+    return keyId && (await activeKeyKind(pool, person.accountId, keyId)) === 'named' ? keyId : undefined;
   };
 
   return {

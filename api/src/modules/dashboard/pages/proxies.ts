@@ -3,13 +3,12 @@
 // take the API's own schemas, service and repo, so the page does what the JSON API does.
 import { readProxyCredentials, resetProxyPassword } from '#common/accounts/accounts.ts';
 import { PRODUCTS } from '#common/products.ts';
-import { uuid } from '../../../http/schemas.ts';
 import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from '../../ip-allowlist/repo.ts';
 import { allowlistCreate, type AllowlistEntry } from '../../ip-allowlist/schemas.ts';
 import { generateRequestSchema, type IspProxy } from '../../proxies/schemas.ts';
 import { generateProxies, ispProxies } from '../../proxies/service.ts';
 import { subUserNames } from '../../sub-users/repo.ts';
-import { attempt, doneNotice, formProblem, formValues } from '../forms.ts';
+import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,
@@ -130,10 +129,8 @@ export const proxiesPage: PageModule = (deps) => {
       }),
 
       post('/proxies/allowlist/:entryId/remove', async (visit) => {
-        const entryId = String(visit.req.params.entryId);
-        const removed =
-          uuid.safeParse(entryId).success &&
-          (await removeAllowlistEntry(pool, visit.person.accountId, entryId));
+        const entryId = pathId(visit.req, 'entryId');
+        const removed = entryId && (await removeAllowlistEntry(pool, visit.person.accountId, entryId));
         if (!removed) {
           const allowlistError = 'That entry does not exist or is already removed.';
           return render(visit, { allowlistError }, 404);

@@ -3,7 +3,6 @@
 // are judged by the API's own schemas; the API's repo does the work, with its errors.
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
-import { uuid } from '../../../http/schemas.ts';
 import {
   createSubUser,
   deleteSubUser,
@@ -12,7 +11,7 @@ import {
   updateSubUser,
 } from '../../sub-users/repo.ts';
 import { subUserCreate, subUserUpdate, type SubUser } from '../../sub-users/schemas.ts';
-import { attempt, doneNotice, formProblem, formValues } from '../forms.ts';
+import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,
@@ -115,8 +114,8 @@ export const subUsersPage: PageModule = (deps) => {
   const missing = (visit: SignedInVisit) => render(visit, { error: MISSING }, 404);
   /** The sub-user of the path, if it is the account's. */
   const pathSubUser = async ({ req, person }: SignedInVisit): Promise<SubUser | undefined> => {
-    const id = String(req.params.subUserId);
-    return uuid.safeParse(id).success ? getSubUser(pool, person.accountId, id, credentialsKey) : undefined;
+    const id = pathId(req, 'subUserId');
+    return id ? getSubUser(pool, person.accountId, id, credentialsKey) : undefined;
   };
   /** A page or action on the sub-user of the path; a sub-user that is not there is said on the list. */
   const onSubUser = (
@@ -212,9 +211,8 @@ export const subUsersPage: PageModule = (deps) => {
       onSubUser(get, '/delete', ({ ctx, send }, subUser) => send(confirmPage(ctx, remove(subUser)))),
 
       post('/sub-users/:subUserId/delete', async (visit) => {
-        const id = String(visit.req.params.subUserId);
-        if (!uuid.safeParse(id).success || !(await deleteSubUser(pool, visit.person.accountId, id)))
-          return missing(visit);
+        const id = pathId(visit.req, 'subUserId');
+        if (!id || !(await deleteSubUser(pool, visit.person.accountId, id))) return missing(visit);
         visit.res.redirect(303, '/sub-users?done=deleted');
       }),
     ],
