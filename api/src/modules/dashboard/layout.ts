@@ -79,8 +79,32 @@ export const message = (kind: 'error' | 'success' | 'notice', text: string | und
     ? html`<div class="${kind}" ${kind === 'error' ? html`role="alert"` : html`role="status"`}>${text}</div>`
     : '';
 
-export const copyButton = (id: string) =>
-  html`<button type="button" class="secondary" data-copy="${id}" data-js-only hidden>Copy</button>`;
+/** Copies the field `id` (JavaScript only); `label` names it where "Copy" alone is ambiguous. */
+export const copyButton = (id: string, label?: string) =>
+  html`<button
+    type="button"
+    class="secondary"
+    data-copy="${id}"
+    ${label ? html`aria-label="${label}"` : ''}
+    data-js-only
+    hidden
+  >
+    Copy
+  </button>`;
+
+/** Shows or masks the password field `id` (JavaScript only). */
+export const revealButton = (id: string, label?: string) =>
+  html`<button
+    type="button"
+    class="secondary"
+    data-reveal="${id}"
+    aria-pressed="false"
+    ${label ? html`aria-label="${label}"` : ''}
+    data-js-only
+    hidden
+  >
+    Reveal
+  </button>`;
 
 /** A destructive action and how it is confirmed; GET on `action` shows the confirmation page. */
 export interface Confirmation {

@@ -15,6 +15,7 @@ import {
   confirmPage,
   copyButton,
   csrfField,
+  revealButton,
   layout,
   message,
   table,
@@ -201,16 +202,7 @@ function proxiesView(
             readonly
             autocomplete="off"
           />
-          <button
-            type="button"
-            class="secondary"
-            data-reveal="proxy-password"
-            aria-pressed="false"
-            data-js-only
-            hidden
-          >
-            Reveal</button
-          >${copyButton('proxy-password')}
+          ${revealButton('proxy-password')}${copyButton('proxy-password')}
         </div>
         ${confirmButton(ctx, RESET)}
       </section>

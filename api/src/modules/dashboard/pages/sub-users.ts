@@ -16,10 +16,12 @@ import { html, type Html } from '../html.ts';
 import {
   confirmButton,
   confirmPage,
+  copyButton,
   csrfField,
   layout,
   message,
   rateText,
+  revealButton,
   table,
   type Confirmation,
   type PageContext,
@@ -293,27 +295,8 @@ function credentials(s: SubUser): Html {
         readonly
         autocomplete="off"
       />
-      <button
-        type="button"
-        class="secondary"
-        data-reveal="sub-cred-${s.id}"
-        aria-pressed="false"
-        aria-label="Reveal the credentials of ${s.name}"
-        data-js-only
-        hidden
-      >
-        Reveal
-      </button>
-      <button
-        type="button"
-        class="secondary"
-        data-copy="sub-cred-${s.id}"
-        aria-label="Copy the credentials of ${s.name}"
-        data-js-only
-        hidden
-      >
-        Copy
-      </button>
+      ${revealButton(`sub-cred-${s.id}`, `Reveal the credentials of ${s.name}`)}
+      ${copyButton(`sub-cred-${s.id}`, `Copy the credentials of ${s.name}`)}
     </div>
     <span class="hint mono">${s.username}</span>`;
 }
