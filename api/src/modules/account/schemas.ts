@@ -12,6 +12,29 @@ export const alertsSchema = z.object({
     .describe('Remaining share (%) of a product at which the low-bandwidth email is sent'),
 });
 
+/** Alert switches an operator changes (fields not given keep their value). */
+export const alertsUpdateSchema = z
+  .object({
+    lowBandwidth: z.boolean().optional(),
+    newInvoice: z.boolean().optional(),
+    serverAlerts: z.boolean().optional(),
+    lowBandwidthPercent: z.number().int().min(1).max(99).optional(),
+  })
+  .refine(
+    (v) => Object.values(v).some((x) => x !== undefined),
+    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent',
+  );
+export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
+
+/** A named key's name, as the admin API and the dashboard take it. */
+export const createKeySchema = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'must be letters, digits, space, dot, underscore or hyphen'),
+});
+
 export const keySummarySchema = z.object({
   id: z.string(),
   name: z.string(),

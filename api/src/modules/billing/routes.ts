@@ -14,7 +14,7 @@ import { invoiceListQuery, invoiceListSchema, listInvoices } from '#common/billi
 import { PRODUCTS } from '#common/products.ts';
 import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
-import { accountParams } from '../admin/schemas.ts';
+import { accountParams } from '../../http/schemas.ts';
 
 const productParams = z.object({ product: z.enum(PRODUCTS) });
 type ProductParams = z.infer<typeof productParams>;
