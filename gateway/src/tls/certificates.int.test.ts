@@ -17,6 +17,7 @@ import {
   cacheSynced,
   gatewaySpec,
   get,
+  spawnGateway,
   startOrigin,
   startTestGateway,
   type Origin,
@@ -199,5 +200,42 @@ describe('certificate rotation', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('in the gateway process: from the environment, rotated while a customer is connected', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'pf-proc-'));
+    const certFile = path.join(dir, 'tls.crt');
+    const keyFile = path.join(dir, 'tls.key');
+    await copyFile(first.certFile, certFile);
+    await copyFile(first.keyFile, keyFile);
+    const spec = gatewaySpec('basic', undefined, { tls: { refuseCredentialsInClear: true } });
+    const gateway = await spawnGateway(db.url, spec, {
+      PROXYFLEET_GATEWAY_TLS_CERT: certFile,
+      PROXYFLEET_GATEWAY_TLS_KEY: keyFile,
+      PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS: '1',
+    });
+    try {
+      await cacheSynced(db.pool, 1);
+      const old = await connect(gateway.port);
+      expect(old.fingerprint).toBe(first.fingerprint256);
+      expect(await old.request()).toBe(200);
+      await copyFile(second.keyFile, keyFile);
+      await copyFile(second.certFile, certFile);
+      await until(
+        async () => (await connect(gateway.port)).fingerprint === second.fingerprint256,
+        'the new certificate',
+      );
+      expect(await old.request()).toBe(200);
+      old.socket.destroy();
+      expect(gateway.output()).toMatch(/"msg":"TLS certificate reloaded"/);
+    } finally {
+      expect(await gateway.stop()).toBe(0);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('in the gateway process: refusing credentials in clear without a certificate stops the start, saying why', async () => {
+    const spec = gatewaySpec('basic', undefined, { tls: { refuseCredentialsInClear: true } });
+    await expect(spawnGateway(db.url, spec)).rejects.toThrow(/refuseCredentialsInClear needs a certificate/);
   });
 });
