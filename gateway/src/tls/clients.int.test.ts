@@ -15,7 +15,10 @@ import { chromium } from 'playwright-core';
 import { ProxyAgent, request } from 'undici';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth } from '#test/fixtures.ts';
+import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
+import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
+import { generateRequestSchema } from '../../../api/src/modules/proxies/schemas.ts';
+import { generateProxySet } from '../../../api/src/modules/proxies/service.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -107,6 +110,35 @@ describe('curl --proxy https://', () => {
     const untrusted = await run('curl', [...common.slice(0, 4), ...creds, plainUrl()]);
     expect(untrusted.code).toBe(60);
     expect(await requestsSince(before)).toEqual({ http: 1, connect: 1 });
+  });
+});
+
+describe('the https:// form POST /api/v1/proxies/generate gives', () => {
+  it('works as is with curl --proxy, credentials and targeting in the URL', async () => {
+    await upsertGatewayEndpoint(db.pool, { plan: 'basic', host: '127.0.0.1', port: gateway.port }, 'test');
+    const { urls } = await generateProxySet(
+      { pool: db.pool, credentialsKey: TEST_CREDENTIALS_KEY, fallbackHost: 'unused.example' },
+      account.id,
+      generateRequestSchema.parse({
+        provider: 'basic',
+        country: 'us',
+        sessionType: 'sticky',
+        scheme: 'https',
+      }),
+    );
+    expect(urls![0]).toMatch(/^https:\/\/[a-z0-9]+:[^@]+_country-us_session-[a-z0-9]{10}@127\.0\.0\.1:\d+$/);
+    const before = await requests();
+    const result = await run('curl', [
+      '--silent',
+      '--show-error',
+      '--proxy',
+      urls![0]!,
+      '--proxy-cacert',
+      ca.caFile,
+      plainUrl(),
+    ]);
+    expect(result).toMatchObject({ code: 0, stdout: '127.0.0.1' });
+    expect(await requestsSince(before)).toEqual({ http: 1 });
   });
 });
 
