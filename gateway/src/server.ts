@@ -12,7 +12,7 @@ import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { Ledger } from './accounting/ledger.ts';
 import { TargetTally, type TargetTallyOptions } from './accounting/targets.ts';
-import { carrierOf } from './accounting/wire.ts';
+import { carrierOf, checkTcpCarrier } from './accounting/wire.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
@@ -224,6 +224,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     throw new Error(
       `ProxyGateway ${deps.gateway.metadata.name}: spec.tls.refuseCredentialsInClear needs a certificate (PROXYFLEET_GATEWAY_TLS_CERT and PROXYFLEET_GATEWAY_TLS_KEY)`,
     );
+  // TLS connections are billed on the TCP socket's libuv queue (docs/adr/0071): this node has it.
+  if (deps.tls) await checkTcpCarrier();
   // A gateway given no process opens its own, and closes it with itself.
   const owned = deps.process === undefined;
   const proc = deps.process ?? (await GatewayProcess.open({ ...deps, ...deps.limits }));

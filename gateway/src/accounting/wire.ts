@@ -9,7 +9,7 @@
 // queued in libuv (the handle's writeQueueSize) stand in for writableLength. When the socket is
 // destroyed those records are dropped unsent, and libuv's queue is emptied before 'close': the
 // queue is read in the socket's _destroy, the last moment the handle holds it.
-import type net from 'node:net';
+import net from 'node:net';
 
 /** The byte counters billing reads (a net.Socket has them). */
 export interface WireCounters {
@@ -64,6 +64,33 @@ export class TcpCarrier implements WireCounters {
 
   get writableLength(): number {
     return this.socket.writableLength + (this.destroyed ? this.dropped : this.queued());
+  }
+}
+
+/**
+ * Checks, once at start, that this node's accepted sockets expose what TcpCarrier reads: a loopback
+ * connection to itself, its accepted side wrapped. Throws when they do not (a node upgrade changed
+ * net.js), so the gateway does not start billing TLS connections wrongly.
+ */
+export async function checkTcpCarrier(): Promise<void> {
+  const server = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+    const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+    client.on('error', () => undefined);
+    const socket = await accepted;
+    try {
+      new TcpCarrier(socket);
+    } finally {
+      socket.destroy();
+      client.destroy();
+    }
+  } finally {
+    server.close();
   }
 }
 

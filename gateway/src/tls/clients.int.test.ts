@@ -183,10 +183,12 @@ describe("Debian's Python (urllib3 1.26)", () => {
 describe('undici ProxyAgent', () => {
   it('forwards plain requests, tunnels HTTPS ones, and tunnels a plain request when asked to', async () => {
     const before = await requests();
+    // The credentials in the proxy URL (as docs/gateway.md shows), or as a token.
     const agent = (proxyTunnel?: boolean) =>
       new ProxyAgent({
-        uri: proxyUrl(),
-        token: basicAuth(account.proxyUsername, password()),
+        ...(proxyTunnel === undefined
+          ? { uri: proxyUrl().replace('//', `//${account.proxyUsername}:${encodeURIComponent(password())}@`) }
+          : { uri: proxyUrl(), token: basicAuth(account.proxyUsername, password()) }),
         proxyTls: { ca: ca.ca },
         requestTls: { ca: ca.ca },
         ...(proxyTunnel === undefined ? {} : { proxyTunnel }),
