@@ -36,6 +36,8 @@ let auth: string;
 let hello: Buffer;
 
 const HEADERS_SECONDS = 1;
+/** How late past the head timeout a close may come on a loaded machine and still count as bounded. */
+const SLACK_MS = 10_000;
 const spec = gatewaySpec('basic', undefined, { timeouts: { headersSeconds: HEADERS_SECONDS } });
 
 beforeAll(async () => {
@@ -139,7 +141,11 @@ describe('hostile handshakes', () => {
     const results = await Promise.all([closed(truncated), closed(slow), closed(stalled)]);
     clearInterval(drip);
     expect(dripped).toBeLessThan(hello.length);
-    for (const r of results) expect(r.ms).toBeGreaterThanOrEqual(HEADERS_SECONDS * 1000 - 50);
+    // Closed by the head timer: not before it, and (with ample room for a busy machine) not long after.
+    for (const r of results) {
+      expect(r.ms).toBeGreaterThanOrEqual(HEADERS_SECONDS * 1000 - 50);
+      expect(r.ms).toBeLessThan(HEADERS_SECONDS * 1000 + SLACK_MS);
+    }
     // Nothing but TLS came back: no 408 in clear to a TLS client.
     expect(results[0].bytes).toBe(0);
     expect(results[1].bytes).toBe(0);
