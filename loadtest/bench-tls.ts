@@ -14,7 +14,8 @@
 // (TLS 1.3, its default cipher order: AES-256-GCM first; key exchange X25519), trusting that CA. All proxies run side
 // by side and take turns: BENCH_ROUNDS (default 3) rounds, rotating order, medians reported;
 // BENCH_SECONDS (default 2) per measurement after a 1 s warm-up; BENCH_TARGETS and
-// BENCH_SCENARIOS narrow a run. DATABASE_URL: a server for the scratch database (unset: embedded).
+// BENCH_SCENARIOS narrow a run, BENCH_PROFILE=1 writes CPU profiles of the node proxies to
+// /tmp/pf-bench-prof. DATABASE_URL: a server for the scratch database (unset: embedded).
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -50,6 +51,8 @@ const CLOSE_WAIT_MS = 5_000;
 const SCENARIOS = ['handshake', 'resumed', 'keepalive', 'bulk'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const logger = createLogger('bench', 'warn');
+/** BENCH_PROFILE=1: the node proxies write CPU profiles (loadtest/profile-summary.ts reads them). */
+const PROFILE = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir=/tmp/pf-bench-prof'] : [];
 
 interface Target {
   name: string;
@@ -227,7 +230,7 @@ async function startGateway(
     }),
   );
   const { child, match } = await startProcess(
-    ['gateway/src/main.ts'],
+    [...PROFILE, 'gateway/src/main.ts'],
     {
       DATABASE_URL: db.url,
       PROXYFLEET_GATEWAY_CONFIG: file,
@@ -286,6 +289,7 @@ async function main(): Promise<void> {
         'proxy-chain',
         async () => {
           const args = [
+            ...PROFILE,
             'loadtest/bench-proxy-chain.ts',
             `${db.user}:${db.pass}`,
             cert.certFile,
