@@ -57,15 +57,21 @@ async function run(command: string, args: string[], port: number): Promise<Exter
 
 /**
  * squid in the foreground as a single process (-N: no kids, so its pid is the worker whose CPU
- * and memory are measured), every request allowed, nothing cached or logged.
+ * and memory are measured), every request allowed, nothing cached or logged. With `tls`, an
+ * `https_port` instead (squid-openssl: a forward proxy that clients reach over TLS).
  */
-export async function startSquid(dir: string): Promise<ExternalProxy> {
+export async function startSquid(
+  dir: string,
+  tls?: { certFile: string; keyFile: string },
+): Promise<ExternalProxy> {
   const port = await freePort();
   const conf = path.join(dir, `squid-${port}.conf`);
   await writeFile(
     conf,
     [
-      `http_port 127.0.0.1:${port}`,
+      tls
+        ? `https_port 127.0.0.1:${port} tls-cert=${tls.certFile} tls-key=${tls.keyFile}`
+        : `http_port 127.0.0.1:${port}`,
       'http_access allow all',
       'cache deny all',
       'cache_mem 0 MB',

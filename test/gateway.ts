@@ -4,12 +4,14 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import tls from 'node:tls';
 import { Registry } from 'prom-client';
 import { Health } from '#common/health.ts';
 import { createLogger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { changeLogHead } from '#common/db/changes.ts';
 import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
+import { GatewayCertificates } from '../gateway/src/tls/certificates.ts';
 import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../gateway/src/spec.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { jestHooks } from './hooks.ts';
@@ -103,9 +105,11 @@ export interface TestGatewayOptions {
   fleetSize?: () => number;
   /** Target statistics caps (accounting/targets.ts). */
   targets?: { perAccount?: number; perDay?: number; maxEntries?: number };
+  /** TLS on the port (docs/adr/0071): the certificate files, read again every `reloadMs`. */
+  tls?: { certFile: string; keyFile: string; reloadMs?: number };
 }
 
-export type TestGateway = RunningGateway & { registry: Registry };
+export type TestGateway = RunningGateway & { registry: Registry; certificates?: GatewayCertificates };
 
 export async function startTestGateway(
   pool: Pool,
@@ -114,7 +118,11 @@ export async function startTestGateway(
   options: TestGatewayOptions = {},
 ): Promise<TestGateway> {
   const registry = new Registry();
+  const logger = createLogger('test', 'silent');
   const oracle = options.upstreamClient === 'node' ? nodeUpstream() : undefined;
+  const certificates = options.tls
+    ? await GatewayCertificates.open({ ...options.tls, logger, registry })
+    : undefined;
   const running = await startGateway({
     gateway,
     port: 0,
@@ -123,23 +131,26 @@ export async function startTestGateway(
     allowCidrs: options.allowCidrs ?? ['127.0.0.0/8'],
     pool,
     databaseUrl: url,
-    logger: createLogger('test', 'silent'),
+    logger,
     registry,
     health: new Health([registry]),
     drainMs: options.drainMs ?? 2_000,
+    ...(certificates ? { tls: certificates } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.connectFastPath === false ? { connectFastPath: false } : {}),
     ...(oracle ? { upstreamClient: oracle.send } : {}),
     ...(options.fleetSize ? { fleetSize: options.fleetSize } : {}),
     ...(options.targets ? { targets: options.targets } : {}),
   });
-  if (!oracle) return { ...running, registry };
+  if (!oracle && !certificates) return { ...running, registry };
   return {
     ...running,
     registry,
+    ...(certificates ? { certificates } : {}),
     close: async () => {
       await running.close();
-      oracle.close();
+      oracle?.close();
+      certificates?.close();
     },
   };
 }
@@ -238,24 +249,46 @@ export interface Exchange {
 }
 
 /**
- * Sends raw requests over ONE connection to the proxy and reads the answers; returns them with
- * the exact bytes the client wrote and read on that connection.
+ * Connects to the proxy; with `tls`, opens a TLS session to it over the TCP socket (docs/adr/0071).
+ * `socket` speaks to the proxy (the TLS session, or the TCP socket), `tcp` counts what crossed the
+ * network.
  */
-export async function rawExchange(
+export async function connectToProxy(
   proxyPort: number,
-  requests: string[],
-  options: { sourceAddress?: string } = {},
-): Promise<{ responses: Exchange[]; written: number; read: number }> {
-  const socket = net.connect({
+  options: { sourceAddress?: string; tls?: tls.ConnectionOptions } = {},
+): Promise<{ socket: net.Socket; tcp: net.Socket }> {
+  const tcp = net.connect({
     port: proxyPort,
     host: '127.0.0.1',
     ...(options.sourceAddress ? { localAddress: options.sourceAddress } : {}),
   });
-  socket.on('error', () => undefined);
+  tcp.on('error', () => undefined);
   await new Promise<void>((r, j) => {
-    socket.once('connect', () => r());
-    socket.once('error', j);
+    tcp.once('connect', () => r());
+    tcp.once('error', j);
   });
+  if (!options.tls) return { socket: tcp, tcp };
+  const session = tls.connect({ ...options.tls, socket: tcp });
+  session.on('error', () => undefined);
+  await new Promise<void>((r, j) => {
+    session.once('secureConnect', () => r());
+    session.once('error', j);
+  });
+  return { socket: session, tcp };
+}
+
+/**
+ * Sends raw requests over ONE connection to the proxy and reads the answers; returns them with
+ * the exact bytes the client wrote and read on that connection. With `tls`, over a TLS session
+ * (the counts are the TCP socket's, TLS records included), ended with close_notify both ways so
+ * that both sides saw every record.
+ */
+export async function rawExchange(
+  proxyPort: number,
+  requests: string[],
+  options: { sourceAddress?: string; tls?: tls.ConnectionOptions } = {},
+): Promise<{ responses: Exchange[]; written: number; read: number }> {
+  const { socket, tcp } = await connectToProxy(proxyPort, options);
   const responses: Exchange[] = [];
   let buffer = Buffer.alloc(0);
   const waitFor = async (pred: () => boolean) => {
@@ -306,6 +339,13 @@ export async function rawExchange(
     if (headers.connection === 'close') break;
   }
   await new Promise((r) => setImmediate(r));
+  if (options.tls) {
+    if (!tcp.destroyed) {
+      socket.end();
+      await new Promise((r) => tcp.once('close', r));
+    }
+    return { responses, written: tcp.bytesWritten, read: tcp.bytesRead };
+  }
   const result = { responses, written: socket.bytesWritten, read: socket.bytesRead };
   socket.destroy();
   await new Promise((r) => setTimeout(r, 20));
@@ -328,14 +368,24 @@ function dechunk(data: Buffer): Buffer {
 export const get = (url: string, auth?: string, extra = '') =>
   `GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ''}${extra}\r\n`;
 
-/** Opens a CONNECT tunnel; resolves with the socket after the 200, or the refusal status. */
+/**
+ * Opens a CONNECT tunnel; resolves with the socket after the 200, or the refusal status. With
+ * `tls`, inside a TLS session to the proxy; `tcp` is the TCP socket under it (what crossed the
+ * network).
+ */
 export async function openTunnel(
   proxyPort: number,
   authority: string,
   auth?: string,
-): Promise<{ status: number; socket: net.Socket; headers: string; leftover: Buffer }> {
-  const socket = net.connect({ port: proxyPort, host: '127.0.0.1' });
-  socket.on('error', () => undefined);
+  options: { tls?: tls.ConnectionOptions } = {},
+): Promise<{ status: number; socket: net.Socket; tcp: net.Socket; headers: string; leftover: Buffer }> {
+  const { socket, tcp } = options.tls
+    ? await connectToProxy(proxyPort, options)
+    : (() => {
+        const plain = net.connect({ port: proxyPort, host: '127.0.0.1' });
+        plain.on('error', () => undefined);
+        return { socket: plain, tcp: plain };
+      })();
   socket.write(
     `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ''}\r\n`,
   );
@@ -353,7 +403,13 @@ export async function openTunnel(
   });
   const end = buffer.indexOf('\r\n\r\n');
   const headers = buffer.subarray(0, Math.max(0, end)).toString('latin1');
-  return { status: Number(headers.split(' ')[1] ?? 0), socket, headers, leftover: buffer.subarray(end + 4) };
+  return {
+    status: Number(headers.split(' ')[1] ?? 0),
+    socket,
+    tcp,
+    headers,
+    leftover: buffer.subarray(end + 4),
+  };
 }
 
 /**

@@ -33,9 +33,24 @@ export const gatewayEnv = {
    * provider-side refusals always are, and every line is at debug (docs/gateway.md).
    */
   PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE: z.coerce.number().min(0).max(1).default(0.01),
+  /**
+   * TLS on the plan's port (docs/adr/0071): a PEM certificate chain and its private key. Both or
+   * neither; read again every PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS and replaced when they change.
+   */
+  PROXYFLEET_GATEWAY_TLS_CERT: z.string().min(1).optional(),
+  PROXYFLEET_GATEWAY_TLS_KEY: z.string().min(1).optional(),
+  PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
   PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
 };
 
-export const gatewaySchema = z.object({ ...baseEnv, ...gatewayEnv });
+export const gatewaySchema = z
+  .object({ ...baseEnv, ...gatewayEnv })
+  .refine(
+    (c) => (c.PROXYFLEET_GATEWAY_TLS_CERT === undefined) === (c.PROXYFLEET_GATEWAY_TLS_KEY === undefined),
+    {
+      message: 'set both PROXYFLEET_GATEWAY_TLS_CERT and PROXYFLEET_GATEWAY_TLS_KEY, or neither',
+      path: ['PROXYFLEET_GATEWAY_TLS_KEY'],
+    },
+  );
 export const loadGatewayConfig = (env?: Env) => parseConfig(gatewaySchema, env);

@@ -7,6 +7,7 @@ import { GatewayHeartbeat } from './accounting/heartbeat.ts';
 import { loadGatewayConfig } from './config.ts';
 import { raiseFileLimit } from './proxy/limits.ts';
 import { startGateway } from './server.ts';
+import { GatewayCertificates } from './tls/certificates.ts';
 import { readProxyGateways } from './spec.ts';
 
 runMain('gateway', loadGatewayConfig, async (config, runtime) => {
@@ -31,6 +32,16 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     registry,
   });
   health.addInfo('liveGateways', () => heartbeat.liveGateways());
+  const tls =
+    config.PROXYFLEET_GATEWAY_TLS_CERT && config.PROXYFLEET_GATEWAY_TLS_KEY
+      ? await GatewayCertificates.open({
+          certFile: config.PROXYFLEET_GATEWAY_TLS_CERT,
+          keyFile: config.PROXYFLEET_GATEWAY_TLS_KEY,
+          reloadMs: config.PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS * 1000,
+          logger,
+          registry,
+        })
+      : undefined;
   const running = await startGateway({
     gateway,
     host: config.PROXYFLEET_GATEWAY_HOST,
@@ -48,6 +59,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     bare: config.PROXYFLEET_GATEWAY_FEATURES === 'bare',
     accessLogSample: config.PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE,
     connectFastPath: config.PROXYFLEET_GATEWAY_CONNECT_FAST_PATH === 'on',
+    ...(tls ? { tls } : {}),
     limits: {
       ...(config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS !== undefined
         ? { maxConnections: config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS }
@@ -62,6 +74,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     config.PROXYFLEET_HEALTH_PORT,
   );
   shutdown.add({ name: 'gateway', run: () => running.close() });
+  if (tls) shutdown.add({ name: 'tls-certificates', run: () => tls.close() });
   // After the final flush returned the leases: the row goes, the gateway counts as gone at once.
   shutdown.add({ name: 'heartbeat', run: () => heartbeat.stop() });
   shutdown.add({ name: 'health', run: () => server.close() });

@@ -23,7 +23,20 @@ export interface GatewayMetrics {
   revocationCuts: Counter<'plan'>;
   /** Times a bandwidth cap held a budget's streams (docs/adr/0035): the account's, or a sub-user's own. */
   throttleHolds: Counter<'plan' | 'scope'>;
+  /** TLS handshakes completed on the plan's port (docs/adr/0071), by whether a ticket resumed them. */
+  tlsHandshakes: Counter<'plan' | 'resumed'>;
+  /** TLS handshakes that did not complete, by reason (TLS_FAILURE_REASONS). */
+  tlsHandshakeFailures: Counter<'plan' | 'reason'>;
 }
+
+/** Why a TLS handshake did not complete (docs/gateway.md, TLS). */
+export const TLS_FAILURE_REASONS = [
+  'timeout',
+  'client_closed',
+  'certificate_refused',
+  'protocol_error',
+] as const;
+export type TlsFailureReason = (typeof TLS_FAILURE_REASONS)[number];
 
 /** Creates the gateway metrics in a registry (once per process: a second call would clash). */
 export function createGatewayMetrics(registry: Registry): GatewayMetrics {
@@ -125,6 +138,18 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       labelNames: ['plan', 'scope'],
       registers,
     }),
+    tlsHandshakes: new Counter({
+      name: 'proxyfleet_gateway_tls_handshakes_total',
+      help: 'TLS handshakes completed on the proxy port (resumed: a session ticket was accepted)',
+      labelNames: ['plan', 'resumed'],
+      registers,
+    }),
+    tlsHandshakeFailures: new Counter({
+      name: 'proxyfleet_gateway_tls_handshake_failures_total',
+      help: 'TLS handshakes on the proxy port that did not complete (timeout, client_closed, certificate_refused, protocol_error)',
+      labelNames: ['plan', 'reason'],
+      registers,
+    }),
   };
 }
 
@@ -151,6 +176,8 @@ export function zeroPlanSeries(
   for (const reason of ['timeout', 'refused']) m.exitFailures.labels({ plan, reason }).inc(0);
   for (const reason of ['process_cap', 'source_cap']) m.connectionRefusals.labels({ plan, reason }).inc(0);
   for (const scope of ['account', 'sub_user']) m.throttleHolds.labels({ plan, scope }).inc(0);
+  for (const resumed of ['true', 'false']) m.tlsHandshakes.labels({ plan, resumed }).inc(0);
+  for (const reason of TLS_FAILURE_REASONS) m.tlsHandshakeFailures.labels({ plan, reason }).inc(0);
   for (const reason of [
     'malformed',
     'missing',

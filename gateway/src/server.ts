@@ -12,6 +12,7 @@ import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { Ledger } from './accounting/ledger.ts';
 import { TargetTally, type TargetTallyOptions } from './accounting/targets.ts';
+import { carrierOf, checkTcpCarrier } from './accounting/wire.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
@@ -35,6 +36,8 @@ import { handleSocks, socksHeadTimeout } from './proxy/socks5.ts';
 import { handleConnect } from './proxy/tunnel.ts';
 import { handleUpgrade } from './proxy/upgrade.ts';
 import type { ProxyGateway } from './spec.ts';
+import type { GatewayCertificates } from './tls/certificates.ts';
+import { acceptTls, type TlsSession } from './tls/handshake.ts';
 
 export interface GatewayDeps {
   gateway: ProxyGateway;
@@ -67,6 +70,11 @@ export interface GatewayDeps {
   upstreamClient?: UpstreamClient;
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
+  /**
+   * The certificate TLS sessions on the plan's port start with (docs/adr/0071); absent: no TLS
+   * (a ClientHello gets node:http's 400, as before).
+   */
+  tls?: GatewayCertificates;
   /**
    * Live gateways of this plan (the heartbeat's count, accounting/heartbeat.ts): the database-outage
    * credit is shared among them (docs/adr/0024). Default: 1.
@@ -212,6 +220,13 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const spec = deps.gateway.spec;
   const plan = spec.plan;
   const logger = deps.logger;
+  // Refusing credentials in clear with no TLS to send them over would refuse every customer.
+  if (spec.tls?.refuseCredentialsInClear && !deps.tls)
+    throw new Error(
+      `ProxyGateway ${deps.gateway.metadata.name}: spec.tls.refuseCredentialsInClear needs a certificate (PROXYFLEET_GATEWAY_TLS_CERT and PROXYFLEET_GATEWAY_TLS_KEY)`,
+    );
+  // TLS connections are billed on the TCP socket's libuv queue (docs/adr/0071): this node has it.
+  if (deps.tls) await checkTcpCarrier();
   // A gateway given no process opens its own, and closes it with itself.
   const owned = deps.process === undefined;
   const proc = deps.process ?? (await GatewayProcess.open({ ...deps, ...deps.limits }));
@@ -264,7 +279,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     bare: deps.bare ?? false,
     draining: false,
     viaAllowlist: proc.viaAllowlist,
-    authenticated: (socket) => limiter.authenticated(socket),
+    // The caps count the accepted TCP socket, also under a TLS session.
+    authenticated: (socket) => limiter.authenticated(carrierOf(socket)),
   };
 
   const headersMs = spec.timeouts.headersSeconds * 1000;
@@ -280,12 +296,14 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   // A connection must deliver its first request head within headersSeconds of being accepted
   // (Node never times out a connection that sends nothing, and times the first head from the
   // connection only when its periodic check runs).
+  // Keyed by the accepted socket: a head that arrives inside a TLS session stops its carrier's timer.
   const headTimers = new WeakMap<net.Socket, NodeJS.Timeout>();
   const headArrived = (socket: net.Socket) => {
-    const timer = headTimers.get(socket);
+    const carrier = carrierOf(socket);
+    const timer = headTimers.get(carrier);
     if (timer) {
       clearTimeout(timer);
-      headTimers.delete(socket);
+      headTimers.delete(carrier);
     }
   };
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -326,6 +344,13 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   });
   // SOCKS5 connections still in their handshake: the head timer closes them without HTTP bytes.
   const socksHandshakes = new WeakSet<net.Socket>();
+  // TLS sessions by their accepted socket: the head timer ends a handshake, or answers inside it.
+  const tlsSessions = new WeakMap<net.Socket, TlsSession>();
+  const certificates = deps.tls;
+  const tlsCounts = {
+    resumed: metrics.tlsHandshakes.labels({ plan, resumed: 'true' }),
+    full: metrics.tlsHandshakes.labels({ plan, resumed: 'false' }),
+  };
   const front = installFrontEnd(server, {
     connectFastPath: deps.connectFastPath !== false,
     connect: (socket, head, rest) => {
@@ -341,6 +366,19 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         headArrived(socket);
       });
     },
+    ...(certificates && {
+      tls: (socket: net.Socket, first: Buffer) => {
+        const session = acceptTls(socket, first, certificates.context, {
+          // The session's cleartext is routed as a plain connection is (SOCKS5 and HTTP inside TLS).
+          secure: (inner, resumed) => {
+            (resumed ? tlsCounts.resumed : tlsCounts.full).inc();
+            front.route(inner);
+          },
+          failed: (reason) => metrics.tlsHandshakeFailures.inc({ plan, reason }),
+        });
+        tlsSessions.set(socket, session);
+      },
+    }),
   });
   const open = new Set<net.Socket>();
   server.on('connection', (socket: net.Socket) => {
@@ -356,13 +394,18 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     const timer = setTimeout(() => {
       headTimers.delete(socket);
       if (socket.destroyed) return;
-      if (socksHandshakes.has(socket)) return socksHeadTimeout(ctx, socket, performance.now() - headersMs);
+      // A TLS handshake not done in time is closed without an answer (nothing to answer in yet);
+      // after it, the head is refused inside the session as on a plain connection.
+      const session = tlsSessions.get(socket);
+      if (session && !session.secured) return session.timedOut();
+      const s = session?.socket ?? socket;
+      if (socksHandshakes.has(s)) return socksHeadTimeout(ctx, s, performance.now() - headersMs);
       const r = refusalFor('head_timeout');
       metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
-      refuseSocket(socket, r);
-      ctx.access.refused('http', socket, r, true, performance.now() - headersMs);
-      socket.destroySoon();
-      setTimeout(() => socket.destroy(), 1_000).unref();
+      refuseSocket(s, r);
+      ctx.access.refused('http', s, r, true, performance.now() - headersMs);
+      s.destroySoon();
+      setTimeout(() => s.destroy(), 1_000).unref();
     }, headersMs);
     timer.unref();
     headTimers.set(socket, timer);
@@ -393,6 +436,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       exits: spec.exits.length,
       maxConnections: limiter.maxConnections,
       maxUnauthenticatedPerSource: limiter.maxUnauthenticatedPerSource,
+      tls: certificates !== undefined,
+      refuseCredentialsInClear: spec.tls?.refuseCredentialsInClear ?? false,
     },
     'gateway listening',
   );

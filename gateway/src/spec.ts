@@ -50,6 +50,12 @@ export const proxyGatewaySpecSchema = z.object({
       maxConnectionsPerAccount: z.number().int().min(1).default(1000),
     })
     .default({ maxConnectionsPerAccount: 1000 }),
+  /**
+   * TLS on the plan's port (docs/adr/0071, 0072). The certificate comes from the process's
+   * environment (PROXYFLEET_GATEWAY_TLS_CERT/_KEY; in Kubernetes from spec.tls.secretName, which
+   * only the operator reads); refuseCredentialsInClear answers 407 to credentials not sent over TLS.
+   */
+  tls: z.object({ refuseCredentialsInClear: z.boolean().default(false) }).optional(),
   /** The plan's default bandwidth cap per account, fleet-wide (docs/adr/0035); absent: none. */
   throttle: z
     .object({

@@ -44,6 +44,13 @@ export type ProxyGatewaySpec = {
   throttle?: {
     bytesPerSecond: number;
   };
+  /** TLS on the plan's port, next to plain HTTP and SOCKS5 (an https:// proxy; docs/adr/0071). The certificate is a kubernetes.io/tls Secret (tls.crt, tls.key) in the ProxyGateway's namespace, for example one cert-manager issues; it is mounted into the gateway pods and a renewed certificate is served without a restart. */
+  tls?: {
+    /** The Secret holding tls.crt and tls.key; the certificate must name advertisedHost. */
+    secretName: string;
+    /** Answer 407 to credentials sent outside TLS (Proxy-Authorization, SOCKS5 username and password), so customers move to the https:// proxy; requests without credentials (the IP allowlist) are unaffected. docs/adr/0072. */
+    refuseCredentialsInClear: boolean;
+  };
   /** Gateway pods; an HPA scales between min and max when they differ. */
   replicas: {
     min: number;

@@ -79,6 +79,13 @@ const CASES: Record<string, ProxyGateway> = {
     timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 60, maxLifetimeSeconds: 120 },
     replicas: { min: 1, max: 4 },
   }),
+  'datacenter-tls': pgw('datacenter', {
+    plan: 'datacenter',
+    port: 10082,
+    advertisedHost: 'datacenter.proxy.example.com',
+    exits: [{ name: 'direct', country: '*' }],
+    tls: { secretName: 'datacenter-gateway-tls', refuseCredentialsInClear: true },
+  }),
 };
 
 describe('desiredObjects golden files', () => {
@@ -158,17 +165,56 @@ describe('desiredObjects invariants', () => {
   test('the gateway config is exactly what gateway/src/spec.ts reads, without Kubernetes-only fields', async () => {
     for (const gateway of Object.values(CASES)) {
       const { parsed } = await readAsGateway(gateway);
-      expect(Object.keys(parsed.spec).sort()).toEqual([
-        'advertisedHost',
-        'exits',
-        'limits',
-        'plan',
-        'port',
-        'session',
-        'timeouts',
-      ]);
+      expect(Object.keys(parsed.spec).sort()).toEqual(
+        [
+          'advertisedHost',
+          'exits',
+          'limits',
+          'plan',
+          'port',
+          'session',
+          'timeouts',
+          ...(gateway.spec.tls ? ['tls'] : []),
+        ].sort(),
+      );
       expect(parsed.spec.exits).toEqual(gateway.spec.exits);
     }
+  });
+
+  test('TLS: the Secret is mounted where the gateway is told to read it; the plan option reaches the gateway, the Secret name does not', async () => {
+    const gateway = CASES['datacenter-tls']!;
+    const { parsed, configMap } = await readAsGateway(gateway);
+    expect(parsed.spec.tls).toEqual({ refuseCredentialsInClear: true });
+    expect(configMap).not.toContain('datacenter-gateway-tls');
+    const pod = (
+      desiredObjects(gateway, OPTIONS).objects.find((o) => o.object.kind === 'Deployment')!
+        .object as unknown as {
+        spec: {
+          template: {
+            spec: {
+              volumes: Array<{ name: string; secret?: { secretName: string } }>;
+              containers: Array<{
+                env: Array<{ name: string; value?: string }>;
+                volumeMounts: Array<{ name: string; mountPath: string }>;
+              }>;
+            };
+          };
+        };
+      }
+    ).spec.template.spec;
+    expect(pod.volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe('datacenter-gateway-tls');
+    const container = pod.containers[0]!;
+    const mount = container.volumeMounts.find((m) => m.name === 'tls')!.mountPath;
+    const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+    expect(env.PROXYFLEET_GATEWAY_TLS_CERT).toBe(`${mount}/tls.crt`);
+    expect(env.PROXYFLEET_GATEWAY_TLS_KEY).toBe(`${mount}/tls.key`);
+    // What the gateway's own config accepts (both files, or neither).
+    expect(() => loadGatewayConfig({ PROXYFLEET_GATEWAY_CONFIG: '/x.yaml', ...env })).not.toThrow();
+    // Without spec.tls: no volume, no variables.
+    const plain = desiredObjects(CASES['basic-autoscaled']!, OPTIONS).objects.find(
+      (o) => o.object.kind === 'Deployment',
+    )!;
+    expect(JSON.stringify(plain.object)).not.toMatch(/TLS|"tls"/);
   });
 
   test('replicas are set only when no HPA is wanted', () => {

@@ -58,6 +58,14 @@ export function labels(pgw: ProxyGateway): Record<string, string> {
   };
 }
 
+/**
+ * Where the gateway finds its TLS certificate (spec.tls.secretName, a kubernetes.io/tls Secret):
+ * the kubelet updates the files when the Secret changes and the gateway reloads them
+ * (docs/adr/0071), so a renewed certificate needs no new pods.
+ */
+export const TLS_DIR = '/etc/proxyfleet-tls';
+const TLS_FILES = ['tls.crt', 'tls.key'];
+
 /** Where the gateway finds the upstream URLs that carry credentials (a Secret volume). */
 export const UPSTREAMS_DIR = '/etc/proxyfleet-upstreams';
 export const upstreamsSecretName = (pgw: ProxyGateway) => `${pgw.metadata.name}-gateway-upstreams`;
@@ -85,7 +93,7 @@ export function upstreamSecrets(pgw: ProxyGateway): Map<number, { key: string; u
  * volume (gateway/src/spec.ts reads it): passwords stay out of the ConfigMap.
  */
 export function gatewayConfigYaml(pgw: ProxyGateway): string {
-  const { plan, port, advertisedHost, session, timeouts, limits, throttle } = pgw.spec;
+  const { plan, port, advertisedHost, session, timeouts, limits, throttle, tls } = pgw.spec;
   const secrets = upstreamSecrets(pgw);
   const exits = pgw.spec.exits.map((exit, i) => {
     const secret = secrets.get(i);
@@ -95,7 +103,18 @@ export function gatewayConfigYaml(pgw: ProxyGateway): string {
     apiVersion: API_VERSION,
     kind: 'ProxyGateway',
     metadata: { name: pgw.metadata.name, namespace: pgw.metadata.namespace },
-    spec: { plan, port, advertisedHost, exits, session, timeouts, limits, ...(throttle ? { throttle } : {}) },
+    spec: {
+      plan,
+      port,
+      advertisedHost,
+      exits,
+      session,
+      timeouts,
+      limits,
+      ...(throttle ? { throttle } : {}),
+      // The Secret's name is the operator's business; the gateway reads the mounted files.
+      ...(tls ? { tls: { refuseCredentialsInClear: tls.refuseCredentialsInClear } } : {}),
+    },
   });
 }
 
@@ -131,6 +150,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     .slice(0, 16);
   const { min, max } = pgw.spec.replicas;
   const autoscaled = max > min;
+  const tls = pgw.spec.tls;
   const drain = drainSeconds(pgw);
 
   const configMap = {
@@ -197,6 +217,12 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
                 { name: 'PROXYFLEET_HEALTH_PORT', value: String(HEALTH_PORT) },
                 { name: 'PROXYFLEET_SHUTDOWN_GRACE_SECONDS', value: String(drain) },
                 { name: 'PROXYFLEET_LOG_LEVEL', value: options.logLevel },
+                ...(tls
+                  ? [
+                      { name: 'PROXYFLEET_GATEWAY_TLS_CERT', value: `${TLS_DIR}/tls.crt` },
+                      { name: 'PROXYFLEET_GATEWAY_TLS_KEY', value: `${TLS_DIR}/tls.key` },
+                    ]
+                  : []),
               ],
               readinessProbe: {
                 httpGet: { path: '/readyz', port: 'health' },
@@ -219,6 +245,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
                 { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
                 { name: 'tmp', mountPath: '/tmp' },
                 ...(secrets.length ? [{ name: 'upstreams', mountPath: UPSTREAMS_DIR, readOnly: true }] : []),
+                ...(tls ? [{ name: 'tls', mountPath: TLS_DIR, readOnly: true }] : []),
               ],
             },
           ],
@@ -227,6 +254,19 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
             { name: 'tmp', emptyDir: {} },
             ...(secrets.length
               ? [{ name: 'upstreams', secret: { secretName: upstreamsSecretName(pgw) } }]
+              : []),
+            // Not optional: until the Secret exists (cert-manager still issuing) the pods wait,
+            // rather than serve without the TLS the plan promises.
+            ...(tls
+              ? [
+                  {
+                    name: 'tls',
+                    secret: {
+                      secretName: tls.secretName,
+                      items: TLS_FILES.map((key) => ({ key, path: key })),
+                    },
+                  },
+                ]
               : []),
           ],
         },

@@ -324,8 +324,34 @@ describeKube('ProxyGateway controller on a real API server', () => {
       { ...baseSpec, session: { defaultMinutes: 60, maxMinutes: 30 } },
       /defaultMinutes must not exceed/,
     );
+    await reject({ ...baseSpec, tls: { refuseCredentialsInClear: true } }, /secretName/);
     await expect(applyPgw('basic', { ...baseSpec, plan: 'light' })).rejects.toThrow(/plan is immutable/);
     expect(await get(PROXY_GATEWAY, 'invalid')).toBeUndefined();
+  });
+
+  test('spec.tls: the API server defaults it and the gateway pods mount the named Secret (docs/adr/0071)', async () => {
+    await applyPgw('secure', { ...baseSpec, plan: 'mobile', port: 10081, tls: { secretName: 'mobile-tls' } });
+    const deployment = await eventually(
+      () => get(RESOURCES.deployment, 'secure-gateway'),
+      20_000,
+      'deployment',
+    );
+    expect((await get(PROXY_GATEWAY, 'secure'))!.spec.tls).toEqual({
+      secretName: 'mobile-tls',
+      refuseCredentialsInClear: false,
+    });
+    const pod = deployment.spec.template.spec;
+    expect(pod.volumes).toContainEqual(
+      expect.objectContaining({ name: 'tls', secret: expect.objectContaining({ secretName: 'mobile-tls' }) }),
+    );
+    const env = Object.fromEntries(
+      pod.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
+    expect(env.PROXYFLEET_GATEWAY_TLS_CERT).toBe('/etc/proxyfleet-tls/tls.crt');
+    const config = (await get(RESOURCES.configMap, 'secure-gateway'))!;
+    expect(config.data['gateway.yaml']).toContain('refuseCredentialsInClear: false');
+    await admin.delete(PROXY_GATEWAY, NS, 'secure');
+    await eventually(async () => (await get(PROXY_GATEWAY, 'secure')) === undefined, 20_000, 'secure gone');
   });
 
   test('deleting a ProxyGateway removes its gateway_endpoints row, then the finalizer', async () => {

@@ -462,8 +462,8 @@ export class Ledger {
     b.conns.delete(conn);
     conn.budget = undefined;
     conn.answering = false;
-    conn.billedIn = conn.socket.bytesRead;
-    conn.billedOut = conn.socket.bytesWritten;
+    conn.billedIn = conn.wire.bytesRead;
+    conn.billedOut = conn.wire.bytesWritten;
   }
 
   private untrack(conn: Metered): void {
@@ -476,7 +476,7 @@ export class Ledger {
 
   /** Bills everything delivered so far. */
   private settle(conn: Metered): void {
-    if (conn.budget) this.collect(conn, conn.socket.bytesRead, conn.delivered());
+    if (conn.budget) this.collect(conn, conn.wire.bytesRead, conn.delivered());
   }
 
   private collect(conn: Metered, inNow: number, outNow: number): void {

@@ -2,7 +2,8 @@
 // estimate the proxy feeds between two reads (docs/adr/0020).
 //
 // Billing is exact and comes from the customer socket's own counters: bytesRead, and
-// bytesWritten - writableLength (bytes delivered to the kernel, not merely queued). Enforcement
+// bytesWritten - writableLength (bytes delivered to the kernel, not merely queued); for a TLS
+// connection, those of the TCP socket under it (wire.ts). Enforcement
 // needs to act between counter reads, so the proxy also adds every relayed chunk to the budget's
 // `estimate` (a plain 'data' listener: no stream in the data path); when the estimate crosses the
 // budget's trigger the ledger asks the policy what to do. Every tick replaces the estimates with
@@ -12,6 +13,7 @@ import type { Readable } from 'node:stream';
 import type { Plan } from '../spec.ts';
 import { newBudgetState, type BudgetState } from './policy.ts';
 import type { Bucket } from './bucket.ts';
+import { wireOf, type WireCounters } from './wire.ts';
 
 /**
  * Why a budget's streams are held: a grant on its way (docs/adr/0024) or the throttle's bucket in
@@ -26,6 +28,8 @@ export const HOLD_SUB_THROTTLE = 4;
 /** A customer connection whose bytes are billed. */
 export class Metered {
   readonly socket: net.Socket;
+  /** The counters billed: the socket's own, or the TCP socket's under a TLS session (wire.ts). */
+  readonly wire: WireCounters;
   budget: Budget | undefined;
   /** The other side (upstream) to destroy with it when the budget is cut. */
   peer: net.Socket | undefined;
@@ -56,23 +60,24 @@ export class Metered {
 
   constructor(socket: net.Socket) {
     this.socket = socket;
+    this.wire = wireOf(socket);
   }
 
   /** Delivered bytes: written to the kernel, not merely queued (gateway.md, byte counting). */
   delivered(): number {
-    return this.socket.bytesWritten - this.socket.writableLength;
+    return this.wire.bytesWritten - this.wire.writableLength;
   }
 
   /** Marks the end of a request on a keep-alive connection. */
   mark(): void {
-    this.markIn = this.socket.bytesRead;
-    this.markOut = this.socket.bytesWritten;
+    this.markIn = this.wire.bytesRead;
+    this.markOut = this.wire.bytesWritten;
   }
 
   /** True when bytes moved since the last call. */
   moved(): boolean {
-    const inNow = this.socket.bytesRead;
-    const outNow = this.socket.bytesWritten;
+    const inNow = this.wire.bytesRead;
+    const outNow = this.wire.bytesWritten;
     const moved = inNow !== this.seenIn || outNow !== this.seenOut;
     this.seenIn = inNow;
     this.seenOut = outNow;

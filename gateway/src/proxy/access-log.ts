@@ -14,6 +14,7 @@ import type http from 'node:http';
 import type net from 'node:net';
 import type { Logger } from '#common/logger.ts';
 import type { TargetTally } from '../accounting/targets.ts';
+import { wireOf } from '../accounting/wire.ts';
 import type { Exit } from './exits.ts';
 import type { Refusal } from './http-util.ts';
 
@@ -170,8 +171,10 @@ export class AccessLog {
 
   /** Bytes since the connection's previous line; moves the mark whether or not a line is logged. */
   private bytes(socket: net.Socket): [number, number] {
-    const read = socket.bytesRead;
-    const written = socket.bytesWritten;
+    // The counters billing reads: under TLS, the TCP socket's (accounting/wire.ts).
+    const wire = wireOf(socket);
+    const read = wire.bytesRead;
+    const written = wire.bytesWritten;
     const mark = this.marks.get(socket);
     if (!mark) {
       this.marks.set(socket, { read, written });

@@ -7,6 +7,7 @@ import type { Tab } from '../accounting/tab.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { ParsedCredentials } from '#common/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
+import { isTls } from '../tls/handshake.ts';
 import type { AccessLog } from './access-log.ts';
 import type { Plan, ProxyGatewaySpec } from '../spec.ts';
 import type { Exit, ExitPool } from './exits.ts';
@@ -52,6 +53,7 @@ export interface Admitted {
 // Built once, like NO_EXIT (building it for every admitted request was 0.8 % of a CONNECT profile).
 const CONNECTION_LIMIT = refusalFor('connection_limit', { retryAfter: 1 });
 const SUB_USER_LIMIT = refusalFor('sub_user_limit');
+const CREDENTIALS_IN_CLEAR = refusalFor('credentials_in_clear');
 
 /** Runs the admission steps; the connection is attached to the budget only when admitted. */
 export async function admit(
@@ -60,6 +62,10 @@ export async function admit(
   socket: net.Socket,
 ): Promise<Admitted | Refusal> {
   if (ctx.bare) return { accountId: '', credentials: undefined, tab: undefined };
+  // A plan that refuses credentials sent in clear (docs/adr/0072) says so before checking them:
+  // whoever read them on the way learns nothing about them from the answer.
+  if (header !== undefined && ctx.spec.tls?.refuseCredentialsInClear && !isTls(socket))
+    return CREDENTIALS_IN_CLEAR;
   const auth = ctx.auth.authenticate(header, socket.remoteAddress ?? '');
   if (!auth.ok) {
     ctx.metrics.authFailures.inc({ plan: ctx.plan, reason: auth.reason });

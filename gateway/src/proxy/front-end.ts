@@ -1,5 +1,7 @@
 // The gateway's front end (docs/adr/0027): every accepted connection's first bytes are read here.
-// A first byte 0x05 is SOCKS5 (socks5.ts, docs/adr/0028: no HTTP method starts with it). A plain
+// A first byte 0x05 is SOCKS5 (socks5.ts, docs/adr/0028: no HTTP method starts with it). A first
+// byte 0x16 is a TLS ClientHello when the gateway has a certificate (tls/handshake.ts, docs/adr/0071):
+// after the handshake the session's cleartext comes back here and is routed the same way. A plain
 // CONNECT head (connect-head.ts) is handled straight on the socket: no llhttp parser, no
 // IncomingMessage, no hand-back of the socket by node:http. Anything else (plain HTTP, unusual or
 // malformed CONNECT heads) goes to the node:http server with its bytes put back unread, so
@@ -8,6 +10,7 @@
 // answers it (400, malformed_request).
 import type http from 'node:http';
 import type net from 'node:net';
+import { isTls, TLS_HANDSHAKE } from '../tls/handshake.ts';
 import { DECLINE, INCOMPLETE, parseConnectHead, type ConnectHead } from './connect-head.ts';
 import { SOCKS_VERSION } from './socks5.ts';
 
@@ -19,6 +22,12 @@ export interface FrontEndHandlers {
   connectFastPath?: boolean;
   /** A SOCKS5 connection: `first` holds its first bytes (the socket is paused). */
   socks(socket: net.Socket, first: Buffer): void;
+  /**
+   * A TLS ClientHello on a plain connection: `first` holds its first bytes (the socket is paused).
+   * Absent (no certificate), or inside a TLS session, such bytes go to node:http like any others,
+   * which answers 400.
+   */
+  tls?(socket: net.Socket, first: Buffer): void;
   /** A plain CONNECT head arrived; `rest` is what the client sent after it (the tunnel's first data). */
   connect(socket: net.Socket, head: ConnectHead, rest: Buffer): void;
   /** The client ended its side in the middle of a CONNECT head (node:http: HPE_INVALID_EOF_STATE). */
@@ -68,6 +77,13 @@ export function installFrontEnd(server: http.Server, handlers: FrontEndHandlers)
         socket.off('end', onEnd);
         socket.pause();
         handlers.socks(socket, bytes);
+        return;
+      }
+      if (bytes[0] === TLS_HANDSHAKE && handlers.tls && !isTls(socket)) {
+        socket.off('data', onData);
+        socket.off('end', onEnd);
+        socket.pause();
+        handlers.tls(socket, bytes);
         return;
       }
       const head = fastPath ? parseConnectHead(bytes) : DECLINE;

@@ -54,6 +54,14 @@ const TABLE = {
     message: 'wrong username or password',
     socks: SOCKS.NOT_ALLOWED,
   },
+  // The plan refuses credentials that crossed the network in clear (spec.tls, docs/adr/0072).
+  credentials_in_clear: {
+    status: 407,
+    error: 'http_request_denied',
+    reason: 'credentials_in_clear',
+    message: 'credentials sent in clear are refused: use the https:// proxy (TLS) on this port',
+    socks: SOCKS.NOT_ALLOWED,
+  },
   account_suspended: {
     status: 403,
     error: 'http_request_denied',

@@ -11,6 +11,7 @@ import { parseAuthority } from './guard.ts';
 import type { Refusal } from './http-util.ts';
 import { refusalFor, type RefusalId } from './refusals.ts';
 import { openTunnel, type TunnelAnswer } from './tunnel.ts';
+import { isTls } from '../tls/handshake.ts';
 
 /** The first byte of every SOCKS5 connection (the protocol version). */
 export const SOCKS_VERSION = 0x05;
@@ -207,6 +208,9 @@ export function handleSocks(ctx: ProxyContext, socket: net.Socket, first: Buffer
         if (c === INCOMPLETE) return;
         if ('refuse' in c) return refuse(refusalFor(c.refuse), AUTH_FAILED);
         buf = buf.subarray(c.length);
+        // Credentials in clear on a plan that refuses them (docs/adr/0072): refused unchecked.
+        if (ctx.spec.tls?.refuseCredentialsInClear && !isTls(socket))
+          return refuse(refusalFor('credentials_in_clear'), AUTH_FAILED);
         // A colon cannot be in a username (Basic would split it there): the grammar's own verdict.
         if (c.username.includes(COLON)) return refuse(refusalFor('bad_username'), AUTH_FAILED);
         authorization = basicAuthorization(c);

@@ -39,3 +39,11 @@ export function credentialFor(plan: Product, base: Credentials, t: Targeting): C
 
 export const proxyString = (host: string, port: number, c: Credentials) =>
   `${host}:${port}:${c.username}:${c.password}`;
+
+/** The schemes a proxy URL may have: `http` (plain) or `https` (TLS to the gateway, docs/adr/0071). */
+export const PROXY_SCHEMES = ['http', 'https'] as const;
+export type ProxyScheme = (typeof PROXY_SCHEMES)[number];
+
+/** The same proxy as a URL, as curl, Python and Node take it: `<scheme>://<username>:<password>@<host>:<port>`. */
+export const proxyUrl = (scheme: ProxyScheme, host: string, port: number, c: Credentials) =>
+  `${scheme}://${encodeURIComponent(c.username)}:${encodeURIComponent(c.password)}@${host}:${port}`;

@@ -136,6 +136,57 @@ describe('POST /api/v1/proxies/generate', () => {
     expect(de.body.proxies[0]).toMatch(/_state-thuringen-city-weissensee$/);
   });
 
+  test('scheme: the same proxies also as URLs, in order, that parse back to the same credentials', async () => {
+    const res = await generate({
+      provider: 'basic',
+      country: 'us',
+      sessionType: 'sticky',
+      count: 3,
+      lifetime: 30,
+      scheme: 'https',
+    });
+    expect(res.status).toBe(200);
+    const { proxies, urls } = res.body as { proxies: string[]; urls: string[] };
+    expect(urls).toHaveLength(3);
+    urls.forEach((raw, i) => {
+      const url = new URL(raw);
+      const [host, port, username, password] = proxies[i]!.split(':');
+      expect([url.protocol, url.hostname, url.port]).toEqual(['https:', host, port]);
+      expect([decodeURIComponent(url.username), decodeURIComponent(url.password)]).toEqual([
+        username,
+        password,
+      ]);
+    });
+    expect(urls[0]).toMatch(
+      new RegExp(
+        `^https://${u()}:${p()}_country-us_session-[a-z0-9]{10}_lifetime-30m@basic\\.proxy\\.example\\.com:12321$`,
+      ),
+    );
+    const plain = await generate({
+      provider: 'advanced',
+      country: 'de',
+      sessionType: 'rotating',
+      scheme: 'http',
+    });
+    expect(plain.body).toEqual({
+      success: true,
+      proxies: [`advanced.proxy.example.com:61236:${u()}-country-de:${p()}`],
+      urls: [`http://${u()}-country-de:${p()}@advanced.proxy.example.com:61236`],
+    });
+  });
+
+  test('the OpenAPI document describes scheme and urls', async () => {
+    const doc = (await call(api.url, '/api/v1/openapi.json')).body;
+    const op = doc.paths['/api/v1/proxies/generate'].post;
+    expect(op.requestBody.content['application/json'].schema.properties.scheme.enum).toEqual([
+      'http',
+      'https',
+    ]);
+    const ok = op.responses['200'].content['application/json'].schema;
+    expect(ok.properties.urls.type).toBe('array');
+    expect(ok.required).not.toContain('urls');
+  });
+
   test('the maximum count is accepted', async () => {
     const res = await generate({ provider: 'basic', country: 'us', sessionType: 'sticky', count: 1000 });
     expect(res.body.proxies).toHaveLength(1000);
@@ -177,6 +228,10 @@ describe('POST /api/v1/proxies/generate', () => {
     [
       { provider: 'basic', country: 'jp', sessionType: 'rotating', count: 1, state: 'tokyo', city: '東京' },
       'city',
+    ],
+    [
+      { provider: 'basic', country: 'us', sessionType: 'rotating', scheme: 'socks5' },
+      'scheme: must be http or https',
     ],
   ])('400 for %j, naming %s', async (body, field) => {
     const res = await generate(body);

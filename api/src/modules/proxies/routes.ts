@@ -6,7 +6,7 @@ import {
   listResponseSchema,
   type GenerateRequest,
 } from './schemas.ts';
-import { generateProxies, ispProxies, type ProxiesDeps } from './service.ts';
+import { generateProxySet, ispProxies, type ProxiesDeps } from './service.ts';
 
 export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
   return [
@@ -29,7 +29,8 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
       description:
         "Returns `count` strings `<host>:<port>:<username>:<password>` in the plan's credential format. " +
         'Sticky proxies each get a fresh random session id; rotating proxies are identical lines. ' +
-        "With `subUser`, the strings carry that sub-user's username and password.",
+        "With `subUser`, the strings carry that sub-user's username and password. " +
+        'With `scheme` (`http` or `https`), also `urls`: the same proxies as URLs; `https` is TLS to the gateway.',
       auth: 'apiKey',
       body: generateRequestSchema,
       response: generateResponseSchema,
@@ -42,7 +43,7 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
         'PAYLOAD_TOO_LARGE',
       ],
       handler: async ({ res, body }) => ({
-        body: ok({ proxies: await generateProxies(deps, principal(res).accountId, body) }),
+        body: ok(await generateProxySet(deps, principal(res).accountId, body)),
       }),
     }),
   ];

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isCountryCode } from './countries.ts';
 import { PLAN_CAPABILITIES, PRODUCTS } from '#common/products.ts';
+import { PROXY_SCHEMES } from './format.ts';
 
 /** Most proxy strings one call generates (docs/api.md). */
 export const MAX_GENERATE_COUNT = 1000;
@@ -82,6 +83,12 @@ export const generateRequestSchema = z
       .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a sub-user id')
       .optional()
       .describe("A sub-user's id: the strings carry its username and password instead of the account's"),
+    scheme: z
+      .enum(PROXY_SCHEMES, { error: 'must be http or https' })
+      .optional()
+      .describe(
+        'Additive: also return `urls`, the same proxies as `<scheme>://<username>:<password>@<host>:<port>`; https: TLS to the gateway (docs/gateway.md)',
+      ),
   })
   .superRefine((req, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
@@ -113,6 +120,12 @@ export type GenerateRequest = z.infer<typeof generateRequestSchema>;
 export const generateResponseSchema = z.object({
   success: z.literal(true),
   proxies: z.array(z.string()).describe('<host>:<port>:<username>:<password>, one per proxy'),
+  urls: z
+    .array(z.string())
+    .optional()
+    .describe(
+      'With `scheme` only: the same proxies, in the same order, as <scheme>://<username>:<password>@<host>:<port>',
+    ),
 });
 
 export const ispProxySchema = z.object({

@@ -4,7 +4,7 @@ import { readProxyCredentials } from '#common/accounts/accounts.ts';
 import { DEFAULT_GATEWAY_PORTS, readGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { newSessionId, unseal } from '#common/secrets.ts';
 import { readSubUserCredentials } from '../sub-users/repo.ts';
-import { credentialFor, proxyString } from './format.ts';
+import { credentialFor, proxyString, proxyUrl } from './format.ts';
 import { listIspProxies, remainingBytes, type IspProxyRow } from './repo.ts';
 import type { GenerateRequest, IspProxy } from './schemas.ts';
 
@@ -15,11 +15,27 @@ export interface ProxiesDeps {
   fallbackHost: string;
 }
 
+export interface GeneratedProxies {
+  proxies: string[];
+  /** With `scheme`: the same proxies as URLs, in the same order. */
+  urls?: string[];
+}
+
+/** The strings only, without `urls` (what the dashboard's generator shows today). */
 export async function generateProxies(
   deps: ProxiesDeps,
   accountId: string,
   req: GenerateRequest,
 ): Promise<string[]> {
+  return (await generateProxySet(deps, accountId, req)).proxies;
+}
+
+/** `count` proxies in the plan's format, and with `req.scheme` the same as URLs. */
+export async function generateProxySet(
+  deps: ProxiesDeps,
+  accountId: string,
+  req: GenerateRequest,
+): Promise<GeneratedProxies> {
   const remaining = await remainingBytes(deps.pool, accountId, req.provider);
   if (remaining === undefined || remaining <= 0) throw new AppError('NO_BANDWIDTH', { plan: req.provider });
   const endpoint = (await readGatewayEndpoint(deps.pool, req.provider)) ?? {
@@ -31,6 +47,7 @@ export async function generateProxies(
     : await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);
   const minutes = req.lifetime ?? req.sessionDuration;
   const proxies: string[] = [];
+  const urls: string[] = [];
   for (let i = 0; i < req.count; i++) {
     const credentials = credentialFor(req.provider, base, {
       country: req.country,
@@ -40,8 +57,9 @@ export async function generateProxies(
       minutes,
     });
     proxies.push(proxyString(endpoint.host, endpoint.port, credentials));
+    if (req.scheme) urls.push(proxyUrl(req.scheme, endpoint.host, endpoint.port, credentials));
   }
-  return proxies;
+  return req.scheme ? { proxies, urls } : { proxies };
 }
 
 export async function ispProxies(deps: ProxiesDeps, accountId: string): Promise<IspProxy[]> {
