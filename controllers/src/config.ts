@@ -1,6 +1,15 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { baseEnv, bool, logLevel, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
+import {
+  baseEnv,
+  bool,
+  cidrList,
+  logLevel,
+  parseConfig,
+  port,
+  positiveInt,
+  type Env,
+} from '#common/config.ts';
 
 export const controllerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9092),
@@ -34,6 +43,11 @@ export const controllerEnv = {
    * the controller's logging up must not roll the whole fleet.
    */
   PROXYFLEET_GATEWAY_LOG_LEVEL: logLevel,
+  /**
+   * The gateway pods' PROXYFLEET_GATEWAY_ALLOW_CIDRS: ranges exempt from their destination guard
+   * (an origin inside the cluster's own network, as the e2e tests use; default none).
+   */
+  PROXYFLEET_GATEWAY_ALLOW_CIDRS: cidrList,
 };
 
 export const controllerSchema = z.object({ ...baseEnv, ...controllerEnv });

@@ -31,6 +31,7 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
         key: config.PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY,
       },
       logLevel: config.PROXYFLEET_GATEWAY_LOG_LEVEL,
+      allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     },
     leaderElection: config.PROXYFLEET_LEADER_ELECTION
       ? { namespace: config.PROXYFLEET_NAMESPACE, name: LEASE_NAME, identity: config.PROXYFLEET_POD_NAME }

@@ -16,6 +16,8 @@ export interface GatewayOptions {
   /** The Secret (in the ProxyGateway's namespace) holding the database URL. */
   databaseSecret: { name: string; key: string };
   logLevel: string;
+  /** PROXYFLEET_GATEWAY_ALLOW_CIDRS of the gateway pods; empty: the destination guard has no exemption. */
+  allowCidrs?: string[];
 }
 
 export const HEALTH_PORT = 9090;
@@ -197,6 +199,9 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
                 { name: 'PROXYFLEET_HEALTH_PORT', value: String(HEALTH_PORT) },
                 { name: 'PROXYFLEET_SHUTDOWN_GRACE_SECONDS', value: String(drain) },
                 { name: 'PROXYFLEET_LOG_LEVEL', value: options.logLevel },
+                ...(options.allowCidrs?.length
+                  ? [{ name: 'PROXYFLEET_GATEWAY_ALLOW_CIDRS', value: options.allowCidrs.join(',') }]
+                  : []),
               ],
               readinessProbe: {
                 httpGet: { path: '/readyz', port: 'health' },
