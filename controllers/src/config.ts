@@ -19,6 +19,8 @@ export const controllerEnv = {
   PROXYFLEET_NAMESPACE: z.string().min(1).default('proxyfleet'),
   /** This instance's identity in the Lease: the pod name (downward API) in a cluster. */
   PROXYFLEET_POD_NAME: z.string().min(1).default(hostname()),
+  /** This pod's uid (downward API): the leader-election Lease names the pod as its owner. */
+  PROXYFLEET_POD_UID: z.string().min(1).optional(),
   PROXYFLEET_LEADER_ELECTION: bool(true),
   /** Reconcile ProxyGateways and ApiKeys of these namespaces only (comma-separated); unset: every namespace. */
   PROXYFLEET_WATCH_NAMESPACE: z
