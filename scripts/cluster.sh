@@ -110,6 +110,13 @@ EOF
   openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=proxyfleet-cluster-admin" -keyout "${p}/admin.key" -out "${p}/admin.csr" 2>/dev/null
   openssl x509 -req -in "${p}/admin.csr" -CA "${p}/ca.crt" -CAkey "${p}/ca.key" -CAcreateserial -days 3650 \
     -extfile "${p}/client.ext" -out "${p}/admin.crt" 2>/dev/null
+  # The aggregation layer (metrics.k8s.io): the apiserver proxies to metrics-server with a client
+  # certificate of its own CA, and metrics-server trusts the user it names in headers.
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=proxyfleet-front-proxy-ca \
+    -keyout "${p}/front-proxy-ca.key" -out "${p}/front-proxy-ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=front-proxy-client -keyout "${p}/front-proxy-client.key" -out "${p}/front-proxy-client.csr" 2>/dev/null
+  openssl x509 -req -in "${p}/front-proxy-client.csr" -CA "${p}/front-proxy-ca.crt" -CAkey "${p}/front-proxy-ca.key" -CAcreateserial \
+    -days 3650 -extfile "${p}/client.ext" -out "${p}/front-proxy-client.crt" 2>/dev/null
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "${p}/sa.key" 2>/dev/null
   openssl pkey -in "${p}/sa.key" -pubout -out "${p}/sa.pub" 2>/dev/null
   cat > "${KUBECONFIG_FILE}" <<EOF
@@ -186,7 +193,12 @@ load_image() {
   if [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${id}" ] && ctr_ images ls -q | grep -qx "${ref}"; then return 0; fi
   log "loading ${ref} into containerd"
   mkdir -p "${KEEP}/images"
-  podman save --format docker-archive "${ref}" | ctr_ images import --no-unpack=false - >/dev/null
+  # A re-import under the same tag can race containerd's garbage collection of the replaced
+  # image's layers ("parent snapshot ... does not exist"): a second attempt finds them settled.
+  if ! podman save --format docker-archive "${ref}" | ctr_ images import - >/dev/null; then
+    log "importing ${ref} again"
+    podman save --format docker-archive "${ref}" | ctr_ images import - >/dev/null
+  fi
   ctr_ images ls -q | grep -qx "${ref}" || die "containerd did not take ${ref}"
   echo "${id}" > "${stamp}"
 }
@@ -222,7 +234,12 @@ control_plane_up() {
       --service-account-issuer https://kubernetes.default.svc.cluster.local \
       --service-account-key-file "${p}/sa.pub" --service-account-signing-key-file "${p}/sa.key" \
       --authorization-mode Node,RBAC --allow-privileged=false --enable-priority-and-fairness=false \
-      --kubelet-preferred-address-types InternalIP --v 0
+      --kubelet-preferred-address-types InternalIP \
+      --requestheader-client-ca-file "${p}/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+      --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+      --requestheader-extra-headers-prefix X-Remote-Extra- \
+      --proxy-client-cert-file "${p}/front-proxy-client.crt" --proxy-client-key-file "${p}/front-proxy-client.key" \
+      --enable-aggregator-routing=true --v 0
     wait_for kube-apiserver 90 "${bin}/kubectl" "${k[@]}" get --raw /readyz
   fi
   if ! alive kube-controller-manager "${bin}/kube-controller-manager"; then
@@ -254,7 +271,51 @@ node_up() {
       --conntrack-max-per-core 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0 \
       --metrics-bind-address 127.0.0.1:10349 --healthz-bind-address 127.0.0.1:10356
   fi
+  metrics_server_up "${bin}"
   wait_for "the node" 90 sh -c "'${bin}/kubectl' --kubeconfig '${KUBECONFIG_FILE}' get node ${NODE_NAME} -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+}
+
+# metrics-server on the node's address, behind the APIService v1beta1.metrics.k8s.io (a Service
+# without selector whose endpoint is that address): `kubectl top` and the HPA's CPU metrics.
+METRICS_SERVER_PORT=14443
+metrics_server_up() {
+  local bin="$1"
+  if ! alive metrics-server "${bin}/metrics-server"; then
+    mkdir -p "${STATE}/metrics-server"
+    start metrics-server "${bin}/metrics-server" --kubeconfig "${KUBECONFIG_FILE}" \
+      --authentication-kubeconfig "${KUBECONFIG_FILE}" --authorization-kubeconfig "${KUBECONFIG_FILE}" \
+      --bind-address "${NODE_IP}" --secure-port "${METRICS_SERVER_PORT}" --cert-dir "${STATE}/metrics-server" \
+      --kubelet-insecure-tls --kubelet-preferred-address-types InternalIP --kubelet-use-node-status-port \
+      --metric-resolution 15s --kubelet-request-timeout 5s
+  fi
+  "${bin}/kubectl" --kubeconfig "${KUBECONFIG_FILE}" apply --server-side --force-conflicts -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata: { name: metrics-server, namespace: kube-system }
+spec:
+  ports: [{ name: https, port: 443, targetPort: ${METRICS_SERVER_PORT} }]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-server-node
+  namespace: kube-system
+  labels: { kubernetes.io/service-name: metrics-server }
+addressType: IPv4
+endpoints: [{ addresses: ["${NODE_IP}"], conditions: { ready: true } }]
+ports: [{ name: https, port: ${METRICS_SERVER_PORT}, protocol: TCP }]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: { name: v1beta1.metrics.k8s.io }
+spec:
+  service: { name: metrics-server, namespace: kube-system, port: 443 }
+  group: metrics.k8s.io
+  version: v1beta1
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+EOF
 }
 
 cmd_up() {
@@ -299,6 +360,7 @@ cmd_down() {
   for pid in $(grep -las -- "${SOCK}" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
     grep -qa containerd-shim "/proc/${pid}/cmdline" 2>/dev/null && kill -KILL "${pid}" 2>/dev/null || true
   done
+  stop metrics-server "/metrics-server"
   stop kube-scheduler "/kube-scheduler"
   stop kube-controller-manager "/kube-controller-manager"
   stop kube-apiserver "/kube-apiserver"
@@ -339,7 +401,7 @@ remove_kube_iptables() {
 cmd_status() {
   local name match any=0
   for name in etcd:/etcd kube-apiserver:/kube-apiserver kube-controller-manager:/kube-controller-manager \
-    kube-scheduler:/kube-scheduler kubelet:/kubelet kube-proxy:/kube-proxy "containerd:${STATE}/containerd.toml"; do
+    kube-scheduler:/kube-scheduler kubelet:/kubelet kube-proxy:/kube-proxy metrics-server:/metrics-server "containerd:${STATE}/containerd.toml"; do
     match="${name#*:}"; name="${name%%:*}"
     if alive "${name}" "${match}"; then printf '%-24s running (pid %s)\n' "${name}" "$(pidof_component "${name}")"; any=1
     else printf '%-24s stopped\n' "${name}"; fi
