@@ -74,7 +74,7 @@ describe('the image (npm run image)', () => {
     );
     expect(listing.code).toBe(0);
     const [top, testFiles, devDeps] = listing.out.split('---\n').map((x) => x.trim());
-    expect(top.split('\n').sort()).toEqual([
+    expect((top ?? '').split('\n').sort()).toEqual([
       'api',
       'bin',
       'common',
