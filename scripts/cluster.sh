@@ -418,9 +418,12 @@ cmd_status() {
   fi
 }
 
+# One up or down at a time.
+lock() { mkdir -p "${KEEP}"; exec 9>"${KEEP}/.lock"; if command -v flock >/dev/null 2>&1; then flock 9; fi; }
+
 case "${1:-}" in
-  up) cmd_up ;;
-  down) cmd_down ;;
+  up) lock; cmd_up ;;
+  down) lock; cmd_down ;;
   status) cmd_status ;;
   *) die "usage: npm run cluster -- up|down|status" ;;
 esac

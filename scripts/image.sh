@@ -29,7 +29,6 @@ if command -v podman >/dev/null 2>&1; then tool=podman
 elif command -v buildah >/dev/null 2>&1; then tool=buildah
 else die "neither podman nor buildah is installed (apt-get install podman buildah)"; fi
 image_exists() { if [ "${tool}" = podman ]; then podman image exists "$1"; else buildah inspect --type image "$1" >/dev/null 2>&1; fi; }
-image_label() { buildah inspect --type image --format "{{index .ImageAnnotations \"$2\"}}{{index .OCIv1.Config.Labels \"$2\"}}" "$1" 2>/dev/null || true; }
 
 # The local stand-in for node:24-slim. Inputs: the Node binary of the project's node package, npm,
 # the Debian suite and apt sources, the CA bundle npm must trust inside builds, and this script.
@@ -79,6 +78,11 @@ build_local_base() {
   rm -rf "${work}"; trap - EXIT
   log "local base built"
 }
+
+# One build at a time (the image test and the e2e suite may both ask for the image at once).
+mkdir -p "${CACHE}"
+exec 9>"${CACHE}/.lock"
+if command -v flock >/dev/null 2>&1; then flock 9; fi
 
 start=${SECONDS}
 base="${PROXYFLEET_IMAGE_BASE:-}"
