@@ -32,6 +32,8 @@ import {
 
 const RELEASE = 'proxyfleet';
 const NAMESPACE = `e2e-${process.pid}`;
+/** A second install after the uninstall, beside the kept CRDs. */
+const AGAIN = `${NAMESPACE}-again`;
 const DATABASE = `e2e_${Date.now()}_${process.pid}`;
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 const GATEWAY = 'basic';
@@ -107,6 +109,29 @@ spec:
 ${extra}`;
 }
 
+const CREDENTIALS_KEY = randomBytes(32).toString('hex');
+/** helm install of the chart with the local image into `namespace`, against the run's database. */
+const installArgs = (namespace: string) => [
+  'install',
+  RELEASE,
+  path.join(REPO_ROOT, 'charts/proxyfleet'),
+  '-n',
+  namespace,
+  ...[
+    'image.repository=localhost/proxyfleet',
+    `image.tag=${VERSION}`,
+    'image.pullPolicy=Never',
+    `database.url=postgresql://postgres@${NODE_IP}:${CLUSTER_PG_PORT}/${DATABASE}`,
+    `apiSecrets.adminToken=${ADMIN_TOKEN}`,
+    `apiSecrets.credentialsKey=${CREDENTIALS_KEY}`,
+    'api.replicas=1',
+    'api.service.type=NodePort',
+    'worker.replicas=1',
+    'controller.replicas=1',
+    `controller.gatewayAllowCidrs={${NODE_IP}/32}`,
+  ].flatMap((v) => ['--set', v]),
+];
+
 beforeAll(async () => {
   const started = Date.now();
   const { image, kubeconfig } = await clusterUp();
@@ -128,7 +153,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kubectl?.helm(['uninstall', RELEASE, ...n, '--wait', '--ignore-not-found']).catch(() => undefined);
-  await kubectl?.(['delete', 'namespace', NAMESPACE, '--wait=true', '--timeout=120s']).catch(() => undefined);
+  await kubectl
+    ?.helm(['uninstall', RELEASE, '-n', AGAIN, '--wait', '--ignore-not-found'])
+    .catch(() => undefined);
+  for (const ns of [NAMESPACE, AGAIN])
+    await kubectl?.(['delete', 'namespace', ns, '--wait=true', '--timeout=120s', '--ignore-not-found']).catch(
+      () => undefined,
+    );
   await origin?.close();
   await db?.end();
   const admin = new pg.Pool({
@@ -141,37 +172,7 @@ afterAll(async () => {
 describe('the chart on a real one-node cluster', () => {
   test('helm install: the api, worker and controller pods become Ready', async () => {
     const t0 = Date.now();
-    await kubectl.helm([
-      'install',
-      RELEASE,
-      path.join(REPO_ROOT, 'charts/proxyfleet'),
-      ...n,
-      '--set',
-      'image.repository=localhost/proxyfleet',
-      '--set',
-      `image.tag=${VERSION}`,
-      '--set',
-      'image.pullPolicy=Never',
-      '--set',
-      `database.url=postgresql://postgres@${NODE_IP}:${CLUSTER_PG_PORT}/${DATABASE}`,
-      '--set',
-      `apiSecrets.adminToken=${ADMIN_TOKEN}`,
-      '--set',
-      `apiSecrets.credentialsKey=${randomBytes(32).toString('hex')}`,
-      '--set',
-      'api.replicas=1',
-      '--set',
-      'api.service.type=NodePort',
-      '--set',
-      'worker.replicas=1',
-      '--set',
-      'controller.replicas=1',
-      '--set',
-      `controller.gatewayAllowCidrs={${NODE_IP}/32}`,
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
+    await kubectl.helm([...installArgs(NAMESPACE), '--wait', '--timeout', '5m']);
     for (const component of ['api', 'worker', 'controller']) {
       await readyPods(kubectl, NAMESPACE, `app.kubernetes.io/name=proxyfleet-${component}`, 1);
     }
@@ -403,7 +404,7 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     }
   }, 400_000);
 
-  test('helm upgrade to a changed value, then helm uninstall, leave no orphan object or pod', async () => {
+  test('helm upgrade to a changed value, then helm uninstall, leave no orphan object or pod; a new release installs beside the kept CRDs', async () => {
     await kubectl.helm([
       'upgrade',
       RELEASE,
@@ -453,5 +454,19 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
       'name',
     ]);
     expect(clusterWide.trim()).toBe('');
+    // The CRDs stay (helm.sh/resource-policy: keep), still marked as this release's: a new release
+    // in another namespace installs beside them instead of failing on their ownership.
+    const crds = await kubectl([
+      'get',
+      'crd',
+      'proxygateways.proxyfleet.io',
+      'apikeys.proxyfleet.io',
+      '-o',
+      'name',
+    ]);
+    expect(crds.trim().split('\n')).toHaveLength(2);
+    await kubectl(['create', 'namespace', AGAIN]);
+    await kubectl.helm([...installArgs(AGAIN), '--set', 'api.service.type=ClusterIP']);
+    await kubectl.helm(['uninstall', RELEASE, '-n', AGAIN, '--wait', '--timeout', '3m']);
   }, 600_000);
 });
