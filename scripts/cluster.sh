@@ -60,7 +60,8 @@ alive() {
 start() { # start NAME BINARY ARGS...
   local name="$1"; shift
   mkdir -p "${RUN}"
-  setsid "$@" >>"${RUN}/${name}.log" 2>&1 < /dev/null &
+  # 9>&-: the daemon must not inherit the lock of `up` (it would hold it for its whole life).
+  setsid "$@" >>"${RUN}/${name}.log" 2>&1 < /dev/null 9>&- &
   echo $! > "${RUN}/${name}.pid"
 }
 stop() { # stop NAME MATCH [SECONDS]
@@ -172,7 +173,7 @@ postgres_up() {
   fi
   runuser -u postgres -- mkdir -p "${sockdir}"
   runuser -u postgres -- "${bin}/pg_ctl" -D "${data}" -l "${STATE}/postgres/postgres.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1,${NODE_IP} -p ${PG_PORT} -k ${sockdir} -c fsync=off -c max_connections=200" start >/dev/null
+    -o "-c listen_addresses=127.0.0.1,${NODE_IP} -p ${PG_PORT} -k ${sockdir} -c fsync=off -c max_connections=200" start >/dev/null 9>&-
 }
 
 containerd_up() {

@@ -99,6 +99,7 @@ fi
 log "building ${IMAGE} FROM ${base}"
 # chroot isolation: the RUN step (npm ci) needs no OCI runtime.
 args=(--isolation chroot --build-arg "BASE=${base}" --label "org.opencontainers.image.version=${version}" -t "${IMAGE}" "${ROOT}")
-if [ "${tool}" = podman ]; then podman build --quiet --layers "${args[@]}" >&2; else buildah bud --quiet --layers "${args[@]}" >&2; fi
+# 9>&-: nothing the builder leaves running may keep the lock.
+if [ "${tool}" = podman ]; then podman build --quiet --layers "${args[@]}" >&2 9>&-; else buildah bud --quiet --layers "${args[@]}" >&2 9>&-; fi
 log "${IMAGE} built in $((SECONDS - start))s"
 printf '%s\n' "${IMAGE}"
