@@ -3,10 +3,14 @@
 # chosen by the command (`node <entrypoint>/src/main.ts`; Node 24 runs the TypeScript sources
 # directly through type stripping, so there is no build step). Kubernetes supplies DATABASE_URL,
 # so the embedded PostgreSQL of `npm start` is not used here.
+#
+# BASE: node:24-slim from a registry. `npm run image` (scripts/image.sh) passes a local stand-in
+# built from Debian packages where no registry serves it (docs/adr/0065).
+ARG BASE=node:24-slim
 
 # 1. Production dependencies only. --ignore-scripts: no install script runs in the image build
 #    (the only ones the project allows are for dev tooling and embedded PostgreSQL's binaries).
-FROM node:24-slim AS deps
+FROM ${BASE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
@@ -14,7 +18,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 
 # 2. Runtime: sources, migrations and CRDs; a fixed non-root user (uid 10001, as the chart's
 #    podSecurityContext expects); read-only root filesystem friendly (writes go to /tmp).
-FROM node:24-slim AS runtime
+FROM ${BASE} AS runtime
 ENV NODE_ENV=production \
     PROXYFLEET_DATA_DIR=/tmp/proxyfleet
 WORKDIR /app

@@ -3,6 +3,8 @@
 //   unit         *.test.ts that are not *.int.test.ts: no database, no processes; seconds
 //   integration  *.int.test.ts: real PostgreSQL (one template database per run), sockets, processes
 //   kube         the operator's and the chart's tests: a real kube-apiserver and etcd (and helm)
+//   e2e          test/e2e/*.e2e.test.ts: the image and the chart on the one-node cluster of
+//                `npm run cluster` (brought up by the test if it is not running; minutes)
 /** @type {import('jest').Config} */
 const common = {
   testEnvironment: 'node',
@@ -33,7 +35,11 @@ export default {
       ...common,
       displayName: 'unit',
       testMatch: ['<rootDir>/**/*.test.ts'],
-      testPathIgnorePatterns: [...common.testPathIgnorePatterns, '\\.int\\.test\\.ts$'],
+      testPathIgnorePatterns: [
+        ...common.testPathIgnorePatterns,
+        '\\.int\\.test\\.ts$',
+        '\\.e2e\\.test\\.ts$',
+      ],
     },
     {
       ...common,
@@ -47,6 +53,8 @@ export default {
       ],
     },
     { ...common, ...database, displayName: 'kube', testMatch: KUBE },
+    // One file, steps in order on one release; up to 15 minutes on a cold cluster.
+    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e.test.ts'] },
   ],
   watchPathIgnorePatterns: ['<rootDir>/.proxyfleet/'],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],

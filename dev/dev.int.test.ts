@@ -33,6 +33,13 @@ describe('dev (npm start) on the embedded database', () => {
     expect(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).toContain(
       'proxyfleet_db_pool_clients',
     );
+    // The worker runs in this process: its metrics are on this /metrics too (the jobs', auto-refill
+    // among them, the outbox's and its database gauge).
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/^proxyfleet_worker_job_failures_total\{job="auto-refill",component="dev"\} 0$/m);
+    expect(metrics).toMatch(/^proxyfleet_worker_database_up\{component="dev"\} 1$/m);
+    expect(metrics).toMatch(/^proxyfleet_worker_outbox_pending\{component="dev"\} 0$/m);
+    expect(metrics).toMatch(/^proxyfleet_worker_outbox_oldest_pending_seconds\{component="dev"\} 0$/m);
     const token = (await readFile(path.join(dataDir, 'admin-token'), 'utf8')).trim();
     expect(proc.lines.join('\n')).toContain(token);
     const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };

@@ -12,6 +12,7 @@ import { startApi } from '../api/src/server.ts';
 import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
+import { registerOutboxMetrics } from '../worker/src/outbox-metrics.ts';
 import { startWorker } from '../worker/src/server.ts';
 import { loadDevConfig } from './config.ts';
 import { startMailSink } from './mail-sink.ts';
@@ -53,6 +54,8 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     logger,
     registry,
   });
+  // The worker's scrape-time gauges as in worker/src/main.ts: this /metrics is the worker's too.
+  registerOutboxMetrics(registry, db.pool);
   const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
 
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS

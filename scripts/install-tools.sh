@@ -2,7 +2,7 @@
 # Builds the test and ops tools from the Go module proxy into a cache outside the repo:
 #   kube-apiserver, kubectl and the rest of a one-node cluster (kube-controller-manager,
 #   kube-scheduler, kubelet, kube-proxy) from tools/kube, etcd (tools/etcd), k6 and helm
-#   (go install).
+#   (go install), crictl and metrics-server for the local cluster (scripts/cluster.sh).
 # Why wrapper modules: `go install k8s.io/kubernetes/cmd/kube-apiserver@v1.x` is refused,
 # because k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go, ...) at
 # v0.0.0 and replaces them with ./staging paths, and replace directives of a dependency are
@@ -20,6 +20,8 @@ ETCD_VERSION=v3.6.4             # go.etcd.io/etcd/server/v3, the pairing k8s 1.3
 K6_VERSION=v1.8.1               # go.k6.io/k6
 HELM_MODULE=helm.sh/helm/v4     # helm 4 takes its default kube version from client-go's
 HELM_VERSION=v4.3.1             # module version in the build info, so no 1.20 default
+CRICTL_VERSION=v1.34.0          # sigs.k8s.io/cri-tools: the local cluster's `down` removes pods through the CRI
+METRICS_SERVER_VERSION=v0.8.0   # sigs.k8s.io/metrics-server: the local cluster's resource metrics (HPA on CPU)
 MIN_GO=1.26                     # helm v4.3.1's go.mod says go 1.26.0
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -142,6 +144,8 @@ go_install() {
 }
 
 go_install k6 go.k6.io/k6 "${K6_VERSION}" "-s -w"
+go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "${CRICTL_VERSION}" "-s -w"
+go_install metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server "${METRICS_SERVER_VERSION}" "-s -w"
 go_install helm "${HELM_MODULE}/cmd/helm" "${HELM_VERSION}" \
   "-s -w -X ${HELM_MODULE}/internal/version.version=${HELM_VERSION} -X ${HELM_MODULE}/internal/version.gitTreeState=clean"
 

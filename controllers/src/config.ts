@@ -1,6 +1,15 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { baseEnv, bool, logLevel, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
+import {
+  baseEnv,
+  bool,
+  cidrList,
+  logLevel,
+  parseConfig,
+  port,
+  positiveInt,
+  type Env,
+} from '#common/config.ts';
 
 export const controllerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9092),
@@ -10,6 +19,8 @@ export const controllerEnv = {
   PROXYFLEET_NAMESPACE: z.string().min(1).default('proxyfleet'),
   /** This instance's identity in the Lease: the pod name (downward API) in a cluster. */
   PROXYFLEET_POD_NAME: z.string().min(1).default(hostname()),
+  /** This pod's uid (downward API): the leader-election Lease names the pod as its owner. */
+  PROXYFLEET_POD_UID: z.string().min(1).optional(),
   PROXYFLEET_LEADER_ELECTION: bool(true),
   /** Reconcile ProxyGateways and ApiKeys of these namespaces only (comma-separated); unset: every namespace. */
   PROXYFLEET_WATCH_NAMESPACE: z
@@ -34,6 +45,11 @@ export const controllerEnv = {
    * the controller's logging up must not roll the whole fleet.
    */
   PROXYFLEET_GATEWAY_LOG_LEVEL: logLevel,
+  /**
+   * The gateway pods' PROXYFLEET_GATEWAY_ALLOW_CIDRS: ranges exempt from their destination guard
+   * (an origin inside the cluster's own network, as the e2e tests use; default none).
+   */
+  PROXYFLEET_GATEWAY_ALLOW_CIDRS: cidrList,
 };
 
 export const controllerSchema = z.object({ ...baseEnv, ...controllerEnv });

@@ -31,9 +31,24 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
         key: config.PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY,
       },
       logLevel: config.PROXYFLEET_GATEWAY_LOG_LEVEL,
+      allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     },
     leaderElection: config.PROXYFLEET_LEADER_ELECTION
-      ? { namespace: config.PROXYFLEET_NAMESPACE, name: LEASE_NAME, identity: config.PROXYFLEET_POD_NAME }
+      ? {
+          namespace: config.PROXYFLEET_NAMESPACE,
+          name: LEASE_NAME,
+          identity: config.PROXYFLEET_POD_NAME,
+          ...(config.PROXYFLEET_POD_UID
+            ? {
+                owner: {
+                  apiVersion: 'v1' as const,
+                  kind: 'Pod' as const,
+                  name: config.PROXYFLEET_POD_NAME,
+                  uid: config.PROXYFLEET_POD_UID,
+                },
+              }
+            : {}),
+        }
       : false,
     // A replica that lost the Lease exits and restarts clean rather than risk two leaders.
     onLeadershipLost: () => void shutdown.run('leadership lost').then(() => process.exit(1)),

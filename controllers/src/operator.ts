@@ -13,7 +13,7 @@ import { Controller, controllerOwnerKey } from './runtime/controller.ts';
 import { createEventRecorder } from './runtime/events.ts';
 import { Informer, type InformerOptions } from './runtime/informer.ts';
 import type { KubeClient, KubeObject } from './runtime/kube.ts';
-import { LeaderElector } from './runtime/leader.ts';
+import { LeaderElector, type LeaderElectionOptions } from './runtime/leader.ts';
 import { ControllerMetrics } from './runtime/metrics.ts';
 import { RESOURCES } from './runtime/resources.ts';
 
@@ -40,6 +40,7 @@ export interface OperatorOptions {
         namespace: string;
         name: string;
         identity: string;
+        owner?: LeaderElectionOptions['owner'];
         leaseDurationMs?: number;
         renewDeadlineMs?: number;
         retryPeriodMs?: number;

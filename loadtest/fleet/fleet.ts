@@ -267,7 +267,15 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     child.stdout.pipe(out, { end: false });
     child.stderr.pipe(out, { end: false });
     m.child = child;
-    m.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    // A command that cannot start (ENOENT) emits 'error' and no 'exit': the start-up then fails
+    // naming it and stops every member already running, instead of an unhandled error.
+    m.exited = new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', (err) => {
+        out.write(`cannot start ${m.command}: ${err.message}\n`);
+        resolve();
+      });
+    });
     void m.exited.then(() => out.end());
   };
 

@@ -60,3 +60,21 @@ capabilities:
 - name: PROXYFLEET_LOG_LEVEL
   value: {{ .logLevel | quote }}
 {{- end -}}
+
+{{/*
+Whether this release renders the CRD (dict "ctx" . "name" <crd name>): yes when the cluster does
+not have it (or `helm template`, which looks nothing up) or when this release owns it. A CRD kept
+by an uninstalled release (helm.sh/resource-policy: keep) or applied with kubectl is used as it is:
+Helm would refuse to take it over. docs/adr/0067.
+*/}}
+{{- define "proxyfleet.rendersCrd" -}}
+{{- $crd := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" .name -}}
+{{- if not $crd -}}
+true
+{{- else -}}
+{{- $a := $crd.metadata.annotations | default dict -}}
+{{- if and (eq (get $a "meta.helm.sh/release-name") .ctx.Release.Name) (eq (get $a "meta.helm.sh/release-namespace") .ctx.Release.Namespace) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}

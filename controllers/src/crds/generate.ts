@@ -93,11 +93,16 @@ export function renderTypes(crds: Array<{ crd: Crd; source: string }>): string {
   return out.join('\n');
 }
 
-/** The chart's copy of a CRD: behind crds.enabled, kept on `helm uninstall` (resource-policy keep). */
+/**
+ * The chart's copy of a CRD: behind crds.enabled, kept on `helm uninstall` (resource-policy keep),
+ * and left out when the cluster already has it from another release or from kubectl (a kept CRD
+ * carries its first release's ownership, which Helm refuses to adopt: docs/adr/0067).
+ */
 export function renderChartCrd(source: string, text: string): string {
   const body = text.replace(/^(#.*\n)+/, '');
   const marker = /^metadata:\n  name: (.+)\n/m;
-  if (!marker.test(body)) throw new Error(`${source}: expected "metadata:\\n  name:" at the top level`);
+  const crdName = marker.exec(body)?.[1];
+  if (!crdName) throw new Error(`${source}: expected "metadata:\\n  name:" at the top level`);
   const withMeta = body.replace(
     marker,
     (_m, name: string) =>
@@ -105,7 +110,7 @@ export function renderChartCrd(source: string, text: string): string {
   );
   return [
     `# GENERATED from ${source} by controllers/src/crds/generate.ts (npm run crds:generate). Do not edit.`,
-    '{{- if .Values.crds.enabled }}',
+    `{{- if and .Values.crds.enabled (include "proxyfleet.rendersCrd" (dict "ctx" . "name" "${crdName}")) }}`,
     withMeta.trimEnd(),
     '{{- end }}',
     '',

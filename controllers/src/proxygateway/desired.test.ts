@@ -217,6 +217,24 @@ describe('desiredObjects invariants', () => {
     expect(JSON.stringify(plain.object)).not.toMatch(/TLS|"tls"/);
   });
 
+  test('the gateway pods get PROXYFLEET_GATEWAY_ALLOW_CIDRS only when the operator is given ranges', () => {
+    const env = (options: GatewayOptions) =>
+      (
+        desiredObjects(CASES['basic-autoscaled']!, options).objects.find(
+          (o) => o.object.kind === 'Deployment',
+        )!.object as unknown as {
+          spec: {
+            template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } };
+          };
+        }
+      ).spec.template.spec.containers[0]!.env.filter((e) => e.name === 'PROXYFLEET_GATEWAY_ALLOW_CIDRS');
+    expect(env(OPTIONS)).toEqual([]);
+    expect(env({ ...OPTIONS, allowCidrs: [] })).toEqual([]);
+    expect(env({ ...OPTIONS, allowCidrs: ['10.213.77.1/32', '192.0.2.0/24'] })).toEqual([
+      { name: 'PROXYFLEET_GATEWAY_ALLOW_CIDRS', value: '10.213.77.1/32,192.0.2.0/24' },
+    ]);
+  });
+
   test('replicas are set only when no HPA is wanted', () => {
     const auto = desiredObjects(CASES['basic-autoscaled']!, OPTIONS);
     const fixed = desiredObjects(CASES['advanced-fixed-loadbalancer']!, OPTIONS);

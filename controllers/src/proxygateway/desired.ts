@@ -16,6 +16,8 @@ export interface GatewayOptions {
   /** The Secret (in the ProxyGateway's namespace) holding the database URL. */
   databaseSecret: { name: string; key: string };
   logLevel: string;
+  /** PROXYFLEET_GATEWAY_ALLOW_CIDRS of the gateway pods; empty: the destination guard has no exemption. */
+  allowCidrs?: string[];
 }
 
 export const HEALTH_PORT = 9090;
@@ -222,6 +224,9 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
                       { name: 'PROXYFLEET_GATEWAY_TLS_CERT', value: `${TLS_DIR}/tls.crt` },
                       { name: 'PROXYFLEET_GATEWAY_TLS_KEY', value: `${TLS_DIR}/tls.key` },
                     ]
+                  : []),
+                ...(options.allowCidrs?.length
+                  ? [{ name: 'PROXYFLEET_GATEWAY_ALLOW_CIDRS', value: options.allowCidrs.join(',') }]
                   : []),
               ],
               readinessProbe: {

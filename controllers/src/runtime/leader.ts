@@ -15,6 +15,12 @@ export interface LeaderElectionOptions {
   namespace: string;
   name: string;
   identity: string;
+  /**
+   * The pod this candidate runs in: named as the Lease's owner whenever this candidate creates or
+   * takes it, so the garbage collector removes the Lease with its last holder (`helm uninstall`
+   * leaves no Lease behind; a peer that takes over becomes the owner).
+   */
+  owner?: { apiVersion: 'v1'; kind: 'Pod'; name: string; uid: string };
   logger: Logger;
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
@@ -42,7 +48,7 @@ const DEFAULT_RETRY_PERIOD_MS = 2_000;
 const microTime = (d: Date) => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
 export class LeaderElector {
-  private readonly o: Required<LeaderElectionOptions>;
+  private readonly o: Required<Omit<LeaderElectionOptions, 'owner'>> & Pick<LeaderElectionOptions, 'owner'>;
   private leading = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
@@ -151,7 +157,7 @@ export class LeaderElector {
           {
             apiVersion: 'coordination.k8s.io/v1',
             kind: 'Lease',
-            metadata: { name, namespace },
+            metadata: { name, namespace, ...this.ownedBy() },
             spec: {
               holderIdentity: identity,
               leaseDurationSeconds,
@@ -179,6 +185,7 @@ export class LeaderElector {
     if (!heldByUs && !expired) return false;
     const next: Lease = {
       ...lease,
+      metadata: { ...lease.metadata, ...this.ownedBy() },
       spec: {
         ...spec,
         holderIdentity: identity,
@@ -196,6 +203,10 @@ export class LeaderElector {
       if (isConflict(err)) return false; // lost the race; look again next period
       throw err;
     }
+  }
+
+  private ownedBy(): { ownerReferences?: Array<NonNullable<LeaderElectionOptions['owner']>> } {
+    return this.o.owner ? { ownerReferences: [this.o.owner] } : {};
   }
 
   private async release(signal: AbortSignal): Promise<void> {

@@ -162,6 +162,46 @@ describeKube('controller runtime on a real API server', () => {
     await b.stop();
   }, 90_000);
 
+  test('the Lease names its holder pod as owner, so it goes with the last one (helm uninstall)', async () => {
+    const owner = (name: string) => ({
+      apiVersion: 'v1' as const,
+      kind: 'Pod' as const,
+      name,
+      uid: `uid-${name}`,
+    });
+    const elector = (identity: string) =>
+      new LeaderElector({
+        client: kubeClientFor(kube.operatorKubeconfig),
+        namespace: RELEASE_NAMESPACE,
+        name: 'owned-lease',
+        identity,
+        owner: owner(identity),
+        logger: createLogger('controller', 'silent'),
+        leaseDurationMs: 8_000,
+        renewDeadlineMs: 5_000,
+        retryPeriodMs: 500,
+        onStartedLeading: () => undefined,
+        onStoppedLeading: () => undefined,
+      });
+    const owners = async () =>
+      (await admin.get<KubeObject>(RESOURCES.lease, RELEASE_NAMESPACE, 'owned-lease'))?.metadata
+        .ownerReferences;
+    const a = elector('pod-a');
+    const b = elector('pod-b');
+    try {
+      a.start();
+      await eventually(async () => a.isLeader, 10_000, 'a leads');
+      expect(await owners()).toEqual([owner('pod-a')]);
+      b.start();
+      await a.stop(); // releases the Lease: b takes it and becomes its owner
+      await eventually(async () => b.isLeader, 15_000, 'b takes over');
+      expect(await owners()).toEqual([owner('pod-b')]);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  }, 60_000);
+
   /**
    * Two electors on one Lease: a reaches the API server through a fault-injecting proxy, b
    * directly. Once a leads (and b stands by), `fault` breaks a's path; returns, once b leads,

@@ -1,0 +1,3 @@
+module proxyfleet.local/cluster/pause
+
+go 1.22
