@@ -13,7 +13,8 @@ import { parseArgs } from 'node:util';
 import { removeDir, startFleet, REPO_ROOT, type Fleet } from './fleet/fleet.ts';
 import { createRunContext, finish, type RunContext } from './run/context.ts';
 import { missingPrerequisite } from './run/preflight.ts';
-import { fleetProfile, fleetScenario } from './scenarios/fleet.ts';
+import { fleetScenario } from './scenarios/fleet.ts';
+import { fleetProfile } from './scenarios/fleet-profile.ts';
 
 /** A scenario: traffic and assertions on a running fleet; returns the figures for the report. */
 interface Scenario {

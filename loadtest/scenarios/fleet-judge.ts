@@ -13,7 +13,7 @@ import { fetchThroughProxy, type Account } from '../run/clients.ts';
 import { quantile, sleep, type RunContext } from '../run/context.ts';
 import type { DbSnapshot } from '../run/db-cost.ts';
 import { metric, type Summary } from '../run/k6.ts';
-import type { FleetProfile } from './fleet.ts';
+import type { FleetProfile } from './fleet-profile.ts';
 
 /** p99 of the time from the admin call's answer until a process refuses the revoked credential. */
 const REVOCATION_P99_MS = 100;

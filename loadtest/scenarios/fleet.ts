@@ -20,28 +20,7 @@ import { sleep, type RunContext } from '../run/context.ts';
 import { connectionsByApplication, dbSnapshot } from '../run/db-cost.ts';
 import { runK6 } from '../run/k6.ts';
 import { judgeFleetRun } from './fleet-judge.ts';
-
-export type FleetProfile = ReturnType<typeof fleetProfile>;
-export const fleetProfile = (smoke: boolean) =>
-  smoke
-    ? {
-        duration: 30,
-        scale: 2,
-        size: 16_384,
-        budgetB: 20_000_000,
-        exhaustStart: 8,
-        killAt: 12,
-        revocations: 5,
-      }
-    : {
-        duration: 120,
-        scale: 4,
-        size: 65_536,
-        budgetB: 150_000_000,
-        exhaustStart: 45,
-        killAt: 50,
-        revocations: 30,
-      };
+import { fleetProfile } from './fleet-profile.ts';
 
 export async function fleetScenario(fleet: Fleet, ctx: RunContext): Promise<string[][]> {
   const { say } = ctx;
