@@ -160,12 +160,14 @@ describe('low-bandwidth alerts state what /api/v1/usage says', () => {
     return account;
   }
   const mails = (email: string) =>
-    smtp.messages.filter((m) => addresses(m.to).includes(email) && /bandwidth/.test(m.subject ?? ''));
+    smtp.messages.filter(
+      (m) => addresses(m.to).includes(email) && /^Low |bandwidth is used up$/.test(m.subject ?? ''),
+    );
   /** Remaining per a fresh /api/v1/usage (the snapshot is recomputed after 1 s). */
   async function apiRemainingMb(key: string): Promise<number> {
     await new Promise((r) => setTimeout(r, 1_100));
     const res = await call(api.url, '/api/v1/usage', { key });
-    return res.body.products.basic.remainingGb * 1000;
+    return res.body.dataRemainingMb;
   }
   /** The worker's email sender runs every 5 s: wait for two of its runs after the fold. */
   const twoSenderRuns = () => new Promise((r) => setTimeout(r, 11_000));

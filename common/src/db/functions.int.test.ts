@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createEmptyDatabase } from '#test/db.ts';
-import { functionsDir, migrateSchema } from './migrate.ts';
+import { functionsDir, loadFunctions, loadMigrations, migrateSchema } from './migrate.ts';
 
 async function query<T extends pg.QueryResultRow>(
   url: string,
@@ -86,5 +86,38 @@ describe('function files', () => {
     } finally {
       await fresh.drop();
     }
+  });
+});
+
+describe("the project's functions", () => {
+  let db: { url: string; drop(): Promise<void> };
+  beforeAll(async () => {
+    db = await createEmptyDatabase();
+    await migrateSchema(db.url);
+  });
+  afterAll(() => db.drop());
+
+  it('every function of the schema is defined by the file of its name, and each file by one function', async () => {
+    const files = await loadFunctions();
+    const defined = await query<{ name: string }>(
+      db.url,
+      `SELECT DISTINCT p.proname AS name FROM pg_proc p
+        WHERE p.pronamespace = current_schema()::regnamespace
+          AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+        ORDER BY 1`,
+    );
+    expect(defined.map((r) => r.name)).toEqual(files.map((f) => f.name));
+    for (const f of files) {
+      const names = [...f.sql.matchAll(/CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+([a-z_][a-z0-9_]*)/gi)].map(
+        (m) => m[1],
+      );
+      expect([f.file, names]).toEqual([f.file, [f.name]]);
+    }
+  });
+
+  it('no migration after 0089 defines a function: it would be overwritten by its file, or restate one', async () => {
+    const late = (await loadMigrations()).filter((m) => m.version >= 90);
+    for (const m of late)
+      expect([m.file, /CREATE\s+(OR\s+REPLACE\s+)?FUNCTION/i.test(m.sql)]).toEqual([m.file, false]);
   });
 });

@@ -8,7 +8,13 @@ export interface AccountRecord {
   status: AccountStatus;
   createdAt: Date;
   proxyUsername: string;
-  alerts: { lowBandwidth: boolean; newInvoice: boolean; serverAlerts: boolean; lowBandwidthPercent: number };
+  alerts: {
+    lowBandwidth: boolean;
+    newInvoice: boolean;
+    serverAlerts: boolean;
+    lowBandwidthPercent: number;
+    lowBandwidthFloorGb: number | null;
+  };
   autoRefill: {
     product: Product;
     enabled: boolean;
@@ -33,7 +39,8 @@ export async function readAccount(pool: Pool, accountId: string): Promise<Accoun
     `SELECT a.id, a.email, a.status, a.created_at AS "createdAt", c.username AS "proxyUsername",
             json_build_object('lowBandwidth', coalesce(s.low_bandwidth, true), 'newInvoice', coalesce(s.new_invoice, true),
                               'serverAlerts', coalesce(s.server_alerts, false),
-                              'lowBandwidthPercent', coalesce(s.low_bandwidth_percent, 10)) AS alerts,
+                              'lowBandwidthPercent', coalesce(s.low_bandwidth_percent, 10),
+                              'lowBandwidthFloorGb', round(s.low_bandwidth_floor_bytes / 1e9, 9)::float8) AS alerts,
             coalesce((SELECT json_agg(json_build_object('product', r.product, 'enabled', r.enabled,
                         'thresholdBytes', r.threshold_bytes, 'refillBytes', r.refill_bytes,
                         'maxRefillsPerMonth', r.max_refills_per_month) ORDER BY r.product)

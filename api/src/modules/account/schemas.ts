@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
+import { creditSchema } from '#common/billing/credit.ts';
 import { productsSchema } from '../usage/schemas.ts';
 
 export const alertsSchema = z.object({
@@ -10,6 +11,10 @@ export const alertsSchema = z.object({
     .number()
     .int()
     .describe('Remaining share (%) of a product at which the low-bandwidth email is sent'),
+  lowBandwidthFloorGb: z
+    .number()
+    .nullable()
+    .describe('Also sent when this many GB or fewer remain (whichever of the two is higher); null: none'),
 });
 
 export const keySummarySchema = z.object({
@@ -50,6 +55,9 @@ export const accountResponseSchema = z.object({
   usageUpdatedAt: z.string(),
   alerts: alertsSchema,
   autoRefill: z.array(autoRefillSchema),
+  credit: creditSchema.describe(
+    'Credit for bill-later payment (auto-refills paid by invoice) this calendar month',
+  ),
   throttles: z
     .array(throttleSchema)
     .describe(

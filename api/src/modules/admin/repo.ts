@@ -1,7 +1,7 @@
 import type { Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import type { IspProxyRow } from '../proxies/repo.ts';
-import type { Product } from '#common/products.ts';
+import { BYTES_PER_GB, type Product } from '#common/products.ts';
 import type { AlertsUpdate } from './schemas.ts';
 
 export interface AccountSummaryRow {
@@ -45,7 +45,13 @@ export interface AlertsRow {
   newInvoice: boolean;
   serverAlerts: boolean;
   lowBandwidthPercent: number;
+  lowBandwidthFloorGb: number | null;
 }
+
+/** The alert settings as the APIs show them (GB, 9 decimals at most). */
+export const ALERT_COLUMNS = `low_bandwidth AS "lowBandwidth", new_invoice AS "newInvoice", server_alerts AS "serverAlerts",
+  low_bandwidth_percent AS "lowBandwidthPercent",
+  round(low_bandwidth_floor_bytes / 1e9, 9)::float8 AS "lowBandwidthFloorGb"`;
 
 /** Updates the given switches; undefined when the account does not exist (createAccount makes the row). */
 export async function updateAlerts(
@@ -56,16 +62,18 @@ export async function updateAlerts(
   const { rows } = await pool.query<AlertsRow>(
     `UPDATE alert_settings SET low_bandwidth = coalesce($2, low_bandwidth), new_invoice = coalesce($3, new_invoice),
             server_alerts = coalesce($4, server_alerts), low_bandwidth_percent = coalesce($5, low_bandwidth_percent),
+            low_bandwidth_floor_bytes = CASE WHEN $6 THEN $7::bigint ELSE low_bandwidth_floor_bytes END,
             updated_at = now()
       WHERE account_id = $1
-      RETURNING low_bandwidth AS "lowBandwidth", new_invoice AS "newInvoice", server_alerts AS "serverAlerts",
-                low_bandwidth_percent AS "lowBandwidthPercent"`,
+      RETURNING ${ALERT_COLUMNS}`,
     [
       accountId,
       u.lowBandwidth ?? null,
       u.newInvoice ?? null,
       u.serverAlerts ?? null,
       u.lowBandwidthPercent ?? null,
+      u.lowBandwidthFloorGb !== undefined,
+      u.lowBandwidthFloorGb == null ? null : Math.round(u.lowBandwidthFloorGb * BYTES_PER_GB),
     ],
   );
   return rows[0];

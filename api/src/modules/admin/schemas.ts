@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
+import { lowBandwidthFloorGb } from '#common/billing/alerts.ts';
 import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
 import { keySummarySchema } from '../account/schemas.ts';
 
@@ -91,6 +92,10 @@ export const invoiceSchema = z.object({
   amountCents: z.number().int().nullable().describe('Priced from PROXYFLEET_PRICES_PER_GB when issued'),
   currency: z.string(),
   status: z.enum(['issued', 'paid', 'void']),
+  settlement: z
+    .enum(['deferred', 'charged'])
+    .describe('deferred: billed later, counted against the credit limit; charged: paid when bought'),
+  paymentMethod: z.string(),
   issuedAt: z.string(),
 });
 
@@ -120,10 +125,11 @@ export const alertsUpdateSchema = z
     newInvoice: z.boolean().optional(),
     serverAlerts: z.boolean().optional(),
     lowBandwidthPercent: z.number().int().min(1).max(99).optional(),
+    lowBandwidthFloorGb: lowBandwidthFloorGb.optional(),
   })
   .refine(
     (v) => Object.values(v).some((x) => x !== undefined),
-    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent',
+    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent, lowBandwidthFloorGb',
   );
 export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
 
