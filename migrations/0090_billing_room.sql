@@ -69,6 +69,9 @@ CREATE TABLE billing_clock (
   offset_interval interval NOT NULL
 );
 
+-- An account's emails (the delete of an account cascades to them; the billing checks read them).
+CREATE INDEX email_outbox_account_idx ON email_outbox (account_id, id);
+
 -- A denied draw asks other gateways to give back what their leases hold and they do not need.
 ALTER TABLE change_log DROP CONSTRAINT change_log_kind_check,
   ADD CONSTRAINT change_log_kind_check
