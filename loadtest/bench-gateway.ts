@@ -399,7 +399,6 @@ async function startGatewayTarget(
   dir: string,
   connectFastPath = true,
   nodeArgs: readonly string[] = [],
-  upstreamClient: 'raw' | 'node' = 'raw',
 ): Promise<Target> {
   const file = path.join(dir, 'gateway.yaml');
   await writeFile(
@@ -430,7 +429,6 @@ async function startGatewayTarget(
       PROXYFLEET_GATEWAY_ALLOW_CIDRS: '127.0.0.0/8',
       PROXYFLEET_GATEWAY_FEATURES: features,
       PROXYFLEET_GATEWAY_CONNECT_FAST_PATH: connectFastPath ? 'on' : 'off',
-      PROXYFLEET_GATEWAY_UPSTREAM_CLIENT: upstreamClient,
       // Without authentication no connection ever leaves its source's unauthenticated cap (256):
       // the bare gateway's cap is lifted so that the idle phase can hold its 6,000 tunnels.
       ...(features === 'bare' ? { PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE: '1000000' } : {}),
@@ -549,14 +547,6 @@ async function main(): Promise<void> {
       makers.push([
         'gateway (full, node:http CONNECT)',
         () => startGatewayTarget('gateway (full, node:http CONNECT)', databaseUrl, auth, 'full', dir, false),
-      ]);
-    // The full gateway with plain HTTP through node:http's client instead of the raw one
-    // (docs/adr/0038): only when BENCH_TARGETS names it (`BENCH_TARGETS=full,node-client`).
-    if (process.env.BENCH_TARGETS?.split(',').includes('node-client'))
-      makers.push([
-        'gateway (full, node-client)',
-        () =>
-          startGatewayTarget('gateway (full, node-client)', databaseUrl, auth, 'full', dir, true, [], 'node'),
       ]);
     // The full gateway started with extra node/V8 flags (`BENCH_GATEWAY_NODE_ARGS='--max-semi-space-size=1'`),
     // side by side with the same gateway without them: a flag's effect measured in the same rounds.

@@ -1,5 +1,7 @@
 // Test harness for the gateway's integration tests: a local origin that echoes the peer address,
-// a gateway on port 0 over a test database, and clients that measure the exact bytes they moved.
+// a gateway on port 0 over a test database (useTestGateway: both for a whole test file), and
+// clients that measure the exact bytes they moved.
+import type { afterAll as AfterAll, beforeAll as BeforeAll } from '@jest/globals';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +12,8 @@ import type { Pool } from '#common/db/pool.ts';
 import { changeLogHead } from '#common/db/changes.ts';
 import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../gateway/src/spec.ts';
+import type { TestDatabase } from './db.ts';
+import { nodeUpstream } from './node-upstream.ts';
 
 export interface Origin {
   port: number;
@@ -84,25 +88,33 @@ export function gatewaySpec(
   });
 }
 
+export interface TestGatewayOptions {
+  gatewayId?: string;
+  drainMs?: number;
+  allowCidrs?: string[];
+  limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
+  /** false: every CONNECT head through node:http (the front end's fast path off). */
+  connectFastPath?: boolean;
+  /**
+   * The plain-HTTP upstream client: the gateway's own (default) or 'node', node:http's client as
+   * the differential test's oracle (test/node-upstream.ts, docs/adr/0038).
+   */
+  upstreamClient?: 'raw' | 'node';
+  fleetSize?: () => number;
+  /** Target statistics caps (accounting/targets.ts). */
+  targets?: { perAccount?: number; perDay?: number; maxEntries?: number };
+}
+
+export type TestGateway = RunningGateway & { registry: Registry };
+
 export async function startTestGateway(
   pool: Pool,
   url: string,
   gateway: ProxyGateway,
-  options: {
-    gatewayId?: string;
-    drainMs?: number;
-    allowCidrs?: string[];
-    limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number };
-    /** false: every CONNECT head through node:http (the front end's fast path off). */
-    connectFastPath?: boolean;
-    /** The plain-HTTP upstream client (default: the gateway's default; docs/adr/0038). */
-    upstreamClient?: 'raw' | 'node';
-    fleetSize?: () => number;
-    /** Target statistics caps (accounting/targets.ts). */
-    targets?: { perAccount?: number; perDay?: number; maxEntries?: number };
-  } = {},
-): Promise<RunningGateway & { registry: Registry }> {
+  options: TestGatewayOptions = {},
+): Promise<TestGateway> {
   const registry = new Registry();
+  const oracle = options.upstreamClient === 'node' ? nodeUpstream() : undefined;
   const running = await startGateway({
     gateway,
     port: 0,
@@ -117,12 +129,112 @@ export async function startTestGateway(
     drainMs: options.drainMs ?? 2_000,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.connectFastPath === false ? { connectFastPath: false } : {}),
-    ...(options.upstreamClient ? { upstreamClient: options.upstreamClient } : {}),
+    ...(oracle ? { upstreamClient: oracle.send } : {}),
     ...(options.fleetSize ? { fleetSize: options.fleetSize } : {}),
     ...(options.targets ? { targets: options.targets } : {}),
   });
-  return { ...running, registry };
+  if (!oracle) return { ...running, registry };
+  return {
+    ...running,
+    registry,
+    close: async () => {
+      await running.close();
+      oracle.close();
+    },
+  };
 }
+
+// The jest hook for gateway integration tests, as useTestApi is for the API's (test/api.ts).
+export interface GatewayFixture {
+  db: TestDatabase;
+  origin: Origin;
+  /** The gateway the hook started (none with `gateway: false`). */
+  gateway: TestGateway;
+  /**
+   * Starts another gateway, on the fixture's database unless `pool` and `url` say otherwise (a
+   * relayed or slowed pool); it is closed after the file's tests, before the database goes.
+   */
+  start(
+    spec?: ProxyGateway,
+    options?: TestGatewayOptions & { pool?: Pool; url?: string },
+  ): Promise<TestGateway>;
+  /** Runs a gateway process on the fixture's database (spawnGateway); killed after the file's tests. */
+  spawn(spec?: ProxyGateway, env?: Record<string, string>, databaseUrl?: string): Promise<GatewayProcess>;
+  /**
+   * Something to close after the file's tests once the gateways are stopped, before the origin
+   * and the database go (a pool or relay the gateways used); the last registered runs first.
+   */
+  onClose(close: () => unknown): void;
+}
+
+/** Hooks may wait for a gateway to drain and flush: longer than a test's default 30 s. */
+const FIXTURE_HOOK_MS = 60_000;
+
+/**
+ * jest's hooks, from the globals jest gives every test file. Not imported: @jest/globals (and
+ * test/db.ts, which imports it) throw when loaded outside jest, and this module is also loaded by
+ * processes the tests spawn (test/bin/exit-ports-load.ts).
+ */
+const jest = () => globalThis as unknown as { beforeAll: typeof BeforeAll; afterAll: typeof AfterAll };
+
+/**
+ * A test database, an origin (startOrigin) and a gateway on port 0 for the whole test file:
+ * started before its tests (after the file's beforeAll hooks declared earlier, so `spec` may be a
+ * function of what they opened), stopped after them. Read the fields inside tests.
+ */
+export function useTestGateway(
+  options: TestGatewayOptions & {
+    /** Default gatewaySpec('basic'). */
+    spec?: ProxyGateway | (() => ProxyGateway);
+    /** false: the database and the origin only; the tests start their gateways (start, spawn). */
+    gateway?: false;
+  } = {},
+): GatewayFixture {
+  const { spec, gateway, ...startOptions } = options;
+  const gateways: TestGateway[] = [];
+  const processes: GatewayProcess[] = [];
+  const closers: (() => unknown)[] = [];
+  const fixture: GatewayFixture = {
+    db: undefined as unknown as TestDatabase,
+    origin: undefined as unknown as Origin,
+    gateway: undefined as unknown as TestGateway,
+    async start(gatewaySpec = basicSpec(), { pool, url, ...opts } = {}) {
+      const started = await startTestGateway(
+        pool ?? fixture.db.pool,
+        url ?? fixture.db.url,
+        gatewaySpec,
+        opts,
+      );
+      gateways.push(started);
+      return started;
+    },
+    async spawn(gatewaySpec = basicSpec(), env = {}, databaseUrl = fixture.db.url) {
+      const started = await spawnGateway(databaseUrl, gatewaySpec, env);
+      processes.push(started);
+      return started;
+    },
+    onClose(close) {
+      closers.push(close);
+    },
+  };
+  jest().beforeAll(async () => {
+    const { createTestDatabase } = await import('./db.ts');
+    fixture.db = await createTestDatabase();
+    fixture.origin = await startOrigin();
+    if (gateway === false) return;
+    fixture.gateway = await fixture.start(typeof spec === 'function' ? spec() : spec, startOptions);
+  }, FIXTURE_HOOK_MS);
+  jest().afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.close()));
+    await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+    for (const close of closers.reverse()) await close();
+    await fixture.origin?.close();
+    await fixture.db?.drop();
+  }, FIXTURE_HOOK_MS);
+  return fixture;
+}
+
+const basicSpec = () => gatewaySpec('basic');
 
 export const basicAuth = (user: string, pass: string) =>
   `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;

@@ -13,8 +13,6 @@ export const gatewayEnv = {
   PROXYFLEET_GATEWAY_FEATURES: z.enum(['full', 'bare']).default('full'),
   /** Benchmark only: "off" sends every CONNECT head through node:http (docs/adr/0027). */
   PROXYFLEET_GATEWAY_CONNECT_FAST_PATH: z.enum(['on', 'off']).default('on'),
-  /** Plain-HTTP upstream client: our own pooled one or node:http's (docs/adr/0038). */
-  PROXYFLEET_GATEWAY_UPSTREAM_CLIENT: z.enum(['raw', 'node']).default('raw'),
   /** Address the proxy listens on. */
   PROXYFLEET_GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** Open customer connections of the process (default: half the open-file limit less 1024). */

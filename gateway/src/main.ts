@@ -48,7 +48,6 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     bare: config.PROXYFLEET_GATEWAY_FEATURES === 'bare',
     accessLogSample: config.PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE,
     connectFastPath: config.PROXYFLEET_GATEWAY_CONNECT_FAST_PATH === 'on',
-    upstreamClient: config.PROXYFLEET_GATEWAY_UPSTREAM_CLIENT,
     limits: {
       ...(config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS !== undefined
         ? { maxConnections: config.PROXYFLEET_GATEWAY_MAX_CONNECTIONS }

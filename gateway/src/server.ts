@@ -20,6 +20,7 @@ import { AccessLog, DEFAULT_ACCESS_LOG_SAMPLE } from './proxy/access-log.ts';
 import { statusClass, type ProxyContext } from './proxy/context.ts';
 import { ExitPool } from './proxy/exits.ts';
 import { handleRequest } from './proxy/forward.ts';
+import type { UpstreamClient } from './proxy/upstream.ts';
 import { installFrontEnd } from './proxy/front-end.ts';
 import { DestinationGuard } from './proxy/guard.ts';
 import { refuseSocket } from './proxy/http-util.ts';
@@ -60,10 +61,10 @@ export interface GatewayDeps {
    */
   connectFastPath?: boolean;
   /**
-   * 'raw': plain-HTTP requests through our own pooled client (upstream.ts, docs/adr/0038); 'node':
-   * through node:http's client (the differential test and the benchmark compare them).
+   * Tests only: the client plain-HTTP requests go upstream through (default: the raw client,
+   * upstream.ts). The differential test gives node:http's, as an oracle (docs/adr/0038).
    */
-  upstreamClient?: 'raw' | 'node';
+  upstreamClient?: UpstreamClient;
   /** The process's shared state, when it runs several gateways (else the gateway opens its own). */
   process?: GatewayProcess;
   /**
@@ -261,7 +262,6 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       targets,
     ),
     bare: deps.bare ?? false,
-    upstreamClient: deps.upstreamClient ?? 'raw',
     draining: false,
     viaAllowlist: proc.viaAllowlist,
     authenticated: (socket) => limiter.authenticated(socket),
@@ -290,7 +290,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   };
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     headArrived(req.socket);
-    handleRequest(ctx, req, res);
+    handleRequest(ctx, req, res, deps.upstreamClient);
   });
   // CONNECT heads node:http parsed: the front end declined them (or it is off), or they follow a
   // plain request on a keep-alive connection.

@@ -1,8 +1,7 @@
 // A gateway process SIGKILLed while it holds a lease of most of a customer's balance (issue 10,
 // finding 6): another gateway serves the customer again once the dead one's heartbeat is 30 s old
 // (docs/adr/0025), not after the lease TTL (300 s), and the balance stays consistent.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { describe, expect, it } from '@jest/globals';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -11,10 +10,7 @@ import {
   get,
   openTunnel,
   rawExchange,
-  spawnGateway,
-  startOrigin,
-  type GatewayProcess,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
 /** gateway_dead_after() */
@@ -28,23 +24,11 @@ const BALANCE = 2_000_000;
  */
 const STRANDED_AFTER_MS = 20_000;
 
-let db: TestDatabase;
-let origin: Origin;
-const pods: GatewayProcess[] = [];
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(pods.map((p) => p.stop('SIGKILL')));
-  await origin?.close();
-  await db?.drop();
-});
+// The test spawns the gateway processes.
+const fx = useTestGateway({ gateway: false });
 
 async function balance(accountId: string) {
-  const { rows } = await db.pool.query<{ free: number; leased_bytes: number; held: number }>(
+  const { rows } = await fx.db.pool.query<{ free: number; leased_bytes: number; held: number }>(
     `SELECT b.total_bytes - b.used_bytes - b.leased_bytes AS free, b.leased_bytes,
             coalesce((SELECT sum(CASE WHEN l.released_at IS NULL THEN l.granted_bytes - l.charged_bytes
                                       ELSE greatest(0, least(l.spent_bytes, l.granted_bytes) - l.charged_bytes) END)
@@ -57,18 +41,16 @@ async function balance(accountId: string) {
 
 describe('a gateway that crashes holding a lease', () => {
   it('leaves its customer served by another gateway within 30 s of its last heartbeat', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: BALANCE });
-    const one = await spawnGateway(db.url, gatewaySpec('basic'), { PROXYFLEET_GATEWAY_ID: 'crash-1' });
-    pods.push(one);
-    const two = await spawnGateway(db.url, gatewaySpec('basic'), { PROXYFLEET_GATEWAY_ID: 'crash-2' });
-    pods.push(two);
-    await cacheSynced(db.pool, 2);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: BALANCE });
+    const one = await fx.spawn(gatewaySpec('basic'), { PROXYFLEET_GATEWAY_ID: 'crash-1' });
+    const two = await fx.spawn(gatewaySpec('basic'), { PROXYFLEET_GATEWAY_ID: 'crash-2' });
+    await cacheSynced(fx.db.pool, 2);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
-    const url = `http://127.0.0.1:${origin.port}/bytes/1000`;
+    const url = `http://127.0.0.1:${fx.origin.port}/bytes/1000`;
 
     // The customer works through gateway 1 on an open tunnel: with a connection open and its
     // leases below the size it wants, gateway 1 keeps drawing until it holds all that is free.
-    const tunnel = await openTunnel(one.port, `127.0.0.1:${origin.port}`, auth);
+    const tunnel = await openTunnel(one.port, `127.0.0.1:${fx.origin.port}`, auth);
     expect(tunnel.status).toBe(200);
     tunnel.socket.on('data', () => undefined);
     tunnel.socket.write('GET /bytes/1000 HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -111,7 +93,7 @@ describe('a gateway that crashes holding a lease', () => {
     // What the leases hold is what the balance says they hold; gateway 1's leases are all closed.
     const after = await balance(account.id);
     expect(after.leased_bytes).toBe(after.held);
-    const open = await db.pool.query<{ gateway_id: string }>(
+    const open = await fx.db.pool.query<{ gateway_id: string }>(
       `SELECT DISTINCT gateway_id FROM bandwidth_leases WHERE account_id = $1 AND released_at IS NULL`,
       [account.id],
     );

@@ -1,33 +1,31 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   gatewaySpec,
   openTunnel,
   recordedUsage,
-  startOrigin,
   startTestGateway,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
 let pool: Pool;
 /** While set, the next usage write waits for it: a periodic flush held in flight. */
 let gate: Promise<void> | undefined;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
+// Each test starts its gateway on this pool.
+const fx = useTestGateway({ gateway: false });
+
+beforeAll(() => {
   pool = createPool({
-    url: db.url,
+    url: fx.db.url,
     max: 4,
     applicationName: 'final-flush-test',
     logger: createLogger('test', 'silent'),
   });
+  fx.onClose(() => pool.end());
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
   (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
     ...args: unknown[]
@@ -41,19 +39,13 @@ beforeAll(async () => {
   };
 });
 
-afterAll(async () => {
-  await pool?.end();
-  await origin?.close();
-  await db?.drop();
-});
-
 describe('final flush', () => {
   it('closing while a periodic flush is in flight still writes every settled byte and returns every lease', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, fx.db.url, gatewaySpec('basic'));
     const tunnel = await openTunnel(
       gateway.port,
-      `127.0.0.1:${origin.port}`,
+      `127.0.0.1:${fx.origin.port}`,
       basicAuth(account.proxyUsername, account.proxyPassword),
     );
     expect(tunnel.status).toBe(200);
@@ -72,12 +64,12 @@ describe('final flush', () => {
     release();
     await inFlight;
     await closing;
-    const usage = await recordedUsage(db.pool, account.id);
+    const usage = await recordedUsage(fx.db.pool, account.id);
     expect({ up: Number(usage.up), down: Number(usage.down) }).toEqual({
       up: tunnel.socket.bytesWritten,
       down: tunnel.socket.bytesRead,
     });
-    const open = await db.pool.query<{ n: number }>(
+    const open = await fx.db.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL',
     );
     expect(open.rows[0]!.n).toBe(0);

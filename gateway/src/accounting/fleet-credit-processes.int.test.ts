@@ -5,9 +5,8 @@
 // three until each refuses, and what the database bills afterwards stays within the documented
 // fleet-wide bound (docs/gateway.md "The bound"). fleet-credit.int.test.ts measures the same with
 // in-process gateways given the fleet size by hand.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { freePort } from '#test/ports.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { TcpRelay } from '#test/tcp-relay.ts';
 import {
@@ -17,10 +16,8 @@ import {
   fold,
   gatewaySpec,
   recordedUsage,
-  spawnGateway,
-  startOrigin,
   type GatewayProcess,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 import { HEARTBEAT_MS } from './heartbeat.ts';
 import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
@@ -46,32 +43,26 @@ interface Pod {
   healthPort: number;
 }
 
-let db: TestDatabase;
-let origin: Origin;
 let relay: TcpRelay;
 let relayedUrl: string;
 const pods: Pod[] = [];
 
+// The gateway processes start below, on the relay.
+const fx = useTestGateway({ gateway: false });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(db.url));
+  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(fx.db.url));
+  fx.onClose(() => relay.close());
   for (let i = 0; i < GATEWAYS; i++) {
     const healthPort = await freePort();
-    const gateway = await spawnGateway(relayedUrl, gatewaySpec('basic'), {
-      PROXYFLEET_GATEWAY_ID: `fleet-process-${i}`,
-      PROXYFLEET_HEALTH_PORT: String(healthPort),
-    });
+    const gateway = await fx.spawn(
+      gatewaySpec('basic'),
+      { PROXYFLEET_GATEWAY_ID: `fleet-process-${i}`, PROXYFLEET_HEALTH_PORT: String(healthPort) },
+      relayedUrl,
+    );
     pods.push({ gateway, healthPort });
   }
 }, 120_000);
-
-afterAll(async () => {
-  await Promise.all(pods.map((p) => p.gateway.stop('SIGKILL')));
-  await relay?.close();
-  await origin?.close();
-  await db?.drop();
-});
 
 async function health(pod: Pod, path: '/readyz' | '/metrics'): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${pod.healthPort}${path}`);
@@ -107,12 +98,12 @@ describe('outage credit across a fleet of gateway processes', () => {
       `each process reports ${GATEWAYS} live gateways (heartbeat every ${HEARTBEAT_MS} ms)`,
       async () => (await Promise.all(pods.map(liveGateways))).every((n) => n === GATEWAYS),
     );
-    const account = await accountWithBandwidth(db.pool, { basic: BALANCE });
-    await cacheSynced(db.pool, GATEWAYS);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: BALANCE });
+    await cacheSynced(fx.db.pool, GATEWAYS);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     // Served by every gateway before the outage: each gets credit for this customer in the outage.
     for (const { gateway } of pods)
-      expect(await download(gateway.port, origin.port, auth, FIRST_BYTES)).toBe(200);
+      expect(await download(gateway.port, fx.origin.port, auth, FIRST_BYTES)).toBe(200);
 
     await relay.cut();
     const statuses: number[][] = [];
@@ -121,7 +112,7 @@ describe('outage credit across a fleet of gateway processes', () => {
         pods.map(async ({ gateway }, i) => {
           const mine: number[] = (statuses[i] = []);
           for (let n = 0; n < MAX_DOWNLOADS; n++) {
-            const status = await download(gateway.port, origin.port, auth, DOWNLOAD_BYTES);
+            const status = await download(gateway.port, fx.origin.port, auth, DOWNLOAD_BYTES);
             mine.push(status);
             // Refused (never 402 in an outage) or cut: this gateway's leases and credit are spent.
             if (status !== 200 && status !== -1) break;
@@ -142,11 +133,11 @@ describe('outage credit across a fleet of gateway processes', () => {
     let billed = 0;
     await until('the processes flush what they billed', async () => {
       billed = (await Promise.all(pods.map(billedBytes))).reduce((a, b) => a + b, 0);
-      const recorded = await recordedUsage(db.pool, account.id);
+      const recorded = await recordedUsage(fx.db.pool, account.id);
       return billed > 0 && Number(recorded.up) + Number(recorded.down) === billed;
     });
-    await fold(db.pool);
-    const { rows } = await db.pool.query<{ used_bytes: number }>(
+    await fold(fx.db.pool);
+    const { rows } = await fx.db.pool.query<{ used_bytes: number }>(
       `SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
       [account.id],
     );

@@ -3,10 +3,9 @@
 // the test cuts; a customer who was served by all three pushes downloads through all three until
 // refused. What the database bills afterwards stays within the documented fleet-wide bound
 // (docs/gateway.md; docs/adr/0024); before the fix each gateway gave up to 64 MiB (3 x 64 MiB).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -14,9 +13,8 @@ import {
   download,
   fold,
   gatewaySpec,
-  startOrigin,
-  startTestGateway,
-  type Origin,
+  useTestGateway,
+  type TestGateway,
 } from '#test/gateway.ts';
 import { TcpRelay } from '#test/tcp-relay.ts';
 import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
@@ -29,26 +27,29 @@ const MAX_DOWNLOADS = 40;
 /** The documented bound: the fleet's credit together, plus each gateway's overdraft and slack (one connection at a time). */
 const BOUND = BALANCE + overspendBound(GATEWAYS, 1, Math.min(OUTAGE_CREDIT_BYTES, BALANCE));
 
-let db: TestDatabase;
-let origin: Origin;
 let relay: TcpRelay;
 let relayedUrl: string;
 let pool: Pool;
-let gateways: Awaited<ReturnType<typeof startTestGateway>>[] = [];
+let gateways: TestGateway[] = [];
+
+// The gateways start below, on a pool through the relay.
+const fx = useTestGateway({ gateway: false });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(db.url));
+  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(fx.db.url));
+  fx.onClose(() => relay.close());
   pool = createPool({
     url: relayedUrl,
     max: 6,
     applicationName: 'fleet-credit-test',
     logger: createLogger('test', 'silent'),
   });
+  fx.onClose(() => pool.end());
   gateways = await Promise.all(
     Array.from({ length: GATEWAYS }, (_, i) =>
-      startTestGateway(pool, relayedUrl, gatewaySpec('basic'), {
+      fx.start(gatewaySpec('basic'), {
+        pool,
+        url: relayedUrl,
         gatewayId: `fleet-${i}`,
         fleetSize: () => GATEWAYS,
       }),
@@ -56,21 +57,13 @@ beforeAll(async () => {
   );
 });
 
-afterAll(async () => {
-  await Promise.all(gateways.map((g) => g.close()));
-  await pool?.end();
-  await relay?.close();
-  await origin?.close();
-  await db?.drop();
-});
-
 describe('outage credit across a fleet', () => {
   it(`${GATEWAYS} gateways in a database outage serve a customer at most the fleet-wide credit beyond the balance`, async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: BALANCE });
-    await cacheSynced(db.pool, gateways);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: BALANCE });
+    await cacheSynced(fx.db.pool, gateways);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     // Served by every gateway before the outage (fast: their next lease requests grow).
-    for (const g of gateways) expect(await download(g.port, origin.port, auth, DOWNLOAD_BYTES)).toBe(200);
+    for (const g of gateways) expect(await download(g.port, fx.origin.port, auth, DOWNLOAD_BYTES)).toBe(200);
 
     await relay.cut();
     const statuses: number[][] = [];
@@ -79,7 +72,7 @@ describe('outage credit across a fleet', () => {
         gateways.map(async (g, i) => {
           const mine: number[] = (statuses[i] = []);
           for (let n = 0; n < MAX_DOWNLOADS; n++) {
-            const status = await download(g.port, origin.port, auth, DOWNLOAD_BYTES);
+            const status = await download(g.port, fx.origin.port, auth, DOWNLOAD_BYTES);
             mine.push(status);
             // Refused (never 402 in an outage) or cut: this gateway's leases and credit are spent.
             if (status !== 200 && status !== -1) break;
@@ -103,8 +96,8 @@ describe('outage credit across a fleet', () => {
         await new Promise((r) => setTimeout(r, 200));
       }
     }
-    await fold(db.pool);
-    const { rows } = await db.pool.query<{ used_bytes: number }>(
+    await fold(fx.db.pool);
+    const { rows } = await fx.db.pool.query<{ used_bytes: number }>(
       `SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
       [account.id],
     );

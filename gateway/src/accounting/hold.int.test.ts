@@ -1,38 +1,36 @@
 // A fast customer whose next lease is slow to arrive is held (paused) until the grant and then
 // resumed: the download completes, nothing is cut. (A benchmark run once saw a budget cut in
 // this situation under heavy load; this test has not reproduced it: docs/adr/0020.)
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   download,
   gatewaySpec,
   openTunnel,
-  startOrigin,
   startTestGateway,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
 const LEASE_DELAY_MS = 300;
 const DOWNLOAD_BYTES = 20_000_000;
 
-let db: TestDatabase;
-let origin: Origin;
 let pool: Pool;
 let leaseCalls = 0;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
+// Each test starts its gateway on this slowed pool.
+const fx = useTestGateway({ gateway: false });
+
+beforeAll(() => {
   pool = createPool({
-    url: db.url,
+    url: fx.db.url,
     max: 4,
     applicationName: 'hold-test',
     logger: createLogger('test', 'silent'),
   });
+  fx.onClose(() => pool.end());
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
   // Every lease after the first answers late, as a loaded database would.
   (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
@@ -45,20 +43,14 @@ beforeAll(async () => {
   };
 });
 
-afterAll(async () => {
-  await pool?.end();
-  await origin?.close();
-  await db?.drop();
-});
-
 describe('a budget waiting for its next lease', () => {
   it('holds a fast tunnel until the late grant, then completes it', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, fx.db.url, gatewaySpec('basic'));
     try {
       const tunnel = await openTunnel(
         gateway.port,
-        `127.0.0.1:${origin.port}`,
+        `127.0.0.1:${fx.origin.port}`,
         basicAuth(account.proxyUsername, account.proxyPassword),
       );
       expect(tunnel.status).toBe(200);
@@ -97,15 +89,15 @@ describe('a budget waiting for its next lease', () => {
     // was merely late. (First taken for the chunks held streams still deliver; a per-connection
     // allowance for those made this test pass without the real fix, and let the overdraft stack
     // across draws past the documented bound: policy.test.ts's property found it.)
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, fx.db.url, gatewaySpec('basic'));
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     const before = leaseCalls;
     try {
       const statuses = await Promise.all(
         Array.from({ length: 16 }, async () => {
           const out: number[] = [];
-          for (let i = 0; i < 4; i++) out.push(await download(gateway.port, origin.port, auth, 2_000_000));
+          for (let i = 0; i < 4; i++) out.push(await download(gateway.port, fx.origin.port, auth, 2_000_000));
           return out;
         }),
       );
@@ -122,14 +114,15 @@ describe('a budget waiting for its next lease', () => {
     // chunks stayed in the budget's estimate until the next tick, so the other connection's next
     // chunk saw the download counted twice (1-1.8 MB past the leases with one connection open)
     // and the pod cut it while its grant was merely late.
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const gateway = await startTestGateway(pool, db.url, gatewaySpec('basic'));
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const gateway = await startTestGateway(pool, fx.db.url, gatewaySpec('basic'));
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     try {
       const statuses = await Promise.all(
         Array.from({ length: 2 }, async () => {
           const out: number[] = [];
-          for (let i = 0; i < 12; i++) out.push(await download(gateway.port, origin.port, auth, 2_000_000));
+          for (let i = 0; i < 12; i++)
+            out.push(await download(gateway.port, fx.origin.port, auth, 2_000_000));
           return out;
         }),
       );

@@ -1,16 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  fold,
-  gatewaySpec,
-  spawnGateway,
-  startOrigin,
-  type GatewayProcess,
-  type Origin,
-} from '#test/gateway.ts';
+import { basicAuth, fold, gatewaySpec, type GatewayProcess, useTestGateway } from '#test/gateway.ts';
 import { overspendBound } from './policy.ts';
 
 // Five gateway processes drain one small budget at once (docs/adr/0020 states the bound).
@@ -22,20 +13,10 @@ const BOUND = overspendBound(PODS, CLIENTS_PER_POD);
 /** Without enforcement every client would download this many times. */
 const MAX_DOWNLOADS_PER_CLIENT = 40;
 
-let db: TestDatabase;
-let origin: Origin;
 const pods: GatewayProcess[] = [];
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(pods.map((p) => p.stop('SIGKILL')));
-  await origin?.close();
-  await db?.drop();
-});
+// The test spawns the gateway processes.
+const fx = useTestGateway({ gateway: false });
 
 function download(port: number, auth: string, agent: http.Agent): Promise<number> {
   return new Promise((resolve) => {
@@ -43,7 +24,7 @@ function download(port: number, auth: string, agent: http.Agent): Promise<number
       host: '127.0.0.1',
       port,
       method: 'GET',
-      path: `http://127.0.0.1:${origin.port}/bytes/${DOWNLOAD}`,
+      path: `http://127.0.0.1:${fx.origin.port}/bytes/${DOWNLOAD}`,
       headers: { 'proxy-authorization': auth },
       agent,
     });
@@ -60,10 +41,10 @@ function download(port: number, auth: string, agent: http.Agent): Promise<number
 
 describe('bandwidth leases across pods', () => {
   it(`${PODS} gateway processes draining one budget overspend at most the documented bound`, async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: BUDGET });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: BUDGET });
     for (let i = 0; i < PODS; i++)
       pods.push(
-        await spawnGateway(db.url, gatewaySpec('basic'), {
+        await fx.spawn(gatewaySpec('basic'), {
           PROXYFLEET_GATEWAY_ID: `pod-${i}`,
           PROXYFLEET_LOG_LEVEL: 'info',
         }),
@@ -87,13 +68,17 @@ describe('bandwidth leases across pods', () => {
     );
     expect(outcomes).toContain(402);
     for (const pod of pods.splice(0)) expect(await pod.stop('SIGTERM')).toBe(0);
-    await fold(db.pool);
-    const { rows } = await db.pool.query<{ total_bytes: number; used_bytes: number; leased_bytes: number }>(
+    await fold(fx.db.pool);
+    const { rows } = await fx.db.pool.query<{
+      total_bytes: number;
+      used_bytes: number;
+      leased_bytes: number;
+    }>(
       `SELECT total_bytes, used_bytes, leased_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
       [account.id],
     );
     const b = rows[0]!;
-    const open = await db.pool.query<{ n: number }>(
+    const open = await fx.db.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL',
     );
     expect(open.rows[0]!.n).toBe(0);

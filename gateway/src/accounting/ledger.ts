@@ -1,21 +1,21 @@
 // Byte accounting for one gateway, and the one interface the proxy code reaches it through
 // (docs/adr/0024): `admit` a request or tunnel of an account on a socket, and through the `Tab`
-// it returns count its head and chunks, name the streams to hold, mark its end, or undo it when
-// it is refused. The ledger composes the pure budget policy (policy.ts), the meter (meter.ts),
-// the lease client (lease-client.ts) and the usage flusher (flusher.ts); forward.ts and tunnel.ts
-// never touch a budget or a counter themselves.
+// (tab.ts) it returns count its head and chunks, name the streams to hold, mark its end, or undo
+// it when it is refused. The ledger composes the pure budget policy (policy.ts), the meter
+// (meter.ts), the lease client (lease-client.ts), the usage flusher (flusher.ts) and the throttle
+// (throttle.ts); forward.ts and tunnel.ts never touch a budget or a counter themselves.
 import type net from 'node:net';
-import type { Readable } from 'node:stream';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { UsageFlusher } from './flusher.ts';
 import { LeaseClient } from './lease-client.ts';
-import { Budget, BudgetGroup, HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered } from './meter.ts';
+import { Budget, BudgetGroup, HOLD_LEASE, Metered } from './meter.ts';
+import { Tab } from './tab.ts';
 import type { TargetTally } from './targets.ts';
 import * as policy from './policy.ts';
-import * as throttle from './throttle.ts';
+import { Throttle } from './throttle.ts';
 
 export const TICK_MS = 250;
 export const FLUSH_MS = 2_000;
@@ -82,69 +82,6 @@ export type AdmissionRefusal =
   | 'billing_unavailable'
   | 'client_gone';
 
-/**
- * What the proxy code holds for one admitted request or tunnel: the only way it reaches billing.
- * Bound to the budget it was admitted on (a later request on the same keep-alive connection with
- * other credentials gets its own tab).
- */
-export class Tab {
-  private readonly ledger: Ledger;
-  private readonly budget: Budget;
-  private readonly conn: Metered;
-
-  constructor(ledger: Ledger, budget: Budget, conn: Metered) {
-    this.ledger = ledger;
-    this.budget = budget;
-    this.conn = conn;
-  }
-
-  /** One request (or tunnel) starts: counted, and its head added to the estimate. */
-  request(headBytes = 0): void {
-    this.budget.requests++;
-    if (headBytes) this.onChunk(headBytes);
-  }
-
-  /** Hot path: a relayed chunk, either direction (enforcement between two counter reads). */
-  onChunk(bytes: number): void {
-    const b = this.budget;
-    const s = b.state;
-    s.estimate += bytes;
-    this.conn.estimated += bytes;
-    if (s.estimate > s.trigger) this.ledger.pressure(b);
-    // Unthrottled budgets pay this one comparison (docs/adr/0035).
-    if (b.throttled) this.ledger.throttled(b, bytes);
-  }
-
-  /** The streams relayed to or from the customer: paused while the budget waits for a lease. */
-  relaying(...sources: Readable[]): void {
-    this.conn.answering = false;
-    this.conn.sources = sources;
-    this.ledger.relaying(this.budget);
-  }
-
-  /** Whether the ledger holds this stream (a 'drain' must not resume it). */
-  isHeld(stream: Readable): boolean {
-    return this.budget.held.has(stream);
-  }
-
-  /** The connection became a tunnel to `upstream` (destroyed with it when the budget is cut). */
-  tunnel(upstream: net.Socket): void {
-    this.conn.answering = false;
-    this.conn.kind = 'tunnel';
-    this.conn.peer = upstream;
-  }
-
-  /** The request completed: bytes after this belong to the next request on the connection. */
-  done(): void {
-    this.conn.mark();
-  }
-
-  /** The request was refused after admission: bill up to the last completed request only. */
-  refused(): void {
-    this.ledger.detach(this.conn);
-  }
-}
-
 export class Ledger {
   /** Per account, and per sub-user as `account/sub-user` (budgetKey). */
   private readonly budgets = new Map<string, Budget>();
@@ -166,16 +103,19 @@ export class Ledger {
   private readonly leases: LeaseClient;
   private readonly flusher: UsageFlusher;
   private readonly fleetSize: () => number;
-  private readonly throttleOf: (accountId: string) => number;
-  private readonly subUserThrottleOf: (accountId: string, subUserId: string) => number;
+  private readonly throttle: Throttle;
 
   constructor(opts: LedgerOptions) {
     this.opts = opts;
     this.leases = new LeaseClient(opts.pool, opts.gatewayId);
     this.flusher = new UsageFlusher(opts);
     this.fleetSize = opts.fleetSize ?? (() => 1);
-    this.throttleOf = opts.throttle ?? (() => 0);
-    this.subUserThrottleOf = opts.subUserThrottle ?? (() => 0);
+    this.throttle = new Throttle({
+      metrics: opts.metrics,
+      fleetSize: this.fleetSize,
+      throttle: opts.throttle ?? (() => 0),
+      subUserThrottle: opts.subUserThrottle ?? (() => 0),
+    });
   }
 
   start(): void {
@@ -199,9 +139,7 @@ export class Ledger {
       g.budgets.add(b);
       this.budgets.set(key, b);
       this.regroup(g);
-      // Joining a group whose account bucket is in debt: held with the others.
-      if (g.throttleTimer) b.holds |= HOLD_THROTTLE;
-      this.applyThrottle(g, performance.now());
+      this.throttle.joined(b, performance.now());
     }
     return b;
   }
@@ -217,124 +155,18 @@ export class Ledger {
   }
 
   private dropBudget(key: string, b: Budget): void {
-    clearTimeout(b.throttleTimer);
     this.budgets.delete(key);
     const g = b.group;
     g.budgets.delete(b);
+    this.throttle.left(b);
     if (g.budgets.size === 0) {
-      clearTimeout(g.throttleTimer);
       if (this.groups.get(g.accountId) === g) this.groups.delete(g.accountId);
     } else this.regroup(g);
   }
 
-  /**
-   * Sets, changes or removes the token buckets of an account's budgets from the caps and the fleet
-   * size: each gateway enforces its share, cap / fleet size (docs/adr/0035). The account's cap is
-   * one bucket for the whole group (the account's own budget holds it as its `bucket`); a
-   * sub-user's cap is a bucket of its budget's own.
-   */
-  private applyThrottle(g: BudgetGroup, now: number): void {
-    const fleet = this.fleetSize();
-    const cap = this.throttleOf(g.accountId);
-    if (cap <= 0) {
-      if (g.bucket !== undefined) {
-        g.bucket = undefined;
-        clearTimeout(g.throttleTimer);
-        g.throttleTimer = undefined;
-        for (const b of g.budgets) b.release(HOLD_THROTTLE);
-      }
-    } else {
-      const rate = throttle.perPodRate(cap, fleet);
-      if (g.bucket === undefined) g.bucket = throttle.newBucket(rate, now);
-      else if (g.bucket.rate !== rate) {
-        throttle.setRate(g.bucket, rate, now);
-        // A held group waits for its debt at the new rate (sooner when the cap was raised).
-        if (g.throttleTimer) this.scheduleGroupUnthrottle(g, throttle.waitMs(g.bucket));
-      }
-    }
-    for (const b of g.budgets) {
-      if (b.subUserId === undefined) b.bucket = g.bucket;
-      else this.applySubUserThrottle(b, this.subUserThrottleOf(b.accountId, b.subUserId), fleet, now);
-      b.throttled = b.bucket !== undefined || g.bucket !== undefined;
-    }
-  }
-
-  private applySubUserThrottle(b: Budget, cap: number, fleet: number, now: number): void {
-    if (cap <= 0) {
-      if (b.bucket === undefined) return;
-      b.bucket = undefined;
-      clearTimeout(b.throttleTimer);
-      b.throttleTimer = undefined;
-      b.release(HOLD_SUB_THROTTLE);
-      return;
-    }
-    const rate = throttle.perPodRate(cap, fleet);
-    if (b.bucket === undefined) b.bucket = throttle.newBucket(rate, now);
-    else if (b.bucket.rate !== rate) {
-      throttle.setRate(b.bucket, rate, now);
-      if (b.throttleTimer) this.scheduleUnthrottle(b, throttle.waitMs(b.bucket));
-    }
-  }
-
-  /**
-   * Hot path of a throttled budget: a chunk moved. It is taken from the sub-user's own bucket (if
-   * any) and from the account's (if any). When it put the sub-user's in debt, that budget's
-   * streams are held; when the account's, every budget of the account on this gateway is held,
-   * until the debt is paid: one timer per bucket in debt, so the streams move again as soon as the
-   * rate allows, not on the next tick (smooth within a chunk per stream).
-   */
+  /** Hot path of a throttled budget: a chunk moved (the throttle holds the budget when in debt). */
   throttled(b: Budget, bytes: number): void {
-    const now = performance.now();
-    const g = b.group;
-    if (b.subUserId !== undefined && b.bucket !== undefined) {
-      const wait = throttle.take(b.bucket, bytes, now);
-      if (wait > 0 && !b.throttleTimer) {
-        this.opts.metrics.throttleHolds.inc({ plan: b.product, scope: 'sub_user' });
-        b.hold(HOLD_SUB_THROTTLE);
-        this.scheduleUnthrottle(b, wait);
-      }
-    }
-    if (g.bucket === undefined) return;
-    const wait = throttle.take(g.bucket, bytes, now);
-    if (wait === 0 || g.throttleTimer) return;
-    this.opts.metrics.throttleHolds.inc({ plan: b.product, scope: 'account' });
-    for (const other of g.budgets) other.hold(HOLD_THROTTLE);
-    this.scheduleGroupUnthrottle(g, wait);
-  }
-
-  private scheduleUnthrottle(b: Budget, wait: number): void {
-    clearTimeout(b.throttleTimer);
-    b.throttleTimer = setTimeout(() => this.unthrottle(b), wait);
-    b.throttleTimer.unref();
-  }
-
-  private scheduleGroupUnthrottle(g: BudgetGroup, wait: number): void {
-    clearTimeout(g.throttleTimer);
-    g.throttleTimer = setTimeout(() => this.unthrottleGroup(g), wait);
-    g.throttleTimer.unref();
-  }
-
-  /** A sub-user's debt should be paid: release, or wait again for chunks that arrived while holding. */
-  private unthrottle(b: Budget): void {
-    b.throttleTimer = undefined;
-    const bucket = b.bucket;
-    const wait = bucket ? (throttle.refill(bucket, performance.now()), throttle.waitMs(bucket)) : 0;
-    if (wait > 0) return this.scheduleUnthrottle(b, wait);
-    b.release(HOLD_SUB_THROTTLE);
-  }
-
-  /** The account's debt should be paid: release its budgets, or wait again. */
-  private unthrottleGroup(g: BudgetGroup): void {
-    g.throttleTimer = undefined;
-    const bucket = g.bucket;
-    const wait = bucket ? (throttle.refill(bucket, performance.now()), throttle.waitMs(bucket)) : 0;
-    if (wait > 0) return this.scheduleGroupUnthrottle(g, wait);
-    // A released stream that relays at once can put the bucket in debt again (Budget.release):
-    // that holds every budget of the account anew, and the rest are not released.
-    for (const b of g.budgets) {
-      if (g.throttleTimer) break;
-      b.release(HOLD_THROTTLE);
-    }
+    this.throttle.take(b, bytes);
   }
 
   /**
@@ -411,7 +243,7 @@ export class Ledger {
   /** The account's or a sub-user's cap may have changed (change feed): live budgets follow at once. */
   throttleChanged(accountId: string): void {
     const g = this.groups.get(accountId);
-    if (g) this.applyThrottle(g, performance.now());
+    if (g) this.throttle.apply(g, performance.now());
   }
 
   /**
@@ -680,7 +512,7 @@ export class Ledger {
     const elapsed = now - this.lastTick;
     this.lastTick = now;
     const clock = performance.now();
-    for (const g of this.groups.values()) this.applyThrottle(g, clock);
+    for (const g of this.groups.values()) this.throttle.apply(g, clock);
     for (const b of this.budgets.values()) {
       if (b.conns.size) b.lastActive = now;
       const draw = policy.tick(b.state, elapsed, now, b.conns.size > 0);

@@ -11,7 +11,7 @@ import type net from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Plan } from '../spec.ts';
 import { newBudgetState, type BudgetState } from './policy.ts';
-import type { Bucket } from './throttle.ts';
+import type { Bucket } from './bucket.ts';
 
 /**
  * Why a budget's streams are held: a grant on its way (docs/adr/0024) or the throttle's bucket in

@@ -3,19 +3,16 @@
 // database answers slowly (the bench's bulk phase saw 10-12 such cuts). A real gateway process, a real origin, raw sockets that count every
 // byte they move. Before the fix the plain downloads were cut (streams paused by back-pressure
 // escaped the hold, and the lease drawn after a fast first one was sized for the old rate).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
   gatewaySpec,
   recordedUsage,
-  spawnGateway,
-  startOrigin,
   type GatewayProcess,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
 const CONNECTIONS = 32;
@@ -24,20 +21,10 @@ const DOWNLOAD_BYTES = 8 * 1024 * 1024;
 /** How long the busy database keeps the balance row locked at a time. */
 const LOCK_MS = 500;
 
-let db: TestDatabase;
-let origin: Origin;
 let pod: GatewayProcess | undefined;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-});
-
-afterAll(async () => {
-  await pod?.stop('SIGKILL');
-  await origin?.close();
-  await db?.drop();
-});
+// Each test spawns its gateway process.
+const fx = useTestGateway({ gateway: false });
 
 interface Outcome {
   /** Complete answers (head and whole body) received. */
@@ -59,7 +46,7 @@ function downloads(
   tunnel: boolean,
   bytes = DOWNLOAD_BYTES,
 ): Promise<Outcome> {
-  const authority = `127.0.0.1:${origin.port}`;
+  const authority = `127.0.0.1:${fx.origin.port}`;
   const request = Buffer.from(
     tunnel
       ? `GET /bytes/${bytes} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`
@@ -128,9 +115,9 @@ describe('lease prefetch', () => {
   ])(
     `${CONNECTIONS} connections downloading at full speed (%s) are never cut, and every byte is billed`,
     async (_name, tunnel) => {
-      const account = await accountWithBandwidth(db.pool, { basic: 100_000_000_000 });
-      pod = await spawnGateway(db.url, gatewaySpec('basic'), { PROXYFLEET_LOG_LEVEL: 'info' });
-      await cacheSynced(db.pool, 1);
+      const account = await accountWithBandwidth(fx.db.pool, { basic: 100_000_000_000 });
+      pod = await fx.spawn(gatewaySpec('basic'), { PROXYFLEET_LOG_LEVEL: 'info' });
+      await cacheSynced(fx.db.pool, 1);
       const auth = basicAuth(account.proxyUsername, account.proxyPassword);
       // The customer's first lease (4 MiB) is granted for one small request; then the downloads
       // start all at once and spend it faster than the busy database grants the next.
@@ -141,7 +128,7 @@ describe('lease prefetch', () => {
       let busy = true;
       const locker = (async () => {
         while (busy) {
-          const client = await db.pool.connect();
+          const client = await fx.db.pool.connect();
           try {
             await client.query('BEGIN');
             await client.query(`SELECT 1 FROM balances WHERE account_id = $1 FOR UPDATE`, [account.id]);
@@ -165,7 +152,7 @@ describe('lease prefetch', () => {
       expect(outcomes.map((o) => `${o.completed} ${o.end}`)).toEqual(
         outcomes.map(() => `${DOWNLOADS_PER_CONNECTION} done`),
       );
-      const usage = await recordedUsage(db.pool, account.id);
+      const usage = await recordedUsage(fx.db.pool, account.id);
       expect({ up: Number(usage.up), down: Number(usage.down), requests: Number(usage.requests) }).toEqual({
         up: outcomes.reduce((n, o) => n + o.written, first.written),
         down: outcomes.reduce((n, o) => n + o.read, first.read),

@@ -5,7 +5,6 @@
 // CONNECT head (132 bytes) was billed on one path and not on the other.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -13,18 +12,17 @@ import {
   flushedUsage,
   gatewaySpec,
   openTunnel,
-  startTestGateway,
+  useTestGateway,
 } from '#test/gateway.ts';
 
 /** The upstream proxy exit answers a CONNECT with 502 after this long: several ticks. */
 const REFUSAL_DELAY_MS = 700;
 
-let db: TestDatabase;
 let slowExit: net.Server;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+let slowExitPort: number;
 
+// Before the gateway starts: its one exit is this upstream proxy.
 beforeAll(async () => {
-  db = await createTestDatabase();
   slowExit = net.createServer((s) => {
     s.on('error', () => undefined);
     s.once('data', () =>
@@ -32,32 +30,32 @@ beforeAll(async () => {
     );
   });
   await new Promise<void>((r) => slowExit.listen(0, '127.0.0.1', r));
-  const port = (slowExit.address() as net.AddressInfo).port;
-  gateway = await startTestGateway(
-    db.pool,
-    db.url,
-    gatewaySpec('basic', [{ name: 'slow', upstream: { url: `http://127.0.0.1:${port}` }, country: '*' }]),
-  );
+  slowExitPort = (slowExit.address() as net.AddressInfo).port;
+});
+
+const fx = useTestGateway({
+  spec: () =>
+    gatewaySpec('basic', [
+      { name: 'slow', upstream: { url: `http://127.0.0.1:${slowExitPort}` }, country: '*' },
+    ]),
 });
 
 afterAll(async () => {
-  await gateway?.close();
   await new Promise((r) => slowExit?.close(r));
-  await db?.drop();
 });
 
 describe('a request refused after admission', () => {
   it('is not billed when the refusal comes after several ticks', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const { status, socket } = await openTunnel(
-      gateway.port,
+      fx.gateway.port,
       '127.0.0.1:9',
       basicAuth(account.proxyUsername, account.proxyPassword),
     );
     socket.destroy();
     expect(status).toBeGreaterThanOrEqual(500);
-    const usage = await flushedUsage(gateway, db.pool, account.id);
+    const usage = await flushedUsage(fx.gateway, fx.db.pool, account.id);
     expect([Number(usage.up), Number(usage.down), Number(usage.requests)]).toEqual([0, 0, 0]);
   });
 });

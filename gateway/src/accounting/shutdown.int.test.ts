@@ -1,29 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  gatewaySpec,
-  get,
-  recordedUsage,
-  spawnGateway,
-  startOrigin,
-  type Origin,
-} from '#test/gateway.ts';
+import { basicAuth, gatewaySpec, get, recordedUsage, spawnGateway, useTestGateway } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-});
-
-afterAll(async () => {
-  await origin?.close();
-  await db?.drop();
-});
+// Each test starts and stops its own gateway.
+const fx = useTestGateway({ gateway: false });
 
 /**
  * Starts a request on a raw connection and counts every byte the client moves until it closes;
@@ -53,19 +34,19 @@ describe('graceful shutdown', () => {
   ])(
     'SIGTERM mid-transfer %s and every byte is accounted',
     async (_name, grace, ms) => {
-      const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-      const pod = await spawnGateway(db.url, gatewaySpec('basic'), {
+      const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+      const pod = await spawnGateway(fx.db.url, gatewaySpec('basic'), {
         PROXYFLEET_SHUTDOWN_GRACE_SECONDS: String(grace),
         PROXYFLEET_LOG_LEVEL: 'info',
       });
       const auth = basicAuth(account.proxyUsername, account.proxyPassword);
       const plain = transfer(
         pod.port,
-        get(`http://127.0.0.1:${origin.port}/slow/3000000/${ms}`, auth, 'Connection: close\r\n'),
+        get(`http://127.0.0.1:${fx.origin.port}/slow/3000000/${ms}`, auth, 'Connection: close\r\n'),
       );
       const tunnel = transfer(
         pod.port,
-        `CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${auth}\r\n\r\nGET /slow/2000000/${ms} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+        `CONNECT 127.0.0.1:${fx.origin.port} HTTP/1.1\r\nHost: x\r\nProxy-Authorization: ${auth}\r\n\r\nGET /slow/2000000/${ms} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
       );
       // SIGTERM lands mid-transfer only once both answers have begun (not after a guessed 500 ms).
       await Promise.all([plain.started, tunnel.started]);
@@ -74,11 +55,11 @@ describe('graceful shutdown', () => {
       expect(await exit).toBe(0);
       if (ms < 5_000) expect(a.read).toBeGreaterThan(3_000_000);
       else expect(a.read).toBeLessThan(3_000_000);
-      const usage = await recordedUsage(db.pool, account.id);
+      const usage = await recordedUsage(fx.db.pool, account.id);
       expect(usage.up).toBe(a.written + b.written);
       expect(usage.down).toBe(a.read + b.read);
       expect(usage.requests).toBe(2);
-      const open = await db.pool.query<{ n: number }>(
+      const open = await fx.db.pool.query<{ n: number }>(
         'SELECT count(*)::int AS n FROM bandwidth_leases WHERE released_at IS NULL',
       );
       expect(open.rows[0]!.n).toBe(0);

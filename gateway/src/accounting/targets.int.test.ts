@@ -2,46 +2,26 @@
 // one registrable domain, over plain requests and a CONNECT tunnel, count as one domain with
 // exactly the bytes billed; no path or query is stored; the caps fold into '(other)'; an account
 // that opted out gets no rows.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { describe, expect, it } from '@jest/globals';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
   basicAuth,
   cacheSynced,
-  gatewaySpec,
   get,
   openTunnel,
   rawExchange,
   recordedUsage,
-  startOrigin,
-  startTestGateway,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 import { until } from '#test/process.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), {
-    targets: { perAccount: 2, perDay: 3 },
-  });
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await origin?.close();
-  await db?.drop();
-});
+const fx = useTestGateway({ targets: { perAccount: 2, perDay: 3 } });
 
 /** A new account with bandwidth, once the gateway's credential cache knows it (else 407). */
 async function newAccount(): Promise<NewAccount> {
-  const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  await cacheSynced(db.pool, [gateway]);
+  const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+  await cacheSynced(fx.db.pool, [fx.gateway]);
   return account;
 }
 
@@ -51,19 +31,19 @@ const auth = (a: NewAccount) => basicAuth(a.proxyUsername, `${a.proxyPassword}_c
 async function flushed(): Promise<void> {
   // Up to 10 s: closing is the gateway's to see, which a busy machine can put off past 2 s.
   await until(
-    () => gateway.ledger.activeConnections === 0,
+    () => fx.gateway.ledger.activeConnections === 0,
     'the gateway to close every connection',
     10_000,
   ).catch(() => undefined);
-  expect(gateway.ledger.activeConnections).toBe(0);
+  expect(fx.gateway.ledger.activeConnections).toBe(0);
   // Twice: the first may be a timer's flush already in flight, built before the last bytes settled.
-  await gateway.ledger.flush();
-  await gateway.ledger.flush();
-  await gateway.targets.drain();
+  await fx.gateway.ledger.flush();
+  await fx.gateway.ledger.flush();
+  await fx.gateway.targets.drain();
 }
 
 async function rows(accountId: string) {
-  const { rows } = await db.pool.query<{
+  const { rows } = await fx.db.pool.query<{
     product: string;
     day: string;
     domain: string;
@@ -79,7 +59,7 @@ async function rows(accountId: string) {
 
 /** A tunnel to `authority` that carries one GET of `path`; resolves once the answer is read. */
 async function tunnelGet(a: NewAccount, authority: string, path: string): Promise<void> {
-  const t = await openTunnel(gateway.port, authority, auth(a));
+  const t = await openTunnel(fx.gateway.port, authority, auth(a));
   expect(t.status).toBe(200);
   let got = t.leftover.length;
   t.socket.write(`GET ${path} HTTP/1.1\r\nHost: ${authority}\r\nConnection: close\r\n\r\n`);
@@ -93,16 +73,16 @@ async function tunnelGet(a: NewAccount, authority: string, path: string): Promis
 describe('target statistics', () => {
   it('counts two hosts of one registrable domain, plain and tunnelled, as one domain with exactly the billed bytes and no path or query', async () => {
     const account = await newAccount();
-    const base = (host: string) => `http://${host}.example.localhost:${origin.port}`;
-    const plain = await rawExchange(gateway.port, [
+    const base = (host: string) => `http://${host}.example.localhost:${fx.origin.port}`;
+    const plain = await rawExchange(fx.gateway.port, [
       get(`${base('a')}/bytes/3000?secret=token-1`, auth(account)),
       get(`${base('b')}/bytes/5000?secret=token-2`, auth(account)),
     ]);
     expect(plain.responses.map((r) => r.status)).toEqual([200, 200]);
-    await tunnelGet(account, `b.example.localhost:${origin.port}`, '/bytes/7000?secret=token-3');
+    await tunnelGet(account, `b.example.localhost:${fx.origin.port}`, '/bytes/7000?secret=token-3');
     await flushed();
 
-    const billed = await recordedUsage(db.pool, account.id);
+    const billed = await recordedUsage(fx.db.pool, account.id);
     const today = new Date().toISOString().slice(0, 10);
     expect(await rows(account.id)).toEqual([
       {
@@ -114,16 +94,16 @@ describe('target statistics', () => {
       },
     ]);
     expect(billed.requests).toBe(3);
-    const dump = JSON.stringify((await db.pool.query('SELECT * FROM target_usage')).rows);
+    const dump = JSON.stringify((await fx.db.pool.query('SELECT * FROM target_usage')).rows);
     expect(dump).not.toMatch(/secret|token|bytes\/|a\.example|b\.example/);
   });
 
   it('folds the domains past the gateway cap and past the per-day cap into (other), keeping the totals', async () => {
     const account = await newAccount();
-    const to = (n: number) => get(`http://d${n}.localhost:${origin.port}/bytes/100`, auth(account));
-    const first = await rawExchange(gateway.port, [1, 2, 3, 4, 5].map(to));
+    const to = (n: number) => get(`http://d${n}.localhost:${fx.origin.port}/bytes/100`, auth(account));
+    const first = await rawExchange(fx.gateway.port, [1, 2, 3, 4, 5].map(to));
     await flushed();
-    const second = await rawExchange(gateway.port, [6, 7].map(to));
+    const second = await rawExchange(fx.gateway.port, [6, 7].map(to));
     expect([...first.responses, ...second.responses].map((r) => r.status)).toEqual(Array(7).fill(200));
     await flushed();
 
@@ -133,20 +113,20 @@ describe('target statistics', () => {
     // perDay 3: never more than three named domains a day, whatever the gateways sent.
     expect(named).toHaveLength(3);
     expect(other?.requests).toBe(4);
-    const billed = await recordedUsage(db.pool, account.id);
+    const billed = await recordedUsage(fx.db.pool, account.id);
     expect(stored.reduce((sum, r) => sum + r.bytes, 0)).toBe(billed.up + billed.down);
     expect(stored.reduce((sum, r) => sum + r.requests, 0)).toBe(7);
   });
 
   it('records nothing for an account that opted out, while billing it as before', async () => {
     const account = await newAccount();
-    await db.pool.query('UPDATE accounts SET target_stats = false WHERE id = $1', [account.id]);
-    await rawExchange(gateway.port, [
-      get(`http://a.example.localhost:${origin.port}/bytes/100`, auth(account)),
+    await fx.db.pool.query('UPDATE accounts SET target_stats = false WHERE id = $1', [account.id]);
+    await rawExchange(fx.gateway.port, [
+      get(`http://a.example.localhost:${fx.origin.port}/bytes/100`, auth(account)),
     ]);
-    await tunnelGet(account, `b.example.localhost:${origin.port}`, '/bytes/2000');
+    await tunnelGet(account, `b.example.localhost:${fx.origin.port}`, '/bytes/2000');
     await flushed();
     expect(await rows(account.id)).toEqual([]);
-    expect((await recordedUsage(db.pool, account.id)).requests).toBe(2);
+    expect((await recordedUsage(fx.db.pool, account.id)).requests).toBe(2);
   });
 });

@@ -6,9 +6,8 @@
 // cap could ever allow (the same floor), not as a fraction of another transfer's time. The
 // measured figures are printed.
 import type net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { NewAccount } from '#common/accounts/accounts.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -20,41 +19,26 @@ import {
   openTunnel,
   rawExchange,
   recordedUsage,
-  startOrigin,
   startTestGateway,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 import { until } from '#test/process.ts';
-import { MIN_BURST_BYTES } from './throttle.ts';
+import { MIN_BURST_BYTES } from './bucket.ts';
 
 const KiB = 1024;
 const MB = 1_000_000;
 /** One socket read: what a stream may still deliver after its budget is held. */
 const CHUNK = 64 * KiB;
 
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'));
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await origin?.close();
-  await db?.drop();
-});
+const fx = useTestGateway();
 
 const auth = (a: NewAccount) => basicAuth(a.proxyUsername, a.proxyPassword);
 
 async function setCap(accountId: string, bytesPerSecond: number | null): Promise<void> {
   if (bytesPerSecond === null)
-    await db.pool.query('DELETE FROM account_throttles WHERE account_id = $1', [accountId]);
+    await fx.db.pool.query('DELETE FROM account_throttles WHERE account_id = $1', [accountId]);
   else
-    await db.pool.query(
+    await fx.db.pool.query(
       `INSERT INTO account_throttles (account_id, product, bytes_per_second) VALUES ($1, 'basic', $2)
        ON CONFLICT (account_id, product) DO UPDATE SET bytes_per_second = EXCLUDED.bytes_per_second`,
       [accountId, bytesPerSecond],
@@ -69,7 +53,7 @@ interface Moved {
 
 /** A plain (absolute-form) download on its own connection: the bytes the client moved. */
 async function plain(port: number, a: NewAccount, bytes: number): Promise<Moved> {
-  const url = `http://127.0.0.1:${origin.port}/bytes/${bytes}`;
+  const url = `http://127.0.0.1:${fx.origin.port}/bytes/${bytes}`;
   const r = await rawExchange(port, [get(url, auth(a))]);
   return { written: r.written, read: r.read, ok: r.responses[0]?.body.length === bytes };
 }
@@ -84,7 +68,7 @@ async function tunnelled(
   bytes: number,
   progress?: (read: number) => void,
 ): Promise<Moved> {
-  const t = await openTunnel(port, `127.0.0.1:${origin.port}`, auth(a));
+  const t = await openTunnel(port, `127.0.0.1:${fx.origin.port}`, auth(a));
   if (t.status !== 200) return { written: 0, read: 0, ok: false };
   const socket: net.Socket = t.socket;
   let body = t.leftover.length;
@@ -109,9 +93,9 @@ async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T 
 /** Usage billed so far, after the gateway closed and flushed the connections' counts. */
 async function billed(accountId: string): Promise<number> {
   await new Promise((r) => setTimeout(r, 100));
-  await gateway.ledger.flush();
-  await gateway.ledger.flush();
-  const u = await recordedUsage(db.pool, accountId);
+  await fx.gateway.ledger.flush();
+  await fx.gateway.ledger.flush();
+  const u = await recordedUsage(fx.db.pool, accountId);
   return u.up + u.down;
 }
 
@@ -127,27 +111,27 @@ const rates = (bytes: number, ms: number, rate: number) =>
 
 describe('a throttled account', () => {
   it('stays under its cap over parallel plain and CONNECT connections, leaves others alone, and is billed exactly', async () => {
-    const slow = await accountWithBandwidth(db.pool, { basic: 100 * MB });
-    const fast = await accountWithBandwidth(db.pool, { basic: 100 * MB });
+    const slow = await accountWithBandwidth(fx.db.pool, { basic: 100 * MB });
+    const fast = await accountWithBandwidth(fx.db.pool, { basic: 100 * MB });
     const rate = 512 * KiB;
     await setCap(slow.id, rate);
-    await cacheSynced(db.pool, [gateway]);
-    const holds = await counterValues(gateway, 'proxyfleet_gateway_throttle_holds_total');
+    await cacheSynced(fx.db.pool, [fx.gateway]);
+    const holds = await counterValues(fx.gateway, 'proxyfleet_gateway_throttle_holds_total');
 
     const throttled = timed(() =>
       Promise.all([
-        plain(gateway.port, slow, MB),
-        plain(gateway.port, slow, MB),
-        tunnelled(gateway.port, slow, MB),
-        tunnelled(gateway.port, slow, MB),
+        plain(fx.gateway.port, slow, MB),
+        plain(fx.gateway.port, slow, MB),
+        tunnelled(fx.gateway.port, slow, MB),
+        tunnelled(fx.gateway.port, slow, MB),
       ]),
     );
     const free = timed(() =>
       Promise.all([
-        plain(gateway.port, fast, MB),
-        plain(gateway.port, fast, MB),
-        tunnelled(gateway.port, fast, MB),
-        tunnelled(gateway.port, fast, MB),
+        plain(fx.gateway.port, fast, MB),
+        plain(fx.gateway.port, fast, MB),
+        tunnelled(fx.gateway.port, fast, MB),
+        tunnelled(fx.gateway.port, fast, MB),
       ]),
     );
     const [s, f] = await Promise.all([throttled, free]);
@@ -167,37 +151,40 @@ describe('a throttled account', () => {
     expect(await billed(slow.id)).toBe(sBytes);
     expect(await billed(fast.id)).toBe(moved(f.value));
     // Every wait for the bucket is counted (one per debt: 4 MB past a 512 KiB burst takes many).
-    const held = counterDelta(await counterValues(gateway, 'proxyfleet_gateway_throttle_holds_total'), holds);
+    const held = counterDelta(
+      await counterValues(fx.gateway, 'proxyfleet_gateway_throttle_holds_total'),
+      holds,
+    );
     expect(Object.keys(held)).toEqual(['account']);
     expect(held.account).toBeGreaterThan(3);
   }, 60_000);
 
   it('follows a change of its cap on a live gateway, within a live transfer, without a restart', async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 100 * MB });
-    await cacheSynced(db.pool, [gateway]);
-    const before = await timed(() => plain(gateway.port, a, MB));
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 100 * MB });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
+    const before = await timed(() => plain(fx.gateway.port, a, MB));
 
     const rate = 256 * KiB;
     await setCap(a.id, rate);
-    await cacheSynced(db.pool, [gateway]);
-    const capped = await timed(() => plain(gateway.port, a, MB));
+    await cacheSynced(fx.db.pool, [fx.gateway]);
+    const capped = await timed(() => plain(fx.gateway.port, a, MB));
     expect(capped.value.ok).toBe(true);
     expect(capped.ms).toBeGreaterThan(floorMs(MB, rate, 1));
 
     // 4 MB at 256 KiB/s would take 15 s; raised once the transfer is past its burst (held by the
     // cap, about a second in), it ends sooner than the old cap could ever allow.
     let read = 0;
-    const live = timed(() => tunnelled(gateway.port, a, 4 * MB, (n) => (read = n)));
+    const live = timed(() => tunnelled(fx.gateway.port, a, 4 * MB, (n) => (read = n)));
     await until(() => read >= 2 * rate, 'the live transfer to be past its burst');
     await setCap(a.id, 100 * MB);
-    await cacheSynced(db.pool, [gateway]);
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const raised = await live;
     expect(raised.value.ok).toBe(true);
     expect(raised.ms).toBeLessThan(floorMs(4 * MB, rate, 1));
 
     await setCap(a.id, null);
-    await cacheSynced(db.pool, [gateway]);
-    const after = await timed(() => plain(gateway.port, a, MB));
+    await cacheSynced(fx.db.pool, [fx.gateway]);
+    const after = await timed(() => plain(fx.gateway.port, a, MB));
     console.log(
       `throttle: 1 MB uncapped ${before.ms.toFixed(0)} ms; at ${rate / KiB} KiB/s ${capped.ms.toFixed(0)} ms ` +
         `(${rates(MB, capped.ms, rate)}); 4 MB raised after 1 s: ${raised.ms.toFixed(0)} ms; ` +
@@ -212,15 +199,15 @@ describe("the plan's default from the spec", () => {
   it('caps an account without an override; an override wins', async () => {
     const rate = 256 * KiB;
     const planned = await startTestGateway(
-      db.pool,
-      db.url,
+      fx.db.pool,
+      fx.db.url,
       gatewaySpec('basic', undefined, { throttle: { bytesPerSecond: rate } }),
     );
     try {
-      const a = await accountWithBandwidth(db.pool, { basic: 100 * MB });
-      const b = await accountWithBandwidth(db.pool, { basic: 100 * MB });
+      const a = await accountWithBandwidth(fx.db.pool, { basic: 100 * MB });
+      const b = await accountWithBandwidth(fx.db.pool, { basic: 100 * MB });
       await setCap(b.id, 100 * MB);
-      await cacheSynced(db.pool, [planned, gateway]);
+      await cacheSynced(fx.db.pool, [planned, fx.gateway]);
       const [byDefault, overridden] = await Promise.all([
         timed(() => plain(planned.port, a, MB)),
         timed(() => plain(planned.port, b, MB)),

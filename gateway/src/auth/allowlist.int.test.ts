@@ -2,14 +2,13 @@
 // through the change feed; clients on chosen loopback source addresses (Linux routes all of 127/8
 // to lo) send requests without credentials. Exits are loopback addresses too, so the origin's
 // /peer answer names the exit used (as exits.int.test.ts does).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { setAccountStatus, type NewAccount } from '#common/accounts/accounts.ts';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { addAllowlistEntry } from '../../../api/src/modules/ip-allowlist/repo.ts';
 import { allowlistCreate } from '../../../api/src/modules/ip-allowlist/schemas.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -18,34 +17,16 @@ import {
   get,
   rawExchange,
   recordedUsage,
-  startOrigin,
-  startTestGateway,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  gateway = await startTestGateway(
-    db.pool,
-    db.url,
-    gatewaySpec('basic', [
-      { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us' },
-      { name: 'us-2', sourceAddress: '127.0.0.3', country: 'us' },
-      { name: 'us-3', sourceAddress: '127.0.0.4', country: 'us' },
-      { name: 'de-1', sourceAddress: '127.0.0.5', country: 'de' },
-    ]),
-  );
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await origin?.close();
-  await db?.drop();
+const fx = useTestGateway({
+  spec: gatewaySpec('basic', [
+    { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us' },
+    { name: 'us-2', sourceAddress: '127.0.0.3', country: 'us' },
+    { name: 'us-3', sourceAddress: '127.0.0.4', country: 'us' },
+    { name: 'de-1', sourceAddress: '127.0.0.5', country: 'de' },
+  ]),
 });
 
 // Each test takes its own client addresses: 127.30.<n>.x.
@@ -61,15 +42,15 @@ async function allow(
   // Through the API's own schema and repo (private ranges allowed, as PROXYFLEET_IP_ALLOWLIST_PRIVATE
   // does for tests), so the gateway reads exactly what the API stores.
   const body = allowlistCreate(true).parse({ product, cidr, ...(targeting === null ? {} : { targeting }) });
-  const entry = await addAllowlistEntry(db.pool, account.id, body, DEFAULT_ALLOWLIST_MAX);
-  await cacheSynced(db.pool, [gateway]);
+  const entry = await addAllowlistEntry(fx.db.pool, account.id, body, DEFAULT_ALLOWLIST_MAX);
+  await cacheSynced(fx.db.pool, [fx.gateway]);
   return entry.id;
 }
 
 async function request(from: string, auth?: string, path = '/bytes/1000') {
   const { responses } = await rawExchange(
-    gateway.port,
-    [get(`http://127.0.0.1:${origin.port}${path}`, auth)],
+    fx.gateway.port,
+    [get(`http://127.0.0.1:${fx.origin.port}${path}`, auth)],
     {
       sourceAddress: from,
     },
@@ -78,15 +59,15 @@ async function request(from: string, auth?: string, path = '/bytes/1000') {
 }
 
 async function billed(accountId: string) {
-  await gateway.ledger.flush();
-  return recordedUsage(db.pool, accountId);
+  await fx.gateway.ledger.flush();
+  return recordedUsage(fx.db.pool, accountId);
 }
 
 /** A CONNECT tunnel from `from` to the origin, without credentials unless given. */
 async function tunnel(from: string, auth?: string): Promise<{ status: number; socket: net.Socket }> {
-  const socket = net.connect({ port: gateway.port, host: '127.0.0.1', localAddress: from });
+  const socket = net.connect({ port: fx.gateway.port, host: '127.0.0.1', localAddress: from });
   socket.on('error', () => undefined);
-  const target = `127.0.0.1:${origin.port}`;
+  const target = `127.0.0.1:${fx.origin.port}`;
   socket.write(
     `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ''}\r\n`,
   );
@@ -133,7 +114,7 @@ function curl(args: string[]): Promise<{ code: number; stdout: string; stderr: s
 
 describe('IP allowlist', () => {
   it('admits a plain request and a CONNECT tunnel from an allowlisted source without credentials, billed to its account', async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const net24 = subnet();
     await allow(a, `${net24}.0/24`);
     const plain = await request(`${net24}.7`);
@@ -147,7 +128,7 @@ describe('IP allowlist', () => {
     expect(usage.down).toBeGreaterThan(1000);
     expect(usage.requests).toBe(2);
     // Billed to the product of the gateway, and only there.
-    const { rows } = await db.pool.query<{ product: string }>(
+    const { rows } = await fx.db.pool.query<{ product: string }>(
       'SELECT DISTINCT product FROM usage_batch_lines WHERE account_id = $1',
       [a.id],
     );
@@ -155,8 +136,8 @@ describe('IP allowlist', () => {
   });
 
   it('refuses a source outside every allowlist with 407, and judges a request with credentials by them', async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const b = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const b = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const s = subnet();
     await allow(a, `${s}.1/32`);
     expect((await request(`${s}.2`)).status).toBe(407);
@@ -169,7 +150,7 @@ describe('IP allowlist', () => {
   });
 
   it("applies the entry's targeting: a country, and a sticky session that keeps its exit", async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const s = subnet();
     await allow(a, `${s}.1/32`, 'country-de');
     await allow(a, `${s}.2/32`, 'country-us_session-allow1_lifetime-5m');
@@ -181,7 +162,7 @@ describe('IP allowlist', () => {
   });
 
   it('takes the longest prefix when entries of one account overlap', async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const s = subnet();
     await allow(a, `${s}.0/24`, 'country-us');
     await allow(a, `${s}.9/32`, 'country-de');
@@ -190,7 +171,7 @@ describe('IP allowlist', () => {
   });
 
   it('ignores an entry of another product, and answers 402 when the account has no bandwidth', async () => {
-    const a = await accountWithBandwidth(db.pool, { mobile: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { mobile: 1_000_000_000 });
     const s = subnet();
     await allow(a, `${s}.1/32`, null, 'mobile');
     expect((await request(`${s}.1`)).status).toBe(407);
@@ -199,16 +180,16 @@ describe('IP allowlist', () => {
   });
 
   it('cuts a live tunnel admitted through an entry when the entry is removed, and only that one', async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const s = subnet();
     const id = await allow(a, `${s}.1/32`);
     const viaAllowlist = await tunnel(`${s}.1`);
     const withCredentials = await tunnel(`${s}.1`, basicAuth(a.proxyUsername, a.proxyPassword));
     expect([viaAllowlist.status, withCredentials.status]).toEqual([200, 200]);
     const closed = new Promise<void>((r) => viaAllowlist.socket.once('close', () => r()));
-    await db.pool.query('DELETE FROM ip_allowlist WHERE id = $1', [id]);
+    await fx.db.pool.query('DELETE FROM ip_allowlist WHERE id = $1', [id]);
     await closed;
-    await cacheSynced(db.pool, [gateway]);
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     expect(withCredentials.socket.destroyed).toBe(false);
     expect(await throughTunnel(withCredentials.socket)).toMatch(/^127\.0\.0\./);
     withCredentials.socket.destroy();
@@ -216,28 +197,34 @@ describe('IP allowlist', () => {
   });
 
   it('refuses a suspended account (403) and cuts its allowlisted tunnels', async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const s = subnet();
     await allow(a, `${s}.1/32`);
     const t = await tunnel(`${s}.1`);
     expect(t.status).toBe(200);
     const closed = new Promise<void>((r) => t.socket.once('close', () => r()));
-    await setAccountStatus(db.pool, a.id, 'suspended');
+    await setAccountStatus(fx.db.pool, a.id, 'suspended');
     await closed;
-    await cacheSynced(db.pool, [gateway]);
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     expect((await request(`${s}.1`)).status).toBe(403);
   });
 
   it('serves SOCKS5 without authentication (curl socks5h) to an allowlisted source only', async () => {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const s = subnet();
     await allow(a, `${s}.1/32`, 'country-de');
-    const url = `http://127.0.0.1:${origin.port}/peer`;
-    const ok = await curl(['--socks5-hostname', `127.0.0.1:${gateway.port}`, '--interface', `${s}.1`, url]);
+    const url = `http://127.0.0.1:${fx.origin.port}/peer`;
+    const ok = await curl([
+      '--socks5-hostname',
+      `127.0.0.1:${fx.gateway.port}`,
+      '--interface',
+      `${s}.1`,
+      url,
+    ]);
     expect(ok).toMatchObject({ code: 0, stdout: '127.0.0.5' });
     const refused = await curl([
       '--socks5-hostname',
-      `127.0.0.1:${gateway.port}`,
+      `127.0.0.1:${fx.gateway.port}`,
       '--interface',
       `${s}.2`,
       url,

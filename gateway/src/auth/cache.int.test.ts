@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
 import { recordPurchase } from '#common/billing/purchases.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -9,10 +8,8 @@ import {
   gatewaySpec,
   get,
   rawExchange,
-  spawnGateway,
-  startOrigin,
   type GatewayProcess,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
 // Password resets, suspensions and purchases reach every gateway process through LISTEN/NOTIFY.
@@ -24,28 +21,21 @@ const ROUNDS = 12;
  */
 const PROPAGATION_LIMIT_MS = 10_000;
 
-let db: TestDatabase;
-let origin: Origin;
 const pods: GatewayProcess[] = [];
 let source = 0;
 
+// The gateway processes start below.
+const fx = useTestGateway({ gateway: false });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
   for (let i = 0; i < PODS; i++)
     pods.push(
-      await spawnGateway(db.url, gatewaySpec('basic'), {
+      await fx.spawn(gatewaySpec('basic'), {
         PROXYFLEET_GATEWAY_ID: `cache-${i}`,
         PROXYFLEET_LOG_LEVEL: 'info',
       }),
     );
 }, 60_000);
-
-afterAll(async () => {
-  await Promise.all(pods.map((p) => p.stop('SIGKILL')));
-  await origin?.close();
-  await db?.drop();
-});
 
 async function status(pod: GatewayProcess, user: string, password: string): Promise<number> {
   // A new loopback source per probe, so failed probes never trip the auth back-off.
@@ -53,7 +43,7 @@ async function status(pod: GatewayProcess, user: string, password: string): Prom
   try {
     const { responses } = await rawExchange(
       pod.port,
-      [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(user, password))],
+      [get(`http://127.0.0.1:${fx.origin.port}/peer`, basicAuth(user, password))],
       { sourceAddress: `127.0.1.${source}` },
     );
     return responses[0]!.status;
@@ -85,27 +75,27 @@ async function propagation(
 
 describe('credential cache', () => {
   it('sees password resets, suspensions and purchases in every gateway process', async () => {
-    const account = await accountWithBandwidth(db.pool, { advanced: 1_000_000 });
-    await cacheSynced(db.pool, PODS);
+    const account = await accountWithBandwidth(fx.db.pool, { advanced: 1_000_000 });
+    await cacheSynced(fx.db.pool, PODS);
     let password = account.proxyPassword;
     const user = account.proxyUsername;
     const samples: number[] = [];
     // No basic bandwidth yet: 402 everywhere.
     for (const pod of pods) expect(await status(pod, user, password)).toBe(402);
     let started = Date.now();
-    await recordPurchase(db.pool, { accountId: account.id, product: 'basic', bytes: 1_000_000_000 });
+    await recordPurchase(fx.db.pool, { accountId: account.id, product: 'basic', bytes: 1_000_000_000 });
     samples.push(await propagation(started, user, password, 200));
     for (let round = 0; round < ROUNDS; round++) {
       const old = password;
       started = Date.now();
-      password = await resetProxyPassword(db.pool, account.id, TEST_CREDENTIALS_KEY);
+      password = await resetProxyPassword(fx.db.pool, account.id, TEST_CREDENTIALS_KEY);
       samples.push(await propagation(started, user, password, 200));
       for (const pod of pods) expect(await status(pod, user, old)).toBe(407);
       started = Date.now();
-      await setAccountStatus(db.pool, account.id, 'suspended');
+      await setAccountStatus(fx.db.pool, account.id, 'suspended');
       samples.push(await propagation(started, user, password, 403));
       started = Date.now();
-      await setAccountStatus(db.pool, account.id, 'active');
+      await setAccountStatus(fx.db.pool, account.id, 'active');
       samples.push(await propagation(started, user, password, 200));
     }
     samples.sort((a, b) => a - b);
@@ -118,12 +108,12 @@ describe('credential cache', () => {
 
   it('records each process in cache_acks with the version it applied', async () => {
     // A process writes its ack after applying the change: wait for the acks, then check them.
-    await cacheSynced(db.pool, PODS);
-    const { rows } = await db.pool.query<{ instance: string; version: number }>(
+    await cacheSynced(fx.db.pool, PODS);
+    const { rows } = await fx.db.pool.query<{ instance: string; version: number }>(
       `SELECT instance, version FROM cache_acks WHERE component = 'gateway' ORDER BY instance`,
     );
     expect(rows.map((r) => r.instance)).toEqual(['cache-0', 'cache-1', 'cache-2']);
-    const head = await db.pool.query<{ id: number }>('SELECT max(id)::bigint AS id FROM change_log');
+    const head = await fx.db.pool.query<{ id: number }>('SELECT max(id)::bigint AS id FROM change_log');
     for (const r of rows) expect(r.version).toBe(head.rows[0]!.id);
   });
 });

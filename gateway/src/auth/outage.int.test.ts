@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { recordPurchase } from '#common/billing/purchases.ts';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -12,48 +11,40 @@ import {
   get,
   rawExchange,
   recordedUsage,
-  startOrigin,
-  startTestGateway,
-  type Origin,
+  useTestGateway,
+  type TestGateway,
 } from '#test/gateway.ts';
 import { TcpRelay } from '#test/tcp-relay.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut
 // (docs/adr/0021: known customers keep being served; usage and the cache catch up afterwards).
-let db: TestDatabase;
-let origin: Origin;
 let relay: TcpRelay;
 let relayedUrl: string;
 let relayedPool: Pool;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+let gateway: TestGateway;
+
+// The gateway starts below, on a pool through the relay.
+const fx = useTestGateway({ gateway: false });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(db.url));
+  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(fx.db.url));
+  fx.onClose(() => relay.close());
   relayedPool = createPool({
     url: relayedUrl,
     max: 4,
     applicationName: 'outage-test',
     logger: createLogger('test', 'silent'),
   });
-  gateway = await startTestGateway(relayedPool, relayedUrl, gatewaySpec('basic'));
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await relayedPool?.end();
-  await relay?.close();
-  await origin?.close();
-  await db?.drop();
+  fx.onClose(() => relayedPool.end());
+  gateway = await fx.start(gatewaySpec('basic'), { pool: relayedPool, url: relayedUrl });
 });
 
 describe('database outage', () => {
   it('keeps serving known customers, then catches up on usage and changes', async () => {
-    const known = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const later = await accountWithBandwidth(db.pool, { advanced: 1_000 });
-    await cacheSynced(db.pool, [gateway]);
-    const url = `http://127.0.0.1:${origin.port}/bytes/1000`;
+    const known = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const later = await accountWithBandwidth(fx.db.pool, { advanced: 1_000 });
+    await cacheSynced(fx.db.pool, [gateway]);
+    const url = `http://127.0.0.1:${fx.origin.port}/bytes/1000`;
     const knownAuth = basicAuth(known.proxyUsername, known.proxyPassword);
     const first = await rawExchange(gateway.port, [get(url, knownAuth)]);
     expect(first.responses[0]!.status).toBe(200);
@@ -69,7 +60,7 @@ describe('database outage', () => {
     }
     await gateway.ledger.flush(); // fails: kept for later
     // A purchase made while the gateway cannot hear about it.
-    await recordPurchase(db.pool, { accountId: later.id, product: 'basic', bytes: 1_000_000_000 });
+    await recordPurchase(fx.db.pool, { accountId: later.id, product: 'basic', bytes: 1_000_000_000 });
 
     await relay.restore();
     // The change feed reconnects (backoff) and catches up from change_log; the flush retries.
@@ -93,19 +84,19 @@ describe('database outage', () => {
     let usage: typeof expected;
     while (true) {
       await gateway.ledger.flush();
-      usage = await recordedUsage(db.pool, known.id);
+      usage = await recordedUsage(fx.db.pool, known.id);
       if (inFull(usage) || Date.now() > flushDeadline) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(usage).toEqual(expected);
-    await fold(db.pool);
+    await fold(fx.db.pool);
   }, 60_000);
 
   it('never answers 402 while the database is unreachable: a customer served before goes on credit, one never served gets 503', async () => {
-    const served = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const fresh = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
-    const url = `http://127.0.0.1:${origin.port}/bytes/1000`;
+    const served = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const fresh = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [gateway]);
+    const url = `http://127.0.0.1:${fx.origin.port}/bytes/1000`;
     const servedAuth = basicAuth(served.proxyUsername, served.proxyPassword);
     expect((await rawExchange(gateway.port, [get(url, servedAuth)])).responses[0]!.status).toBe(200);
     // Requests spaced out: idle past the release delay, the budget returns its lease and is dropped.

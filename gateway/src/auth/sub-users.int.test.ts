@@ -2,11 +2,10 @@
 // sub_user_products reach a real gateway through the change feed; the sub-user's own credentials
 // (in the plan's grammar, targeting included) are served on the account's balance, under the
 // sub-user's limit, connection cap and status; its bytes are the account's bytes and its own.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { overspendBound } from '../accounting/policy.ts';
 import {
@@ -20,33 +19,15 @@ import {
   get,
   openTunnel,
   rawExchange,
-  startOrigin,
-  startTestGateway,
   usageAfterClose,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  gateway = await startTestGateway(
-    db.pool,
-    db.url,
-    gatewaySpec('basic', [
-      { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us' },
-      { name: 'de-1', sourceAddress: '127.0.0.5', country: 'de' },
-    ]),
-  );
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await origin?.close();
-  await db?.drop();
+const fx = useTestGateway({
+  spec: gatewaySpec('basic', [
+    { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us' },
+    { name: 'de-1', sourceAddress: '127.0.0.5', country: 'de' },
+  ]),
 });
 
 interface SubUser {
@@ -62,31 +43,31 @@ async function subUser(
 ): Promise<SubUser> {
   const username = `su${randomBytes(6).toString('hex')}`;
   const password = randomBytes(10).toString('hex');
-  const { rows } = await db.pool.query<{ id: string }>(
+  const { rows } = await fx.db.pool.query<{ id: string }>(
     `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256, max_connections, bytes_per_second)
      VALUES ($1, $2, $3, '\\x00'::bytea, sha256(convert_to($4, 'UTF8')), $5, $6) RETURNING id`,
     [accountId, username, username, password, opts.maxConnections ?? null, opts.bytesPerSecond ?? null],
   );
   const id = rows[0]!.id;
   if (opts.limit !== undefined)
-    await db.pool.query(
+    await fx.db.pool.query(
       `INSERT INTO sub_user_products (sub_user_id, account_id, product, limit_bytes) VALUES ($1, $2, 'basic', $3)`,
       [id, accountId, opts.limit],
     );
-  await cacheSynced(db.pool, [gateway]);
+  await cacheSynced(fx.db.pool, [fx.gateway]);
   return { id, username, password };
 }
 
 async function request(auth: string, path = '/peer') {
-  const { responses } = await rawExchange(gateway.port, [
-    get(`http://127.0.0.1:${origin.port}${path}`, auth),
+  const { responses } = await rawExchange(fx.gateway.port, [
+    get(`http://127.0.0.1:${fx.origin.port}${path}`, auth),
   ]);
   return responses[0]!;
 }
 
 async function used(accountId: string, subUserId: string) {
-  await fold(db.pool);
-  const { rows } = await db.pool.query<{ account: string; sub: string | null; hourly: string | null }>(
+  await fold(fx.db.pool);
+  const { rows } = await fx.db.pool.query<{ account: string; sub: string | null; hourly: string | null }>(
     `SELECT (SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic') AS account,
             (SELECT used_bytes FROM sub_user_products WHERE sub_user_id = $2 AND product = 'basic') AS sub,
             (SELECT sum(bytes_up + bytes_down) FROM sub_user_usage_hourly WHERE sub_user_id = $2) AS hourly`,
@@ -128,7 +109,7 @@ async function tunnelWorks(socket: net.Socket): Promise<boolean> {
 
 describe('sub-users', () => {
   it('authenticate with their own credentials and targeting; a wrong password is 407', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
     const de = await request(basicAuth(sub.username, `${sub.password}_country-de`));
     expect([de.status, de.body.toString()]).toEqual([200, '127.0.0.5']);
@@ -141,12 +122,12 @@ describe('sub-users', () => {
   });
 
   it("bills the sub-user's bytes to the account and to the sub-user, exactly", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
     const auth = basicAuth(sub.username, sub.password);
-    expect(await download(gateway.port, origin.port, auth, 300_000)).toBe(200);
-    expect(await download(gateway.port, origin.port, auth, 200_000)).toBe(200);
-    const billed = await usageAfterClose(gateway, db.pool, account.id, 1);
+    expect(await download(fx.gateway.port, fx.origin.port, auth, 300_000)).toBe(200);
+    expect(await download(fx.gateway.port, fx.origin.port, auth, 200_000)).toBe(200);
+    const billed = await usageAfterClose(fx.gateway, fx.db.pool, account.id, 1);
     const total = Number(billed.up) + Number(billed.down);
     expect(total).toBeGreaterThan(500_000);
     const u = await used(account.id, sub.id);
@@ -154,20 +135,20 @@ describe('sub-users', () => {
     // The account's own traffic is the account's only.
     expect(
       await download(
-        gateway.port,
-        origin.port,
+        fx.gateway.port,
+        fx.origin.port,
         basicAuth(account.proxyUsername, account.proxyPassword),
         100_000,
       ),
     ).toBe(200);
-    const after = await usageAfterClose(gateway, db.pool, account.id, Number(billed.up) + 1);
+    const after = await usageAfterClose(fx.gateway, fx.db.pool, account.id, Number(billed.up) + 1);
     const u2 = await used(account.id, sub.id);
     expect(u2.account).toBe(Number(after.up) + Number(after.down));
     expect(u2.account).toBeGreaterThan(total + 100_000);
     expect([u2.sub, u2.hourly]).toEqual([total, total]);
     // Target statistics: the sub-user's requests under its id, the account's own under ''.
-    await gateway.targets.drain();
-    const { rows } = await db.pool.query<{ sub_user: string; requests: string }>(
+    await fx.gateway.targets.drain();
+    const { rows } = await fx.db.pool.query<{ sub_user: string; requests: string }>(
       `SELECT sub_user, requests FROM target_usage WHERE account_id = $1 ORDER BY sub_user`,
       [account.id],
     );
@@ -178,90 +159,90 @@ describe('sub-users', () => {
   });
 
   it('bills each request of a keep-alive connection to whoever sent it, every byte once', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
-    const url = `http://127.0.0.1:${origin.port}/peer`;
+    const url = `http://127.0.0.1:${fx.origin.port}/peer`;
     const own = basicAuth(account.proxyUsername, account.proxyPassword);
     const mine = basicAuth(sub.username, sub.password);
     // Account, sub-user, account on one connection: the switches must not drop a request's head.
-    const { responses, written, read } = await rawExchange(gateway.port, [
+    const { responses, written, read } = await rawExchange(fx.gateway.port, [
       get(url, own),
       get(url, mine),
       get(url, own),
     ]);
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
-    const billed = await usageAfterClose(gateway, db.pool, account.id, written);
+    const billed = await usageAfterClose(fx.gateway, fx.db.pool, account.id, written);
     expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([written, read, 3]);
     // The sub-user's line is its request alone: its head up, its response down.
-    const { responses: alone, written: w1, read: r1 } = await rawExchange(gateway.port, [get(url, mine)]);
+    const { responses: alone, written: w1, read: r1 } = await rawExchange(fx.gateway.port, [get(url, mine)]);
     expect(alone[0]!.status).toBe(200);
-    await usageAfterClose(gateway, db.pool, account.id, written + w1);
+    await usageAfterClose(fx.gateway, fx.db.pool, account.id, written + w1);
     const u = await used(account.id, sub.id);
     expect(u.sub).toBe(2 * (w1 + r1));
   });
 
   it("refuses the sub-user with 402 sub_user_limit once its limit is spent; the account's credentials still work", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const limit = 1_000_000;
     const sub = await subUser(account.id, { limit });
     const auth = basicAuth(sub.username, sub.password);
     const statuses: number[] = [];
     for (let i = 0; i < 30 && statuses.at(-1) !== 402; i++)
-      statuses.push(await download(gateway.port, origin.port, auth, 200_000));
+      statuses.push(await download(fx.gateway.port, fx.origin.port, auth, 200_000));
     expect(statuses.at(-1)).toBe(402);
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(3);
     const refused = await request(auth);
     expect(refused.status).toBe(402);
     expect(String(refused.headers['proxy-status'])).toContain("sub-user's traffic limit");
-    expect(await counterValues(gateway, 'proxyfleet_gateway_refusals_total')).toMatchObject({
+    expect(await counterValues(fx.gateway, 'proxyfleet_gateway_refusals_total')).toMatchObject({
       'sub_user_limit 4xx': expect.any(Number),
     });
     const own = await request(basicAuth(account.proxyUsername, account.proxyPassword));
     expect(own.status).toBe(200);
-    await usageAfterClose(gateway, db.pool, account.id, 1);
-    await gateway.ledger.flush();
+    await usageAfterClose(fx.gateway, fx.db.pool, account.id, 1);
+    await fx.gateway.ledger.flush();
     const u = await used(account.id, sub.id);
     expect(u.sub).toBeGreaterThan(limit - 200_000);
     expect(u.sub).toBeLessThanOrEqual(limit + overspendBound(1, 1));
     expect(u.hourly).toBe(u.sub);
     // Raising the limit is announced as a balance change: the denial is forgotten at once.
-    await db.pool.query(`UPDATE sub_user_products SET limit_bytes = $2 WHERE sub_user_id = $1`, [
+    await fx.db.pool.query(`UPDATE sub_user_products SET limit_bytes = $2 WHERE sub_user_id = $1`, [
       sub.id,
       limit + 2_000_000,
     ]);
-    await cacheSynced(db.pool, [gateway]);
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     expect((await request(auth)).status).toBe(200);
   });
 
   it.each([
     [
       'suspended',
-      (id: string) => db.pool.query(`UPDATE sub_users SET status = 'suspended' WHERE id = $1`, [id]),
+      (id: string) => fx.db.pool.query(`UPDATE sub_users SET status = 'suspended' WHERE id = $1`, [id]),
     ],
-    ['deleted', (id: string) => db.pool.query(`DELETE FROM sub_users WHERE id = $1`, [id])],
+    ['deleted', (id: string) => fx.db.pool.query(`DELETE FROM sub_users WHERE id = $1`, [id])],
     [
       'renamed',
-      (id: string) => db.pool.query(`UPDATE sub_users SET username = 'x' || username WHERE id = $1`, [id]),
+      (id: string) => fx.db.pool.query(`UPDATE sub_users SET username = 'x' || username WHERE id = $1`, [id]),
     ],
     [
       'given a new password',
       (id: string) =>
-        db.pool.query(`UPDATE sub_users SET password_sha256 = sha256('other'::bytea) WHERE id = $1`, [id]),
+        fx.db.pool.query(`UPDATE sub_users SET password_sha256 = sha256('other'::bytea) WHERE id = $1`, [id]),
     ],
   ])("cuts the live tunnel of a sub-user %s; the account's own survives", async (what, change) => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
-    const authority = `127.0.0.1:${origin.port}`;
-    const mine = await openTunnel(gateway.port, authority, basicAuth(sub.username, sub.password));
+    const authority = `127.0.0.1:${fx.origin.port}`;
+    const mine = await openTunnel(fx.gateway.port, authority, basicAuth(sub.username, sub.password));
     const own = await openTunnel(
-      gateway.port,
+      fx.gateway.port,
       authority,
       basicAuth(account.proxyUsername, account.proxyPassword),
     );
     expect([mine.status, own.status]).toEqual([200, 200]);
     expect(await tunnelWorks(mine.socket)).toBe(true);
     const cuts = async () =>
-      (await counterValues(gateway, 'proxyfleet_gateway_revocation_cuts_total'))[''] ?? 0;
+      (await counterValues(fx.gateway, 'proxyfleet_gateway_revocation_cuts_total'))[''] ?? 0;
     const before = await cuts();
     await change(sub.id);
     expect(await closesWithin(mine.socket, PATIENCE_MS)).toBe(true);
@@ -273,17 +254,17 @@ describe('sub-users', () => {
   });
 
   it("keeps its live tunnel when only the account's own password changes", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
-    const authority = `127.0.0.1:${origin.port}`;
-    const mine = await openTunnel(gateway.port, authority, basicAuth(sub.username, sub.password));
+    const authority = `127.0.0.1:${fx.origin.port}`;
+    const mine = await openTunnel(fx.gateway.port, authority, basicAuth(sub.username, sub.password));
     const own = await openTunnel(
-      gateway.port,
+      fx.gateway.port,
       authority,
       basicAuth(account.proxyUsername, account.proxyPassword),
     );
     expect([mine.status, own.status]).toEqual([200, 200]);
-    await db.pool.query(
+    await fx.db.pool.query(
       `UPDATE proxy_credentials SET password_sha256 = sha256('other'::bytea) WHERE account_id = $1`,
       [account.id],
     );
@@ -295,25 +276,25 @@ describe('sub-users', () => {
   });
 
   it("is cut and refused with its account's suspension", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id);
     const auth = basicAuth(sub.username, sub.password);
-    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
+    const t = await openTunnel(fx.gateway.port, `127.0.0.1:${fx.origin.port}`, auth);
     expect(t.status).toBe(200);
-    await setAccountStatus(db.pool, account.id, 'suspended');
+    await setAccountStatus(fx.db.pool, account.id, 'suspended');
     expect(await closesWithin(t.socket, PATIENCE_MS)).toBe(true);
     expect((await request(auth)).status).toBe(403);
   });
 
   it("is throttled to its own cap; the account's own traffic is not", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id, { bytesPerSecond: 256 * 1024 });
     const timed = async (auth: string) => {
       const started = performance.now();
-      expect(await download(gateway.port, origin.port, auth, 768 * 1024)).toBe(200);
+      expect(await download(fx.gateway.port, fx.origin.port, auth, 768 * 1024)).toBe(200);
       return performance.now() - started;
     };
-    const holds = () => counterValues(gateway, 'proxyfleet_gateway_throttle_holds_total');
+    const holds = () => counterValues(fx.gateway, 'proxyfleet_gateway_throttle_holds_total');
     const before = await holds();
     // 768 KiB at 256 KiB/s after a 256 KiB burst: about 2 s.
     const slow = await timed(basicAuth(sub.username, sub.password));
@@ -326,8 +307,8 @@ describe('sub-users', () => {
   });
 
   it("counts a sub-user's traffic against the account's cap: the two together get the cap", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await db.pool.query(
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await fx.db.pool.query(
       `INSERT INTO account_throttles (account_id, product, bytes_per_second) VALUES ($1, 'basic', $2)`,
       [account.id, 256 * 1024],
     );
@@ -335,10 +316,10 @@ describe('sub-users', () => {
     const started = performance.now();
     // 2 x 512 KiB at 256 KiB/s after a 256 KiB burst: about 3 s, whoever sends it.
     const statuses = await Promise.all([
-      download(gateway.port, origin.port, basicAuth(sub.username, sub.password), 512 * 1024),
+      download(fx.gateway.port, fx.origin.port, basicAuth(sub.username, sub.password), 512 * 1024),
       download(
-        gateway.port,
-        origin.port,
+        fx.gateway.port,
+        fx.origin.port,
         basicAuth(account.proxyUsername, account.proxyPassword),
         512 * 1024,
       ),
@@ -348,16 +329,16 @@ describe('sub-users', () => {
   });
 
   it('refuses a connection past max_connections with 429', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const sub = await subUser(account.id, { maxConnections: 1 });
-    const authority = `127.0.0.1:${origin.port}`;
+    const authority = `127.0.0.1:${fx.origin.port}`;
     const auth = basicAuth(sub.username, sub.password);
-    const first = await openTunnel(gateway.port, authority, auth);
-    const second = await openTunnel(gateway.port, authority, auth);
+    const first = await openTunnel(fx.gateway.port, authority, auth);
+    const second = await openTunnel(fx.gateway.port, authority, auth);
     expect([first.status, second.status]).toEqual([200, 429]);
     // The account's own connections are not the sub-user's.
     const own = await openTunnel(
-      gateway.port,
+      fx.gateway.port,
       authority,
       basicAuth(account.proxyUsername, account.proxyPassword),
     );

@@ -3,10 +3,9 @@
 // every secret the test sent (passwords right and wrong, the Proxy-Authorization values, their
 // base64, username:password, a query-string token), and its access lines are checked against the
 // bytes the clients counted.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
@@ -16,14 +15,10 @@ import {
   get,
   openTunnel,
   rawExchange,
-  spawnGateway,
-  startOrigin,
   type GatewayProcess,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
 let gateway: GatewayProcess;
 let account: NewAccount;
 let log = '';
@@ -65,13 +60,13 @@ const expected = {
   tunnel: { up: 0, down: 0 },
 };
 
+// The gateway process starts below.
+const fx = useTestGateway({ gateway: false });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+  account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
   secrets.push(account.proxyPassword);
-  gateway = await spawnGateway(
-    db.url,
+  gateway = await fx.spawn(
     gatewaySpec('basic', [{ name: 'loop-2', sourceAddress: '127.0.0.2', country: '*' }]),
     {
       PROXYFLEET_LOG_LEVEL: 'debug',
@@ -81,7 +76,7 @@ beforeAll(async () => {
       PROXYFLEET_GATEWAY_ACCESS_LOG_SAMPLE: '0',
     },
   );
-  await cacheSynced(db.pool, 1);
+  await cacheSynced(fx.db.pool, 1);
   const port = gateway.port;
   const user = account.proxyUsername;
   const good = (password: string) => {
@@ -90,7 +85,7 @@ beforeAll(async () => {
     secret(`${user}:${password}`);
     return auth;
   };
-  const url = `http://127.0.0.1:${origin.port}`;
+  const url = `http://127.0.0.1:${fx.origin.port}`;
 
   // A plain request and a tunnel that succeed, with targeting in the password.
   const targeted = good(`${account.proxyPassword}_country-us`);
@@ -103,7 +98,7 @@ beforeAll(async () => {
     (await rawExchange(port, [get(`${url}/nothing?token=${queryToken}`, targeted)])).responses[0]!.status,
   ).toBe(404);
 
-  const t = await openTunnel(port, `127.0.0.1:${origin.port}`, good(account.proxyPassword));
+  const t = await openTunnel(port, `127.0.0.1:${fx.origin.port}`, good(account.proxyPassword));
   expect(t.status).toBe(200);
   t.socket.write(`GET /bytes/2000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
   await new Promise<void>((r) => t.socket.once('close', () => r()));
@@ -113,7 +108,7 @@ beforeAll(async () => {
   for (const password of [unique('wrongpw'), `${unique('colon')}:x:y`]) {
     const auth = good(password);
     expect((await rawExchange(port, [get(`${url}/peer`, auth)])).responses[0]!.status).toBe(407);
-    expect((await openTunnel(port, `127.0.0.1:${origin.port}`, auth)).status).toBe(407);
+    expect((await openTunnel(port, `127.0.0.1:${fx.origin.port}`, auth)).status).toBe(407);
   }
   const stranger = secret(unique('nouser'));
   const strangerAuth = secret(basicAuth(stranger, secret(unique('nouserpw'))));
@@ -124,7 +119,7 @@ beforeAll(async () => {
   expect(await raw(port, get(`${url}/peer`, notBase64))).toMatch(/^HTTP\/1\.1 407/);
   const bearer = secret(`Bearer ${unique('bearer')}`);
   expect(
-    await raw(port, `CONNECT 127.0.0.1:${origin.port} HTTP/1.1\r\nProxy-Authorization: ${bearer}\r\n\r\n`),
+    await raw(port, `CONNECT 127.0.0.1:${fx.origin.port} HTTP/1.1\r\nProxy-Authorization: ${bearer}\r\n\r\n`),
   ).toMatch(/^HTTP\/1\.1 407/);
   const broken = secret(unique('brokenhead'));
   expect(
@@ -139,18 +134,12 @@ beforeAll(async () => {
   ).toMatch(/^HTTP\/1\.1 431/);
   // Credentials in the URL's userinfo (not how a proxy is told them, but people try).
   const userinfo = secret(unique('userinfo'));
-  await rawExchange(port, [get(`http://${user}:${userinfo}@127.0.0.1:${origin.port}/peer`, targeted)]);
+  await rawExchange(port, [get(`http://${user}:${userinfo}@127.0.0.1:${fx.origin.port}/peer`, targeted)]);
 
   // Stop it (SIGTERM): every line is written before the process exits.
   await gateway.stop();
   log = gateway.output();
 }, 60_000);
-
-afterAll(async () => {
-  await gateway?.stop();
-  await origin?.close();
-  await db?.drop();
-});
 
 describe('the access log', () => {
   it('never holds a password, a Proxy-Authorization value, its base64 or username:password', () => {
@@ -167,7 +156,7 @@ describe('the access log', () => {
       level: 'debug',
       plan: 'basic',
       method: 'GET',
-      target: `127.0.0.1:${origin.port}`,
+      target: `127.0.0.1:${fx.origin.port}`,
       account: account.id,
       exit: 'loop-2',
       exitAddress: '127.0.0.2',
@@ -183,7 +172,7 @@ describe('the access log', () => {
     expect(line).toMatchObject({
       plan: 'basic',
       method: 'CONNECT',
-      target: `127.0.0.1:${origin.port}`,
+      target: `127.0.0.1:${fx.origin.port}`,
       account: account.id,
       exit: 'loop-2',
       exitAddress: '127.0.0.2',
@@ -208,7 +197,7 @@ describe('the access log', () => {
       ]),
     );
     const refused = accessLines().find((l) => l.reason === 'wrong_password' && l.kind === 'http');
-    expect(refused).toMatchObject({ method: 'GET', target: `127.0.0.1:${origin.port}` });
+    expect(refused).toMatchObject({ method: 'GET', target: `127.0.0.1:${fx.origin.port}` });
     expect(refused!.up).toBeGreaterThan(0);
     expect(refused!.down).toBeGreaterThan(0);
   });

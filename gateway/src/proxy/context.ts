@@ -2,7 +2,8 @@
 // request forms: credentials -> account state -> connection cap -> bandwidth -> exit choice.
 import type net from 'node:net';
 import type { Logger } from '#common/logger.ts';
-import type { Ledger, Tab } from '../accounting/ledger.ts';
+import type { Ledger } from '../accounting/ledger.ts';
+import type { Tab } from '../accounting/tab.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { ParsedCredentials } from '#common/credentials.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
@@ -29,8 +30,6 @@ export interface ProxyContext {
   access: AccessLog;
   /** Benchmark only: no authentication and no metering ("features off"). */
   bare: boolean;
-  /** Plain-HTTP requests through our own client (upstream.ts) or node:http's (docs/adr/0038). */
-  upstreamClient: 'raw' | 'node';
   draining: boolean;
   /**
    * Sockets whose last request was admitted through an IP allowlist entry, and the entry's id: the

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
@@ -10,24 +9,23 @@ import {
   get,
   openTunnel,
   rawExchange,
-  startOrigin,
   startTestGateway,
-  type Origin,
+  useTestGateway,
+  type TestGateway,
 } from '#test/gateway.ts';
 
 // Exits on loopback source addresses (Linux routes all of 127/8 to lo), labelled as different
 // locations; the origin answers with the peer address it sees, i.e. the exit that was used.
-let db: TestDatabase;
-let origin: Origin;
 let upstream: ProxyChainServer;
 let upstreamPort: number;
 let upstreamRequests = 0;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+let gateway: TestGateway;
 let account: NewAccount;
 
+// The gateway starts below, once the upstream proxy listens and the account exists.
+const fx = useTestGateway({ gateway: false });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
   upstream = new ProxyChainServer({
     port: 0,
     host: '127.0.0.1',
@@ -39,10 +37,8 @@ beforeAll(async () => {
   });
   await upstream.listen();
   upstreamPort = upstream.port;
-  account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  gateway = await startTestGateway(
-    db.pool,
-    db.url,
+  account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+  gateway = await fx.start(
     gatewaySpec('basic', [
       { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us', state: 'newyork', city: 'newyorkcity' },
       { name: 'us-2', sourceAddress: '127.0.0.3', country: 'us', state: 'texas' },
@@ -55,15 +51,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await gateway?.close();
   await upstream?.close(true);
-  await origin?.close();
-  await db?.drop();
 });
 
 const peer = async (password: string, user = account.proxyUsername) => {
   const { responses } = await rawExchange(gateway.port, [
-    get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(user, password)),
+    get(`http://127.0.0.1:${fx.origin.port}/peer`, basicAuth(user, password)),
   ]);
   if (responses[0]!.status !== 200)
     return `status ${responses[0]!.status} ${String(responses[0]!.headers['proxy-status'])}`;
@@ -84,7 +77,7 @@ describe('exits', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 9; i++) seen.add(await peer(`${account.proxyPassword}_country-us`));
     expect(seen).toEqual(new Set(['127.0.0.2', '127.0.0.3', '127.0.0.4']));
-    const url = `http://127.0.0.1:${origin.port}/peer`;
+    const url = `http://127.0.0.1:${fx.origin.port}/peer`;
     const a = basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us`);
     const { responses } = await rawExchange(gateway.port, [get(url, a), get(url, a), get(url, a)]);
     expect(new Set(responses.map((r) => r.body.toString())).size).toBe(3);
@@ -103,8 +96,8 @@ describe('exits', () => {
 
   it('gives a session the same exit from another gateway pod', async () => {
     const other = await startTestGateway(
-      db.pool,
-      db.url,
+      fx.db.pool,
+      fx.db.url,
       gatewaySpec('basic', [
         { name: 'us-1', sourceAddress: '127.0.0.2', country: 'us', state: 'newyork', city: 'newyorkcity' },
         { name: 'us-2', sourceAddress: '127.0.0.3', country: 'us', state: 'texas' },
@@ -116,7 +109,7 @@ describe('exits', () => {
         const password = `${account.proxyPassword}_country-us_session-pod${s}`;
         const here = await peer(password);
         const { responses } = await rawExchange(other.port, [
-          get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, password)),
+          get(`http://127.0.0.1:${fx.origin.port}/peer`, basicAuth(account.proxyUsername, password)),
         ]);
         expect(responses[0]!.body.toString()).toBe(here);
       }
@@ -128,25 +121,25 @@ describe('exits', () => {
   it('starts a new exit choice when the lifetime has run out', async () => {
     const password = `${account.proxyPassword}_country-us_session-expiring_lifetime-1m`;
     await peer(password);
-    const { rows } = await db.pool.query<{ started_at: Date }>('SELECT started_at FROM sticky_sessions');
+    const { rows } = await fx.db.pool.query<{ started_at: Date }>('SELECT started_at FROM sticky_sessions');
     expect(rows.length).toBeGreaterThan(0);
     // The session's start is what every pod derives the exit from; a run-out session restarts.
-    await db.pool.query(
+    await fx.db.pool.query(
       `UPDATE sticky_sessions SET expires_at = now() - interval '1 second', started_at = now() - interval '2 minutes'`,
     );
     const fresh = await startTestGateway(
-      db.pool,
-      db.url,
+      fx.db.pool,
+      fx.db.url,
       gatewaySpec('basic', [{ name: 'any', country: '*' }]),
     );
     try {
       await rawExchange(fresh.port, [
-        get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, password)),
+        get(`http://127.0.0.1:${fx.origin.port}/peer`, basicAuth(account.proxyUsername, password)),
       ]);
     } finally {
       await fresh.close();
     }
-    const after = await db.pool.query<{ n: number }>(
+    const after = await fx.db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM sticky_sessions WHERE expires_at > now()`,
     );
     expect(after.rows[0]!.n).toBe(1);
@@ -159,7 +152,7 @@ describe('exits', () => {
     expect(seen).toEqual(new Set(['127.0.0.9', '127.0.0.6']));
     const t = await openTunnel(
       gateway.port,
-      `127.0.0.1:${origin.port}`,
+      `127.0.0.1:${fx.origin.port}`,
       basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr_session-up1`),
     );
     expect(t.status).toBe(200);
@@ -214,7 +207,7 @@ describe('exits', () => {
     for (let i = 0; i < 4; i++) expect(await peer(`${account.proxyPassword}_country-fr`)).toBe('127.0.0.6');
     const t = await openTunnel(
       gateway.port,
-      `127.0.0.1:${origin.port}`,
+      `127.0.0.1:${fx.origin.port}`,
       basicAuth(account.proxyUsername, `${account.proxyPassword}_country-fr_session-${session}`),
     );
     expect(t.status).toBe(200);

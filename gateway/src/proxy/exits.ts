@@ -6,17 +6,13 @@
 // rendezvous hashing of the session's seed, so every pod picks the same one and, if it fails,
 // the same next one (docs/adr/0022).
 import { createHash } from 'node:crypto';
-import http from 'node:http';
-import type { Duplex } from 'node:stream';
 import type { Targeting } from '#common/credentials.ts';
 import type { ExitSpec } from '../spec.ts';
-import { dialFrom, ephemeralRange, SourcePorts, type PortRange } from './source-ports.ts';
-import { UpstreamPool } from './upstream.ts';
+import { ephemeralRange, SourcePorts, type PortRange } from './source-ports.ts';
+import { UpstreamPool } from './upstream-pool.ts';
 
 /** How long a failed exit is tried last. */
 export const EXIT_RETRY_MS = 10_000;
-/** Idle keep-alive sockets per exit towards origins (plain HTTP). */
-const AGENT_MAX_FREE_SOCKETS = 256;
 
 export interface Exit {
   name: string;
@@ -27,41 +23,9 @@ export interface Exit {
   /** The source ports this exit binds (with sourceAddress; source-ports.ts). */
   ports?: SourcePorts;
   upstream?: { host: string; port: number; authorization?: string };
-  /** Keep-alive pool for plain HTTP through this exit (per destination, same source address). */
-  agent: http.Agent;
-  /** The same for the raw upstream client (upstream.ts, docs/adr/0038). */
+  /** Keep-alive sockets for plain HTTP through this exit, per destination (docs/adr/0038). */
   pool: UpstreamPool;
   failedUntil: number;
-}
-
-/** Connection timeout of the plain-HTTP agent when the request gives none. */
-const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-/**
- * The keep-alive agent of an exit with a source address: its new connections choose their source
- * port as tunnels do (source-ports.ts) instead of binding port 0.
- */
-class SourceAddressAgent extends http.Agent {
-  private readonly address: string;
-  private readonly ports: SourcePorts;
-
-  constructor(address: string, ports: SourcePorts) {
-    super({ keepAlive: true, maxFreeSockets: AGENT_MAX_FREE_SOCKETS, scheduling: 'lifo' });
-    this.address = address;
-    this.ports = ports;
-  }
-
-  override createConnection(
-    options: http.ClientRequestArgs,
-    callback?: (err: Error | null, stream: Duplex) => void,
-  ): undefined {
-    const dest = { host: options.host ?? 'localhost', port: Number(options.port ?? 80) };
-    dialFrom(this.address, this.ports, dest, options.timeout || DEFAULT_CONNECT_TIMEOUT_MS).then(
-      (socket) => callback?.(null, socket),
-      (err: Error) => callback?.(err, undefined as unknown as Duplex),
-    );
-    return undefined;
-  }
 }
 
 export function buildExit(spec: ExitSpec, range: PortRange = ephemeralRange()): Exit {
@@ -69,10 +33,6 @@ export function buildExit(spec: ExitSpec, range: PortRange = ephemeralRange()): 
   const exit: Exit = {
     name: spec.name,
     country: spec.country,
-    agent:
-      spec.sourceAddress && ports
-        ? new SourceAddressAgent(spec.sourceAddress, ports)
-        : new http.Agent({ keepAlive: true, maxFreeSockets: AGENT_MAX_FREE_SOCKETS, scheduling: 'lifo' }),
     pool: new UpstreamPool(spec.sourceAddress, ports),
     failedUntil: 0,
   };
@@ -153,10 +113,7 @@ export class ExitPool {
   }
 
   close(): void {
-    for (const e of this.exits) {
-      e.agent.destroy();
-      e.pool.destroy();
-    }
+    for (const e of this.exits) e.pool.destroy();
   }
 }
 

@@ -7,44 +7,31 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import http from 'node:http';
 import { Health, startHealthServer, type HealthServer } from '#common/health.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  get,
-  rawExchange,
-  startOrigin,
-  startTestGateway,
-  type Origin,
-} from '#test/gateway.ts';
+import { basicAuth, cacheSynced, get, rawExchange, useTestGateway } from '#test/gateway.ts';
 import { raiseFileLimit } from './limits.ts';
 
 const FLOOD = 25_000;
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
 let healthServer: HealthServer;
 const flooders: ChildProcess[] = [];
 /** The flood comes from child processes (one process here cannot hold 25,000 descriptors). */
 const FLOODERS = 2;
 
-beforeAll(async () => {
+// Declared before the gateway's hooks: the limit is raised before it starts, and the flooders
+// and the health server go before it closes.
+beforeAll(() => {
   raiseFileLimit(() => undefined);
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'));
-  healthServer = await startHealthServer(new Health([gateway.registry]), '127.0.0.1', 0);
-}, 60_000);
-
+});
 afterAll(async () => {
   for (const f of flooders) f.kill();
   await healthServer?.close();
-  await gateway?.close();
-  await origin?.close();
-  await db?.drop();
 }, 60_000);
+
+const fx = useTestGateway();
+
+beforeAll(async () => {
+  healthServer = await startHealthServer(new Health([fx.gateway.registry]), '127.0.0.1', 0);
+});
 
 function startFlooder(
   port: number,
@@ -97,19 +84,24 @@ async function listenDrops(): Promise<number> {
 
 describe('connection flood', () => {
   it(`serves a customer and the health endpoint during a flood of ${FLOOD} idle connections from one address`, async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const dropsBefore = await listenDrops();
     const started = Date.now();
     const results = await Promise.all(
-      Array.from({ length: FLOODERS }, () => startFlooder(gateway.port, '127.0.8.1', FLOOD / FLOODERS)),
+      Array.from({ length: FLOODERS }, () => startFlooder(fx.gateway.port, '127.0.8.1', FLOOD / FLOODERS)),
     );
     const floodMs = Date.now() - started;
     const open = results.reduce((n, r) => n + r.open, 0);
     const t0 = Date.now();
     const r = await rawExchange(
-      gateway.port,
-      [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, account.proxyPassword))],
+      fx.gateway.port,
+      [
+        get(
+          `http://127.0.0.1:${fx.origin.port}/peer`,
+          basicAuth(account.proxyUsername, account.proxyPassword),
+        ),
+      ],
       { sourceAddress: '127.0.8.2' },
     );
     const customerMs = Date.now() - t0;
@@ -123,7 +115,7 @@ describe('connection flood', () => {
     // that ignored them). So wait for the retried ones to be refused, and leave out what the kernel
     // says it dropped.
     const total = async (name: string) =>
-      (await gateway.registry.getSingleMetric(name)!.get()).values.reduce((n, v) => n + v.value, 0);
+      (await fx.gateway.registry.getSingleMetric(name)!.get()).values.reduce((n, v) => n + v.value, 0);
     const floor = async () => FLOOD - 256 - 512 - ((await listenDrops()) - dropsBefore);
     let refused = await total('proxyfleet_gateway_connection_refusals_total');
     for (const deadline = Date.now() + 30_000; refused < (await floor()) && Date.now() < deadline;) {

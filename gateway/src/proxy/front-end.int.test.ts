@@ -1,9 +1,8 @@
 // The front end's CONNECT fast path against node:http's CONNECT path (docs/adr/0027): the same
 // requests, byte for byte, to two gateways over one database, one with the fast path and one
 // without, must get the same answers, count the same refusals and bill the same bytes.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { freePort } from '#test/ports.ts';
 import {
@@ -11,33 +10,24 @@ import {
   cacheSynced,
   gatewaySpec,
   recordedUsage,
-  startOrigin,
   startTestGateway,
-  type Origin,
+  useTestGateway,
+  type TestGateway,
 } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let fast: Awaited<ReturnType<typeof startTestGateway>>;
-let legacy: Awaited<ReturnType<typeof startTestGateway>>;
+let fast: TestGateway;
+let legacy: TestGateway;
 let closedPort: number;
 
+const fx = useTestGateway({ gateway: false });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
   const spec = gatewaySpec('basic', undefined, {
     timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 60, maxLifetimeSeconds: 600 },
   });
-  fast = await startTestGateway(db.pool, db.url, spec);
-  legacy = await startTestGateway(db.pool, db.url, spec, { connectFastPath: false });
+  fast = await fx.start(spec);
+  legacy = await fx.start(spec, { connectFastPath: false });
   closedPort = await freePort();
-});
-
-afterAll(async () => {
-  await fast?.close();
-  await legacy?.close();
-  await origin?.close();
-  await db?.drop();
 });
 
 /**
@@ -111,7 +101,7 @@ type Case = [
 ];
 
 describe('CONNECT fast path against node:http', () => {
-  const target = () => `127.0.0.1:${origin.port}`;
+  const target = () => `127.0.0.1:${fx.origin.port}`;
   const head = (auth: string, authority = target()) =>
     `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: ${auth}\r\n\r\n`;
   // The origin closes after its answer, and the tunnel with it: the exchange reads everything.
@@ -178,15 +168,15 @@ describe('CONNECT fast path against node:http', () => {
     it(`answers and bills alike: ${name}`, async () => {
       const [a, b] = await Promise.all([
         accountWithBandwidth(
-          db.pool,
+          fx.db.pool,
           options.bandwidth === 0 ? {} : { basic: options.bandwidth ?? 1_000_000_000 },
         ),
         accountWithBandwidth(
-          db.pool,
+          fx.db.pool,
           options.bandwidth === 0 ? {} : { basic: options.bandwidth ?? 1_000_000_000 },
         ),
       ]);
-      await cacheSynced(db.pool, [fast, legacy]);
+      await cacheSynced(fx.db.pool, [fast, legacy]);
       const before = [await refusals(fast), await refusals(legacy)];
       const viaFast = await exchange(fast.port, pieces(basicAuth(a.proxyUsername, a.proxyPassword)), options);
       const viaLegacy = await exchange(
@@ -200,8 +190,8 @@ describe('CONNECT fast path against node:http', () => {
         expect(viaFast).toMatch(/Connection Established\r\n\r\nHTTP\/1\.1 200 OK[^]*\r\n\r\nx{5000}$/);
       await Promise.all([fast.ledger.flush(), legacy.ledger.flush()]);
       const [usageA, usageB] = await Promise.all([
-        recordedUsage(db.pool, a.id),
-        recordedUsage(db.pool, b.id),
+        recordedUsage(fx.db.pool, a.id),
+        recordedUsage(fx.db.pool, b.id),
       ]);
       expect(usageA).toEqual(usageB);
       const counted = (now: Record<string, number>, then: Record<string, number>) =>
@@ -218,7 +208,7 @@ describe('CONNECT fast path against node:http', () => {
 describe('front end at shutdown', () => {
   it('closes connections that have not sent a byte at once, as node:http closes its idle ones', async () => {
     const drainMs = 10_000;
-    const gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), { drainMs });
+    const gateway = await startTestGateway(fx.db.pool, fx.db.url, gatewaySpec('basic'), { drainMs });
     const silent = net.connect({ port: gateway.port, host: '127.0.0.1' });
     silent.on('error', () => undefined);
     await new Promise<void>((r) => silent.once('connect', () => r()));

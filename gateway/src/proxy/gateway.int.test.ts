@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import {
@@ -11,32 +10,23 @@ import {
   openTunnel,
   rawExchange,
   recordedUsage,
-  startOrigin,
-  startTestGateway,
-  type Origin,
+  useTestGateway,
+  type TestGateway,
 } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
-let guarded: Awaited<ReturnType<typeof startTestGateway>>;
+let gateway: TestGateway;
+let guarded: TestGateway;
 let account: NewAccount;
 let broke: NewAccount;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  broke = await accountWithBandwidth(db.pool, { advanced: 1_000_000 });
-  gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'));
-  guarded = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), { allowCidrs: [] });
-});
+// The gateways start below, once the accounts exist (they load them at start).
+const fx = useTestGateway({ gateway: false });
 
-afterAll(async () => {
-  await gateway?.close();
-  await guarded?.close();
-  await origin?.close();
-  await db?.drop();
+beforeAll(async () => {
+  account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+  broke = await accountWithBandwidth(fx.db.pool, { advanced: 1_000_000 });
+  gateway = await fx.start(gatewaySpec('basic'));
+  guarded = await fx.start(gatewaySpec('basic'), { allowCidrs: [] });
 });
 
 const auth = () => basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us`);
@@ -44,13 +34,13 @@ const auth = () => basicAuth(account.proxyUsername, `${account.proxyPassword}_co
 async function usageAfterFlush(accountId: string) {
   await gateway.ledger.flush();
   await guarded.ledger.flush();
-  return recordedUsage(db.pool, accountId);
+  return recordedUsage(fx.db.pool, accountId);
 }
 
 describe('plain HTTP', () => {
   it('forwards, strips hop-by-hop and proxy headers, adds none, and bills every byte of a keep-alive connection', async () => {
     const before = await usageAfterFlush(account.id);
-    const url = `http://127.0.0.1:${origin.port}`;
+    const url = `http://127.0.0.1:${fx.origin.port}`;
     const { responses, written, read } = await rawExchange(gateway.port, [
       get(
         `${url}/headers`,
@@ -77,7 +67,7 @@ describe('plain HTTP', () => {
 
   it('relays a large answer to a reader that stalls (back-pressure), byte for byte, then serves the next request on the connection', async () => {
     const before = await usageAfterFlush(account.id);
-    const url = `http://127.0.0.1:${origin.port}`;
+    const url = `http://127.0.0.1:${fx.origin.port}`;
     const size = 8_000_000;
     const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
     await new Promise<void>((r, j) => {
@@ -131,7 +121,7 @@ describe('plain HTTP', () => {
   });
 
   it('replaces Host with the target authority (RFC 9112 section 3.2.2)', async () => {
-    const target = `127.0.0.1:${origin.port}`;
+    const target = `127.0.0.1:${fx.origin.port}`;
     const { responses } = await rawExchange(gateway.port, [
       `GET http://${target}/headers HTTP/1.1\r\nHost: internal.example\r\nProxy-Authorization: ${auth()}\r\n\r\n`,
     ]);
@@ -143,7 +133,7 @@ describe('plain HTTP', () => {
   it('bills exactly what was delivered when the origin dies mid-transfer', async () => {
     const before = await usageAfterFlush(account.id);
     const { responses, written, read } = await rawExchange(gateway.port, [
-      get(`http://127.0.0.1:${origin.port}/kill/100000`, auth()),
+      get(`http://127.0.0.1:${fx.origin.port}/kill/100000`, auth()),
     ]);
     expect(responses[0]!.status).toBe(200);
     expect(responses[0]!.body.length).toBeLessThan(200_000);
@@ -160,7 +150,7 @@ describe('plain HTTP', () => {
       basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us_zone-x`),
     ]) {
       const { responses } = await rawExchange(gateway.port, [
-        get(`http://127.0.0.1:${origin.port}/peer`, header),
+        get(`http://127.0.0.1:${fx.origin.port}/peer`, header),
       ]);
       expect(responses[0]!.status).toBe(407);
       expect(responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
@@ -174,7 +164,7 @@ describe('plain HTTP', () => {
 
   it('refuses 402 without bandwidth for the plan', async () => {
     const { responses } = await rawExchange(gateway.port, [
-      get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(broke.proxyUsername, broke.proxyPassword)),
+      get(`http://127.0.0.1:${fx.origin.port}/peer`, basicAuth(broke.proxyUsername, broke.proxyPassword)),
     ]);
     expect(responses[0]!.status).toBe(402);
     expect(responses[0]!.headers['proxy-status']).toContain('no basic bandwidth');
@@ -194,7 +184,7 @@ describe('plain HTTP', () => {
     'metadata.google.internal',
   ])('refuses 403 for guarded destination %s', async (host) => {
     const { responses } = await rawExchange(guarded.port, [
-      get(`http://${host}:${origin.port}/peer`, auth()),
+      get(`http://${host}:${fx.origin.port}/peer`, auth()),
     ]);
     expect(responses[0]!.status).toBe(403);
     expect(responses[0]!.headers['proxy-status']).toContain('error=destination_ip_prohibited');
@@ -209,7 +199,7 @@ describe('plain HTTP', () => {
 describe('CONNECT', () => {
   it('tunnels and bills every byte in both directions', async () => {
     const before = await usageAfterFlush(account.id);
-    const t = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth());
+    const t = await openTunnel(gateway.port, `127.0.0.1:${fx.origin.port}`, auth());
     expect(t.status).toBe(200);
     const payload = 'x'.repeat(3000);
     t.socket.write(
@@ -229,11 +219,11 @@ describe('CONNECT', () => {
 
   it('refuses and closes: 407, 402, 403', async () => {
     const cases: [number, number, string | undefined, string][] = [
-      [gateway.port, 407, undefined, `127.0.0.1:${origin.port}`],
-      [gateway.port, 402, basicAuth(broke.proxyUsername, broke.proxyPassword), `127.0.0.1:${origin.port}`],
-      [guarded.port, 403, auth(), `127.0.0.1:${origin.port}`],
-      [guarded.port, 403, auth(), `2130706433:${origin.port}`],
-      [guarded.port, 403, auth(), `[::ffff:7f00:1]:${origin.port}`],
+      [gateway.port, 407, undefined, `127.0.0.1:${fx.origin.port}`],
+      [gateway.port, 402, basicAuth(broke.proxyUsername, broke.proxyPassword), `127.0.0.1:${fx.origin.port}`],
+      [guarded.port, 403, auth(), `127.0.0.1:${fx.origin.port}`],
+      [guarded.port, 403, auth(), `2130706433:${fx.origin.port}`],
+      [guarded.port, 403, auth(), `[::ffff:7f00:1]:${fx.origin.port}`],
     ];
     for (const [port, status, header, authority] of cases) {
       const t = await openTunnel(port, authority, header);
@@ -248,8 +238,8 @@ describe('CONNECT', () => {
 describe('usage fold', () => {
   it('folds batches into balances used_bytes and requests_count', async () => {
     const recorded = await usageAfterFlush(account.id);
-    await fold(db.pool);
-    const { rows } = await db.pool.query<{
+    await fold(fx.db.pool);
+    const { rows } = await fx.db.pool.query<{
       used_bytes: number;
       requests_count: number;
       leased_bytes: number;

@@ -1,8 +1,7 @@
 // Findings 1, 2, 5, 11 and 14 of issue 10: caps at accept, request-head timeout, revocation of
 // live tunnels, Proxy-Status on the parser's own refusals, counters exported at zero.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
 import {
@@ -13,34 +12,17 @@ import {
   get,
   openTunnel,
   rawExchange,
-  startOrigin,
-  startTestGateway,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 import { until } from '#test/process.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
 const UNAUTHENTICATED_PER_SOURCE = 20;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  gateway = await startTestGateway(
-    db.pool,
-    db.url,
-    gatewaySpec('basic', undefined, {
-      timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 60, maxLifetimeSeconds: 600 },
-    }),
-    { limits: { maxUnauthenticatedPerSource: UNAUTHENTICATED_PER_SOURCE } },
-  );
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await origin?.close();
-  await db?.drop();
+const fx = useTestGateway({
+  spec: gatewaySpec('basic', undefined, {
+    timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 60, maxLifetimeSeconds: 600 },
+  }),
+  limits: { maxUnauthenticatedPerSource: UNAUTHENTICATED_PER_SOURCE },
 });
 
 function connect(port: number, localAddress?: string): Promise<net.Socket> {
@@ -69,12 +51,11 @@ function readUntilClose(s: net.Socket, ms: number): Promise<{ text: string; open
   });
 }
 
-const metricText = () => gateway.registry.metrics();
+const metricText = () => fx.gateway.registry.metrics();
 const revocationCuts = async () =>
-  (await gateway.registry.getSingleMetric('proxyfleet_gateway_revocation_cuts_total')!.get()).values.reduce(
-    (n, v) => n + v.value,
-    0,
-  );
+  (
+    await fx.gateway.registry.getSingleMetric('proxyfleet_gateway_revocation_cuts_total')!.get()
+  ).values.reduce((n, v) => n + v.value, 0);
 
 describe('gateway hardening', () => {
   it('exports every counter at zero from the start', async () => {
@@ -91,14 +72,14 @@ describe('gateway hardening', () => {
   });
 
   it("answers the parser's own 400 and 431 with Proxy-Status", async () => {
-    const bad = await connect(gateway.port);
+    const bad = await connect(fx.gateway.port);
     bad.write('GARBAGE\x01 / HTTP/1.1\r\n\r\n');
     const r400 = await readUntilClose(bad, 5_000);
     expect(r400.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(r400.text).toMatch(/Proxy-Status: proxyfleet; error=http_request_error/);
-    const big = await connect(gateway.port);
+    const big = await connect(fx.gateway.port);
     big.write(
-      `GET http://127.0.0.1:${origin.port}/peer HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`,
+      `GET http://127.0.0.1:${fx.origin.port}/peer HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`,
     );
     const r431 = await readUntilClose(big, 5_000);
     expect(r431.text).toMatch(/^HTTP\/1\.1 431 /);
@@ -106,10 +87,10 @@ describe('gateway hardening', () => {
   });
 
   it('cuts a request head that trickles in, and a connection that sends nothing, after headersSeconds', async () => {
-    const slow = await connect(gateway.port);
-    slow.write(`GET http://127.0.0.1:${origin.port}/peer HTTP/1.1\r\n`);
+    const slow = await connect(fx.gateway.port);
+    slow.write(`GET http://127.0.0.1:${fx.origin.port}/peer HTTP/1.1\r\n`);
     const trickle = setInterval(() => slow.writable && slow.write('X-A: b\r\n'), 200);
-    const silent = await connect(gateway.port);
+    const silent = await connect(fx.gateway.port);
     // headersSeconds is 2; Node's default check interval let such heads live 26-40 s.
     const [s, q] = await Promise.all([readUntilClose(slow, 8_000), readUntilClose(silent, 8_000)]);
     clearInterval(trickle);
@@ -122,9 +103,9 @@ describe('gateway hardening', () => {
 
   it('caps unauthenticated connections per source address; other sources and customers are served', async () => {
     const sourceCapRefusals = async () =>
-      (await counterValues(gateway, 'proxyfleet_gateway_connection_refusals_total')).source_cap ?? 0;
+      (await counterValues(fx.gateway, 'proxyfleet_gateway_connection_refusals_total')).source_cap ?? 0;
     const refusedBefore = await sourceCapRefusals();
-    const flood = await Promise.all(Array.from({ length: 100 }, () => connect(gateway.port, '127.0.6.1')));
+    const flood = await Promise.all(Array.from({ length: 100 }, () => connect(fx.gateway.port, '127.0.6.1')));
     // Waits for the gateway to have reset every connection over the cap, however long its accepts
     // take on a busy machine. The count of resets is the proof: the 20 admitted connections are
     // closed too after headersSeconds (2 s), so fewer than 20 open alone would prove nothing then.
@@ -138,11 +119,16 @@ describe('gateway hardening', () => {
     expect((await sourceCapRefusals()) - refusedBefore).toBe(100 - UNAUTHENTICATED_PER_SOURCE);
     const open = flood.filter((s) => !s.destroyed);
     expect(open.length).toBeLessThanOrEqual(UNAUTHENTICATED_PER_SOURCE);
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const r = await rawExchange(
-      gateway.port,
-      [get(`http://127.0.0.1:${origin.port}/peer`, basicAuth(account.proxyUsername, account.proxyPassword))],
+      fx.gateway.port,
+      [
+        get(
+          `http://127.0.0.1:${fx.origin.port}/peer`,
+          basicAuth(account.proxyUsername, account.proxyPassword),
+        ),
+      ],
       { sourceAddress: '127.0.6.2' },
     );
     expect(r.responses[0]!.status).toBe(200);
@@ -154,17 +140,17 @@ describe('gateway hardening', () => {
 
   // The cut's latency is printed (docs/gateway.md), not asserted: a busy machine must not fail it.
   it.each([
-    ['the account is suspended', (id: string) => setAccountStatus(db.pool, id, 'suspended')],
-    ['the proxy password is reset', (id: string) => resetProxyPassword(db.pool, id, TEST_CREDENTIALS_KEY)],
+    ['the account is suspended', (id: string) => setAccountStatus(fx.db.pool, id, 'suspended')],
+    ['the proxy password is reset', (id: string) => resetProxyPassword(fx.db.pool, id, TEST_CREDENTIALS_KEY)],
   ])(
     'cuts a live tunnel when %s',
     async (change, apply) => {
       const cutsBefore = await revocationCuts();
-      const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-      await cacheSynced(db.pool, [gateway]);
+      const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+      await cacheSynced(fx.db.pool, [fx.gateway]);
       const t = await openTunnel(
-        gateway.port,
-        `127.0.0.1:${origin.port}`,
+        fx.gateway.port,
+        `127.0.0.1:${fx.origin.port}`,
         basicAuth(account.proxyUsername, account.proxyPassword),
       );
       expect(t.status).toBe(200);
@@ -184,8 +170,8 @@ describe('gateway hardening', () => {
   );
 
   it('does not count a request the client abandoned as a refusal', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     let reached = false;
     const silent = net.createServer((s) => {
       reached = true;
@@ -193,11 +179,11 @@ describe('gateway hardening', () => {
     });
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const fiveXx = async () =>
-      (await gateway.registry.getSingleMetric('proxyfleet_gateway_refusals_total')!.get()).values
+      (await fx.gateway.registry.getSingleMetric('proxyfleet_gateway_refusals_total')!.get()).values
         .filter((v) => v.labels.status_class === '5xx')
         .reduce((n, v) => n + v.value, 0);
     const before = await fiveXx();
-    const client = await connect(gateway.port);
+    const client = await connect(fx.gateway.port);
     client.write(
       get(
         `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/`,
@@ -221,17 +207,17 @@ describe('gateway hardening', () => {
   });
 
   it('answers every request after a cut for spent bandwidth (no empty replies)', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
-    const big = await connect(gateway.port);
-    big.write(get(`http://127.0.0.1:${origin.port}/bytes/50000000`, auth));
+    const big = await connect(fx.gateway.port);
+    big.write(get(`http://127.0.0.1:${fx.origin.port}/bytes/50000000`, auth));
     big.resume();
     await new Promise<void>((r) => big.once('close', () => r()));
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const s = await connect(gateway.port);
-      s.write(get(`http://127.0.0.1:${origin.port}/bytes/100000`, auth));
+      const s = await connect(fx.gateway.port);
+      s.write(get(`http://127.0.0.1:${fx.origin.port}/bytes/100000`, auth));
       const r = await readUntilClose(s, 5_000);
       s.destroy();
       statuses.push(Number(/^HTTP\/1\.1 (\d{3})/.exec(r.text)?.[1] ?? 0));

@@ -6,7 +6,6 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { overspendBound } from '../accounting/policy.ts';
 import { FAILURES_ALLOWED } from '../auth/backoff.ts';
@@ -19,24 +18,19 @@ import {
   openTunnel,
   rawExchange,
   recordedUsage,
-  startOrigin,
   startTestGateway,
-  type Origin,
+  useTestGateway,
 } from '#test/gateway.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
 let tlsOrigin: https.Server;
 let certDir: string;
 
+// idleSeconds 60: a tunnel the tests keep open without traffic (the 429 tests' first ones, a TLS
+// handshake) must not be closed as idle while a busy machine opens the next. The idle cut has
+// its own gateway (idleSpec).
+const fx = useTestGateway({ spec: idleSpec(60) });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  // idleSeconds 60: a tunnel the tests keep open without traffic (the 429 tests' first ones, a TLS
-  // handshake) must not be closed as idle while a busy machine opens the next. The idle cut has
-  // its own gateway (idleSpec).
-  gateway = await startTestGateway(db.pool, db.url, idleSpec(60));
   // A throwaway certificate for an HTTPS origin: the bytes billed inside a tunnel are TLS records.
   certDir = mkdtempSync(path.join(tmpdir(), 'pf-tls-'));
   execFileSync(
@@ -68,11 +62,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await gateway?.close();
   tlsOrigin?.closeAllConnections();
   await new Promise((r) => tlsOrigin?.close(r));
-  await origin?.close();
-  await db?.drop();
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
@@ -88,10 +79,10 @@ const closed = (socket: Socket) =>
 
 describe('protection', () => {
   it('bills TLS inside a tunnel byte for byte', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const t = await openTunnel(
-      gateway.port,
+      fx.gateway.port,
       `127.0.0.1:${(tlsOrigin.address() as AddressInfo).port}`,
       basicAuth(account.proxyUsername, account.proxyPassword),
     );
@@ -112,19 +103,19 @@ describe('protection', () => {
     await new Promise((r) => setTimeout(r, 50));
     t.socket.destroy();
     await closed(t.socket);
-    await gateway.ledger.flush();
-    const usage = await recordedUsage(db.pool, account.id);
+    await fx.gateway.ledger.flush();
+    const usage = await recordedUsage(fx.db.pool, account.id);
     expect(usage.up).toBe(t.socket.bytesWritten);
     expect(usage.down).toBe(t.socket.bytesRead);
   });
 
   it('cuts a live tunnel when the budget is spent, within the bound', async () => {
     const budget = 1_000_000;
-    const account = await accountWithBandwidth(db.pool, { basic: budget });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: budget });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const t = await openTunnel(
-      gateway.port,
-      `127.0.0.1:${origin.port}`,
+      fx.gateway.port,
+      `127.0.0.1:${fx.origin.port}`,
       basicAuth(account.proxyUsername, account.proxyPassword),
     );
     expect(t.status).toBe(200);
@@ -133,28 +124,28 @@ describe('protection', () => {
     t.socket.write('GET /bytes/50000000 HTTP/1.1\r\nHost: x\r\n\r\n');
     await closed(t.socket);
     expect(read).toBeLessThan(50_000_000);
-    await gateway.ledger.flush();
-    await fold(db.pool);
-    const { rows } = await db.pool.query<{ used_bytes: number }>(
+    await fx.gateway.ledger.flush();
+    await fold(fx.db.pool);
+    const { rows } = await fx.db.pool.query<{ used_bytes: number }>(
       `SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
       [account.id],
     );
     expect(rows[0]!.used_bytes).toBeLessThanOrEqual(budget + overspendBound(1, 1));
     const again = await openTunnel(
-      gateway.port,
-      `127.0.0.1:${origin.port}`,
+      fx.gateway.port,
+      `127.0.0.1:${fx.origin.port}`,
       basicAuth(account.proxyUsername, account.proxyPassword),
     );
     expect(again.status).toBe(402);
   });
 
   it('refuses a third concurrent connection of one account with 429', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
-    const a = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
-    const b = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
-    const c = await openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth);
+    const a = await openTunnel(fx.gateway.port, `127.0.0.1:${fx.origin.port}`, auth);
+    const b = await openTunnel(fx.gateway.port, `127.0.0.1:${fx.origin.port}`, auth);
+    const c = await openTunnel(fx.gateway.port, `127.0.0.1:${fx.origin.port}`, auth);
     expect([a.status, b.status, c.status]).toEqual([200, 200, 429]);
     expect(c.headers).toMatch(/proxy-status: proxyfleet; error=connection_limit_reached/i);
     for (const t of [a, b, c]) t.socket.destroy();
@@ -163,11 +154,11 @@ describe('protection', () => {
   it('holds the connection cap for a burst that arrives while the first lease is pending', async () => {
     // A fresh account: its budget has no lease yet, so every tunnel of the burst waits for the
     // same grant; the cap must still count the ones attached meanwhile.
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const auth = basicAuth(account.proxyUsername, account.proxyPassword);
     const burst = await Promise.all(
-      Array.from({ length: 10 }, () => openTunnel(gateway.port, `127.0.0.1:${origin.port}`, auth)),
+      Array.from({ length: 10 }, () => openTunnel(fx.gateway.port, `127.0.0.1:${fx.origin.port}`, auth)),
     );
     const statuses = burst.map((t) => t.status).sort();
     expect(statuses.filter((s) => s === 200)).toHaveLength(2);
@@ -176,29 +167,29 @@ describe('protection', () => {
   });
 
   it('refuses a request whose Connection header names Content-Length (request smuggling)', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const smuggled = 'GET /bytes/7 HTTP/1.1\r\nHost: victim\r\n\r\n';
     const request =
       get(
-        `http://127.0.0.1:${origin.port}/peer`,
+        `http://127.0.0.1:${fx.origin.port}/peer`,
         basicAuth(account.proxyUsername, account.proxyPassword),
         `Connection: keep-alive, content-length\r\nContent-Length: ${smuggled.length}\r\n`,
       ) + smuggled;
-    const r = await rawExchange(gateway.port, [request]);
+    const r = await rawExchange(fx.gateway.port, [request]);
     expect(r.responses).toHaveLength(1);
     expect(r.responses[0]!.status).toBe(400);
     expect(r.responses[0]!.headers['proxy-status']).toMatch(/error=http_request_error/);
   });
 
   it('closes idle tunnels after idleSeconds', async () => {
-    const idle = await startTestGateway(db.pool, db.url, idleSpec(1));
+    const idle = await startTestGateway(fx.db.pool, fx.db.url, idleSpec(1));
     try {
-      const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-      await cacheSynced(db.pool, [idle]);
+      const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+      await cacheSynced(fx.db.pool, [idle]);
       const t = await openTunnel(
         idle.port,
-        `127.0.0.1:${origin.port}`,
+        `127.0.0.1:${fx.origin.port}`,
         basicAuth(account.proxyUsername, account.proxyPassword),
       );
       expect(t.status).toBe(200);
@@ -211,24 +202,24 @@ describe('protection', () => {
   });
 
   it('backs off an address after repeated failed authentication, even with right credentials', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
-    const url = `http://127.0.0.1:${origin.port}/peer`;
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
+    const url = `http://127.0.0.1:${fx.origin.port}/peer`;
     for (let i = 0; i < FAILURES_ALLOWED; i++) {
-      const r = await rawExchange(gateway.port, [get(url, basicAuth(account.proxyUsername, 'wrong'))], {
+      const r = await rawExchange(fx.gateway.port, [get(url, basicAuth(account.proxyUsername, 'wrong'))], {
         sourceAddress: '127.0.3.1',
       });
       expect(r.responses[0]!.status).toBe(407);
     }
     const blocked = await rawExchange(
-      gateway.port,
+      fx.gateway.port,
       [get(url, basicAuth(account.proxyUsername, account.proxyPassword))],
       { sourceAddress: '127.0.3.1' },
     );
     expect(blocked.responses[0]!.status).toBe(429);
     expect(Number(blocked.responses[0]!.headers['retry-after'])).toBeGreaterThan(0);
     const other = await rawExchange(
-      gateway.port,
+      fx.gateway.port,
       [get(url, basicAuth(account.proxyUsername, account.proxyPassword))],
       { sourceAddress: '127.0.3.2' },
     );

@@ -7,7 +7,6 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import fc from 'fast-check';
 import { SocksClient } from 'socks';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
@@ -19,30 +18,24 @@ import {
   flushedUsage,
   gatewaySpec,
   get,
-  type Origin,
   rawExchange,
   spawnGateway,
-  startOrigin,
-  startTestGateway,
+  type TestGateway,
   usageAfterClose,
+  useTestGateway,
 } from '#test/gateway.ts';
 
-type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
-
-let db: TestDatabase;
-let origin: Origin;
 let echo: net.Server;
 let echoPort: number;
 let closedPort: number;
-let gateway: Gateway;
 
 const spec = gatewaySpec('basic', undefined, {
   timeouts: { headersSeconds: 1, connectSeconds: 2, idleSeconds: 60, maxLifetimeSeconds: 600 },
 });
 
+const fx = useTestGateway({ spec });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
   echo = net.createServer((s) => {
     s.on('error', () => undefined);
     s.pipe(s);
@@ -50,26 +43,22 @@ beforeAll(async () => {
   await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
   echoPort = (echo.address() as net.AddressInfo).port;
   closedPort = await freePort();
-  gateway = await startTestGateway(db.pool, db.url, spec);
 });
 
 afterAll(async () => {
-  await gateway?.close();
   await new Promise((r) => echo?.close(r));
-  await origin?.close();
-  await db?.drop();
 });
 
 async function customer(bandwidth = 1_000_000_000) {
-  const a = await accountWithBandwidth(db.pool, bandwidth ? { basic: bandwidth } : {});
-  await cacheSynced(db.pool, [gateway]);
+  const a = await accountWithBandwidth(fx.db.pool, bandwidth ? { basic: bandwidth } : {});
+  await cacheSynced(fx.db.pool, [fx.gateway]);
   return a;
 }
 
-const usage = (accountId: string) => flushedUsage(gateway, db.pool, accountId);
+const usage = (accountId: string) => flushedUsage(fx.gateway, fx.db.pool, accountId);
 
-const counted = (g: Gateway, name: string) => counterValues(g, name);
-const refusals = (g: Gateway) => counted(g, 'proxyfleet_gateway_refusals_total');
+const counted = (g: TestGateway, name: string) => counterValues(g, name);
+const refusals = (g: TestGateway) => counted(g, 'proxyfleet_gateway_refusals_total');
 
 function curl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -139,7 +128,7 @@ async function socksRequest(
   pass: string,
   request: Buffer,
 ): Promise<{ raw: Raw; code: number }> {
-  const raw = new Raw(gateway.port);
+  const raw = new Raw(fx.gateway.port);
   expect([...(await raw.send(GREETING).read(2))]).toEqual([5, 2]);
   expect([...(await raw.send(credentials(user, pass)).read(2))]).toEqual([1, 0]);
   const reply = await raw.send(request).read(10);
@@ -149,10 +138,10 @@ async function socksRequest(
 describe('SOCKS5 with curl', () => {
   it('downloads through socks5h and bills as the same download through HTTP CONNECT does', async () => {
     const [viaSocks, viaConnect] = await Promise.all([customer(), customer()]);
-    const url = `http://localhost:${origin.port}/bytes/200000`;
+    const url = `http://localhost:${fx.origin.port}/bytes/200000`;
     const socks = await curl([
       '--proxy',
-      `socks5h://${viaSocks.proxyUsername}:${viaSocks.proxyPassword}@127.0.0.1:${gateway.port}`,
+      `socks5h://${viaSocks.proxyUsername}:${viaSocks.proxyPassword}@127.0.0.1:${fx.gateway.port}`,
       '-o',
       '/dev/null',
       '-w',
@@ -163,7 +152,7 @@ describe('SOCKS5 with curl', () => {
     const connect = await curl([
       '--proxytunnel',
       '--proxy',
-      `http://${viaConnect.proxyUsername}:${viaConnect.proxyPassword}@127.0.0.1:${gateway.port}`,
+      `http://${viaConnect.proxyUsername}:${viaConnect.proxyPassword}@127.0.0.1:${fx.gateway.port}`,
       '-o',
       '/dev/null',
       '-w',
@@ -187,26 +176,26 @@ describe('SOCKS5 with curl', () => {
     const a = await customer();
     const result = await curl([
       '--socks5-hostname',
-      `127.0.0.1:${gateway.port}`,
+      `127.0.0.1:${fx.gateway.port}`,
       '--proxy-user',
       `${a.proxyUsername}:${a.proxyPassword}_country-us_session-s0cks`,
-      `http://localhost:${origin.port}/peer`,
+      `http://localhost:${fx.origin.port}/peer`,
     ]);
     expect(result).toMatchObject({ code: 0, stdout: '127.0.0.1' });
   }, 30_000);
 
   it('fails curl on a wrong password, counted as wrong_password', async () => {
     const a = await customer();
-    const before = await refusals(gateway);
+    const before = await refusals(fx.gateway);
     const result = await curl([
       '--proxy',
-      `socks5h://${a.proxyUsername}:wrong${a.proxyPassword}@127.0.0.1:${gateway.port}`,
-      `http://localhost:${origin.port}/peer`,
+      `socks5h://${a.proxyUsername}:wrong${a.proxyPassword}@127.0.0.1:${fx.gateway.port}`,
+      `http://localhost:${fx.origin.port}/peer`,
     ]);
     // 97: CURLE_PROXY (curl 7.73+); "(1 1)": the RFC 1929 version and status curl got.
     expect(result.code).toBe(97);
     expect(result.stderr).toMatch(/rejected by the SOCKS5 server \(1 1\)/);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
   }, 30_000);
 });
 
@@ -215,7 +204,7 @@ async function socksToEcho(a: { proxyUsername: string; proxyPassword: string }):
   const { socket } = await SocksClient.createConnection({
     proxy: {
       host: '127.0.0.1',
-      port: gateway.port,
+      port: fx.gateway.port,
       type: 5,
       userId: a.proxyUsername,
       password: a.proxyPassword,
@@ -245,7 +234,7 @@ describe('SOCKS5 with the socks client library', () => {
     socket.end();
     await closed;
     const { bytesWritten, bytesRead } = socket;
-    const billed = await usageAfterClose(gateway, db.pool, a.id, bytesWritten);
+    const billed = await usageAfterClose(fx.gateway, fx.db.pool, a.id, bytesWritten);
     expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
       bytesWritten,
       bytesRead,
@@ -258,11 +247,11 @@ describe('SOCKS5 with the socks client library', () => {
     const socket = await socksToEcho(a);
     socket.on('error', () => undefined);
     const closed = new Promise((r) => socket.once('close', r));
-    await setAccountStatus(db.pool, a.id, 'suspended');
+    await setAccountStatus(fx.db.pool, a.id, 'suspended');
     // (an echo tunnel stays open for a minute unless the revocation cuts it)
     await closed;
-    await cacheSynced(db.pool, [gateway]);
-    const before = await refusals(gateway);
+    await cacheSynced(fx.db.pool, [fx.gateway]);
+    const before = await refusals(fx.gateway);
     // The credentials are right: authentication succeeds, the request is not allowed.
     const { code } = await socksRequest(
       a.proxyUsername,
@@ -270,14 +259,14 @@ describe('SOCKS5 with the socks client library', () => {
       ipv4Request(1, [127, 0, 0, 1], echoPort),
     );
     expect(code).toBe(0x02);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'account_suspended 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'account_suspended 4xx': 1 });
   }, 30_000);
 
   it('is told "not allowed" (0x02) for a customer without bandwidth, counted as no_bandwidth', async () => {
     const a = await customer(0);
-    const before = await refusals(gateway);
+    const before = await refusals(fx.gateway);
     await expect(socksToEcho(a)).rejects.toThrow(/NotAllowed/);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'no_bandwidth 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'no_bandwidth 4xx': 1 });
     expect(Number((await usage(a.id)).up)).toBe(0);
   }, 30_000);
 });
@@ -285,19 +274,19 @@ describe('SOCKS5 with the socks client library', () => {
 describe('SOCKS5 for a sub-user (docs/adr/0037)', () => {
   /** A sub-user of a funded account with a traffic limit on basic, as the API stores it. */
   async function subUser(limit: number) {
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
     const username = `su${Math.random().toString(36).slice(2, 10)}`;
     const password = `Pw${Math.random().toString(36).slice(2, 12)}`;
-    const { rows } = await db.pool.query<{ id: string }>(
+    const { rows } = await fx.db.pool.query<{ id: string }>(
       `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256)
        VALUES ($1, $2, $2, '\\x00'::bytea, sha256(convert_to($3, 'UTF8'))) RETURNING id`,
       [a.id, username, password],
     );
-    await db.pool.query(
+    await fx.db.pool.query(
       `INSERT INTO sub_user_products (sub_user_id, account_id, product, limit_bytes) VALUES ($1, $2, 'basic', $3)`,
       [rows[0]!.id, a.id, limit],
     );
-    await cacheSynced(db.pool, [gateway]);
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     return { account: a, proxyUsername: username, proxyPassword: password };
   }
 
@@ -320,9 +309,9 @@ describe('SOCKS5 for a sub-user (docs/adr/0037)', () => {
 
   it('is told "not allowed" (0x02) once its limit is spent, counted as sub_user_limit', async () => {
     const sub = await subUser(0);
-    const before = await refusals(gateway);
+    const before = await refusals(fx.gateway);
     await expect(socksToEcho(sub)).rejects.toThrow(/NotAllowed/);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'sub_user_limit 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'sub_user_limit 4xx': 1 });
     expect(Number((await usage(sub.account.id)).up)).toBe(0);
   }, 30_000);
 });
@@ -337,19 +326,19 @@ describe('SOCKS5 refusals, byte by byte', () => {
   });
 
   it('answers a wrong password with RFC 1929 status 0x01 and closes', async () => {
-    const before = await refusals(gateway);
-    const raw = new Raw(gateway.port);
+    const before = await refusals(fx.gateway);
+    const raw = new Raw(fx.gateway.port);
     expect([...(await raw.send(GREETING).read(2))]).toEqual([5, 2]);
     raw.send(credentials(user, `${pass}x`));
     expect([...(await raw.rest())]).toEqual([1, 1]);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'wrong_password 4xx': 1 });
   });
 
   it('answers 0xFF to a client offering only "no authentication", and closes', async () => {
-    const before = await refusals(gateway);
-    const raw = new Raw(gateway.port).send([5, 1, 0]);
+    const before = await refusals(fx.gateway);
+    const raw = new Raw(fx.gateway.port).send([5, 1, 0]);
     expect([...(await raw.rest())]).toEqual([5, 0xff]);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'missing 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'missing 4xx': 1 });
   });
 
   it.each([
@@ -357,19 +346,21 @@ describe('SOCKS5 refusals, byte by byte', () => {
     ['UDP ASSOCIATE', 3],
     ['an unknown command', 9],
   ])('refuses %s with 0x07 (command not supported)', async (_name, cmd) => {
-    const before = await refusals(gateway);
+    const before = await refusals(fx.gateway);
     const { raw, code } = await socksRequest(user, pass, ipv4Request(cmd, [127, 0, 0, 1], echoPort));
     expect(code).toBe(0x07);
     await raw.closed;
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'socks_command_not_supported 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({
+      'socks_command_not_supported 4xx': 1,
+    });
   });
 
   it('refuses an unknown address type with 0x08', async () => {
-    const before = await refusals(gateway);
+    const before = await refusals(fx.gateway);
     const { raw, code } = await socksRequest(user, pass, Buffer.of(5, 1, 0, 2, 127, 0, 0, 1, 0, 80));
     expect(code).toBe(0x08);
     await raw.closed;
-    expect(counterDelta(await refusals(gateway), before)).toEqual({
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({
       'socks_address_type_not_supported 4xx': 1,
     });
   });
@@ -388,48 +379,48 @@ describe('SOCKS5 refusals, byte by byte', () => {
       'destination_prohibited 4xx',
     ],
   ])('refuses %s with 0x02 (not allowed by ruleset)', async (_name, request, reason) => {
-    const before = await refusals(gateway);
+    const before = await refusals(fx.gateway);
     const { raw, code } = await socksRequest(user, pass, request);
     expect(code).toBe(0x02);
     await raw.closed;
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ [reason]: 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ [reason]: 1 });
   });
 
   it('answers 0x05 when the destination refuses, and 0x04 for a malformed name', async () => {
-    const before = await refusals(gateway);
+    const before = await refusals(fx.gateway);
     const refused = await socksRequest(user, pass, ipv4Request(1, [127, 0, 0, 1], closedPort));
     expect(refused.code).toBe(0x05);
     const malformed = await socksRequest(user, pass, nameRequest('a/b', 80));
     expect(malformed.code).toBe(0x04);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({
       'destination_refused 5xx': 1,
       'bad_destination 4xx': 1,
     });
   });
 
   it('closes a handshake that stops after the greeting at the head timeout, counted as head_timeout', async () => {
-    const before = await refusals(gateway);
-    const raw = new Raw(gateway.port).send(GREETING);
+    const before = await refusals(fx.gateway);
+    const raw = new Raw(fx.gateway.port).send(GREETING);
     // The method selection, then nothing until the gateway closes.
     expect([...(await raw.rest())]).toEqual([5, 2]);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'head_timeout 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'head_timeout 4xx': 1 });
   }, 10_000);
 
   it('closes a handshake the client ends half-way, counted as malformed_request', async () => {
-    const before = await refusals(gateway);
-    const raw = new Raw(gateway.port).send([5, 1, 2, 1, 10]);
+    const before = await refusals(fx.gateway);
+    const raw = new Raw(fx.gateway.port).send([5, 1, 2, 1, 10]);
     raw.socket.end();
     expect([...(await raw.rest())]).toEqual([5, 2]);
-    expect(counterDelta(await refusals(gateway), before)).toEqual({ 'malformed_request 4xx': 1 });
+    expect(counterDelta(await refusals(fx.gateway), before)).toEqual({ 'malformed_request 4xx': 1 });
   });
 
   it('leaves SOCKS4 (first byte 0x04) to node:http, which answers 400', async () => {
-    const raw = new Raw(gateway.port).send([4, 1, 0, 80, 127, 0, 0, 1, 0]);
+    const raw = new Raw(fx.gateway.port).send([4, 1, 0, 80, 127, 0, 0, 1, 0]);
     expect((await raw.rest()).toString('latin1')).toMatch(/^HTTP\/1\.1 400 /);
   });
 
   it('takes a whole handshake and the first data in one write', async () => {
-    const raw = new Raw(gateway.port).send(
+    const raw = new Raw(fx.gateway.port).send(
       Buffer.concat([
         Buffer.from(GREETING),
         credentials(user, pass),
@@ -447,8 +438,8 @@ describe('SOCKS5 random handshakes', () => {
   it('never crash the gateway process, which serves HTTP afterwards', async () => {
     // A gateway in its own process (main.ts), so that a throw anywhere ends it (in this process
     // jest would only print it), and with its own login backoff.
-    const a = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    const fuzzed = await spawnGateway(db.url, spec);
+    const a = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    const fuzzed = await spawnGateway(fx.db.url, spec);
     try {
       const bytes = (maxLength: number) => fc.uint8Array({ maxLength }).map((b) => [...b]);
       const byte = fc.integer({ min: 0, max: 255 });
@@ -503,7 +494,7 @@ describe('SOCKS5 random handshakes', () => {
       );
       const { responses } = await rawExchange(
         fuzzed.port,
-        [get(`http://127.0.0.1:${origin.port}/bytes/1000`, basicAuth(a.proxyUsername, a.proxyPassword))],
+        [get(`http://127.0.0.1:${fx.origin.port}/bytes/1000`, basicAuth(a.proxyUsername, a.proxyPassword))],
         { sourceAddress: '127.0.0.2' },
       );
       expect(responses.map((r) => [r.status, r.body.length])).toEqual([[200, 1000]]);

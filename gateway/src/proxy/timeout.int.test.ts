@@ -1,48 +1,41 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { basicAuth, cacheSynced, gatewaySpec, get, startTestGateway } from '#test/gateway.ts';
+import { basicAuth, cacheSynced, gatewaySpec, get, useTestGateway } from '#test/gateway.ts';
 
 // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
-let db: TestDatabase;
 let silent: net.Server;
 const held = new Set<net.Socket>();
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+
+const fx = useTestGateway({
+  spec: gatewaySpec('basic', undefined, {
+    timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 },
+  }),
+});
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   silent = net.createServer((s) => {
     held.add(s);
     s.on('error', () => undefined);
     s.on('close', () => held.delete(s));
   });
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-  gateway = await startTestGateway(
-    db.pool,
-    db.url,
-    gatewaySpec('basic', undefined, {
-      timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 },
-    }),
-  );
 });
 
 afterAll(async () => {
-  await gateway?.close();
   for (const s of held) s.destroy();
   await new Promise<void>((r) => silent.close(() => r()));
-  await db?.drop();
 });
 
 const total = async (name: string) =>
-  (await gateway.registry.getSingleMetric(name)!.get()).values.reduce((n, v) => n + v.value, 0);
+  (await fx.gateway.registry.getSingleMetric(name)!.get()).values.reduce((n, v) => n + v.value, 0);
 
 describe('forward timeout', () => {
   it('answers a destination that does not answer with one complete 504, refused once and not blamed on the exit', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const refusalsBefore = await total('proxyfleet_gateway_refusals_total');
-    const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
+    const socket = net.connect({ port: fx.gateway.port, host: '127.0.0.1' });
     socket.on('error', () => undefined);
     const chunks: Buffer[] = [];
     socket.on('data', (c: Buffer) => chunks.push(c));

@@ -5,7 +5,7 @@
 // whose own answer is relayed: upgrade.ts). Billing reads the customer socket's counters; the
 // 'data' listeners only feed the budget's enforcement estimate.
 import type net from 'node:net';
-import type { Tab } from '../accounting/ledger.ts';
+import type { Tab } from '../accounting/tab.ts';
 import type { AccessKind } from './access-log.ts';
 import {
   accessAccount,

@@ -7,7 +7,6 @@ import http from 'node:http';
 import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { WebSocket, WebSocketServer } from 'ws';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
@@ -22,12 +21,11 @@ import {
   rawExchange,
   startTestGateway,
   usageAfterClose,
+  useTestGateway,
 } from '#test/gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 
-let db: TestDatabase;
-let gateway: Gateway;
 let origin: http.Server;
 let wss: WebSocketServer;
 let originPort: number;
@@ -39,8 +37,9 @@ const spec = gatewaySpec('basic', undefined, {
   timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 60, maxLifetimeSeconds: 600 },
 });
 
+const fx = useTestGateway({ spec });
+
 beforeAll(async () => {
-  db = await createTestDatabase();
   wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   origin = http.createServer((req, res) => {
     // Plain requests: their headers, as the origin got them.
@@ -67,33 +66,30 @@ beforeAll(async () => {
   await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
   originPort = (origin.address() as net.AddressInfo).port;
   closedPort = await freePort();
-  gateway = await startTestGateway(db.pool, db.url, spec);
 });
 
 afterAll(async () => {
-  await gateway?.close();
   wss?.close();
   origin?.closeAllConnections();
   await new Promise((r) => origin?.close(r));
-  await db?.drop();
 });
 
 async function customer(bandwidth = 1_000_000_000) {
-  const a = await accountWithBandwidth(db.pool, bandwidth ? { basic: bandwidth } : {});
-  await cacheSynced(db.pool, [gateway]);
+  const a = await accountWithBandwidth(fx.db.pool, bandwidth ? { basic: bandwidth } : {});
+  await cacheSynced(fx.db.pool, [fx.gateway]);
   return a;
 }
 
-const usage = (accountId: string) => flushedUsage(gateway, db.pool, accountId);
+const usage = (accountId: string) => flushedUsage(fx.gateway, fx.db.pool, accountId);
 
-const counted = (name: string) => counterValues(gateway, name);
+const counted = (name: string) => counterValues(fx.gateway, name);
 const refusals = () => counted('proxyfleet_gateway_refusals_total');
 
 /** A ws client whose handshake goes to the gateway as an absolute-form Upgrade request. */
 function throughGateway(
   auth: string,
   path = '/echo?x=1',
-  port = gateway.port,
+  port = fx.gateway.port,
 ): { ws: WebSocket; socket: () => net.Socket } {
   let socket: net.Socket | undefined;
   const ws = new WebSocket(`ws://127.0.0.1:${originPort}${path}`, {
@@ -126,7 +122,7 @@ const roundTrip = (ws: WebSocket, message: string | Buffer) =>
 
 /** Writes raw bytes to the gateway on a new connection and reads until the gateway closes it. */
 async function raw(request: string | Buffer): Promise<{ status: number; text: string }> {
-  const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
+  const socket = net.connect({ port: fx.gateway.port, host: '127.0.0.1' });
   socket.on('error', () => undefined);
   let buffer = Buffer.alloc(0);
   socket.on('data', (c: Buffer) => (buffer = Buffer.concat([buffer, c])));
@@ -159,7 +155,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
     ws.close(1000, 'done');
     await closed;
     const { bytesWritten, bytesRead } = socket();
-    const billed = await usageAfterClose(gateway, db.pool, a.id, bytesWritten);
+    const billed = await usageAfterClose(fx.gateway, fx.db.pool, a.id, bytesWritten);
     // Up includes the client's request head, down the origin's 101 head: as for a CONNECT.
     expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
       bytesWritten,
@@ -210,7 +206,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
   it('forwards an Upgrade header without Connection: upgrade as a plain request, without it', async () => {
     const a = await customer();
     const auth = basicAuth(a.proxyUsername, a.proxyPassword);
-    const { responses } = await rawExchange(gateway.port, [
+    const { responses } = await rawExchange(fx.gateway.port, [
       get(`http://127.0.0.1:${originPort}/headers`, auth, 'Upgrade: websocket\r\n'),
     ]);
     expect(responses[0]!.status).toBe(200);
@@ -226,13 +222,13 @@ describe('WebSocket through absolute-form Upgrade', () => {
     await opened(ws);
     expect((await roundTrip(ws, 'before')).data.toString()).toBe('before');
     const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
-    await setAccountStatus(db.pool, a.id, 'suspended');
+    await setAccountStatus(fx.db.pool, a.id, 'suspended');
     // (an idle WebSocket stays open for a minute unless the revocation cuts it; 1006: no close frame)
     expect(await closed).toBe(1006);
     expect(counterDelta(await counted('proxyfleet_gateway_revocation_cuts_total'), cutsBefore)).toEqual({
       '': 1,
     });
-    await cacheSynced(db.pool, [gateway]);
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const before = await refusals();
     const again = await raw(
       upgradeRequest(`127.0.0.1:${originPort}`, basicAuth(a.proxyUsername, a.proxyPassword)),
@@ -243,7 +239,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
   it('bills a plain request and an upgrade on one keep-alive connection as the socket moved them', async () => {
     const a = await customer();
     const auth = basicAuth(a.proxyUsername, a.proxyPassword);
-    const socket = net.connect({ port: gateway.port, host: '127.0.0.1' });
+    const socket = net.connect({ port: fx.gateway.port, host: '127.0.0.1' });
     socket.on('error', () => undefined);
     let buffer = Buffer.alloc(0);
     let wake: (() => void) | undefined;
@@ -274,7 +270,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
     socket.write(Buffer.concat([Buffer.of(0x88, 0x80), mask]));
     await closed;
     const { bytesWritten, bytesRead } = socket;
-    const billed = await usageAfterClose(gateway, db.pool, a.id, bytesWritten);
+    const billed = await usageAfterClose(fx.gateway, fx.db.pool, a.id, bytesWritten);
     expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
       bytesWritten,
       bytesRead,
@@ -299,8 +295,8 @@ describe('Upgrade through exits', () => {
     await upstream.listen();
     // Two upstream-proxy exits, one of them dead: rotation tries it first for one of two upgrades.
     chained = await startTestGateway(
-      db.pool,
-      db.url,
+      fx.db.pool,
+      fx.db.url,
       gatewaySpec('basic', [
         { name: 'up-dead', upstream: { url: `http://127.0.0.1:${closedPort}` }, country: 'fr' },
         { name: 'up-live', upstream: { url: `http://up:secret@127.0.0.1:${upstream.port}` }, country: 'fr' },
@@ -314,7 +310,7 @@ describe('Upgrade through exits', () => {
 
   it('goes through an upstream proxy exit (CONNECT to it) and fails over from a dead one', async () => {
     const a = await customer();
-    await cacheSynced(db.pool, [chained]);
+    await cacheSynced(fx.db.pool, [chained]);
     const failures = async () =>
       (await chained.registry.getSingleMetric('proxyfleet_gateway_exit_failures_total')!.get()).values
         .filter((v) => v.labels.reason === 'refused')

@@ -1,561 +1,290 @@
-// The raw upstream client (docs/adr/0038): plain-HTTP requests written on pooled sockets with a
-// strict HTTP/1.1 response parser of our own, in place of node:http's client (whose parser copies
-// every body chunk and whose request machinery was 46 % of a keep-alive profile). Content-Length
-// bodies are relayed as the socket's own buffers; chunked bodies are decoded; anything the parser
-// does not accept is an error (forward.ts answers it 502, as node's parse errors are).
-import net from 'node:net';
+// The raw upstream client (docs/adr/0038), the gateway's one client for plain-HTTP requests:
+// the request written on a pooled socket (upstream-pool.ts) as node:http's client wrote it, the
+// answer read by our own strict parser (upstream-parser.ts) and relayed to the customer, in place
+// of node:http's client (whose parser copied every body chunk and whose request machinery was
+// 46 % of a keep-alive profile). Refusals, exit-fault accounting, fail-over to the next exit and
+// the resend of a stale pooled socket's request are node's client's, as forward.ts had them.
+import type http from 'node:http';
+import type net from 'node:net';
 import type { Readable } from 'node:stream';
-import { allIn, FIELD_VALUE, TOKEN } from './http-util.ts';
-import { dialFrom, type SourcePorts } from './source-ports.ts';
+import { countRefusal, type Admitted, type ProxyContext } from './context.ts';
+import { isExitFault } from './connect-exit.ts';
+import type { Exit } from './exits.ts';
+import { endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
+import { refusalFor } from './refusals.ts';
+import { ResponseParser, type ResponseHead } from './upstream-parser.ts';
+import { own, type SocketUser } from './upstream-pool.ts';
 
-/** Largest response head (status line and headers), node's default --max-http-header-size. */
-export const MAX_HEAD_BYTES = 16 * 1024;
-/** Longest chunk-size line (with extensions) and trailer section accepted. */
-const MAX_CHUNK_LINE = 4 * 1024;
-/** Idle sockets kept per exit and destination (as the agent's maxFreeSockets). */
-export const MAX_FREE_SOCKETS = 256;
-
-const CR = 13;
-const LF = 10;
-
-/** A response the parser refused; `code` follows llhttp's names where there is one. */
-export class UpstreamParseError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-  }
+/** One admitted plain-HTTP request, as forward.ts built it for the upstream. */
+export interface Outgoing {
+  url: URL;
+  address: string;
+  port: number;
+  headers: string[];
+  hasBody: boolean;
+  /** The exit tried last, and the refusal answered after it (the access log's). */
+  exit?: Exit;
+  refusal?: Refusal;
 }
-
-export interface ResponseHead {
-  statusCode: number;
-  statusMessage: string;
-  /** HTTP minor version (0 or 1). */
-  minor: number;
-  rawHeaders: string[];
-  /** Whether the connection may carry another request once this response is complete. */
-  keepAlive: boolean;
-  /** Seconds of the response's Keep-Alive: timeout=N hint (0: none). */
-  keepAliveHint: number;
-}
-
-export interface ParserEvents {
-  head(head: ResponseHead): void;
-  /** Body bytes: slices of the pushed buffers (never copied). */
-  body(chunk: Buffer): void;
-  /** false: the relay is paused; body bytes wait for proceed() (head and framing go on). */
-  flowing(): boolean;
-  /** The response is complete; `rest` holds bytes after it (there should be none). */
-  complete(rest: boolean): void;
-}
-
-const State = {
-  Head: 0,
-  Fixed: 1,
-  ChunkSize: 2,
-  ChunkData: 3,
-  ChunkDataEnd: 4,
-  Trailers: 5,
-  UntilClose: 6,
-  Done: 7,
-} as const;
-type State = (typeof State)[keyof typeof State];
 
 /**
- * Incremental parser of one response (after any 1xx interim heads, which it skips). Throws
- * UpstreamParseError from push() or end() on anything malformed.
+ * Sends an admitted request through `exits` (the chosen one first; later ones for fail-over) and
+ * relays the answer to `res`: sendRaw below. The differential test gives its gateways node:http's
+ * client instead, as the oracle the raw client is compared with (test/node-upstream.ts).
  */
-export class ResponseParser {
-  private state: State = State.Head;
-  private readonly noBody: boolean;
-  private readonly events: ParserEvents;
-  /** Head or chunk-line bytes not yet complete. */
-  private pending: Buffer | undefined;
-  private remaining = 0;
-  private trailerBytes = 0;
-  /** Whether a complete response was seen (after which push() must get nothing more). */
-  get done(): boolean {
-    return this.state === State.Done;
+export type UpstreamClient = (
+  ctx: ProxyContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  a: Admitted,
+  exits: Exit[],
+  out: Outgoing,
+) => void;
+
+/**
+ * The raw upstream client: node:http's client's refusals, exit-fault accounting, fail-over and
+ * stale-socket resend, on a pooled socket with our own response parser.
+ */
+export function sendRaw(
+  ctx: ProxyContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  a: Admitted,
+  exits: Exit[],
+  out: Outgoing,
+): void {
+  const exit = exits[0]!;
+  out.exit = exit;
+  const timeoutMs = ctx.spec.timeouts.idleSeconds * 1000;
+  const up = exit.upstream;
+  const host = up ? up.host : out.address;
+  const port = up ? up.port : out.port;
+  const key = `${host}:${port}`;
+  const method = req.method!;
+  const head = up
+    ? requestHead(
+        method,
+        out.url.href,
+        up.authorization ? [...out.headers, 'Proxy-Authorization', up.authorization] : out.headers,
+        out.hasBody,
+      )
+    : requestHead(method, `${out.url.pathname}${out.url.search}`, out.headers, out.hasBody);
+  const chunked = out.hasBody && req.headers['transfer-encoding'] !== undefined;
+  const tab = a.tab;
+  const pool = exit.pool;
+
+  let socket: net.Socket | undefined = pool.take(key, timeoutMs);
+  const reused = socket !== undefined;
+  /** The exchange is over (answered, failed or timed out): the socket is no longer ours. */
+  let over = false;
+  let responded = false;
+  let answered: ResponseHead | undefined;
+  let complete = false;
+  let bodySent = !out.hasBody;
+  let valve: Valve | undefined;
+  const parser = new ResponseParser(method === 'HEAD', {
+    head(h) {
+      responded = true;
+      answered = h;
+      ctx.exits.markHealthy(exit);
+      if (tab) {
+        tab.onChunk(headBytes(h.rawHeaders, 32));
+        valve = new Valve(socket!, flow);
+        tab.relaying(valve.asReadable());
+      }
+      res.writeHead(h.statusCode, h.statusMessage, endToEndHeaders(h.rawHeaders));
+    },
+    // Paused (back-pressure, or the ledger through the valve): nothing more is relayed until
+    // flow(), as node's paused IncomingMessage keeps the rest of a read.
+    body(chunk) {
+      if (tab) tab.onChunk(chunk.length);
+      if (!res.write(chunk)) socket!.pause();
+    },
+    flowing: () => !socket!.isPaused(),
+    complete() {
+      complete = true;
+      res.end();
+      if (bodySent) release();
+    },
+  });
+
+  const onData = (chunk: Buffer) => {
+    try {
+      parser.push(chunk);
+    } catch (err) {
+      failed(err as NodeJS.ErrnoException);
+    }
+  };
+  const onEnd = () => {
+    if (over) return;
+    try {
+      parser.end();
+    } catch (err) {
+      failed(err as NodeJS.ErrnoException);
+    }
+  };
+  const onError = (err: NodeJS.ErrnoException) => failed(err);
+  const onClose = () => {
+    if (over || complete) return;
+    const err: NodeJS.ErrnoException = new Error('socket hang up');
+    err.code = 'ECONNRESET';
+    failed(err);
+  };
+  const onTimeout = () => {
+    if (over) return;
+    // The answer was complete and only the upload was left: the upstream socket goes, not the customer.
+    if (complete) return finish(false);
+    // Still connecting to an upstream proxy: the exit's fault (no fail-over, the 504 is sent).
+    const exitFault = !responded && up !== undefined && socket?.connecting === true;
+    if (exitFault) {
+      ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: 'timeout' });
+      ctx.exits.markFailed(exit);
+    }
+    finish(false);
+    if (!responded) fail(refusalFor(exitFault ? 'exit_response_timeout' : 'destination_response_timeout'));
+    else res.destroy();
+  };
+  const onDrain = () => {
+    if (!(valve && tab?.isHeld(valve.asReadable()))) flow();
+  };
+  function flow(): void {
+    if (over) return;
+    socket!.resume();
+    try {
+      parser.proceed();
+    } catch (err) {
+      failed(err as NodeJS.ErrnoException);
+    }
   }
-  /** Whether any byte of a response arrived. */
-  started = false;
-  /** Whether bytes came after the complete response (the connection must not be reused). */
-  trailing = false;
+  const onBody = (chunk: Buffer) => {
+    if (over) return;
+    const s = socket!;
+    let ok: boolean;
+    if (chunked) {
+      // Size line, data and CRLF in one writev.
+      s.cork();
+      s.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+      s.write(chunk);
+      ok = s.write('\r\n', 'latin1');
+      s.uncork();
+    } else ok = s.write(chunk);
+    if (!ok) req.pause();
+  };
+  const onUploadDrain = () => {
+    if (out.hasBody) req.resume();
+  };
+  const onBodyEnd = () => {
+    if (over) return;
+    if (chunked) socket!.write('0\r\n\r\n');
+    bodySent = true;
+    if (complete) release();
+  };
 
-  constructor(requestIsHead: boolean, events: ParserEvents) {
-    this.noBody = requestIsHead;
-    this.events = events;
+  const user: SocketUser = {
+    data: onData,
+    end: onEnd,
+    error: onError,
+    close: onClose,
+    timeout: onTimeout,
+    drain: onUploadDrain,
+  };
+  const start = (s: net.Socket) => {
+    socket = s;
+    own(s, user);
+    s.write(head, 'latin1');
+    if (out.hasBody) {
+      req.on('data', onBody);
+      req.on('end', onBodyEnd);
+      req.resume();
+    }
+  };
+
+  /** Detaches from the socket; keeps it for the next request when `keep`, else destroys it. */
+  function finish(keep: boolean): void {
+    over = true;
+    const s = socket;
+    if (valve) valve.socket = undefined;
+    if (out.hasBody) {
+      req.off('data', onBody);
+      req.off('end', onBodyEnd);
+    }
+    if (!s) return;
+    own(s, undefined);
+    if (keep) pool.give(key, s, answered?.keepAliveHint ?? 0);
+    else s.destroy();
   }
 
-  /** Bytes received but not parsed since body() asked to stop. */
-  private stalled: Buffer | undefined;
-
-  /** Parses what body() stopped before; returns false when it stopped again. */
-  proceed(): boolean {
-    const rest = this.stalled;
-    if (!rest) return true;
-    this.stalled = undefined;
-    this.push(rest);
-    return this.stalled === undefined;
+  function release(): void {
+    if (over) return;
+    const held = valve !== undefined && tab?.isHeld(valve.asReadable()) === true;
+    const s = socket!;
+    finish(answered?.keepAlive === true && !parser.trailing && !held && s.readable && s.writable);
   }
 
-  push(data: Buffer): void {
-    if (data.length > 0) this.started = true;
-    if (this.stalled) {
-      this.stalled = Buffer.concat([this.stalled, data]);
+  function failed(err: NodeJS.ErrnoException): void {
+    if (over) return;
+    finish(false);
+    if (complete) return;
+    if (responded) {
+      res.destroy();
       return;
     }
-    let buf = data;
-    let i = 0;
-    while (i < buf.length) {
-      switch (this.state) {
-        case State.Head: {
-          const joined = this.pending ? Buffer.concat([this.pending, buf.subarray(i)]) : buf.subarray(i);
-          const scanFrom = this.pending ? this.pending.length : 0;
-          const end = headEnd(joined, scanFrom);
-          if (end < 0) {
-            if (joined.length > MAX_HEAD_BYTES)
-              throw new UpstreamParseError('HPE_HEADER_OVERFLOW', 'response head too large');
-            this.pending = Buffer.from(joined);
-            return;
-          }
-          if (end > MAX_HEAD_BYTES)
-            throw new UpstreamParseError('HPE_HEADER_OVERFLOW', 'response head too large');
-          this.pending = undefined;
-          const head = parseHead(joined.toString('latin1', 0, end - 4));
-          buf = joined;
-          i = end;
-          if (head.statusCode < 200) {
-            if (head.statusCode === 101)
-              throw new UpstreamParseError('HPE_UNEXPECTED_UPGRADE', '101 without an upgrade');
-            // An interim answer that closes the connection leaves no room for the final one (llhttp).
-            if (!head.keepAlive)
-              throw new UpstreamParseError('HPE_CLOSED_CONNECTION', 'interim response closes the connection');
-            continue; // 100, 102, 103: interim, skipped as node's client does for forward.ts
-          }
-          this.begin(head);
-          break;
-        }
-        case State.Fixed: {
-          if (!this.events.flowing()) return this.stall(buf, i);
-          const n = Math.min(this.remaining, buf.length - i);
-          this.events.body(i === 0 && n === buf.length ? buf : buf.subarray(i, i + n));
-          i += n;
-          this.remaining -= n;
-          if (this.remaining === 0) this.finish(i < buf.length);
-          break;
-        }
-        case State.UntilClose:
-          if (!this.events.flowing()) return this.stall(buf, i);
-          this.events.body(i === 0 ? buf : buf.subarray(i));
-          i = buf.length;
-          break;
-        case State.ChunkSize:
-        case State.Trailers: {
-          const lf = buf.indexOf(LF, i);
-          const piece = buf.subarray(i, lf < 0 ? buf.length : lf + 1);
-          const line = this.pending ? Buffer.concat([this.pending, piece]) : piece;
-          if (lf < 0) {
-            if (line.length > MAX_CHUNK_LINE)
-              throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'chunk line too long');
-            this.pending = Buffer.from(line);
-            return;
-          }
-          this.pending = undefined;
-          i = lf + 1;
-          if (line.length < 2 || line[line.length - 2] !== CR) {
-            throw new UpstreamParseError('HPE_CR_EXPECTED', 'bare LF in chunked framing');
-          }
-          if (this.state === State.ChunkSize) {
-            const size = chunkSize(line);
-            if (size === 0) {
-              this.state = State.Trailers;
-              this.trailerBytes = 0;
-            } else {
-              this.remaining = size;
-              this.state = State.ChunkData;
-            }
-          } else {
-            if (line.length === 2) {
-              this.finish(i < buf.length);
-              break;
-            }
-            this.trailerBytes += line.length;
-            if (this.trailerBytes > MAX_HEAD_BYTES)
-              throw new UpstreamParseError('HPE_HEADER_OVERFLOW', 'trailers too large');
-            checkTrailer(line);
-          }
-          break;
-        }
-        case State.ChunkData: {
-          if (!this.events.flowing()) return this.stall(buf, i);
-          const n = Math.min(this.remaining, buf.length - i);
-          this.events.body(i === 0 && n === buf.length ? buf : buf.subarray(i, i + n));
-          i += n;
-          this.remaining -= n;
-          if (this.remaining === 0) {
-            this.state = State.ChunkDataEnd;
-            this.remaining = 2;
-          }
-          break;
-        }
-        case State.ChunkDataEnd: {
-          const expected = this.remaining === 2 ? CR : LF;
-          if (buf[i] !== expected)
-            throw new UpstreamParseError('HPE_STRICT', 'chunk data not followed by CRLF');
-          i++;
-          if (--this.remaining === 0) this.state = State.ChunkSize;
-          break;
-        }
-        case State.Done:
-          // Bytes after a complete response: not parsed, and the connection is not reused.
-          this.trailing = true;
-          return;
-      }
+    // As node's client did: only the exit's own failure marks it and moves on to the next exit.
+    // A stale pooled socket (nothing of an answer before it closed) is nobody's fault; once an
+    // answer began, staleness is ruled out, and through an upstream proxy the failure counts
+    // against the exit whether or not the socket was pooled (as node's resend on a new socket ends:
+    // the same answer, the same exit_failed).
+    const exitFault = (!reused || parser.started) && isExitFault(err, up !== undefined);
+    if (exitFault) {
+      ctx.metrics.exitFailures.inc({
+        plan: ctx.plan,
+        reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused',
+      });
+      ctx.exits.markFailed(exit);
     }
-  }
-
-  /** The upstream closed its side: completes a close-delimited body, else the answer was cut. */
-  end(): void {
-    if (this.stalled) throw new UpstreamParseError('ERR_STALLED', 'end while paused');
-    if (this.state === State.UntilClose) return this.finish(false);
-    if (this.state === State.Done) return;
-    throw new UpstreamParseError(
-      this.started ? 'HPE_INVALID_EOF_STATE' : 'ECONNRESET',
-      this.started ? 'response cut short' : 'socket hang up',
-    );
-  }
-
-  /** The final head (1xx ones never get here: push() skips or refuses them). */
-  private begin(head: ParsedHead): void {
-    const { framing, ...out } = head;
-    const bodiless = this.noBody || head.statusCode === 204 || head.statusCode === 304;
-    if (!bodiless && framing.kind === 'close') out.keepAlive = false;
-    this.events.head(out);
-    if (bodiless) return this.finish(false);
-    if (framing.kind === 'chunked') this.state = State.ChunkSize;
-    else if (framing.kind === 'length') {
-      this.remaining = framing.length;
-      this.state = State.Fixed;
-      if (framing.length === 0) this.finish(false);
-    } else this.state = State.UntilClose;
-  }
-
-  private stall(buf: Buffer, i: number): void {
-    this.stalled = buf.subarray(i);
-  }
-
-  private finish(rest: boolean): void {
-    this.state = State.Done;
-    if (rest) this.trailing = true;
-    this.events.complete(rest);
-  }
-}
-
-/** Index after the head's CRLFCRLF, or -1; throws on a bare LF (scanning from `from`). */
-function headEnd(buf: Buffer, from: number): number {
-  let i = buf.indexOf(LF, from);
-  // (A head ending past the limit is refused as too large, however the bytes were split.)
-  while (i >= 0 && i <= MAX_HEAD_BYTES) {
-    if (i === 0 || buf[i - 1] !== CR)
-      throw new UpstreamParseError('HPE_CR_EXPECTED', 'bare LF in response head');
-    if (i >= 3 && buf[i - 2] === LF && buf[i - 3] === CR) return i + 1;
-    i = buf.indexOf(LF, i + 1);
-  }
-  return -1;
-}
-
-type Framing = { kind: 'chunked' } | { kind: 'length'; length: number } | { kind: 'close' };
-
-interface ParsedHead extends ResponseHead {
-  framing: Framing;
-}
-
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
-
-/** Parses a head (without its final CRLFCRLF; lines separated by CRLF, no bare LF). */
-export function parseHead(text: string): ParsedHead {
-  const lines = text.split('\r\n');
-  const m = STATUS_LINE.exec(lines[0]!);
-  if (!m) throw new UpstreamParseError('HPE_INVALID_STATUS', 'invalid status line');
-  const minor = Number(m[1]);
-  const statusCode = Number(m[2]);
-  if (statusCode < 100) throw new UpstreamParseError('HPE_INVALID_STATUS', 'invalid status code');
-  const rawHeaders: string[] = [];
-  let contentLength: string | undefined;
-  let te: string | undefined;
-  let close = false;
-  let keepAliveToken = false;
-  let keepAliveHint = 0;
-  for (let l = 1; l < lines.length; l++) {
-    const line = lines[l]!;
-    const c0 = line.charCodeAt(0);
-    if (c0 === 0x20 || c0 === 0x09)
-      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'obs-fold in response head');
-    const colon = line.indexOf(':');
-    if (colon <= 0) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'header line without a name');
-    if (!allIn(TOKEN, line, 0, colon))
-      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header name');
-    const name = line.slice(0, colon);
-    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
-    if (!allIn(FIELD_VALUE, value))
-      throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid header value');
-    rawHeaders.push(name, value);
-    switch (name.length) {
-      case 10:
-        if (name.toLowerCase() === 'connection') {
-          for (const t of value.split(',')) {
-            const token = t.trim().toLowerCase();
-            if (token === 'close') close = true;
-            else if (token === 'keep-alive') keepAliveToken = true;
-          }
-        } else if (name.toLowerCase() === 'keep-alive') {
-          const hint = /^timeout=(\d+)/.exec(value);
-          if (hint) keepAliveHint = Number(hint[1]);
-        }
-        break;
-      case 14:
-        if (name.toLowerCase() === 'content-length') {
-          if (!/^\d+$/.test(value) || value.length > 15) {
-            throw new UpstreamParseError('HPE_INVALID_CONTENT_LENGTH', 'invalid Content-Length');
-          }
-          // A second one, even identical, as llhttp (RFC 9110 8.6 allows either).
-          if (contentLength !== undefined) {
-            throw new UpstreamParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'repeated Content-Length');
-          }
-          contentLength = value;
-        }
-        break;
-      case 17:
-        if (name.toLowerCase() === 'transfer-encoding') {
-          // An empty one, even beside another, as llhttp (the fuzz test found `TE: ` + `TE: chunked`).
-          if (value === '')
-            throw new UpstreamParseError('HPE_INVALID_TRANSFER_ENCODING', 'empty Transfer-Encoding');
-          te = te === undefined ? value : `${te}, ${value}`;
-        }
-        break;
-    }
-  }
-  let framing: Framing;
-  if (te !== undefined) {
-    if (contentLength !== undefined) {
-      throw new UpstreamParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'Content-Length with Transfer-Encoding');
-    }
-    const codings = te.split(',');
-    if (codings[codings.length - 1]!.trim().toLowerCase() !== 'chunked') {
-      throw new UpstreamParseError(
-        'HPE_INVALID_TRANSFER_ENCODING',
-        'Transfer-Encoding not ending in chunked',
-      );
-    }
-    framing = { kind: 'chunked' };
-  } else if (contentLength !== undefined) framing = { kind: 'length', length: Number(contentLength) };
-  else framing = { kind: 'close' };
-  const keepAlive = !close && (minor === 1 || keepAliveToken);
-  return { statusCode, statusMessage: m[3] ?? '', minor, rawHeaders, keepAlive, keepAliveHint, framing };
-}
-
-/** The size of a chunk-size line (`line` ends in CRLF); extensions are ignored. */
-function chunkSize(line: Buffer): number {
-  const end = line.length - 2;
-  let size = 0;
-  let i = 0;
-  for (; i < end; i++) {
-    const c = line[i]!;
-    const d =
-      c >= 0x30 && c <= 0x39
-        ? c - 0x30
-        : c >= 0x61 && c <= 0x66
-          ? c - 0x57
-          : c >= 0x41 && c <= 0x46
-            ? c - 0x37
-            : -1;
-    if (d < 0) break;
-    if (i >= 12) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'chunk size too large');
-    size = size * 16 + d;
-  }
-  if (i === 0) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk size');
-  if (i < end) {
-    if (line[i] !== 0x3b) throw new UpstreamParseError('HPE_INVALID_CHUNK_SIZE', 'invalid chunk size');
-    if (!chunkExtensions(line, i, end)) throw new UpstreamParseError('HPE_STRICT', 'invalid chunk extension');
-  }
-  return size;
-}
-
-/**
- * Whether line[from, end) is `*( ";" token [ "=" ( token / quoted-string ) ] )` with no whitespace
- * (RFC 9112 7.1.1 without its BWS, as strict llhttp reads it); the extensions themselves are ignored.
- */
-function chunkExtensions(line: Buffer, from: number, end: number): boolean {
-  let i = from;
-  while (i < end) {
-    if (line[i] !== 0x3b) return false;
-    const name = ++i;
-    while (i < end && TOKEN[line[i]!]) i++;
-    if (i === name) return false;
-    if (i === end || line[i] === 0x3b) continue;
-    if (line[i++] !== 0x3d) return false;
-    if (line[i] === 0x22) {
-      // quoted-string: qdtext (field-content but '"' and '\\') or a quoted-pair ('\\' and field-content)
-      for (i++; ; i++) {
-        if (i >= end) return false;
-        const c = line[i]!;
-        if (c === 0x22) break;
-        if (c === 0x5c && ++i >= end) return false;
-        if (!FIELD_VALUE[line[i]!]) return false;
-      }
-      i++;
-    } else {
-      const value = i;
-      while (i < end && TOKEN[line[i]!]) i++;
-      if (i === value) return false;
-    }
-  }
-  return true;
-}
-
-function checkTrailer(line: Buffer): void {
-  const text = line.toString('latin1', 0, line.length - 2);
-  const colon = text.indexOf(':');
-  if (colon <= 0) throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer');
-  if (!allIn(TOKEN, text, 0, colon))
-    throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer name');
-  if (!allIn(FIELD_VALUE, text, colon + 1))
-    throw new UpstreamParseError('HPE_INVALID_HEADER_TOKEN', 'invalid trailer value');
-}
-
-/** What an exchange hears from the socket it owns (see own()). */
-export interface SocketUser {
-  data(chunk: Buffer): void;
-  end(): void;
-  error(err: NodeJS.ErrnoException): void;
-  close(): void;
-  timeout(): void;
-  drain(): void;
-}
-
-/** A socket's listeners, installed once: they call its owner, or drop it from its pool when idle. */
-interface Slot {
-  user: SocketUser | undefined;
-  pool: UpstreamPool | undefined;
-  key: string;
-  /** The idle timeout was set from a Keep-Alive hint while pooled (restored when taken). */
-  hinted: boolean;
-}
-
-const slots = new WeakMap<net.Socket, Slot>();
-
-function slotOf(socket: net.Socket): Slot {
-  const slot = slots.get(socket);
-  if (slot) return slot;
-  const s: Slot = { user: undefined, pool: undefined, key: '', hinted: false };
-  slots.set(socket, s);
-  const idle = () => s.pool?.drop(s.key, socket);
-  socket.on('data', (c: Buffer) => (s.user ? s.user.data(c) : idle()));
-  socket.on('end', () => (s.user ? s.user.end() : idle()));
-  socket.on('error', (e: NodeJS.ErrnoException) => (s.user ? s.user.error(e) : idle()));
-  socket.on('close', () => (s.user ? s.user.close() : idle()));
-  socket.on('timeout', () => (s.user ? s.user.timeout() : idle()));
-  socket.on('drain', () => s.user?.drain());
-  return s;
-}
-
-/**
- * Makes `user` hear the socket's events (undefined: nobody). One set of listeners per socket for
- * its life, instead of adding and removing six per request.
- */
-export function own(socket: net.Socket, user: SocketUser | undefined): void {
-  slotOf(socket).user = user;
-}
-
-/**
- * Idle keep-alive sockets of one exit, per destination (`host:port`), newest first out. A pooled
- * socket keeps the idle timeout it had while used (the gateway's idle timeout; the answer's
- * Keep-Alive hint when it gave one): it is dropped when that passes, or on any event while idle.
- */
-export class UpstreamPool {
-  private readonly free = new Map<string, net.Socket[]>();
-  private readonly sourceAddress: string | undefined;
-  private readonly ports: SourcePorts | undefined;
-
-  constructor(sourceAddress?: string, ports?: SourcePorts) {
-    this.sourceAddress = sourceAddress;
-    this.ports = ports;
-  }
-
-  /** An idle socket to `key` with its idle timeout set to `timeoutMs`, or undefined. */
-  take(key: string, timeoutMs: number): net.Socket | undefined {
-    const list = this.free.get(key);
-    while (list && list.length > 0) {
-      const socket = list.pop()!;
-      if (list.length === 0) this.free.delete(key);
-      const slot = slotOf(socket);
-      slot.pool = undefined;
-      if (socket.destroyed || !socket.readable || !socket.writable) {
-        socket.destroy();
-        continue;
-      }
-      if (slot.hinted) {
-        slot.hinted = false;
-        socket.setTimeout(timeoutMs);
-      }
-      socket.ref();
-      return socket;
-    }
-    return undefined;
-  }
-
-  /** Keeps a socket nobody owns after a complete exchange; `hintSeconds` from the answer's Keep-Alive. */
-  give(key: string, socket: net.Socket, hintSeconds: number): void {
-    let list = this.free.get(key);
-    if (!list) {
-      list = [];
-      this.free.set(key, list);
-    }
-    // As node's agent: a server hint of timeout=N keeps it N-1 s (at most 1 s less than promised).
-    const hintMs = hintSeconds > 0 ? hintSeconds * 1000 - 1000 : 0;
-    if (list.length >= MAX_FREE_SOCKETS || (hintSeconds > 0 && hintMs <= 0)) {
-      socket.destroy();
+    // A pooled socket closed by the destination before any byte of an answer: stale, sent again.
+    const next = reused && !parser.started ? exits : exitFault ? exits.slice(1) : [];
+    if (!out.hasBody && next.length > 0 && !res.headersSent && !req.socket.destroyed) {
+      sendRaw(ctx, req, res, a, next, out);
       return;
     }
-    const slot = slotOf(socket);
-    slot.user = undefined;
-    slot.pool = this;
-    slot.key = key;
-    if (hintMs > 0) {
-      slot.hinted = true;
-      socket.setTimeout(hintMs);
-    }
-    socket.unref();
-    socket.resume();
-    list.push(socket);
+    if (exitFault) fail(refusalFor('exit_failed'));
+    else if (err.code === 'ETIMEDOUT') fail(refusalFor('destination_connect_timeout'));
+    else fail(refusalFor('destination_refused'));
   }
 
-  /** Removes an idle socket (an event while idle: EOF, error, data, its timeout) and destroys it. */
-  drop(key: string, socket: net.Socket): void {
-    socket.destroy();
-    slotOf(socket).pool = undefined;
-    const list = this.free.get(key);
-    const at = list ? list.indexOf(socket) : -1;
-    if (at >= 0) {
-      list!.splice(at, 1);
-      if (list!.length === 0) this.free.delete(key);
-    }
-  }
+  res.on('drain', onDrain);
+  // The customer left before the end: as node's client's destroyed request, whose 'error' then
+  // counted the abandonment (fail() sees the customer's socket gone: client_abandoned, nothing
+  // sent). Unlike node's client through an upstream proxy, the exit is not marked failed for it.
+  res.on('close', () => {
+    if (res.writableFinished || over) return;
+    finish(false);
+    if (!responded) fail(refusalFor('destination_refused'));
+  });
 
-  /** A new connection: connected (source-address exits) or connecting, its idle timeout set. */
-  dial(host: string, port: number, timeoutMs: number): net.Socket | Promise<net.Socket> {
-    if (this.sourceAddress && this.ports) {
-      return dialFrom(this.sourceAddress, this.ports, { host, port }, timeoutMs).then((s) =>
-        s.setTimeout(timeoutMs),
+  if (socket) start(socket);
+  else {
+    const dialed = pool.dial(host, port, timeoutMs);
+    if (dialed instanceof Promise) {
+      dialed.then(
+        (s) => {
+          if (over) s.destroy();
+          else start(s);
+        },
+        (err: NodeJS.ErrnoException) => failed(err),
       );
-    }
-    return net.connect({ host, port, noDelay: true, timeout: timeoutMs });
+    } else start(dialed);
   }
 
-  destroy(): void {
-    for (const list of this.free.values()) for (const s of list) s.destroy();
-    this.free.clear();
+  function fail(r: Refusal): void {
+    out.refusal = r;
+    const send = countRefusal(ctx, r, req.socket) && !res.destroyed;
+    tab?.refused();
+    // The body nobody reads any more is drained, as node's client's pipe into its destroyed request did.
+    if (out.hasBody) req.resume();
+    if (send) refuseRequest(res, r);
+    else res.destroy();
   }
 }
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
-import { MIN_BURST_BYTES, newBucket, perPodRate, refill, setRate, take, waitMs } from './throttle.ts';
+import { MIN_BURST_BYTES, newBucket, perPodRate, refill, setRate, take, waitMs } from './bucket.ts';
 
 const KiB = 1024;
 

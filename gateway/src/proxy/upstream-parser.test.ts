@@ -1,10 +1,12 @@
 // The raw upstream client's response parser in isolation (docs/adr/0038): any chunking of a valid
 // body decodes to the same bytes, any split of the input into TCP reads gives the same result,
-// and the refusals the differential test (upstream.int.test.ts) checks end to end.
+// and the refusals the differential test (upstream.int.test.ts) checks end to end; and the request
+// head the raw client (upstream.ts) writes.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { parse, split } from '#test/response-parser.ts';
-import { MAX_HEAD_BYTES, parseHead, requestHead } from './upstream.ts';
+import { requestHead } from './upstream.ts';
+import { MAX_HEAD_BYTES, parseHead } from './upstream-parser.ts';
 
 const bodyArb = fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a));
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });
