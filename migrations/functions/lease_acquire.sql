@@ -20,11 +20,12 @@
 -- this lease (KEY SHARE does not conflict with the API's FOR NO KEY UPDATE: no new lock order).
 --
 -- A denial while other gateways' leases hold bytes asks them to give back what they do not need
--- (a 'give_back' change, at most once a second per balance; docs/adr/0073).
+-- (a 'give_back' change, at most once a second per balance; docs/adr/0073), and says so
+-- (out_others_hold: the denied gateway may wait for them).
 CREATE OR REPLACE FUNCTION lease_acquire(p_account uuid, p_product text, p_gateway text, p_wanted bigint, p_min bigint,
                               p_ttl_seconds integer, p_sub_user uuid DEFAULT NULL, p_spends jsonb DEFAULT '[]')
 RETURNS TABLE (out_lease_id uuid, out_granted bigint, out_expires_at timestamptz, out_free bigint, out_held bigint,
-               out_sub_user_limited boolean)
+               out_sub_user_limited boolean, out_others_hold boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_free bigint;
@@ -37,6 +38,7 @@ DECLARE
   v_limit bigint;
   v_sub_free bigint;
   v_limited boolean := false;
+  v_others boolean := false;
 BEGIN
   SELECT array_agg(x.id ORDER BY x.id) FILTER (WHERE x.dead) INTO v_dead FROM (
     SELECT l.id, coalesce(h.beat_at < now() - gateway_dead_after(), false) AS dead
@@ -63,7 +65,7 @@ BEGIN
   IF p_sub_user IS NOT NULL THEN
     PERFORM 1 FROM sub_users s WHERE s.id = p_sub_user AND s.account_id = p_account FOR KEY SHARE;
     IF NOT FOUND THEN
-      RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, 0::bigint, true;
+      RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, 0::bigint, true, false;
       RETURN;
     END IF;
     SELECT p.limit_bytes - p.used_bytes INTO v_limit FROM sub_user_products p
@@ -80,9 +82,9 @@ BEGIN
   IF v_free IS NULL OR v_free = 0 THEN
     -- out_held > 0: nothing is free now, but leases hold bytes; other gateways' may come back.
     IF NOT v_limited AND coalesce(v_held, 0) > 0 THEN
-      PERFORM lease_give_back_request(p_account, p_product, p_gateway);
+      v_others := lease_give_back_request(p_account, p_product, p_gateway);
     END IF;
-    RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, coalesce(v_held, 0::bigint), v_limited;
+    RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, coalesce(v_held, 0::bigint), v_limited, v_others;
     RETURN;
   END IF;
   SELECT count(DISTINCT l.gateway_id) INTO v_pods FROM bandwidth_leases l
@@ -92,5 +94,5 @@ BEGIN
   INSERT INTO bandwidth_leases (account_id, product, gateway_id, granted_bytes, expires_at, sub_user_id)
   VALUES (p_account, p_product, p_gateway, v_grant, now() + make_interval(secs => p_ttl_seconds), p_sub_user)
   RETURNING id, expires_at INTO v_id, v_expires;
-  RETURN QUERY SELECT v_id, v_grant, v_expires, v_free - v_grant, v_held + v_grant, v_limited;
+  RETURN QUERY SELECT v_id, v_grant, v_expires, v_free - v_grant, v_held + v_grant, v_limited, false;
 END $$;

@@ -2,7 +2,8 @@
 -- unspent bytes, they are asked through the change feed (a 'give_back' change, subject the product)
 -- to give back what they do not need (docs/adr/0073). At most once a second per balance, so a
 -- denied customer's retries do not flood change_log (NOTIFY takes a global lock at commit). The
--- caller holds the balance row lock. Returns whether the request was made.
+-- caller holds the balance row lock. Returns whether other gateways hold such bytes (then the
+-- denied gateway may wait for them).
 CREATE OR REPLACE FUNCTION lease_give_back_request(p_account uuid, p_product text, p_gateway text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -14,9 +15,8 @@ BEGIN
   UPDATE balances SET give_back_at = now()
    WHERE account_id = p_account AND product = p_product
      AND (give_back_at IS NULL OR give_back_at < now() - interval '1 second');
-  IF NOT FOUND THEN
-    RETURN false;
+  IF FOUND THEN
+    PERFORM change_log_record('give_back', p_account, p_product);
   END IF;
-  PERFORM change_log_record('give_back', p_account, p_product);
   RETURN true;
 END $$;
