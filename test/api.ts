@@ -1,7 +1,6 @@
 // Test harness: an API on port 0 over a test database, in this process or as a child process
 // (`node api/src/main.ts`), the way production runs it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { afterAll, beforeAll } from '@jest/globals';
 import { fileURLToPath } from 'node:url';
 import type pino from 'pino';
 import { Health } from '#common/health.ts';
@@ -9,6 +8,7 @@ import { createLogger } from '#common/logger.ts';
 import { createRegistry } from '#common/metrics.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
+import { jestHooks } from './hooks.ts';
 import { TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from './fixtures.ts';
 import { loadApiConfig } from '../api/src/config.ts';
 import { startApi, type RunningApi } from '../api/src/server.ts';
@@ -187,11 +187,11 @@ export interface ApiFixture {
 /** Starts both before the file's tests and stops them after; read the fields inside tests. */
 export function useTestApi(options: Parameters<typeof startTestApi>[1] = {}): ApiFixture {
   const fixture = {} as ApiFixture;
-  beforeAll(async () => {
+  jestHooks().beforeAll(async () => {
     fixture.db = await createTestDatabase();
     fixture.api = await startTestApi(fixture.db, options);
   });
-  afterAll(async () => {
+  jestHooks().afterAll(async () => {
     await fixture.api?.close();
     await fixture.db?.drop();
   });

@@ -1,10 +1,10 @@
 // A fresh database per test file, cloned from the run's migrated template (test/global-setup.ts).
-import { afterAll, beforeAll } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
 import { withDatabase } from './global-setup.ts';
+import { jestHooks } from './hooks.ts';
 
 export interface TestDatabase {
   /** Connection URL of this test's database. */
@@ -41,10 +41,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 /** A test database for the whole file: created before its tests, dropped after; read `db` inside tests. */
 export function useTestDatabase(): { db: TestDatabase } {
   const fixture = {} as { db: TestDatabase };
-  beforeAll(async () => {
+  jestHooks().beforeAll(async () => {
     fixture.db = await createTestDatabase();
   });
-  afterAll(async () => {
+  jestHooks().afterAll(async () => {
     await fixture.db?.drop();
   });
   return fixture;

@@ -1,7 +1,6 @@
 // Test harness for the gateway's integration tests: a local origin that echoes the peer address,
 // a gateway on port 0 over a test database (useTestGateway: both for a whole test file), and
 // clients that measure the exact bytes they moved.
-import type { afterAll as AfterAll, beforeAll as BeforeAll } from '@jest/globals';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +11,8 @@ import type { Pool } from '#common/db/pool.ts';
 import { changeLogHead } from '#common/db/changes.ts';
 import { startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../gateway/src/spec.ts';
-import type { TestDatabase } from './db.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { jestHooks } from './hooks.ts';
 import { nodeUpstream } from './node-upstream.ts';
 
 export interface Origin {
@@ -171,13 +171,6 @@ export interface GatewayFixture {
 const FIXTURE_HOOK_MS = 60_000;
 
 /**
- * jest's hooks, from the globals jest gives every test file. Not imported: @jest/globals (and
- * test/db.ts, which imports it) throw when loaded outside jest, and this module is also loaded by
- * processes the tests spawn (test/bin/exit-ports-load.ts).
- */
-const jest = () => globalThis as unknown as { beforeAll: typeof BeforeAll; afterAll: typeof AfterAll };
-
-/**
  * A test database, an origin (startOrigin) and a gateway on port 0 for the whole test file:
  * started before its tests (after the file's beforeAll hooks declared earlier, so `spec` may be a
  * function of what they opened), stopped after them. Read the fields inside tests.
@@ -217,14 +210,13 @@ export function useTestGateway(
       closers.push(close);
     },
   };
-  jest().beforeAll(async () => {
-    const { createTestDatabase } = await import('./db.ts');
+  jestHooks().beforeAll(async () => {
     fixture.db = await createTestDatabase();
     fixture.origin = await startOrigin();
     if (gateway === false) return;
     fixture.gateway = await fixture.start(typeof spec === 'function' ? spec() : spec, startOptions);
   }, FIXTURE_HOOK_MS);
-  jest().afterAll(async () => {
+  jestHooks().afterAll(async () => {
     await Promise.all(gateways.map((g) => g.close()));
     await Promise.all(processes.map((p) => p.stop('SIGKILL')));
     for (const close of closers.reverse()) await close();

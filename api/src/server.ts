@@ -27,7 +27,7 @@ import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/ro
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
-import { dashboardRouter } from './modules/dashboard/routes.ts';
+import { dashboardRouter } from './modules/dashboard/router.ts';
 
 export interface ApiDeps {
   config: Readonly<ApiConfig>;

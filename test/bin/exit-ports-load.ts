@@ -19,7 +19,6 @@ const databaseUrl = process.env.DATABASE_URL!;
 const auth = process.env.PROXY_AUTH!;
 const tunnels = Number(process.env.TUNNELS ?? 6000);
 const concurrency = Number(process.env.CONCURRENCY ?? 50);
-/* eslint-enable no-restricted-properties */
 
 const origin = net.createServer((s) => {
   s.on('error', () => s.destroy());

@@ -1,7 +1,7 @@
 // `npx proxyfleet mail list` / `mail show <n>`: the emails the dev mail sink of `npm start` kept
 // under <PROXYFLEET_DATA_DIR>/mail (dev/mail-sink.ts). Reads files; no API call.
 import path from 'node:path';
-import { listMail, showMail } from '#common/mail-store.ts';
+import { listMail, showMail } from './mail-store.ts';
 import { loadCliConfig } from './config.ts';
 
 export const MAIL_HELP = `Usage: proxyfleet mail <command>

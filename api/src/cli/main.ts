@@ -4,7 +4,6 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { apiUrl, loadCliConfig } from './config.ts';
-import { runMailCli } from './mail.ts';
 
 interface Command {
   usage: string;
@@ -480,9 +479,11 @@ export interface CliIo {
 /** Runs the CLI; returns the exit code. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [area, ...rest] = argv;
+  // Loaded on demand: it reads the dev mail sink with mailparser, a devDependency that the
+  // image (npm ci --omit=dev) does not have, so the admin CLI must start without it.
+  if (area === 'mail') return (await import('./mail.ts')).runMailCli(rest, io);
   // Help at every level: `proxyfleet --help`, `admin --help`, `admin accounts --help` (or
   // `admin accounts`, `admin help accounts`), `admin accounts create --help`.
-  if (area === 'mail') return runMailCli(rest, io);
   if (
     area === undefined ||
     HELP.has(area) ||

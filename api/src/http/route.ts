@@ -85,16 +85,34 @@ function problem(issue: z.core.$ZodIssue): string {
   }
 }
 
-/** "count: must be an integer from 1 to 1000" -> which field, and what is wrong with it. */
-export function validationError(error: z.ZodError): AppError {
-  const detail = error.issues
-    .flatMap((issue) =>
+/** One problem a schema found: the field's path ("trafficLimits.basic", '' for the whole input). */
+export interface FieldProblem {
+  field: string;
+  /** What is wrong, in the words of docs/errors.md ("must be a number"). */
+  problem: string;
+  issue: z.core.$ZodIssue;
+}
+
+/** The first `max` problems of a refused input, each with its field. */
+export function fieldProblems(error: z.ZodError, max = 3): FieldProblem[] {
+  return error.issues
+    .flatMap((issue): FieldProblem[] =>
       // A strict object names each unknown field on its own: "lifeTime: unknown field".
       issue.code === 'unrecognized_keys'
-        ? issue.keys.map((key) => `${[...issue.path.map(String), key].join('.')}: unknown field`)
-        : [issue.path.length ? `${issue.path.map(String).join('.')}: ${problem(issue)}` : problem(issue)],
+        ? issue.keys.map((key) => ({
+            field: [...issue.path.map(String), key].join('.'),
+            problem: 'unknown field',
+            issue,
+          }))
+        : [{ field: issue.path.map(String).join('.'), problem: problem(issue), issue }],
     )
-    .slice(0, 3)
+    .slice(0, max);
+}
+
+/** "count: must be an integer from 1 to 1000" -> which field, and what is wrong with it. */
+export function validationError(error: z.ZodError): AppError {
+  const detail = fieldProblems(error)
+    .map((p) => (p.field ? `${p.field}: ${p.problem}` : p.problem))
     .join('; ');
   return new AppError('VALIDATION_FAILED', { detail });
 }

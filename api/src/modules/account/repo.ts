@@ -1,6 +1,7 @@
 import type { Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
-import type { Product } from '#common/products.ts';
+import { BYTES_PER_GB, type Product } from '#common/products.ts';
+import type { AlertsUpdate } from './schemas.ts';
 
 export interface AccountRecord {
   id: string;
@@ -59,4 +60,73 @@ export async function readAccount(pool: Pool, accountId: string): Promise<Accoun
     [accountId],
   );
   return rows[0];
+}
+
+export interface AlertsRow {
+  lowBandwidth: boolean;
+  newInvoice: boolean;
+  serverAlerts: boolean;
+  lowBandwidthPercent: number;
+  lowBandwidthFloorGb: number | null;
+}
+
+const ALERT_COLUMNS = `low_bandwidth AS "lowBandwidth", new_invoice AS "newInvoice", server_alerts AS "serverAlerts",
+  low_bandwidth_percent AS "lowBandwidthPercent",
+  round(low_bandwidth_floor_bytes / 1e9, 9)::float8 AS "lowBandwidthFloorGb"`;
+
+/** The account's alert switches; undefined when the account does not exist (createAccount makes the row). */
+export async function readAlerts(pool: Pool, accountId: string): Promise<AlertsRow | undefined> {
+  const { rows } = await pool.query<AlertsRow>(
+    `SELECT ${ALERT_COLUMNS} FROM alert_settings WHERE account_id = $1`,
+    [accountId],
+  );
+  return rows[0];
+}
+
+/** Updates the given switches; undefined when the account does not exist. */
+export async function updateAlerts(
+  pool: Pool,
+  accountId: string,
+  u: AlertsUpdate,
+): Promise<AlertsRow | undefined> {
+  const { rows } = await pool.query<AlertsRow>(
+    `UPDATE alert_settings SET low_bandwidth = coalesce($2, low_bandwidth), new_invoice = coalesce($3, new_invoice),
+            server_alerts = coalesce($4, server_alerts), low_bandwidth_percent = coalesce($5, low_bandwidth_percent),
+            low_bandwidth_floor_bytes = CASE WHEN $6 THEN $7::bigint ELSE low_bandwidth_floor_bytes END,
+            updated_at = now()
+      WHERE account_id = $1
+      RETURNING ${ALERT_COLUMNS}`,
+    [
+      accountId,
+      u.lowBandwidth ?? null,
+      u.newInvoice ?? null,
+      u.serverAlerts ?? null,
+      u.lowBandwidthPercent ?? null,
+      u.lowBandwidthFloorGb !== undefined,
+      u.lowBandwidthFloorGb == null ? null : Math.round(u.lowBandwidthFloorGb * BYTES_PER_GB),
+    ],
+  );
+  return rows[0];
+}
+
+/** Whether the key is the account's active primary or an active named key (undefined: neither). */
+export async function activeKeyKind(
+  pool: Pool,
+  accountId: string,
+  keyId: string,
+): Promise<'primary' | 'named' | undefined> {
+  const { rows } = await pool.query<{ kind: 'primary' | 'named' }>(
+    'SELECT kind FROM api_keys WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL',
+    [keyId, accountId],
+  );
+  return rows[0]?.kind;
+}
+
+/** The account's bandwidth caps per product, bytes per second (account_throttles, docs/adr/0035). */
+export async function readThrottles(pool: Pool, accountId: string): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ product: string; bytes_per_second: number }>(
+    'SELECT product, bytes_per_second FROM account_throttles WHERE account_id = $1',
+    [accountId],
+  );
+  return new Map(rows.map((r) => [r.product, r.bytes_per_second]));
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
+import { lowBandwidthFloorGb } from '#common/billing/alerts.ts';
 import { creditSchema } from '#common/billing/credit.ts';
 import { productsSchema } from '../usage/schemas.ts';
 
@@ -15,6 +16,30 @@ export const alertsSchema = z.object({
     .number()
     .nullable()
     .describe('Also sent when this many GB or fewer remain (whichever of the two is higher); null: none'),
+});
+
+/** Alert switches an operator changes (fields not given keep their value). */
+export const alertsUpdateSchema = z
+  .object({
+    lowBandwidth: z.boolean().optional(),
+    newInvoice: z.boolean().optional(),
+    serverAlerts: z.boolean().optional(),
+    lowBandwidthPercent: z.number().int().min(1).max(99).optional(),
+    lowBandwidthFloorGb: lowBandwidthFloorGb.optional(),
+  })
+  .refine(
+    (v) => Object.values(v).some((x) => x !== undefined),
+    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent, lowBandwidthFloorGb',
+  );
+export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
+
+/** A named key's name, as the admin API and the dashboard take it. */
+export const createKeySchema = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'must be letters, digits, space, dot, underscore or hyphen'),
 });
 
 export const keySummarySchema = z.object({

@@ -1,8 +1,7 @@
 import type { Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import type { IspProxyRow } from '../proxies/repo.ts';
-import { BYTES_PER_GB, type Product } from '#common/products.ts';
-import type { AlertsUpdate } from './schemas.ts';
+import type { Product } from '#common/products.ts';
 
 export interface AccountSummaryRow {
   id: string;
@@ -26,57 +25,6 @@ export async function listAccounts(
 export async function accountExists(pool: Pool, id: string): Promise<boolean> {
   const { rowCount } = await pool.query('SELECT 1 FROM accounts WHERE id = $1', [id]);
   return rowCount === 1;
-}
-
-export async function activeKeyKind(
-  pool: Pool,
-  accountId: string,
-  keyId: string,
-): Promise<'primary' | 'named' | undefined> {
-  const { rows } = await pool.query<{ kind: 'primary' | 'named' }>(
-    'SELECT kind FROM api_keys WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL',
-    [keyId, accountId],
-  );
-  return rows[0]?.kind;
-}
-
-export interface AlertsRow {
-  lowBandwidth: boolean;
-  newInvoice: boolean;
-  serverAlerts: boolean;
-  lowBandwidthPercent: number;
-  lowBandwidthFloorGb: number | null;
-}
-
-/** The alert settings as the APIs show them (GB, 9 decimals at most). */
-export const ALERT_COLUMNS = `low_bandwidth AS "lowBandwidth", new_invoice AS "newInvoice", server_alerts AS "serverAlerts",
-  low_bandwidth_percent AS "lowBandwidthPercent",
-  round(low_bandwidth_floor_bytes / 1e9, 9)::float8 AS "lowBandwidthFloorGb"`;
-
-/** Updates the given switches; undefined when the account does not exist (createAccount makes the row). */
-export async function updateAlerts(
-  pool: Pool,
-  accountId: string,
-  u: AlertsUpdate,
-): Promise<AlertsRow | undefined> {
-  const { rows } = await pool.query<AlertsRow>(
-    `UPDATE alert_settings SET low_bandwidth = coalesce($2, low_bandwidth), new_invoice = coalesce($3, new_invoice),
-            server_alerts = coalesce($4, server_alerts), low_bandwidth_percent = coalesce($5, low_bandwidth_percent),
-            low_bandwidth_floor_bytes = CASE WHEN $6 THEN $7::bigint ELSE low_bandwidth_floor_bytes END,
-            updated_at = now()
-      WHERE account_id = $1
-      RETURNING ${ALERT_COLUMNS}`,
-    [
-      accountId,
-      u.lowBandwidth ?? null,
-      u.newInvoice ?? null,
-      u.serverAlerts ?? null,
-      u.lowBandwidthPercent ?? null,
-      u.lowBandwidthFloorGb !== undefined,
-      u.lowBandwidthFloorGb == null ? null : Math.round(u.lowBandwidthFloorGb * BYTES_PER_GB),
-    ],
-  );
-  return rows[0];
 }
 
 const ISP_COLUMNS = `id, host, port, username, password_enc, country, city, isp, status, expires_at, created_at,

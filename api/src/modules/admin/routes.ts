@@ -19,22 +19,16 @@ import { defineRoute, validationError, type RouteDef, type RouteResult } from '.
 import { toIspProxy } from '../proxies/service.ts';
 import { listIspProxies } from '../proxies/repo.ts';
 import { ispProxySchema } from '../proxies/schemas.ts';
-import { alertsSchema } from '../account/schemas.ts';
+import { accountParams } from '../../http/schemas.ts';
+import { activeKeyKind, updateAlerts } from '../account/repo.ts';
+import { alertsSchema, alertsUpdateSchema, createKeySchema, type AlertsUpdate } from '../account/schemas.ts';
 import { deleteSnapshot } from '../usage/repo.ts';
 import type { AccountService } from '../account/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { gb } from '../usage/service.ts';
-import { createPasswordLink, origin } from '../dashboard/links.ts';
+import { createPasswordLink, origin } from '../password-links/service.ts';
 import * as s from './schemas.ts';
-import {
-  accountExists,
-  activeKeyKind,
-  deleteIspProxy,
-  insertIspProxy,
-  listAccounts,
-  putThrottle,
-  updateAlerts,
-} from './repo.ts';
+import { accountExists, deleteIspProxy, insertIspProxy, listAccounts, putThrottle } from './repo.ts';
 import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '#common/billing/auto-refill.ts';
 
 export interface AdminDeps {
@@ -46,7 +40,7 @@ export interface AdminDeps {
   dashboardUrl?: string | undefined;
 }
 
-type IdParams = z.infer<typeof s.accountParams>;
+type IdParams = z.infer<typeof accountParams>;
 
 export function adminRoutes(deps: AdminDeps): RouteDef[] {
   const { pool } = deps;
@@ -61,7 +55,7 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
   const mustExist = async (id: string) => {
     if (!(await accountExists(pool, id))) throw new AppError('ACCOUNT_NOT_FOUND');
   };
-  const account = { params: s.accountParams, paramsError: 'ACCOUNT_NOT_FOUND' as const };
+  const account = { params: accountParams, paramsError: 'ACCOUNT_NOT_FOUND' as const };
   const tag = 'admin';
 
   return [
@@ -195,14 +189,14 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
         return synced({ body: key });
       },
     }),
-    defineRoute<z.infer<typeof s.createKeySchema>, IdParams>({
+    defineRoute<z.infer<typeof createKeySchema>, IdParams>({
       method: 'post',
       path: '/accounts/:id/keys',
       tag,
       summary: 'Create a named key (at most 10 active per account)',
       auth: 'admin',
       ...account,
-      body: s.createKeySchema,
+      body: createKeySchema,
       response: s.createdKeySchema,
       status: 201,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND', 'NAMED_KEY_LIMIT', 'KEY_NAME_TAKEN'],
@@ -249,14 +243,14 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
         },
       }),
     ),
-    defineRoute<s.AlertsUpdate, IdParams>({
+    defineRoute<AlertsUpdate, IdParams>({
       method: 'put',
       path: '/accounts/:id/alerts',
       tag,
       summary: 'Switch email alerts on or off (fields not given keep their value)',
       auth: 'admin',
       ...account,
-      body: s.alertsUpdateSchema,
+      body: alertsUpdateSchema,
       response: alertsSchema,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
       handler: async ({ params, body }) => {

@@ -1,24 +1,8 @@
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
-import { lowBandwidthFloorGb } from '#common/billing/alerts.ts';
-import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
+import { MAX_PURCHASE_GB, throttleRate, uuid } from '../../http/schemas.ts';
 import { keySummarySchema } from '../account/schemas.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const uuid = z.string().regex(UUID);
-
-/** A bandwidth cap in bytes per second, as account_throttles and sub_users store it; null: none. */
-export const throttleRate = z
-  .number()
-  .int()
-  .min(MIN_THROTTLE_BYTES_PER_SECOND)
-  .max(MAX_THROTTLE_BYTES_PER_SECOND)
-  .nullable();
-
-/** The most one purchase may buy (a typo guard, not a business rule): 1 PB. */
-export const MAX_PURCHASE_GB = 1_000_000;
-
-export const accountParams = z.object({ id: uuid });
 export const keyParams = z.object({ id: uuid, keyId: uuid });
 export const ispProxyParams = z.object({ id: uuid, proxyId: uuid });
 export const autoRefillParams = z.object({ id: uuid, product: z.enum(PRODUCTS) });
@@ -99,13 +83,6 @@ export const invoiceSchema = z.object({
   issuedAt: z.string(),
 });
 
-export const createKeySchema = z.object({
-  name: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]*$/, 'must be letters, digits, space, dot, underscore or hyphen'),
-});
 export const createdKeySchema = z.object({
   id: z.string(),
   name: z.string(),
@@ -118,20 +95,6 @@ export const keyRecordSchema = keySummarySchema.extend({
 });
 
 export const statusSchema = z.object({ id: z.string(), status: z.enum(['active', 'suspended']) });
-
-export const alertsUpdateSchema = z
-  .object({
-    lowBandwidth: z.boolean().optional(),
-    newInvoice: z.boolean().optional(),
-    serverAlerts: z.boolean().optional(),
-    lowBandwidthPercent: z.number().int().min(1).max(99).optional(),
-    lowBandwidthFloorGb: lowBandwidthFloorGb.optional(),
-  })
-  .refine(
-    (v) => Object.values(v).some((x) => x !== undefined),
-    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent, lowBandwidthFloorGb',
-  );
-export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
 
 export const createIspProxySchema = z.object({
   host: z

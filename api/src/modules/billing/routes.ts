@@ -23,7 +23,7 @@ import {
 import { PRODUCTS } from '#common/products.ts';
 import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
-import { accountParams } from '../admin/schemas.ts';
+import { accountParams } from '../../http/schemas.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 
 const productParams = z.object({ product: z.enum(PRODUCTS) });

@@ -6,7 +6,7 @@ import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
-import { accountParams, uuid } from '../admin/schemas.ts';
+import { accountParams, uuid } from '../../http/schemas.ts';
 import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from './repo.ts';
 import {
   allowlistCreate,

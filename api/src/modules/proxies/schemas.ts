@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isCountryCode } from '#common/countries.ts';
+import { isCountryCode } from './countries.ts';
 import { PLAN_CAPABILITIES, PRODUCTS } from '#common/products.ts';
 
 /** Most proxy strings one call generates (docs/api.md). */

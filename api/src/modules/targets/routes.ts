@@ -4,7 +4,7 @@ import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
-import { accountParams } from '../admin/schemas.ts';
+import { accountParams } from '../../http/schemas.ts';
 import { subUserExists } from '../sub-users/repo.ts';
 import { readTargets, setTargetStats } from './repo.ts';
 import {

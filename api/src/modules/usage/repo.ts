@@ -2,7 +2,7 @@
 // balances by whichever API process first finds it older than the refresh interval. "Used" is
 // billing's one definition (billing_used: folded usage, or what gateways reported with their lease
 // requests before the fold; docs/api.md "Remaining bandwidth"), the number alerts and auto-refill
-// decide on.
+// decide on. And the hourly roll-up the worker folds, read per day for the dashboard's chart.
 import type { Pool } from '#common/db/pool.ts';
 
 export interface SnapshotRow {
@@ -57,4 +57,22 @@ export async function recomputeSnapshot(
 /** A purchase makes the next read recompute, so bought bandwidth shows at once. */
 export async function deleteSnapshot(pool: Pool, accountId: string): Promise<void> {
   await pool.query('DELETE FROM api_usage_snapshots WHERE account_id = $1', [accountId]);
+}
+
+export interface DailyUsage {
+  day: string;
+  product: string;
+  bytes: number;
+}
+
+/** Bytes per day and product over the last `days` days, from the hourly roll-up the worker folds. */
+export async function dailyUsage(pool: Pool, accountId: string, days: number): Promise<DailyUsage[]> {
+  const { rows } = await pool.query<DailyUsage>(
+    `SELECT to_char(date_trunc('day', hour AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, product,
+            sum(bytes_up + bytes_down)::bigint AS bytes
+       FROM usage_hourly WHERE account_id = $1 AND hour >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - make_interval(days => $2 - 1)
+      GROUP BY 1, 2 ORDER BY 1, 2`,
+    [accountId, days],
+  );
+  return rows;
 }

@@ -1,22 +1,21 @@
 // One-time links to set the dashboard password: an invite (admin API, CLI) or a reset ("Forgot
 // password?"). The link carries 256 random bits; only their sha256 is stored. The email is queued
 // in the outbox in the same transaction as the link, like every other email (docs/adr/0006), and
-// the worker sends it; the migration blanks the body once it is sent.
+// the worker sends it; the migration blanks the body once it is sent. The admin API and the
+// dashboard both create links, so they live here, in a feature of their own (docs/adr/0062).
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import { AppError } from '#common/errors.ts';
 import { sha256 } from '#common/secrets.ts';
-import { linkEmail } from './emails.ts';
+import { linkEmail, type LinkPurpose } from './emails.ts';
 
 export const INVITE_TTL_SECONDS = 7 * 24 * 3600;
 export const RESET_TTL_SECONDS = 3600;
 export const SET_PASSWORD_PATH = '/set-password';
 
-export type LinkPurpose = 'invite' | 'reset';
-
 export const hashToken = (token: string): Buffer => sha256(token);
-export const newToken = (): string => randomBytes(32).toString('base64url');
+const newToken = (): string => randomBytes(32).toString('base64url');
 
 export async function createPasswordLink(
   pool: Pool,

@@ -6,7 +6,7 @@
 import { expect, test } from '@jest/globals';
 import { useTestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { createPasswordLink, hashToken } from './links.ts';
+import { createPasswordLink, hashToken } from './service.ts';
 import { setPasswordWithToken } from './repo.ts';
 
 const fx = useTestDatabase();

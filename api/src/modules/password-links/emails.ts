@@ -1,6 +1,8 @@
-// The dashboard's two emails (outbox kinds added by migrations/0070_dashboard.sql). Plain text, like
-// the alert emails the worker sends.
-import type { LinkPurpose } from './links.ts';
+// The two emails that carry a link (outbox kinds added by migrations/0070_dashboard.sql). Plain
+// text, like the alert emails the worker sends.
+
+/** An invite (admin API, CLI) or a reset ("Forgot password?" on the dashboard). */
+export type LinkPurpose = 'invite' | 'reset';
 
 export interface LinkEmail {
   kind: 'dashboard_invite' | 'dashboard_reset';

@@ -1,6 +1,6 @@
 // The emails the dev mail sink of `npm start` (dev/mail-sink.ts) keeps as .eml files under
-// <PROXYFLEET_DATA_DIR>/mail, read back for `npx proxyfleet mail list` / `mail show <n>`. Here, in
-// common/, because both the dev entrypoint's tests and the CLI (api/) read them.
+// <PROXYFLEET_DATA_DIR>/mail, read back for `npx proxyfleet mail list` / `mail show <n>`. Only the
+// CLI reads them (the dev entrypoint's tests go through the CLI).
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleParser, type AddressObject } from 'mailparser';

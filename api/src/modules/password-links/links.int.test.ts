@@ -9,8 +9,9 @@ import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { emailSenderJob } from '../../../../worker/src/jobs/email.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
-import { createPasswordLink, hashToken } from './links.ts';
-import { insertSession, peekToken, setPasswordWithToken } from './repo.ts';
+import { createPasswordLink, hashToken } from './service.ts';
+import { insertSession } from '../dashboard/repo.ts';
+import { peekToken, setPasswordWithToken } from './repo.ts';
 
 let db: TestDatabase;
 let smtp: TestSmtpServer;

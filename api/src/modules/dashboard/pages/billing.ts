@@ -1,0 +1,255 @@
+// Billing: the invoices (the same listing as GET /api/v1/invoices) and each product's auto-refill
+// settings, changed in a form judged by the same schema as PUT /api/v1/auto-refill/:product. The
+// operations are the shared ones of common/src/billing/.
+import { z } from 'zod';
+import {
+  autoRefillUpdateSchema,
+  getAutoRefill,
+  putAutoRefill,
+  type AutoRefillSettings,
+} from '#common/billing/auto-refill.ts';
+import { listInvoices, type InvoiceView } from '#common/billing/invoices.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { BYTES_PER_GB, PRODUCTS } from '#common/products.ts';
+import { formProblem, formValues, type FieldWords } from '../forms.ts';
+import { html, type Html } from '../html.ts';
+import { csrfField, dateText, gbText, layout, message, table, type PageContext } from '../layout.ts';
+import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
+
+/** Invoices shown: one page of the API's listing, its largest. */
+const INVOICES_SHOWN = 100;
+const product = z.enum(PRODUCTS);
+const NO_SUCH_PRODUCT = 'There is no such product.';
+
+/** What the auto-refill form shows: the stored settings, or what was typed when it was refused. */
+interface AutoRefillForm {
+  enabled: boolean;
+  thresholdGb: string;
+  refillGb: string;
+  maxRefillsPerMonth: string;
+}
+
+const GB_RULE = 'a number of GB greater than 0 and at most 1,000,000';
+const REFILL_FIELDS = {
+  thresholdGb: {
+    label: 'When below (GB)',
+    // The schema's own rule across two fields, named by the form's labels.
+    says: (issue) => (issue.code === 'custom' ? 'must be less than Buy (GB)' : GB_RULE),
+  },
+  refillGb: { label: 'Buy (GB)', says: GB_RULE },
+  maxRefillsPerMonth: { label: 'At most per month', says: 'a whole number from 1 to 100' },
+} satisfies Record<string, FieldWords>;
+
+export const billingPage: PageModule = ({ pool }) => {
+  const render = async (
+    { person, ctx, send }: SignedInVisit,
+    state: { notice?: string | undefined; error?: string },
+    status = 200,
+  ) => {
+    const [invoices, autoRefill] = await Promise.all([
+      listInvoices(pool, person.accountId, { limit: INVOICES_SHOWN }),
+      configuredAutoRefill(pool, person.accountId),
+    ]);
+    send(billingView(ctx, { invoices: invoices.invoices, autoRefill, ...state }), status);
+  };
+
+  return {
+    nav: { href: '/billing', label: 'Billing' },
+    routes: [
+      get('/billing', (visit) =>
+        render(visit, { notice: visit.req.query.done === 'refill' ? 'Auto-refill saved.' : undefined }),
+      ),
+
+      get('/billing/auto-refill/:product', async (visit) => {
+        const p = product.safeParse(visit.req.params.product);
+        if (!p.success) return render(visit, { error: NO_SUCH_PRODUCT }, 404);
+        const settings = await getAutoRefill(pool, visit.person.accountId, p.data);
+        visit.send(autoRefillView(visit.ctx, { settings, form: formOf(settings) }));
+      }),
+
+      post('/billing/auto-refill/:product', async (visit) => {
+        const p = product.safeParse(visit.req.params.product);
+        if (!p.success) return render(visit, { error: NO_SUCH_PRODUCT }, 404);
+        const typed = formValues(visit.req.body, [
+          'enabled',
+          'thresholdGb',
+          'refillGb',
+          'maxRefillsPerMonth',
+        ]);
+        // Empty or non-numeric fields become NaN, which the API's schema refuses, naming the field.
+        const number = (v: string) => (v === '' ? Number.NaN : Number(v));
+        const update = autoRefillUpdateSchema.safeParse({
+          enabled: typed.enabled === 'on',
+          thresholdGb: number(typed.thresholdGb),
+          refillGb: number(typed.refillGb),
+          maxRefillsPerMonth: number(typed.maxRefillsPerMonth),
+        });
+        if (!update.success) {
+          // Nothing is lost: the form comes back with what was typed and what is wrong with it.
+          return visit.send(
+            autoRefillView(visit.ctx, {
+              settings: await getAutoRefill(pool, visit.person.accountId, p.data),
+              form: { ...typed, enabled: typed.enabled === 'on' },
+              error: formProblem(update.error, REFILL_FIELDS),
+            }),
+            422,
+          );
+        }
+        await putAutoRefill(pool, visit.person.accountId, p.data, update.data);
+        visit.res.redirect(303, '/billing?done=refill');
+      }),
+    ],
+  };
+};
+
+const formOf = (s: AutoRefillSettings): AutoRefillForm => ({
+  enabled: s.enabled,
+  thresholdGb: s.thresholdGb === null ? '' : String(s.thresholdGb),
+  refillGb: s.refillGb === null ? '' : String(s.refillGb),
+  maxRefillsPerMonth: String(s.maxRefillsPerMonth),
+});
+
+interface AutoRefillLine {
+  product: string;
+  enabled: boolean;
+  thresholdBytes: number;
+  refillBytes: number;
+  maxRefillsPerMonth: number;
+}
+
+/** The products whose auto-refill was ever configured. */
+async function configuredAutoRefill(pool: Pool, accountId: string): Promise<AutoRefillLine[]> {
+  const settings = await Promise.all(PRODUCTS.map((p) => getAutoRefill(pool, accountId, p)));
+  return settings.flatMap((s) =>
+    s.thresholdGb === null || s.refillGb === null
+      ? []
+      : [
+          {
+            product: s.product,
+            enabled: s.enabled,
+            thresholdBytes: Math.round(s.thresholdGb * BYTES_PER_GB),
+            refillBytes: Math.round(s.refillGb * BYTES_PER_GB),
+            maxRefillsPerMonth: s.maxRefillsPerMonth,
+          },
+        ],
+  );
+}
+
+function billingView(
+  ctx: PageContext,
+  data: {
+    invoices: InvoiceView[];
+    autoRefill: AutoRefillLine[];
+    notice?: string | undefined;
+    error?: string;
+  },
+): Html {
+  const refill = new Map(data.autoRefill.map((r) => [r.product, r]));
+  const change = (p: string) =>
+    html`<td><a href="/billing/auto-refill/${p}" aria-label="Change auto-refill of ${p}">Change</a></td>`;
+  return layout(
+    ctx,
+    'Billing',
+    html`${message('error', data.error)}${message('success', data.notice)}
+      <section class="card" aria-labelledby="inv-h">
+        <h2 id="inv-h">Invoices</h2>
+        ${
+          data.invoices.length === 0
+            ? html`<p>No invoices yet.</p>`
+            : table({
+                label: 'Invoices',
+                caption: 'Invoices, newest first',
+                columns: ['Invoice', 'Issued', 'Product', { num: 'Bandwidth' }, 'Source', 'Status'],
+                rows: data.invoices.map(
+                  (i) =>
+                    html`<tr>
+                      <td>#${i.number}</td>
+                      <td>${dateText(new Date(i.issuedAt))}</td>
+                      <td>${i.product}</td>
+                      <td class="num">${gbText(i.bytes)}</td>
+                      <td>${i.source === 'auto-refill' ? 'Auto-refill' : 'Purchase'}</td>
+                      <td>${i.status}</td>
+                    </tr>`,
+                ),
+              })
+        }
+      </section>
+      <section class="card" aria-labelledby="refill-h">
+        <h2 id="refill-h">Auto-refill</h2>
+        ${table({
+          label: 'Auto-refill settings',
+          caption: 'Auto-refill settings per product',
+          columns: [
+            'Product',
+            'Auto-refill',
+            { num: 'When below' },
+            { num: 'Buy' },
+            { num: 'At most per month' },
+            { hidden: 'Actions' },
+          ],
+          rows: PRODUCTS.map((p) => {
+            const r = refill.get(p);
+            return html`<tr>
+              <th scope="row">${p}</th>
+              <td>${r?.enabled ? 'On' : 'Off'}</td>
+              <td class="num">${r ? gbText(r.thresholdBytes) : '–'}</td>
+              <td class="num">${r ? gbText(r.refillBytes) : '–'}</td>
+              <td class="num">${r ? r.maxRefillsPerMonth : '–'}</td>
+              ${change(p)}
+            </tr>`;
+          }),
+        })}
+        <p class="hint">
+          Auto-refill buys the set amount when a product's remaining bandwidth falls below its threshold, at
+          most the set number of times per calendar month (UTC), with an invoice for each. The API sets the
+          same with <code>PUT /api/v1/auto-refill/&lt;product&gt;</code> (docs/api.md).
+        </p>
+      </section>`,
+  );
+}
+
+function autoRefillView(
+  ctx: PageContext,
+  state: { settings: AutoRefillSettings; form: AutoRefillForm; error?: string },
+): Html {
+  const { settings: s, form: f } = state;
+  const field = (name: keyof typeof REFILL_FIELDS, hint: string, attrs: Html) =>
+    html`<label for="refill-${name}">${REFILL_FIELDS[name].label}</label>
+      <p class="hint" id="refill-${name}-hint">${hint}</p>
+      <input
+        id="refill-${name}"
+        name="${name}"
+        type="number"
+        ${attrs}
+        required
+        value="${f[name]}"
+        aria-describedby="refill-${name}-hint"
+      />`;
+  return layout(
+    ctx,
+    `Auto-refill of ${s.product}`,
+    html`${message('error', state.error)}
+      <p>
+        Refills this month: ${s.refillsThisMonth}. Each refill is invoiced (${s.paymentMethod}) and announced
+        by the new-invoice email when that alert is on.
+      </p>
+      <form method="post" action="/billing/auto-refill/${s.product}">
+        ${csrfField(ctx)}
+        <div class="checkbox">
+          <input
+            type="checkbox"
+            id="refill-enabled"
+            name="enabled"
+            value="on"
+            ${f.enabled ? html` checked` : ''}
+          /><label for="refill-enabled">Auto-refill ${s.product}</label>
+        </div>
+        ${field('thresholdGb', 'Refill when the remaining bandwidth drops below this.', html`min="0" step="any"`)}
+        ${field('refillGb', 'Bandwidth bought per refill; more than the threshold.', html`min="0" step="any"`)}
+        ${field('maxRefillsPerMonth', 'Per calendar month (UTC), 1 to 100.', html`min="1" max="100" step="1"`)}
+        <button type="submit">Save</button>
+      </form>
+      <p><a href="/billing">Back to billing</a></p>`,
+    { narrow: true },
+  );
+}

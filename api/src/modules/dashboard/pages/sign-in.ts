@@ -1,0 +1,201 @@
+// Signing in and out, "Forgot password?" and the one-time link that sets a password
+// (docs/adr/0050). Sign-in failures are throttled per email and per address; an unknown email
+// costs the same scrypt as a known one; the links are password-links/'s, shared with the admin API.
+import { z } from 'zod';
+import { createPasswordLink, hashToken, origin, SET_PASSWORD_PATH } from '../../password-links/service.ts';
+import { peekToken, setPasswordWithToken } from '../../password-links/repo.ts';
+import { formValues } from '../forms.ts';
+import { html, type Html } from '../html.ts';
+import { csrfField, layout, message, type PageContext } from '../layout.ts';
+import { post, signedOut, type PageModule } from '../page.ts';
+import {
+  decoyHash,
+  hashPassword,
+  MAX_PASSWORD_LENGTH,
+  passwordProblem,
+  verifyPassword,
+} from '../passwords.ts';
+import * as repo from '../repo.ts';
+import { SESSION_IDLE_SECONDS } from '../session.ts';
+
+/** Sign-in failures allowed per email and per source address within the window. */
+export const LOGIN_WINDOW_SECONDS = 15 * 60;
+export const LOGIN_FAILURES_PER_EMAIL = 5;
+export const LOGIN_FAILURES_PER_ADDRESS = 20;
+
+const formString = (max: number) => z.string().max(max).optional().default('');
+const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
+
+export const signInPage: PageModule = ({ pool, logger }) => ({
+  routes: [
+    signedOut.get('/sign-in', ({ req, res, person, ctx, send }) => {
+      if (person) return res.redirect(303, '/');
+      const notice = req.query.done === 'password' ? 'Your password is set. Sign in with it.' : undefined;
+      send(signInView(ctx, { notice }));
+    }),
+
+    signedOut.post('/sign-in', async (visit) => {
+      const { req, send } = visit;
+      const form = signInForm.safeParse(req.body);
+      const email = form.success ? form.data.email.trim() : '';
+      const password = form.success ? form.data.password : '';
+      const buckets = [`email:${email.toLowerCase()}`, `ip:${req.ip ?? 'unknown'}`];
+      const counts = await repo.countFailures(pool, buckets, LOGIN_WINDOW_SECONDS);
+      if (
+        (counts.get(buckets[0]!) ?? 0) >= LOGIN_FAILURES_PER_EMAIL ||
+        (counts.get(buckets[1]!) ?? 0) >= LOGIN_FAILURES_PER_ADDRESS
+      ) {
+        const minutes = LOGIN_WINDOW_SECONDS / 60;
+        const error = `Too many failed sign-in attempts. Try again in ${minutes} minutes.`;
+        return send(signInView(visit.ctx, { email, error }), 429);
+      }
+      const row = email ? await repo.findByEmail(pool, email) : undefined;
+      // Unknown emails and accounts without a password still cost one scrypt: timing tells nothing.
+      const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
+      if (!row?.passwordHash || !ok) {
+        await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS);
+        return send(signInView(visit.ctx, { email, error: 'The email or password is not right.' }), 401);
+      }
+      if (row.status !== 'active') {
+        const error = 'This account is suspended. Contact support.';
+        return send(signInView(visit.ctx, { email, error }), 403);
+      }
+      await repo.clearFailures(pool, buckets[0]!);
+      // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
+      await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
+      await visit.startSession(row.accountId);
+      visit.res.redirect(303, '/');
+    }),
+
+    signedOut.get('/forgot-password', ({ ctx, send }) => send(forgotView(ctx))),
+
+    signedOut.post('/forgot-password', async (visit) => {
+      const { req, send } = visit;
+      const email = signInForm.safeParse(req.body).data?.email.trim() ?? '';
+      const ipBucket = `ip:${req.ip ?? 'unknown'}`;
+      const counts = await repo.countFailures(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
+      if ((counts.get(ipBucket) ?? 0) >= LOGIN_FAILURES_PER_ADDRESS) {
+        return send(forgotView(visit.ctx, { error: 'Too many requests. Try again later.' }), 429);
+      }
+      // Each request counts against the address, so the form cannot be used to flood a mailbox.
+      await repo.recordFailure(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
+      const row = email ? await repo.findByEmail(pool, email) : undefined;
+      if (row && row.status === 'active') await createPasswordLink(pool, row.accountId, 'reset', origin(req));
+      // The same answer whether or not the email exists.
+      send(forgotView(visit.ctx, { sent: true }));
+    }),
+
+    signedOut.get(SET_PASSWORD_PATH, async (visit) => {
+      const token = typeof visit.req.query.token === 'string' ? visit.req.query.token : '';
+      const owner = token ? await peekToken(pool, hashToken(token)) : undefined;
+      if (!owner) return visit.send(linkInvalidView(visit.ctx), 410);
+      visit.send(setPasswordView(visit.ctx, { token, email: owner.email }));
+    }),
+
+    signedOut.post(SET_PASSWORD_PATH, async (visit) => {
+      const { token, password } = formValues(visit.req.body, ['token', 'password'], ['token', 'password']);
+      const owner = token ? await peekToken(pool, hashToken(token)) : undefined;
+      if (!owner) return visit.send(linkInvalidView(visit.ctx), 410);
+      const problem = passwordProblem(password, [owner.email, ...owner.email.split(/[@.+_-]/)]);
+      if (problem)
+        return visit.send(setPasswordView(visit.ctx, { token, email: owner.email, error: problem }), 422);
+      const accountId = await setPasswordWithToken(pool, hashToken(token), await hashPassword(password));
+      if (!accountId) return visit.send(linkInvalidView(visit.ctx), 410);
+      logger.info({ accountId }, 'dashboard password set');
+      visit.res.redirect(303, '/sign-in?done=password');
+    }),
+
+    post('/sign-out', async ({ res, endSession }) => {
+      await endSession();
+      res.redirect(303, '/sign-in');
+    }),
+  ],
+});
+
+/** The sign-in form; also what a signed-out visitor sees at /. */
+export function signInView(
+  ctx: PageContext,
+  state: { email?: string; error?: string; notice?: string } = {},
+): Html {
+  return layout(
+    ctx,
+    'Sign in',
+    html`${message('error', state.error)}${message('success', state.notice)}
+      <form method="post" action="/sign-in" novalidate>
+        ${csrfField(ctx)}
+        <label for="email">Email</label>
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autocomplete="username"
+          required
+          value="${state.email ?? ''}"
+        />
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required />
+        <button type="submit">Sign in</button>
+      </form>
+      <p><a href="/forgot-password">Forgot password?</a></p>`,
+    { narrow: true },
+  );
+}
+
+function forgotView(ctx: PageContext, state: { sent?: boolean; error?: string } = {}): Html {
+  return layout(
+    ctx,
+    'Reset your password',
+    state.sent
+      ? html`${message('success', 'If an account exists for that email, we have sent it a link to set a new password. The link works once, for one hour.')}
+          <p><a href="/sign-in">Back to sign in</a></p>`
+      : html`${message('error', state.error)}
+          <p>Enter the email of your account and we will email you a link to set a new password.</p>
+          <form method="post" action="/forgot-password">
+            ${csrfField(ctx)}
+            <label for="email">Email</label>
+            <input id="email" name="email" type="email" autocomplete="username" required />
+            <button type="submit">Send reset link</button>
+          </form>
+          <p><a href="/sign-in">Back to sign in</a></p>`,
+    { narrow: true },
+  );
+}
+
+function setPasswordView(ctx: PageContext, state: { token: string; email: string; error?: string }): Html {
+  return layout(
+    ctx,
+    'Set your password',
+    html`${message('error', state.error)}
+      <p>Choose the password for <strong>${state.email}</strong>.</p>
+      <form method="post" action="${SET_PASSWORD_PATH}" novalidate>
+        ${csrfField(ctx)}
+        <input type="hidden" name="token" value="${state.token}" />
+        <input type="hidden" name="username" value="${state.email}" autocomplete="username" />
+        <label for="new-password">New password</label>
+        <p class="hint" id="new-password-hint">
+          At least 10 characters. A few unrelated words make a strong password that is easy to remember.
+        </p>
+        <input
+          id="new-password"
+          name="password"
+          type="password"
+          autocomplete="new-password"
+          minlength="10"
+          required
+          aria-describedby="new-password-hint"
+        />
+        <button type="submit">Set password</button>
+      </form>`,
+    { narrow: true },
+  );
+}
+
+function linkInvalidView(ctx: PageContext): Html {
+  return layout(
+    ctx,
+    'This link does not work',
+    html`<p>The link has expired or has already been used. Each link works once.</p>
+      <p><a href="/forgot-password">Get a new link</a> or <a href="/sign-in">sign in</a>.</p>`,
+    { narrow: true },
+  );
+}

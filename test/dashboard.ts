@@ -1,0 +1,172 @@
+// Test harness: the customer dashboard in a real Chromium (Debian's, driven by playwright-core)
+// against the real API and database. The API logs at debug level into `logLines` (the tests check
+// no secret reaches the log); `seenUrls` holds every URL the first page requested.
+// PROXYFLEET_DASHBOARD_SCREENSHOTS=<dir> saves screenshots.
+import { describe, expect } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { call, startTestApi, type CallOptions, type CallResult, type TestApi } from './api.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { TEST_ADMIN_TOKEN } from './fixtures.ts';
+import { basicAuth, get, rawExchange } from './gateway.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = process.env.PROXYFLEET_DASHBOARD_SCREENSHOTS;
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`SKIPPED: dashboard browser tests need ${CHROMIUM} (.ci/run installs it)`);
+
+/** `describe` where Chromium is installed (always in CI, where its absence fails the run). */
+export const describeInChromium = haveChromium || process.env.CI === 'true' ? describe : describe.skip;
+
+/** A password the strength check accepts. */
+export const STRONG = 'velvet Anchor tiptoe 93 marmalade';
+
+export interface DashboardRun {
+  db: TestDatabase;
+  api: TestApi;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  /** Every URL `page` requested. */
+  seenUrls: string[];
+  /** Every log line the API wrote, at debug level. */
+  logLines: string[];
+  close(): Promise<void>;
+}
+
+/** A database, an API on it and a browser with one page. */
+export async function startDashboardRun(): Promise<DashboardRun> {
+  const db = await createTestDatabase();
+  const logLines: string[] = [];
+  // One trusted proxy hop: the throttling test sends X-Forwarded-For to act from other addresses.
+  const api = await startTestApi(db, {
+    env: { PROXYFLEET_API_TRUST_PROXY_HOPS: '1' },
+    logLevel: 'debug',
+    logStream: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString());
+        done();
+      },
+    }),
+  });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const context = await newContext(browser, api.url);
+  const page = await context.newPage();
+  const seenUrls: string[] = [];
+  page.on('request', (r) => seenUrls.push(r.url()));
+  return {
+    db,
+    api,
+    browser,
+    context,
+    page,
+    seenUrls,
+    logLines,
+    async close() {
+      await browser.close();
+      await api.close();
+      await db.drop();
+    },
+  };
+}
+
+export async function newContext(
+  browser: Browser,
+  apiUrl: string,
+  viewport = { width: 1280, height: 900 },
+): Promise<BrowserContext> {
+  const ctx = await browser.newContext({ viewport, acceptDownloads: true, baseURL: apiUrl });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: apiUrl });
+  // A bound, not a measurement: scrypt sign-ins on a loaded 2-core machine take seconds.
+  ctx.setDefaultTimeout(30_000);
+  return ctx;
+}
+
+export const adminCall = (api: TestApi, p: string, o: CallOptions = {}): Promise<CallResult> =>
+  call(api.url, `/admin/v1${p}`, { admin: TEST_ADMIN_TOKEN, ...o });
+
+/** No serious or critical axe-core violation on the page as it is now. */
+export async function axe(p: Page, name: string): Promise<void> {
+  const result = await new AxeBuilder({ page: p }).analyze();
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect({
+    page: name,
+    violations: bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+  }).toEqual({ page: name, violations: [] });
+}
+
+export async function shot(p: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await p.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Fills and sends the sign-in form (the page's context has the API as its base URL). */
+export async function signIn(p: Page, email: string, password: string): Promise<void> {
+  await p.goto('/sign-in');
+  await p.getByLabel('Email').fill(email);
+  await p.getByLabel('Password').fill(password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** The signed-out forms' CSRF token and pre-session cookie, as a plain HTTP client gets them. */
+export async function signedOutForm(
+  apiUrl: string,
+  headers: Record<string, string> = {},
+): Promise<{ cookie: string; csrf: string }> {
+  const res = await fetch(`${apiUrl}/sign-in`, { headers });
+  const cookie = res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('pf_pre='))!
+    .split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await res.text())![1]!;
+  return { cookie, csrf };
+}
+
+/** A form post by a plain HTTP client; redirects are not followed. */
+export async function postForm(
+  apiUrl: string,
+  pathName: string,
+  fields: Record<string, string>,
+  cookie: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${apiUrl}${pathName}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, ...headers },
+    body: new URLSearchParams(fields).toString(),
+  });
+}
+
+/** A generated proxy line host:port:user:pass used for one plain-HTTP GET: the status it got. */
+export async function proxyLineStatus(line: string, url: string): Promise<number> {
+  const [host, port, user, ...rest] = line.split(':');
+  expect(host).toBe('127.0.0.1');
+  const [answer] = (await rawExchange(Number(port), [get(url, basicAuth(user!, rest.join(':')))])).responses;
+  return answer!.status;
+}
+
+/** The same GET through the same proxy line as SOCKS5, by curl: the HTTP status curl got. */
+export function proxyLineSocksStatus(line: string, url: string): Promise<string> {
+  const [host, port, user, ...rest] = line.split(':');
+  const args = ['--silent', '--max-time', '20', '--socks5-hostname', `${host}:${port}`];
+  args.push('--proxy-user', `${user}:${rest.join(':')}`, '-o', '/dev/null', '-w', '%{http_code}', url);
+  return new Promise((resolve) => execFile('curl', args, (_err, stdout) => resolve(stdout)));
+}

@@ -1,0 +1,78 @@
+// The lint configuration's import rules (docs/adr/0062), shown on a small repository that breaks
+// them on purpose (fixture/): ESLint's Node API lints it with the same lintConfig() that lints
+// this repository, so a rule taken out of eslint.config.js fails here. The type-aware rules are
+// left out (the fixture is not in a TypeScript project); the import rules need no types.
+import { describe, expect, it } from '@jest/globals';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ESLint, type Linter } from 'eslint';
+
+const FIXTURE = fileURLToPath(new URL('./fixture/', import.meta.url));
+const CONFIG = new URL('../../eslint.config.js', import.meta.url).href;
+const IMPORT_RULES = ['proxyfleet/no-cycle', 'import-x/no-restricted-paths', 'no-restricted-imports'];
+
+/** Each fixture file's findings, as "rule: message". */
+async function lintFixture(): Promise<Record<string, string[]>> {
+  const { lintConfig } = (await import(CONFIG)) as { lintConfig: (root: string) => Linter.Config[] };
+  const eslint = new ESLint({
+    cwd: FIXTURE,
+    overrideConfigFile: true,
+    overrideConfig: [
+      ...lintConfig(FIXTURE),
+      { languageOptions: { parserOptions: { projectService: false } } },
+    ],
+    ignore: false,
+    ruleFilter: ({ ruleId }) => IMPORT_RULES.includes(ruleId),
+  });
+  const results = await eslint.lintFiles(['.']);
+  return Object.fromEntries(
+    results.map((r) => [
+      path.relative(FIXTURE, r.filePath),
+      r.messages.map((m) => `${m.ruleId ?? 'parser'}: ${m.message}`),
+    ]),
+  );
+}
+
+describe('the lint configuration', () => {
+  it('fails on import cycles, type-only ones included, and on wrong-way imports; passes the right way', async () => {
+    const found = await lintFixture();
+    const modules = 'api/src/modules';
+    expect(found).toEqual({
+      // A type-only cycle (import-x/no-cycle does not see it).
+      [`${modules}/links/emails.ts`]: [
+        expect.stringMatching(
+          /^proxyfleet\/no-cycle: Import cycle .*links\/emails\.ts -> .*links\/links\.ts -> .*links\/emails\.ts/,
+        ),
+      ],
+      [`${modules}/links/links.ts`]: [expect.stringMatching(/^proxyfleet\/no-cycle: Import cycle/)],
+      // A cycle of values.
+      [`${modules}/reports/a.ts`]: [expect.stringMatching(/^proxyfleet\/no-cycle: Import cycle/)],
+      [`${modules}/reports/b.ts`]: [expect.stringMatching(/^proxyfleet\/no-cycle: Import cycle/)],
+      // A feature importing admin/ (type-only, still wrong) and another feature's routes; reports/
+      // is no module of this repository: the zones come from the folders.
+      [`${modules}/billing/wrong-way.ts`]: [
+        expect.stringMatching(
+          /^import-x\/no-restricted-paths: .*"\.\.\/admin\/schemas\.ts".*compose the features/,
+        ),
+        expect.stringMatching(
+          /^import-x\/no-restricted-paths: .*"\.\.\/reports\/routes\.ts".*never its routes/,
+        ),
+      ],
+      [`${modules}/admin/invite.ts`]: [
+        expect.stringMatching(
+          /^import-x\/no-restricted-paths: .*"\.\.\/dashboard\/links\.ts".*compose the features/,
+        ),
+      ],
+      // Climbing to common/src/ instead of the import root.
+      [`${modules}/billing/climbs.ts`]: [expect.stringMatching(/^no-restricted-imports: .*#common\//)],
+      // The right way: http/ schemas, another feature's service, #common/.
+      [`${modules}/billing/right-way.ts`]: [],
+      [`${modules}/admin/schemas.ts`]: [],
+      [`${modules}/dashboard/links.ts`]: [],
+      [`${modules}/reports/routes.ts`]: [],
+      [`${modules}/reports/service.ts`]: [],
+      ['api/src/http/schemas.ts']: [],
+      ['common/src/shared.ts']: [],
+    });
+  });
+});
