@@ -116,8 +116,11 @@ describe.each([1, 3])('remaining = bought - used through %i gateway process(es)'
     expect(await refills(account.id)).toBe(1);
     expect(await twice(1, 2)).toEqual([200, 200]);
     expect(await twice(2, 0)).toEqual([200, 200]);
-    await settled(account.id, 75 * MB);
+    const used = await settled(account.id, 75 * MB);
     expect(await refills(account.id)).toBe(2);
+    process.stdout.write(
+      `remaining, ${gateways} gateway(s): 1 refill at 25 MB used, 2 at ${used} bytes used\n`,
+    );
   }, 120_000);
 
   it('no refill while remaining stays above the threshold: many small requests on every gateway, then 8 MB', async () => {
@@ -190,7 +193,11 @@ describe('low-bandwidth alerts state what /api/v1/usage says', () => {
     const [mail] = mails(account.email);
     expect(mail!.subject).toMatch(/^Low basic bandwidth: [\d.]+ MB of 20 MB left$/);
     expect(mail!.text).not.toContain('used up');
-    expect(Math.abs(stated(mail!.text) - (await apiRemainingMb(account.apiKey)))).toBeLessThanOrEqual(0.01);
+    const api = await apiRemainingMb(account.apiKey);
+    expect(Math.abs(stated(mail!.text) - api)).toBeLessThanOrEqual(0.01);
+    process.stdout.write(
+      `alert at 20 % of 20 MB after 17 MB: email "${mail!.subject}", API ${api} MB left\n`,
+    );
   }, 120_000);
 
   it('at 50 % of 20 MB: after 12 MB used the email states the 8 MB the API states', async () => {
@@ -203,5 +210,8 @@ describe('low-bandwidth alerts state what /api/v1/usage says', () => {
     const api = await apiRemainingMb(account.apiKey);
     expect(api).toBeCloseTo(8, 1);
     expect(Math.abs(stated(mail!.text) - api)).toBeLessThanOrEqual(0.01);
+    process.stdout.write(
+      `alert at 50 % of 20 MB after 12 MB: email "${mail!.subject}", API ${api} MB left\n`,
+    );
   }, 120_000);
 });
