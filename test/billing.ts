@@ -127,6 +127,22 @@ export class SimGateway {
   }
 }
 
+/**
+ * An account for billing tests that never sign in or proxy: the account row, its alert settings
+ * (the spec's defaults) and `bytes` of `product` bought (an operator purchase). Cheaper than
+ * createAccount (no keys, no sealed proxy password) for tests that make hundreds.
+ */
+export async function billingAccount(db: Db, bytes: number, product = 'basic'): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH a AS (INSERT INTO accounts (email) VALUES ('billing-' || gen_random_uuid() || '@example.test') RETURNING id),
+          s AS (INSERT INTO alert_settings (account_id) SELECT id FROM a)
+     SELECT id FROM a`,
+  );
+  const id = rows[0]!.id;
+  await db.query(`SELECT purchase_record($1, $2, $3, 'admin', NULL)`, [id, product, bytes]);
+  return id;
+}
+
 /** Folds every unfolded batch (the worker's usage-fold job, run to the end). */
 export async function foldAll(db: Db): Promise<void> {
   while (((await db.query<{ n: number }>('SELECT usage_fold(1000) AS n')).rows[0]?.n ?? 0) > 0);
