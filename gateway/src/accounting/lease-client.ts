@@ -131,8 +131,9 @@ export class LeaseClient {
     const giveUp = now() + CONTENDED_WAIT_MS;
     for (;;) {
       const answer = await this.acquire(budget, wanted, now, relayed(budget.state));
-      if (answer.kind !== 'denied' || !answer.othersHold || budget.conns.size === 0 || now() >= giveUp)
-        return answer;
+      // A gateway that stopped heartbeating cannot give back (its leases come back when it is dead).
+      const waits = answer.kind === 'denied' && answer.othersHold && answer.stranded === 0;
+      if (!waits || budget.conns.size === 0 || now() >= giveUp) return answer;
       await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
     }
   }
