@@ -1,6 +1,7 @@
 // Test data built through the same domain operations the admin API uses.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createAccount, recordPurchase, type NewAccount } from '#common/accounts/accounts.ts';
+import { createAccount, type NewAccount } from '#common/accounts/accounts.ts';
+import { recordPurchase } from '#common/billing/purchases.ts';
 import type { Pool } from '#common/db/pool.ts';
 import type { Product } from '#common/products.ts';
 

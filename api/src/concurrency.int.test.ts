@@ -394,6 +394,28 @@ const CASES: Race<unknown>[] = [
     },
   }),
   race({
+    name: 'credit limit: set twice, returned to the default, while purchases are billed against it',
+    covers: ['PUT /admin/v1/accounts/:id/credit-limit'],
+    setup: () => account(),
+    racers: (a) => [
+      [[200], () => admin(`/accounts/${a.id}/credit-limit`, { method: 'PUT', body: { limit: 10 } })],
+      [[200], () => admin(`/accounts/${a.id}/credit-limit`, { method: 'PUT', body: { limit: 20 } })],
+      [[200], () => admin(`/accounts/${a.id}/credit-limit`, { method: 'PUT', body: { limit: null } })],
+      [[201], () => admin(`/accounts/${a.id}/purchases`, { body: { product: 'basic', gb: 1 } })],
+    ],
+    check: async (a) => {
+      // One of the three won; the purchase is counted whatever the limit (never refused for it).
+      const credit = (await admin(`/accounts/${a.id}/credit-limit`)).body;
+      expect([10, 20, 1000]).toContain(credit.limit);
+      expect(credit.default).toBe(credit.limit === 1000);
+      const { invoices } = (await admin(`/accounts/${a.id}/invoices`)).body as {
+        invoices: { amount: number }[];
+      };
+      expect(invoices.map((i) => i.amount)).toContain(2);
+      expect(credit.usedThisMonth).toBe(invoices.reduce((sum, i) => sum + i.amount, 0));
+    },
+  }),
+  race({
     name: 'auto-refill: settings put twice by the customer and twice by the operator',
     covers: ['PUT /api/v1/auto-refill/:product', 'PUT /admin/v1/accounts/:id/auto-refill/:product'],
     setup: () => account(),

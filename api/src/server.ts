@@ -120,7 +120,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         waitForApiCaches,
         dashboardUrl: config.PROXYFLEET_DASHBOARD_URL,
       }),
-      ...adminBillingRoutes(pool),
+      ...adminBillingRoutes(pool, waitForApiCaches),
       ...adminTargetRoutes(pool),
       ...adminAllowlistRoutes(allowlist),
       ...adminSubUserRoutes(subUsers),

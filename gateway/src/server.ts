@@ -11,6 +11,7 @@ import type { Health } from '#common/health.ts';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { Ledger } from './accounting/ledger.ts';
+import { giveBackOnChanges } from './accounting/give-back.ts';
 import { TargetTally, type TargetTallyOptions } from './accounting/targets.ts';
 import { carrierOf, checkTcpCarrier } from './accounting/wire.ts';
 import { Authenticator } from './auth/authenticate.ts';
@@ -156,6 +157,7 @@ export class GatewayProcess {
   static async open(opts: GatewayProcessOptions): Promise<GatewayProcess> {
     const p = new GatewayProcess(opts);
     p.feed.onChanges(async (changes) => {
+      giveBackOnChanges(changes, p.ledgers);
       const revoked = await p.cache.apply(changes);
       for (const c of changes) {
         if (c.kind === 'balance') for (const ledger of p.ledgers) ledger.balanceChanged(c.accountId);

@@ -10,7 +10,7 @@ import { rateLimitCleanupJob } from './jobs/rate-limit-cleanup.ts';
 import { targetRetentionJob } from './jobs/target-retention.ts';
 import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
-import { autoRefillJob, balanceSweepJob, priceSyncJob } from './jobs/auto-refill.ts';
+import { autoRefillJob, balanceSweepJob, billingConfigJob } from './jobs/auto-refill.ts';
 import { ispHealthJob } from './jobs/isp-health.ts';
 import { paymentMethods, type PaymentMethods } from '#common/billing/payment.ts';
 
@@ -21,6 +21,7 @@ export interface AllJobsOptions {
     | 'PROXYFLEET_EMAIL_FROM'
     | 'PROXYFLEET_PRICES_PER_GB'
     | 'PROXYFLEET_CURRENCY'
+    | 'PROXYFLEET_CREDIT_LIMIT'
     | 'PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS'
     | 'PROXYFLEET_ISP_HEALTH_URL'
   >;
@@ -40,7 +41,10 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     leaseReaperJob,
     rateLimitCleanupJob,
     targetRetentionJob,
-    priceSyncJob({ currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB }),
+    billingConfigJob({
+      prices: { currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB },
+      creditLimitCents: config.PROXYFLEET_CREDIT_LIMIT,
+    }),
     balanceSweepJob,
     autoRefillJob(payments ?? paymentMethods()),
     ...healthJobs(),

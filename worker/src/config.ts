@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
 import { currency, pricesPerGb } from '#common/billing/prices.ts';
+import { creditLimitEnv } from '#common/billing/credit.ts';
 
 export const workerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9091),
@@ -16,6 +17,8 @@ export const emailEnv = {
   /** Price per GB per product, "basic=2.5,mobile=8" over the defaults (docs/api.md "Invoices"). */
   PROXYFLEET_PRICES_PER_GB: pricesPerGb,
   PROXYFLEET_CURRENCY: currency,
+  /** Bill-later credit per account and calendar month, in PROXYFLEET_CURRENCY (docs/api.md "Credit limit"). */
+  PROXYFLEET_CREDIT_LIMIT: creditLimitEnv,
   /** Server alerts: how often each ISP proxy is checked, and what is fetched through it. */
   PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS: positiveInt(60).pipe(z.number().max(86_400)),
   PROXYFLEET_ISP_HEALTH_URL: z.url({ protocol: /^https?$/ }).default('http://example.com/'),

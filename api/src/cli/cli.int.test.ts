@@ -145,6 +145,25 @@ describe('proxyfleet admin', () => {
     expect((await fetch(invite.url)).status).toBe(200);
   });
 
+  test("credit-limit set and show: an amount, default, and a bad amount refused with the API's message", async () => {
+    const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
+      id: string;
+    };
+    expect(json(await cli('admin', 'credit-limit', 'set', account.id, '2500'))).toMatchObject({
+      limit: 2500,
+      default: false,
+    });
+    expect(json(await cli('admin', 'credit-limit', 'show', account.id))).toMatchObject({ limit: 2500 });
+    expect(json(await cli('admin', 'credit-limit', 'set', account.id, 'default'))).toMatchObject({
+      limit: 1000,
+      default: true,
+    });
+    expect(await cli('admin', 'credit-limit', 'set', account.id, '12.345')).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('limit: must have at most two decimals'),
+    });
+  });
+
   test("allowlist add, list and remove; a range too wide refused with the API's message", async () => {
     const account = json(await cli('admin', 'accounts', 'create', '--email', exampleEmail())) as {
       id: string;

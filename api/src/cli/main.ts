@@ -173,7 +173,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   'alerts set': {
     usage:
-      'alerts set <accountId> [--low-bandwidth on|off] [--new-invoice on|off] [--server-alerts on|off] [--low-bandwidth-percent <1-99>]',
+      'alerts set <accountId> [--low-bandwidth on|off] [--new-invoice on|off] [--server-alerts on|off] [--low-bandwidth-percent <1-99>] [--low-bandwidth-floor-gb <gb|none>]',
     summary: 'Switch email alerts on or off',
     args: ['accountId'],
     options: {
@@ -181,6 +181,10 @@ export const COMMANDS: Record<string, Command> = {
       'new-invoice': { type: 'string', help: 'on or off' },
       'server-alerts': { type: 'string', help: 'on or off' },
       'low-bandwidth-percent': { type: 'string', help: 'Remaining % that triggers the low-bandwidth email' },
+      'low-bandwidth-floor-gb': {
+        type: 'string',
+        help: 'Also when this many GB remain; none: the percent alone',
+      },
     },
     request: (a, o) => ({
       method: 'PUT',
@@ -190,6 +194,7 @@ export const COMMANDS: Record<string, Command> = {
         newInvoice: onOff(o['new-invoice'], 'new-invoice'),
         serverAlerts: onOff(o['server-alerts'], 'server-alerts'),
         lowBandwidthPercent: num(o['low-bandwidth-percent'], 'low-bandwidth-percent'),
+        lowBandwidthFloorGb: numOrNone(o['low-bandwidth-floor-gb'], 'low-bandwidth-floor-gb'),
       },
     }),
   },
@@ -213,6 +218,22 @@ export const COMMANDS: Record<string, Command> = {
         refillGb: num(o['refill-gb'], 'refill-gb'),
         maxRefillsPerMonth: num(o['max-per-month'], 'max-per-month'),
       },
+    }),
+  },
+  'credit-limit show': {
+    usage: 'credit-limit show <accountId>',
+    summary: 'The credit limit for bill-later payment and what this month used of it',
+    args: ['accountId'],
+    request: (a) => ({ method: 'GET', path: `/accounts/${a.accountId}/credit-limit` }),
+  },
+  'credit-limit set': {
+    usage: 'credit-limit set <accountId> <amount|default>',
+    summary: 'Credit limit per calendar month, in the price currency (default: PROXYFLEET_CREDIT_LIMIT)',
+    args: ['accountId', 'amount'],
+    request: (a) => ({
+      method: 'PUT',
+      path: `/accounts/${a.accountId}/credit-limit`,
+      body: { limit: a.amount === 'default' ? null : num(a.amount, 'amount') },
     }),
   },
   'invoices list': {

@@ -2,13 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { sha256 } from '../secrets.ts';
-import {
-  createAccount,
-  readProxyCredentials,
-  recordPurchase,
-  resetProxyPassword,
-  setAccountStatus,
-} from './accounts.ts';
+import { createAccount, readProxyCredentials, resetProxyPassword, setAccountStatus } from './accounts.ts';
+import { recordPurchase } from '../billing/purchases.ts';
 
 describe('accounts', () => {
   let db: TestDatabase;

@@ -1,10 +1,9 @@
 // Account lifecycle, shared by the admin API, the gateway's tests and the dev seed: create an
-// account with its primary key, proxy credentials and alert settings; buy bandwidth (a purchase
-// always issues an invoice, and queues the new-invoice email when that alert is on); suspend.
+// account with its primary key, proxy credentials and alert settings; suspend. Buying bandwidth is
+// the billing room's (common/src/billing/purchases.ts).
 import { AppError } from '../errors.ts';
-import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { SQLSTATE, sqlState, withTransaction, type Pool } from '../db/pool.ts';
 import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '../secrets.ts';
-import type { Product } from '../products.ts';
 import { insertPrimaryKey } from './keys.ts';
 
 export type AccountStatus = 'active' | 'suspended';
@@ -44,85 +43,6 @@ export async function createAccount(
     if (sqlState(err) === SQLSTATE.UNIQUE_VIOLATION) throw new AppError('EMAIL_TAKEN');
     throw err;
   }
-}
-
-export interface Invoice {
-  id: string;
-  number: number;
-  accountId: string;
-  purchaseId: string;
-  product: Product;
-  bytes: number;
-  amountCents: number | null;
-  currency: string;
-  status: 'issued' | 'paid' | 'void';
-  issuedAt: Date;
-}
-
-export interface PurchaseInput {
-  accountId: string;
-  product: Product;
-  bytes: number;
-  source?: 'admin' | 'auto_refill';
-  /** A retried call with the same key returns the first call's invoice and buys nothing more. */
-  idempotencyKey?: string;
-}
-
-/** Buys bandwidth: purchase, invoice (priced), balance and (if on) the new-invoice email, atomically. */
-export async function recordPurchase(pool: Pool, input: PurchaseInput): Promise<Invoice> {
-  return withTransaction(pool, (client) => recordPurchaseIn(client, input));
-}
-
-export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput): Promise<Invoice> {
-  // No account row lock: purchase_record (migrations/0060) is also called by a gateway's draw,
-  // which holds the balance row lock; the unique idempotency index serialises equal keys.
-  const exists = await client.query('SELECT 1 FROM accounts WHERE id = $1', [input.accountId]);
-  if (exists.rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
-  try {
-    const { rows } = await client.query<InvoiceRow>('SELECT * FROM purchase_record($1, $2, $3, $4, $5)', [
-      input.accountId,
-      input.product,
-      input.bytes,
-      input.source ?? 'admin',
-      input.idempotencyKey ?? null,
-    ]);
-    const row = rows[0]!;
-    // A retry must be the same purchase: another body under the same key is a client bug.
-    if (input.idempotencyKey && (row.product !== input.product || row.bytes !== input.bytes))
-      throw new AppError('IDEMPOTENCY_KEY_REUSED');
-    return toInvoice(row);
-  } catch (err) {
-    if (sqlState(err) === SQLSTATE.FOREIGN_KEY_VIOLATION) throw new AppError('ACCOUNT_NOT_FOUND');
-    throw err;
-  }
-}
-
-interface InvoiceRow {
-  id: string;
-  number: number;
-  account_id: string;
-  purchase_id: string;
-  product: Product;
-  bytes: number;
-  amount_cents: number | null;
-  currency: string;
-  status: Invoice['status'];
-  issued_at: Date;
-}
-
-function toInvoice(row: InvoiceRow): Invoice {
-  return {
-    id: row.id,
-    number: row.number,
-    accountId: row.account_id,
-    purchaseId: row.purchase_id,
-    product: row.product,
-    bytes: row.bytes,
-    amountCents: row.amount_cents,
-    currency: row.currency,
-    status: row.status,
-    issuedAt: row.issued_at,
-  };
 }
 
 /** Suspends or reactivates; false when the account does not exist. */

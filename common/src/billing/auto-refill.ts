@@ -1,8 +1,9 @@
 // Auto-refill settings per account and product, shared by the admin API, the customer API and the
-// dashboard: plain functions over a pool. The refill itself is decided in SQL when a gateway
-// draws a lease (migrations/0060 balance_check; docs/adr/0040).
+// dashboard, and whether a refill may be bought now (the email renderer). The refill itself is
+// decided in SQL on remaining = bought - used, once per crossing of the threshold (billing_check,
+// billing_refill; docs/adr/0073).
 import { z } from 'zod';
-import type { Pool } from '../db/pool.ts';
+import type { Pool, PoolClient } from '../db/pool.ts';
 import { BYTES_PER_GB, type Product } from '../products.ts';
 
 /** A typo guard, as for purchases: 1 PB. */
@@ -40,34 +41,48 @@ export type AutoRefillSettings = z.infer<typeof autoRefillSettingsSchema>;
 
 const gb = (bytes: number) => Math.round((bytes / BYTES_PER_GB) * 1e9) / 1e9;
 
+export interface RefillVerdict {
+  enabled: boolean;
+  /** A refill may be bought now: on, under the monthly cap and (bill later) the credit limit. */
+  allowed: boolean;
+  reason: 'off' | 'monthly_cap' | 'credit_limit' | null;
+  thresholdBytes: number | null;
+  refillBytes: number | null;
+  paymentMethod: string;
+  refillsThisMonth: number;
+  maxRefillsPerMonth: number;
+}
+
+/** Whether an auto-refill of the product may be bought now, and why not (billing_refill_verdict). */
+export async function refillVerdict(
+  db: Pool | PoolClient,
+  accountId: string,
+  product: string,
+): Promise<RefillVerdict> {
+  const { rows } = await db.query<RefillVerdict>(
+    `SELECT enabled, allowed, reason, threshold_bytes AS "thresholdBytes", refill_bytes AS "refillBytes",
+            payment_method AS "paymentMethod", refills_this_month AS "refillsThisMonth",
+            max_refills_per_month AS "maxRefillsPerMonth"
+       FROM billing_refill_verdict($1, $2)`,
+    [accountId, product],
+  );
+  return rows[0]!;
+}
+
 export async function getAutoRefill(
   pool: Pool,
   accountId: string,
   product: Product,
 ): Promise<AutoRefillSettings> {
-  const { rows } = await pool.query<{
-    enabled: boolean | null;
-    threshold_bytes: number | null;
-    refill_bytes: number | null;
-    max_refills_per_month: number | null;
-    payment_method: string | null;
-    month: number;
-  }>(
-    `SELECT s.enabled, s.threshold_bytes, s.refill_bytes, s.max_refills_per_month, s.payment_method,
-            (SELECT count(*) FROM auto_refills r WHERE r.account_id = $1 AND r.product = $2 AND r.status IN ('pending', 'succeeded')
-                AND r.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')::int AS month
-       FROM (SELECT 1) one LEFT JOIN auto_refill_settings s ON s.account_id = $1 AND s.product = $2`,
-    [accountId, product],
-  );
-  const r = rows[0]!;
+  const v = await refillVerdict(pool, accountId, product);
   return {
     product,
-    enabled: r.enabled ?? false,
-    thresholdGb: r.threshold_bytes === null ? null : gb(r.threshold_bytes),
-    refillGb: r.refill_bytes === null ? null : gb(r.refill_bytes),
-    maxRefillsPerMonth: r.max_refills_per_month ?? 5,
-    paymentMethod: r.payment_method ?? 'invoice',
-    refillsThisMonth: r.month,
+    enabled: v.enabled,
+    thresholdGb: v.thresholdBytes === null ? null : gb(v.thresholdBytes),
+    refillGb: v.refillBytes === null ? null : gb(v.refillBytes),
+    maxRefillsPerMonth: v.maxRefillsPerMonth,
+    paymentMethod: v.paymentMethod,
+    refillsThisMonth: v.refillsThisMonth,
   };
 }
 

@@ -25,7 +25,8 @@ export async function changeLogHead(db: Pick<pg.ClientBase, 'query'>): Promise<n
 
 export const CHANGES_CHANNEL = 'proxyfleet_changes';
 
-export type ChangeKind = 'api_key' | 'proxy_credentials' | 'account' | 'balance' | 'isp_proxy';
+/** give_back: a draw was denied while other gateways' leases hold bytes (subject: the product; docs/adr/0073). */
+export type ChangeKind = 'api_key' | 'proxy_credentials' | 'account' | 'balance' | 'isp_proxy' | 'give_back';
 
 export interface Change {
   id: number;

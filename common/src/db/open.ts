@@ -7,7 +7,7 @@ import type { Logger } from '../logger.ts';
 import { safeUrl } from '../logger.ts';
 import { SHUTDOWN_ORDER, type Shutdown } from '../shutdown.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
-import { migrate } from './migrate.ts';
+import { migrateSchema } from './migrate.ts';
 import { createPool, type Pool } from './pool.ts';
 
 export interface Database {
@@ -39,10 +39,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   }
   try {
     if (options.migrate !== false) {
-      const applied = await migrate(url);
+      const { migrations: applied, functions } = await migrateSchema(url);
       logger.info(
-        { applied, database: safeUrl(url) },
-        applied.length ? 'migrations applied' : 'schema up to date',
+        { applied, functions, database: safeUrl(url) },
+        applied.length || functions.length ? 'migrations applied' : 'schema up to date',
       );
     }
   } catch (err) {

@@ -1,11 +1,22 @@
 // The lease client: draws bandwidth leases from the database with lease_acquire
-// (migrations/0020; raising balances.leased_bytes there also fires the auto-refill check,
-// migrations/0060), with a client-side query timeout so a hung connection counts as an outage
+// (migrations/functions/lease_acquire.sql), reporting what the budget relayed on each of its open
+// leases, which is billing's usage before the fold (docs/adr/0073: auto-refill is bought before
+// traffic stops), with a client-side query timeout so a hung connection counts as an outage
 // instead of leaving the customer without an answer. Leases go back with the usage batches
-// (usage_record's releases, flusher.ts).
+// (usage_record's releases, flusher.ts), or in part when other gateways need them (shrink).
 import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
-import { LEASE_TTL_SECONDS, MIN_LEASE_BYTES } from './policy.ts';
+import {
+  CONTENDED_POLL_MS,
+  CONTENDED_WAIT_MS,
+  LEASE_TTL_SECONDS,
+  MIN_LEASE_BYTES,
+  relayed,
+  type BudgetState,
+} from './policy.ts';
+
+/** Whose lease: an account's own budget, or one of its sub-users'. */
+type BudgetKey = { accountId: string; product: Plan; subUserId?: string | undefined };
 
 /**
  * A lease request that has not answered in this long counts as a database failure (a query on a
@@ -30,7 +41,7 @@ export type LeaseAnswer =
    * `stranded`: the part held by gateways that stopped heartbeating (back within 30 s);
    * `subUserLimited`: the sub-user's limit decided it (`held`: what the sub-user's leases hold).
    */
-  | { kind: 'denied'; held: number; stranded: number; subUserLimited?: boolean }
+  | { kind: 'denied'; held: number; stranded: number; subUserLimited?: boolean; othersHold?: boolean }
   /** The database could not be asked (unreachable, or no answer in time). */
   | { kind: 'failed'; error: Error };
 
@@ -43,14 +54,17 @@ export class LeaseClient {
     this.gatewayId = gatewayId;
   }
 
-  /** `subUserId`: a sub-user's budget, granted no more than its limit leaves (migrations/0085). */
+  /**
+   * A lease for a budget: an account's own, or a sub-user's (`subUserId`: granted no more than its
+   * limit leaves, migrations/0085). `relayed`: what the budget relayed on each of its open leases.
+   */
   async acquire(
-    accountId: string,
-    product: Plan,
+    budget: BudgetKey,
     wanted: number,
     now: () => number,
-    subUserId?: string,
+    relayed: [string, number][] = [],
   ): Promise<LeaseAnswer> {
+    const { accountId, product, subUserId } = budget;
     let timer: NodeJS.Timeout | undefined;
     try {
       const { rows } = await Promise.race([
@@ -61,7 +75,8 @@ export class LeaseClient {
           out_free: number;
           out_held: number;
           out_sub_user_limited: boolean;
-        }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7)', [
+          out_others_hold: boolean;
+        }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7, $8)', [
           accountId,
           product,
           this.gatewayId,
@@ -69,6 +84,7 @@ export class LeaseClient {
           MIN_LEASE_BYTES,
           LEASE_TTL_SECONDS,
           subUserId ?? null,
+          JSON.stringify(relayed.map(([id, spent]) => ({ lease_id: id, spent }))),
         ]),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
@@ -82,7 +98,8 @@ export class LeaseClient {
         const held = row?.out_held ?? 0;
         // The sub-user's limit: `held` is its own leases', of which lease_stranded knows nothing.
         if (row?.out_sub_user_limited) return { kind: 'denied', held, stranded: 0, subUserLimited: true };
-        return { kind: 'denied', held, stranded: held > 0 ? await this.stranded(accountId, product) : 0 };
+        const stranded = held > 0 ? await this.stranded(accountId, product) : 0;
+        return { kind: 'denied', held, stranded, ...(row?.out_others_hold ? { othersHold: true } : {}) };
       }
       return {
         kind: 'granted',
@@ -98,6 +115,42 @@ export class LeaseClient {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * A budget's lease, reporting what it relayed on its open leases. While its connections run (held
+   * meanwhile by the ledger's pending draw), a denial while other gateways' leases hold bytes is
+   * asked again every CONTENDED_POLL_MS for up to CONTENDED_WAIT_MS before it stands, as an
+   * admission waits: those gateways give back what they do not need (give-back.ts, docs/adr/0073).
+   */
+  async acquireOrWait(
+    budget: BudgetKey & { state: BudgetState; conns: { size: number } },
+    wanted: number,
+    now: () => number,
+  ): Promise<LeaseAnswer> {
+    const giveUp = now() + CONTENDED_WAIT_MS;
+    for (;;) {
+      const answer = await this.acquire(budget, wanted, now, relayed(budget.state));
+      // A gateway that stopped heartbeating cannot give back (its leases come back when it is dead).
+      const waits = answer.kind === 'denied' && answer.othersHold && answer.stranded === 0;
+      if (!waits || budget.conns.size === 0 || now() >= giveUp) return answer;
+      await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
+    }
+  }
+
+  /**
+   * Gives back the unspent part of leases another gateway needs (docs/adr/0073): each lease's grant
+   * lowered to the given bytes. Not awaited by the ledger: a failure leaves the bytes in the lease
+   * until it goes back, as before.
+   */
+  shrink(cuts: [string, number][]): void {
+    if (cuts.length === 0) return;
+    this.pool
+      .query('SELECT lease_shrink($1, $2)', [
+        this.gatewayId,
+        JSON.stringify(cuts.map(([id, granted]) => ({ lease_id: id, granted }))),
+      ])
+      .catch(() => undefined);
   }
 
   /** migrations/0081; only after a denial while leases are held. 0 when it cannot be asked. */

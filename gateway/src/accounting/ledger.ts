@@ -21,7 +21,6 @@ export const TICK_MS = 250;
 export const FLUSH_MS = 2_000;
 /** A budget with no connections for this long returns its leases (so other pods can use them). */
 const IDLE_RELEASE_MS = 5_000;
-const CONTENDED_POLL_MS = 200;
 /** How long the ledger remembers that it served an account (outage credit survives idle budgets). */
 const SERVED_MEMORY_MS = 24 * 3600_000;
 const SERVED_LIMIT = 200_000;
@@ -226,7 +225,7 @@ export class Ledger {
     while (true) {
       await this.draw(b);
       if (!policy.waitForContended(s, Date.now(), giveUp)) return policy.verdict(s);
-      await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
+      await new Promise((r) => setTimeout(r, policy.CONTENDED_POLL_MS));
       s.deniedAt = 0;
     }
   }
@@ -238,6 +237,16 @@ export class Ledger {
   balanceChanged(accountId: string): void {
     const g = this.groups.get(accountId);
     if (g) for (const b of g.budgets) policy.balanceChanged(b.state);
+  }
+
+  /** Another gateway needs what this one's leases of the account hold (give-back.ts, policy.giveBack). */
+  giveBack(accountId: string): void {
+    for (const b of this.groups.get(accountId)?.budgets ?? []) {
+      if (b.pending || b.state.deniedAt) continue;
+      if (b.conns.size === 0) b.lastActive = 0;
+      else this.leases.shrink(policy.giveBack(b.state));
+    }
+    void (this.flushing ?? Promise.resolve()).then(() => this.flush());
   }
 
   /** The account's or a sub-user's cap may have changed (change feed): live budgets follow at once. */
@@ -306,7 +315,7 @@ export class Ledger {
   private async requestLease(b: Budget, wanted: number): Promise<void> {
     const m = this.opts.metrics;
     const s = b.state;
-    const answer = await this.leases.acquire(b.accountId, b.product, wanted, Date.now, b.subUserId);
+    const answer = await this.leases.acquireOrWait(b, wanted, Date.now);
     const now = Date.now();
     if (answer.kind === 'denied') {
       this.databaseDown = false;

@@ -27,6 +27,7 @@ import {
   settleLeases,
   tick,
   verdict,
+  waitForContended,
   type BudgetState,
 } from './policy.ts';
 
@@ -97,6 +98,16 @@ describe('budget policy', () => {
     expect(drawSettled(s)).toBe('cut');
     expect(verdict(s)).toBe('denied');
     expect(admission(s, 10)).toBe('refuse');
+  });
+
+  it('asks again after a denial while other gateways held leases: they give back what they do not need', () => {
+    const s = withLease(MiB);
+    drawStarted(s);
+    denied(s, 4 * MiB, 5);
+    s.estimate = MiB + 1;
+    expect(drawSettled(s)).toBe('cut');
+    expect(admission(s, 10)).toBe('ask');
+    expect(waitForContended(s, 10, 2_000)).toBe(true);
   });
 
   it('answers 503 (stranded), not 402, when what is left sits in leases of a gateway that stopped', () => {

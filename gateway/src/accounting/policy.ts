@@ -35,6 +35,8 @@ export const DENIAL_RECHECK_MS = 2_000;
  * come back (idle pods return theirs after the ledger's idle release) before answering 402.
  */
 export const CONTENDED_WAIT_MS = 2_000;
+/** How often a draw denied while other gateways hold leases is asked again meanwhile. */
+export const CONTENDED_POLL_MS = 200;
 /**
  * During a database outage a known customer may spend at most this much on credit, in total over
  * the fleet: each gateway gives its share (outageCredit below).
@@ -226,10 +228,14 @@ export function groupPressure(sum: number): 'cut' | 'hold' | 'none' {
   return sum > OVERDRAFT_BYTES ? 'cut' : sum > HOLD_AT_BYTES ? 'hold' : 'none';
 }
 
-/** Admission without the database: 'ok', 'refuse' (a recent denial stands) or 'ask' (draw a lease). */
+/**
+ * Admission without the database: 'ok', 'refuse' (a recent denial stands) or 'ask' (draw a lease).
+ * A denial while other gateways held leases does not stand: they are asked to give back what they
+ * do not need (docs/adr/0073), so the admission asks again, and waits for it (waitForContended).
+ */
 export function admission(s: BudgetState, now: number): 'ok' | 'refuse' | 'ask' {
   if (canAdmit(s)) return 'ok';
-  if (s.deniedAt && now - s.deniedAt < DENIAL_RECHECK_MS) return 'refuse';
+  if (s.deniedAt && !s.contended && now - s.deniedAt < DENIAL_RECHECK_MS) return 'refuse';
   return 'ask';
 }
 
@@ -361,6 +367,40 @@ export function failed(s: BudgetState, known: boolean, credit: number, now: numb
   s.deniedAt = now;
   s.unavailable = true;
   return false;
+}
+
+/** What a budget keeps of its leases when another gateway needs bytes: about 2 s at its rate. */
+export const GIVE_BACK_KEEP_SECONDS = 2;
+
+/**
+ * Another gateway was refused what this budget's leases hold (docs/adr/0073): lower the newest
+ * leases' grants so that what they still hold beyond the estimate is about GIVE_BACK_KEEP_SECONDS
+ * of the budget's rate (at least a minimum lease). Returns the leases lowered, with their new grant,
+ * for the database (lease_shrink); outage credit is not given back.
+ */
+export function giveBack(s: BudgetState): [string, number][] {
+  const keep = Math.max(
+    MIN_LEASE_BYTES,
+    Math.round((s.wanted * GIVE_BACK_KEEP_SECONDS) / LEASE_TARGET_SECONDS),
+  );
+  let surplus = s.available - s.estimate - keep;
+  const cuts: [string, number][] = [];
+  for (let i = s.leases.length - 1; i >= 0 && surplus > 0; i--) {
+    const lease = s.leases[i]!;
+    const cut = Math.min(surplus, lease.granted - lease.spent);
+    if (!lease.id || cut <= 0) continue;
+    lease.granted -= cut;
+    surplus -= cut;
+    cuts.push([lease.id, lease.granted]);
+  }
+  if (cuts.length) settleDrawAt(s);
+  recompute(s);
+  return cuts;
+}
+
+/** What the budget relayed on each database lease it holds (reported with the next draw). */
+export function relayed(s: BudgetState): [string, number][] {
+  return s.leases.flatMap((l): [string, number][] => (l.id ? [[l.id, l.spent]] : []));
 }
 
 /** The budget's connections were cut: admissions wait for the next grant (see `cutOff`). */

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { recordPurchase, resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
+import { resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
+import { recordPurchase } from '#common/billing/purchases.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import {
   basicAuth,

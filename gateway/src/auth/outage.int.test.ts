@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { recordPurchase } from '#common/accounts/accounts.ts';
+import { recordPurchase } from '#common/billing/purchases.ts';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';

@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { ParsedMail } from 'mailparser';
 import { Registry } from 'prom-client';
-import { recordPurchase } from '#common/accounts/accounts.ts';
+import { recordPurchase } from '#common/billing/purchases.ts';
 import { createLogger } from '#common/logger.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';

@@ -133,11 +133,9 @@ async function record(
        INSERT INTO isp_proxy_health_history (proxy_id, from_state, to_state, detail)
        SELECT $1, $7, $2, $4 FROM upd WHERE $5
      )
-     INSERT INTO email_outbox (account_id, kind, dedupe_key, to_address, payload, message_id)
-     SELECT a.id, 'server_alert', 'server_alert:' || $1 || ':' || gen_random_uuid(), a.email,
-            jsonb_build_object('proxyId', $1::text, 'state', $8::text, 'endpoint', $9::text, 'detail', $4::text),
-            '<server-alert-' || $1 || '-' || gen_random_uuid() || '@proxyfleet>'
-       FROM upd, accounts a WHERE a.id = $10 AND $8::text IS NOT NULL`,
+     SELECT email_enqueue($10, 'server_alert', $1 || ':' || gen_random_uuid(),
+              jsonb_build_object('proxyId', $1::text, 'state', $8::text, 'endpoint', $9::text, 'detail', $4::text))
+       FROM upd WHERE $8::text IS NOT NULL`,
     [
       proxy.id,
       next.state,

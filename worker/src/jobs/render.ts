@@ -4,6 +4,8 @@
 import { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import { BYTES_PER_GB, BYTES_PER_MB } from '#common/products.ts';
+import { alertState } from '#common/billing/alerts.ts';
+import { refillVerdict } from '#common/billing/auto-refill.ts';
 
 export interface RenderedEmail {
   subject: string;
@@ -73,10 +75,12 @@ async function renderInvoice(pool: Pool, invoiceId: string): Promise<Rendering> 
     currency: string;
     source: string;
     threshold_bytes: number | null;
+    remaining_bytes: number | null;
   }>(
-    `SELECT i.number, i.product, i.bytes, i.amount_cents, i.currency, p.source, s.threshold_bytes
+    `SELECT i.number, i.product, i.bytes, i.amount_cents, i.currency, p.source, s.threshold_bytes, r.remaining_bytes
        FROM invoices i JOIN purchases p ON p.id = i.purchase_id
        LEFT JOIN auto_refill_settings s ON s.account_id = i.account_id AND s.product = i.product
+       LEFT JOIN auto_refills r ON r.purchase_id = i.purchase_id
       WHERE i.id = $1`,
     [invoiceId],
   );
@@ -84,10 +88,11 @@ async function renderInvoice(pool: Pool, invoiceId: string): Promise<Rendering> 
   if (!inv) return { drop: 'invoice gone' };
   const amount = money(inv.amount_cents, inv.currency);
   const what = `${formatBytes(inv.bytes)} of ${inv.product} bandwidth`;
+  const then = inv.remaining_bytes === null ? '' : ` ${formatBytes(inv.remaining_bytes)} was left then.`;
   const why =
     inv.source === 'auto_refill'
       ? `Auto-refill bought it: your remaining ${inv.product} bandwidth dropped below ` +
-        `${formatBytes(inv.threshold_bytes ?? 0)}.\n`
+        `${formatBytes(inv.threshold_bytes ?? 0)}.${then}\n`
       : '';
   return {
     subject: `Invoice #${inv.number}: ${what}`,
@@ -95,46 +100,41 @@ async function renderInvoice(pool: Pool, invoiceId: string): Promise<Rendering> 
   };
 }
 
+/**
+ * The low-bandwidth email, checked again and rendered from the balance now (docs/alerts.md):
+ * remaining = bought - used, as GET /api/v1/usage states it. "Used up" only when nothing remains;
+ * auto-refill is promised only when a refill may still be bought this month.
+ */
 export async function renderLowBandwidth(pool: Pool, accountId: string, product: string): Promise<Rendering> {
-  const { rows } = await pool.query<{
-    total: number;
-    remaining: number;
-    percent: number | null;
-    on: boolean | null;
-    refill_on: boolean | null;
-    threshold_bytes: number | null;
-    refill_bytes: number | null;
-  }>(
-    `SELECT b.total_bytes AS total, greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes) AS remaining,
-            s.low_bandwidth_percent AS percent, s.low_bandwidth AS on,
-            r.enabled AS refill_on, r.threshold_bytes, r.refill_bytes
-       FROM balances b
-       LEFT JOIN alert_settings s ON s.account_id = b.account_id
-       LEFT JOIN auto_refill_settings r ON r.account_id = b.account_id AND r.product = b.product
-      WHERE b.account_id = $1 AND b.product = $2`,
-    [accountId, product],
-  );
-  const b = rows[0];
-  if (!b || b.total === 0) return { drop: 'no balance' };
-  if (!b.on) return { drop: 'low-bandwidth alerts turned off' };
-  const percent = b.percent ?? 10;
-  if (b.remaining * 100 > b.total * percent) return { drop: 'bandwidth no longer low' };
-  const left = `${formatBytes(b.remaining)} of ${formatBytes(b.total)}`;
-  const share = Math.floor((b.remaining / b.total) * 100);
-  const advice = b.refill_on
-    ? `Auto-refill is on: it buys ${formatBytes(b.refill_bytes ?? 0)} when less than ` +
-      `${formatBytes(b.threshold_bytes ?? 0)} is left, up to its monthly limit.\n`
-    : 'Buy more bandwidth, or turn on auto-refill, to keep it flowing.\n';
-  if (b.remaining === 0) {
+  const a = await alertState(pool, accountId, product);
+  if (!a || a.totalBytes === 0) return { drop: 'no balance' };
+  if (!a.alertOn) return { drop: 'low-bandwidth alerts turned off' };
+  if (!a.low) return { drop: 'bandwidth no longer low' };
+  const refill = await refillVerdict(pool, accountId, product);
+  const left = `${formatBytes(a.remainingBytes)} of ${formatBytes(a.totalBytes)}`;
+  const share = Math.max(0, Math.floor((a.remainingBytes / a.totalBytes) * 100));
+  const refills =
+    `Auto-refill is on: it buys ${formatBytes(refill.refillBytes ?? 0)} when less than ` +
+    `${formatBytes(refill.thresholdBytes ?? 0)} is left, up to its monthly limit.\n`;
+  if (a.remainingBytes <= 0) {
     return {
       subject: `Your ${product} bandwidth is used up`,
-      body: `Your ${product} bandwidth is used up: ${left} left. ${product} traffic is refused until more is bought.\n${advice}`,
+      body:
+        `Your ${product} bandwidth is used up: ${left} left. ${product} traffic is refused until more is bought.\n` +
+        (refill.allowed ? refills : 'Buy more bandwidth to keep it flowing.\n'),
     };
   }
+  const advice = refill.allowed
+    ? refills
+    : refill.enabled
+      ? `Auto-refill is on, but ${refill.reason === 'credit_limit' ? 'a refill would pass your credit limit' : 'it has made its refills'} for this month. Buy more bandwidth to keep it flowing.\n`
+      : 'Buy more bandwidth, or turn on auto-refill, to keep it flowing.\n';
+  const floor =
+    a.floorBytes !== null && a.thresholdBytes === a.floorBytes ? ` or ${formatBytes(a.floorBytes)}` : '';
   return {
     subject: `Low ${product} bandwidth: ${left} left`,
     body:
-      `Your ${product} bandwidth is running low: ${left} left (${share}%; this alert is sent at ${percent}%).\n` +
+      `Your ${product} bandwidth is running low: ${left} left (${share}%; this alert is sent at ${a.percent}%${floor}).\n` +
       `Traffic stops when it runs out. ${advice}`,
   };
 }
@@ -148,13 +148,17 @@ async function renderRefillFailed(pool: Pool, refillId: string): Promise<Renderi
   }>('SELECT product, bytes, payment_method, error FROM auto_refills WHERE id = $1', [refillId]);
   const r = rows[0];
   if (!r) return { drop: 'refill gone' };
+  const tried =
+    r.payment_method === 'invoice'
+      ? `Auto-refill did not buy ${formatBytes(r.bytes)} of ${r.product} bandwidth${r.error ? `: ${r.error}` : ''}.\n`
+      : `Auto-refill tried to buy ${formatBytes(r.bytes)} of ${r.product} bandwidth with payment method ` +
+        `"${r.payment_method}", and the payment failed${r.error ? `: ${r.error}` : ''}.\n`;
   return {
     subject: `Auto-refill of ${r.product} bandwidth failed`,
     body:
-      `Auto-refill tried to buy ${formatBytes(r.bytes)} of ${r.product} bandwidth with payment method ` +
-      `"${r.payment_method}", and the payment failed${r.error ? `: ${r.error}` : ''}.\n` +
+      tried +
       `Nothing was bought. ${r.product} traffic stops when the remaining bandwidth runs out; ` +
-      `buy bandwidth or fix the payment method to keep it flowing.\n`,
+      `buy bandwidth${r.payment_method === 'invoice' ? '' : ' or fix the payment method'} to keep it flowing.\n`,
   };
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { createNamedKey, revokeKey } from '#common/accounts/keys.ts';
-import { recordPurchase } from '#common/accounts/accounts.ts';
+import { recordPurchase } from '#common/billing/purchases.ts';
 import { call, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi();

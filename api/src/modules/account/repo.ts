@@ -1,6 +1,6 @@
 import type { Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
-import type { Product } from '#common/products.ts';
+import { BYTES_PER_GB, type Product } from '#common/products.ts';
 import type { AlertsUpdate } from './schemas.ts';
 
 export interface AccountRecord {
@@ -9,7 +9,13 @@ export interface AccountRecord {
   status: AccountStatus;
   createdAt: Date;
   proxyUsername: string;
-  alerts: { lowBandwidth: boolean; newInvoice: boolean; serverAlerts: boolean; lowBandwidthPercent: number };
+  alerts: {
+    lowBandwidth: boolean;
+    newInvoice: boolean;
+    serverAlerts: boolean;
+    lowBandwidthPercent: number;
+    lowBandwidthFloorGb: number | null;
+  };
   autoRefill: {
     product: Product;
     enabled: boolean;
@@ -34,7 +40,8 @@ export async function readAccount(pool: Pool, accountId: string): Promise<Accoun
     `SELECT a.id, a.email, a.status, a.created_at AS "createdAt", c.username AS "proxyUsername",
             json_build_object('lowBandwidth', coalesce(s.low_bandwidth, true), 'newInvoice', coalesce(s.new_invoice, true),
                               'serverAlerts', coalesce(s.server_alerts, false),
-                              'lowBandwidthPercent', coalesce(s.low_bandwidth_percent, 10)) AS alerts,
+                              'lowBandwidthPercent', coalesce(s.low_bandwidth_percent, 10),
+                              'lowBandwidthFloorGb', round(s.low_bandwidth_floor_bytes / 1e9, 9)::float8) AS alerts,
             coalesce((SELECT json_agg(json_build_object('product', r.product, 'enabled', r.enabled,
                         'thresholdBytes', r.threshold_bytes, 'refillBytes', r.refill_bytes,
                         'maxRefillsPerMonth', r.max_refills_per_month) ORDER BY r.product)
@@ -60,10 +67,12 @@ export interface AlertsRow {
   newInvoice: boolean;
   serverAlerts: boolean;
   lowBandwidthPercent: number;
+  lowBandwidthFloorGb: number | null;
 }
 
 const ALERT_COLUMNS = `low_bandwidth AS "lowBandwidth", new_invoice AS "newInvoice", server_alerts AS "serverAlerts",
-  low_bandwidth_percent AS "lowBandwidthPercent"`;
+  low_bandwidth_percent AS "lowBandwidthPercent",
+  round(low_bandwidth_floor_bytes / 1e9, 9)::float8 AS "lowBandwidthFloorGb"`;
 
 /** The account's alert switches; undefined when the account does not exist (createAccount makes the row). */
 export async function readAlerts(pool: Pool, accountId: string): Promise<AlertsRow | undefined> {
@@ -83,6 +92,7 @@ export async function updateAlerts(
   const { rows } = await pool.query<AlertsRow>(
     `UPDATE alert_settings SET low_bandwidth = coalesce($2, low_bandwidth), new_invoice = coalesce($3, new_invoice),
             server_alerts = coalesce($4, server_alerts), low_bandwidth_percent = coalesce($5, low_bandwidth_percent),
+            low_bandwidth_floor_bytes = CASE WHEN $6 THEN $7::bigint ELSE low_bandwidth_floor_bytes END,
             updated_at = now()
       WHERE account_id = $1
       RETURNING ${ALERT_COLUMNS}`,
@@ -92,6 +102,8 @@ export async function updateAlerts(
       u.newInvoice ?? null,
       u.serverAlerts ?? null,
       u.lowBandwidthPercent ?? null,
+      u.lowBandwidthFloorGb !== undefined,
+      u.lowBandwidthFloorGb == null ? null : Math.round(u.lowBandwidthFloorGb * BYTES_PER_GB),
     ],
   );
   return rows[0];

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
+import { lowBandwidthFloorGb } from '#common/billing/alerts.ts';
+import { creditSchema } from '#common/billing/credit.ts';
 import { productsSchema } from '../usage/schemas.ts';
 
 export const alertsSchema = z.object({
@@ -10,6 +12,10 @@ export const alertsSchema = z.object({
     .number()
     .int()
     .describe('Remaining share (%) of a product at which the low-bandwidth email is sent'),
+  lowBandwidthFloorGb: z
+    .number()
+    .nullable()
+    .describe('Also sent when this many GB or fewer remain (whichever of the two is higher); null: none'),
 });
 
 /** Alert switches an operator changes (fields not given keep their value). */
@@ -19,10 +25,11 @@ export const alertsUpdateSchema = z
     newInvoice: z.boolean().optional(),
     serverAlerts: z.boolean().optional(),
     lowBandwidthPercent: z.number().int().min(1).max(99).optional(),
+    lowBandwidthFloorGb: lowBandwidthFloorGb.optional(),
   })
   .refine(
     (v) => Object.values(v).some((x) => x !== undefined),
-    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent',
+    'give at least one of lowBandwidth, newInvoice, serverAlerts, lowBandwidthPercent, lowBandwidthFloorGb',
   );
 export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
 
@@ -73,6 +80,9 @@ export const accountResponseSchema = z.object({
   usageUpdatedAt: z.string(),
   alerts: alertsSchema,
   autoRefill: z.array(autoRefillSchema),
+  credit: creditSchema.describe(
+    'Credit for bill-later payment (auto-refills paid by invoice) this calendar month',
+  ),
   throttles: z
     .array(throttleSchema)
     .describe(

@@ -6,6 +6,7 @@ import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
 import type { Change, ChangeFeed } from '#common/db/changes.ts';
 import { MAX_NAMED_KEYS } from '#common/accounts/keys.ts';
+import { readCredit } from '#common/billing/credit.ts';
 import { gb, toUsageResponse, type UsageService } from '../usage/service.ts';
 import { readAccount } from './repo.ts';
 import type { AccountResponse } from './schemas.ts';
@@ -63,6 +64,7 @@ export class AccountService {
     const record = await readAccount(this.pool, accountId);
     if (!record) throw new AppError('ACCOUNT_NOT_FOUND');
     const snapshot = await this.usage.snapshot(accountId);
+    const credit = await readCredit(this.pool, accountId);
     const usage = toUsageResponse(snapshot.row);
     const view: AccountResponse = {
       success: true,
@@ -81,6 +83,7 @@ export class AccountService {
         refillGb: gb(r.refillBytes),
         maxRefillsPerMonth: r.maxRefillsPerMonth,
       })),
+      credit,
       throttles: record.throttles,
       apiKeys: record.apiKeys,
       namedKeysLimit: MAX_NAMED_KEYS,

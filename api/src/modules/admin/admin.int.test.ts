@@ -238,6 +238,7 @@ describe('alerts and auto-refill', () => {
       newInvoice: true,
       serverAlerts: false,
       lowBandwidthPercent: 10,
+      lowBandwidthFloorGb: null,
     });
     const res = await admin(`/accounts/${account.id}/alerts`, {
       method: 'PUT',
@@ -248,11 +249,33 @@ describe('alerts and auto-refill', () => {
       newInvoice: false,
       serverAlerts: true,
       lowBandwidthPercent: 10,
+      lowBandwidthFloorGb: null,
     });
     expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.alerts).toMatchObject({
       lowBandwidth: false,
       serverAlerts: true,
     });
+    const floor = await admin(`/accounts/${account.id}/alerts`, {
+      method: 'PUT',
+      body: { lowBandwidthFloorGb: 0.2 },
+    });
+    expect(floor.body).toMatchObject({
+      lowBandwidth: false,
+      lowBandwidthPercent: 10,
+      lowBandwidthFloorGb: 0.2,
+    });
+    expect((await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.alerts).toMatchObject({
+      lowBandwidthFloorGb: 0.2,
+    });
+    const cleared = await admin(`/accounts/${account.id}/alerts`, {
+      method: 'PUT',
+      body: { lowBandwidthFloorGb: null },
+    });
+    expect(cleared.body).toMatchObject({ lowBandwidthFloorGb: null });
+    expect(
+      (await admin(`/accounts/${account.id}/alerts`, { method: 'PUT', body: { lowBandwidthFloorGb: -1 } }))
+        .status,
+    ).toBe(400);
     expect((await admin(`/accounts/${account.id}/alerts`, { method: 'PUT', body: {} })).status).toBe(400);
     expect(
       (await admin(`/accounts/${account.id}/alerts`, { method: 'PUT', body: { serverAlerts: 'yes' } }))

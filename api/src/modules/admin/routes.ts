@@ -7,12 +7,12 @@ import { AppError } from '#common/errors.ts';
 import { SQLSTATE, sqlState, type Pool } from '#common/db/pool.ts';
 import {
   createAccount,
-  recordPurchase,
   resetProxyPassword,
   setAccountStatus,
   readProxyCredentials,
 } from '#common/accounts/accounts.ts';
 import { createNamedKey, listKeys, regeneratePrimaryKey, revokeKey } from '#common/accounts/keys.ts';
+import { recordPurchase } from '#common/billing/purchases.ts';
 import { gbToBytes } from '#common/products.ts';
 import { newProxyPassword, seal } from '#common/secrets.ts';
 import { defineRoute, validationError, type RouteDef, type RouteResult } from '../../http/route.ts';

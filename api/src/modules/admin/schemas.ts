@@ -76,6 +76,10 @@ export const invoiceSchema = z.object({
   amountCents: z.number().int().nullable().describe('Priced from PROXYFLEET_PRICES_PER_GB when issued'),
   currency: z.string(),
   status: z.enum(['issued', 'paid', 'void']),
+  settlement: z
+    .enum(['deferred', 'charged'])
+    .describe('deferred: billed later, counted against the credit limit; charged: paid when bought'),
+  paymentMethod: z.string(),
   issuedAt: z.string(),
 });
 

@@ -120,7 +120,49 @@ describe('invoices', () => {
         '/api/v1/auto-refill/{product}',
         '/api/v1/invoices',
         '/admin/v1/accounts/{id}/invoices',
+        '/admin/v1/accounts/{id}/credit-limit',
       ]),
     );
+  });
+});
+
+describe('credit limit', () => {
+  test('the operator sets it per account (null: the default); the customer sees it with what this month used', async () => {
+    const account = await newAccount();
+    expect(
+      (await admin(`/accounts/${account.id}/purchases`, { body: { product: 'basic', gb: 100 } })).status,
+    ).toBe(201);
+    const month = new Date().toISOString().slice(0, 7);
+    const mine = async () => (await call(fx.api.url, '/api/v1/account', { key: account.apiKey })).body.credit;
+    expect(await mine()).toEqual({
+      limit: 1000,
+      usedThisMonth: 200,
+      available: 800,
+      currency: 'USD',
+      default: true,
+      month,
+    });
+    const set = await admin(`/accounts/${account.id}/credit-limit`, {
+      method: 'PUT',
+      body: { limit: 2500.5 },
+    });
+    expect(set).toMatchObject({
+      status: 200,
+      body: { limit: 2500.5, usedThisMonth: 200, available: 2300.5 },
+    });
+    expect(set.headers.get('proxyfleet-cache-sync')).toMatch(/^\d+\/\d+$/);
+    expect(await mine()).toMatchObject({ limit: 2500.5, default: false });
+    expect((await admin(`/accounts/${account.id}/credit-limit`)).body).toMatchObject({ limit: 2500.5 });
+    for (const limit of [-1, 1.005, 2e9, '100', undefined]) {
+      expect(
+        (await admin(`/accounts/${account.id}/credit-limit`, { method: 'PUT', body: { limit } })).status,
+      ).toBe(400);
+    }
+    expect(
+      (await admin(`/accounts/${account.id}/credit-limit`, { method: 'PUT', body: { limit: null } })).body,
+    ).toMatchObject({ limit: 1000, default: true });
+    const nobody = '/accounts/00000000-0000-4000-8000-000000000000/credit-limit';
+    expect((await admin(nobody)).status).toBe(404);
+    expect((await admin(nobody, { method: 'PUT', body: { limit: 10 } })).status).toBe(404);
   });
 });

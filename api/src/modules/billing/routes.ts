@@ -1,5 +1,6 @@
-// Auto-refill settings and invoices (docs/api.md "Auto-refill", "Invoices"): the customer's
-// /api/v1 routes and the operators' invoice listing, over common/src/billing.
+// Auto-refill settings, invoices and the credit limit (docs/api.md "Auto-refill", "Invoices",
+// "Credit limit"): the customer's /api/v1 routes and the operators' invoice listing and credit
+// limit, over common/src/billing.
 import { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
@@ -11,10 +12,19 @@ import {
   type AutoRefillUpdate,
 } from '#common/billing/auto-refill.ts';
 import { invoiceListQuery, invoiceListSchema, listInvoices } from '#common/billing/invoices.ts';
+import {
+  creditLimitUpdateSchema,
+  creditSchema,
+  readCredit,
+  setCreditLimit,
+  toCents,
+  type CreditLimitUpdate,
+} from '#common/billing/credit.ts';
 import { PRODUCTS } from '#common/products.ts';
 import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { accountParams } from '../../http/schemas.ts';
+import type { WaitForApiCaches } from '../sync/wait.ts';
 
 const productParams = z.object({ product: z.enum(PRODUCTS) });
 type ProductParams = z.infer<typeof productParams>;
@@ -74,9 +84,15 @@ export function billingRoutes(pool: Pool): RouteDef[] {
   ];
 }
 
-export function adminBillingRoutes(pool: Pool): RouteDef[] {
+type AccountParams = z.infer<typeof accountParams>;
+
+export function adminBillingRoutes(pool: Pool, waitForApiCaches: WaitForApiCaches): RouteDef[] {
+  const mustExist = async (id: string) => {
+    const { rowCount } = await pool.query('SELECT 1 FROM accounts WHERE id = $1', [id]);
+    if (rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+  };
   return [
-    defineRoute<undefined, z.infer<typeof accountParams>>({
+    defineRoute<undefined, AccountParams>({
       method: 'get',
       path: '/accounts/:id/invoices',
       tag: 'admin',
@@ -87,9 +103,49 @@ export function adminBillingRoutes(pool: Pool): RouteDef[] {
       response: invoiceListSchema,
       errors: ['ACCOUNT_NOT_FOUND', 'VALIDATION_FAILED'],
       handler: async ({ params, req }) => {
-        const { rowCount } = await pool.query('SELECT 1 FROM accounts WHERE id = $1', [params.id]);
-        if (rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+        await mustExist(params.id);
         return { body: await listInvoices(pool, params.id, parseQuery(req.query)) };
+      },
+    }),
+    defineRoute<undefined, AccountParams>({
+      method: 'get',
+      path: '/accounts/:id/credit-limit',
+      tag: 'admin',
+      summary: "The account's credit limit for bill-later payment, and what this month used of it",
+      auth: 'admin',
+      params: accountParams,
+      paramsError: 'ACCOUNT_NOT_FOUND',
+      response: creditSchema,
+      errors: ['ACCOUNT_NOT_FOUND'],
+      handler: async ({ params }) => {
+        await mustExist(params.id);
+        return { body: await readCredit(pool, params.id) };
+      },
+    }),
+    defineRoute<CreditLimitUpdate, AccountParams>({
+      method: 'put',
+      path: '/accounts/:id/credit-limit',
+      tag: 'admin',
+      summary:
+        "Set the account's credit limit per calendar month (null: the default, PROXYFLEET_CREDIT_LIMIT)",
+      description:
+        'Bill-later invoices of a calendar month (UTC) add up against it: an auto-refill paid by invoice that ' +
+        'would pass it is not bought. Operator purchases are not limited, only counted.',
+      auth: 'admin',
+      params: accountParams,
+      paramsError: 'ACCOUNT_NOT_FOUND',
+      body: creditLimitUpdateSchema,
+      response: creditSchema,
+      errors: ['ACCOUNT_NOT_FOUND', 'VALIDATION_FAILED'],
+      handler: async ({ params, body }) => {
+        await mustExist(params.id);
+        const credit = await setCreditLimit(
+          pool,
+          params.id,
+          body.limit === null ? null : toCents(body.limit),
+        );
+        const sync = await waitForApiCaches();
+        return { body: credit, headers: { 'Proxyfleet-Cache-Sync': `${sync.synced}/${sync.total}` } };
       },
     }),
   ];

@@ -418,6 +418,7 @@ describeInChromium('customer dashboard in Chromium: the pages', () => {
       newInvoice: true,
       serverAlerts: true,
       lowBandwidthPercent: 25,
+      lowBandwidthFloorGb: null,
     });
     await axe(page, 'alerts saved');
     await shot(page, 'alerts');
@@ -445,6 +446,21 @@ describeInChromium('customer dashboard in Chromium: the pages', () => {
     ).resolves.toContain('1 GB');
     const basic = page.getByRole('row', { name: /^basic/ });
     await expect(basic.textContent()).resolves.toMatch(/On\s+0\.5 GB\s+2 GB\s+3/);
+    // Remaining and the credit limit: the numbers of the API.
+    const me = (await call(api.url, '/api/v1/account', { key: account.apiKey })).body as {
+      products: { basic: { remainingGb: number } };
+      credit: { limit: number; usedThisMonth: number; available: number; currency: string; month: string };
+    };
+    await expect(basic.textContent()).resolves.toMatch(
+      new RegExp(`^\\s*basic\\s*${me.products.basic.remainingGb} GB`),
+    );
+    const money = (n: number) =>
+      `${n.toLocaleString('en-US', { minimumFractionDigits: 2 })} ${me.credit.currency}`;
+    const credit = (await page.locator('#credit').textContent())!.replace(/\s+/g, ' ').trim();
+    expect(credit).toBe(
+      `Bill-later limit: ${money(me.credit.limit)} per calendar month (UTC). Billed later in ${me.credit.month}: ` +
+        `${money(me.credit.usedThisMonth)}; available: ${money(me.credit.available)}.`,
+    );
     await shot(page, 'billing');
   });
 

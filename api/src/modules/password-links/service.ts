@@ -42,19 +42,14 @@ export async function createPasswordLink(
     const expiresAt = rows[0]!.expires_at;
     const message = linkEmail(purpose, url, expiresAt);
     const id = hash.toString('hex').slice(0, 32);
-    await client.query(
-      `INSERT INTO email_outbox (account_id, kind, dedupe_key, to_address, subject, body_text, message_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [
-        accountId,
-        message.kind,
-        `${message.kind}:${id}`,
-        email,
-        message.subject,
-        message.text,
-        `<${message.kind}-${id}@proxyfleet>`,
-      ],
-    );
+    // The one way to queue an email (email_enqueue: its dedupe key and Message-ID; docs/adr/0075).
+    await client.query('SELECT email_enqueue($1, $2, $3, NULL, $4, $5)', [
+      accountId,
+      message.kind,
+      id,
+      message.subject,
+      message.text,
+    ]);
     return { url, expiresAt };
   });
 }

@@ -1,7 +1,8 @@
 // The usage snapshot table (migrations/0010_api.sql): one row per account, recomputed from
-// balances (used_bytes and requests_count are folded there by the worker from gateway usage
-// batches) by whichever API process first finds it older than the refresh interval. And the
-// hourly roll-up the worker folds, read per day for the dashboard's chart.
+// balances by whichever API process first finds it older than the refresh interval. "Used" is
+// billing's one definition (billing_used: folded usage, or what gateways reported with their lease
+// requests before the fold; docs/api.md "Remaining bandwidth"), the number alerts and auto-refill
+// decide on. And the hourly roll-up the worker folds, read per day for the dashboard's chart.
 import type { Pool } from '#common/db/pool.ts';
 
 export interface SnapshotRow {
@@ -39,7 +40,7 @@ export async function recomputeSnapshot(
   const { rows } = await pool.query<SnapshotRow>(
     `INSERT INTO api_usage_snapshots AS s (account_id, balances, requests_count, computed_at)
      SELECT $1,
-            coalesce(jsonb_object_agg(b.product, jsonb_build_object('total', b.total_bytes, 'used', b.used_bytes))
+            coalesce(jsonb_object_agg(b.product, jsonb_build_object('total', b.total_bytes, 'used', billing_used(b.used_bytes, b.reported_used_bytes)))
                      FILTER (WHERE b.product IS NOT NULL), '{}'::jsonb),
             coalesce(sum(b.requests_count), 0)::bigint,
             now()

@@ -1,6 +1,8 @@
-// Billing: the invoices (the same listing as GET /api/v1/invoices) and each product's auto-refill
-// settings, changed in a form judged by the same schema as PUT /api/v1/auto-refill/:product. The
-// operations are the shared ones of common/src/billing/.
+// Billing: the invoices (the same listing as GET /api/v1/invoices), each product's remaining
+// bandwidth (the usage snapshot of GET /api/v1/usage: bought - used) and auto-refill settings,
+// changed in a form judged by the same schema as PUT /api/v1/auto-refill/:product, and the credit
+// limit for bill-later payment (as GET /api/v1/account shows it). The operations are the shared
+// ones of common/src/billing/.
 import { z } from 'zod';
 import {
   autoRefillUpdateSchema,
@@ -8,9 +10,11 @@ import {
   putAutoRefill,
   type AutoRefillSettings,
 } from '#common/billing/auto-refill.ts';
+import { readCredit, type Credit } from '#common/billing/credit.ts';
 import { listInvoices, type InvoiceView } from '#common/billing/invoices.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { BYTES_PER_GB, PRODUCTS } from '#common/products.ts';
+import { BYTES_PER_GB, PRODUCTS, type Product } from '#common/products.ts';
+import { productBalances } from '../../usage/service.ts';
 import { formProblem, formValues, type FieldWords } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, dateText, gbText, layout, message, table, type PageContext } from '../layout.ts';
@@ -40,17 +44,20 @@ const REFILL_FIELDS = {
   maxRefillsPerMonth: { label: 'At most per month', says: 'a whole number from 1 to 100' },
 } satisfies Record<string, FieldWords>;
 
-export const billingPage: PageModule = ({ pool }) => {
+export const billingPage: PageModule = ({ pool, usage }) => {
   const render = async (
     { person, ctx, send }: SignedInVisit,
     state: { notice?: string | undefined; error?: string },
     status = 200,
   ) => {
-    const [invoices, autoRefill] = await Promise.all([
+    const [invoices, autoRefill, snapshot, credit] = await Promise.all([
       listInvoices(pool, person.accountId, { limit: INVOICES_SHOWN }),
       configuredAutoRefill(pool, person.accountId),
+      usage.snapshot(person.accountId),
+      readCredit(pool, person.accountId),
     ]);
-    send(billingView(ctx, { invoices: invoices.invoices, autoRefill, ...state }), status);
+    const remaining = productBalances(snapshot.row);
+    send(billingView(ctx, { invoices: invoices.invoices, autoRefill, remaining, credit, ...state }), status);
   };
 
   return {
@@ -140,10 +147,15 @@ function billingView(
   data: {
     invoices: InvoiceView[];
     autoRefill: AutoRefillLine[];
+    remaining: Record<Product, { remaining: number }>;
+    credit: Credit;
     notice?: string | undefined;
     error?: string;
   },
 ): Html {
+  const c = data.credit;
+  const money = (amount: number) =>
+    `${amount.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} ${c.currency}`;
   const refill = new Map(data.autoRefill.map((r) => [r.product, r]));
   const change = (p: string) =>
     html`<td><a href="/billing/auto-refill/${p}" aria-label="Change auto-refill of ${p}">Change</a></td>`;
@@ -181,6 +193,7 @@ function billingView(
           caption: 'Auto-refill settings per product',
           columns: [
             'Product',
+            { num: 'Remaining' },
             'Auto-refill',
             { num: 'When below' },
             { num: 'Buy' },
@@ -191,6 +204,7 @@ function billingView(
             const r = refill.get(p);
             return html`<tr>
               <th scope="row">${p}</th>
+              <td class="num">${gbText(data.remaining[p].remaining)}</td>
               <td>${r?.enabled ? 'On' : 'Off'}</td>
               <td class="num">${r ? gbText(r.thresholdBytes) : '–'}</td>
               <td class="num">${r ? gbText(r.refillBytes) : '–'}</td>
@@ -200,9 +214,21 @@ function billingView(
           }),
         })}
         <p class="hint">
-          Auto-refill buys the set amount when a product's remaining bandwidth falls below its threshold, at
-          most the set number of times per calendar month (UTC), with an invoice for each. The API sets the
-          same with <code>PUT /api/v1/auto-refill/&lt;product&gt;</code> (docs/api.md).
+          Remaining is what was bought minus what was used, as <code>GET /api/v1/usage</code> says.
+          Auto-refill buys the set amount once each time a product's remaining bandwidth falls below its
+          threshold, at most the set number of times per calendar month (UTC), with an invoice for each. The
+          API sets the same with <code>PUT /api/v1/auto-refill/&lt;product&gt;</code> (docs/api.md).
+        </p>
+      </section>
+      <section class="card" aria-labelledby="credit-h">
+        <h2 id="credit-h">Credit limit</h2>
+        <p id="credit">
+          Bill-later limit: ${money(c.limit)} per calendar month (UTC). Billed later in ${c.month}:
+          ${money(c.usedThisMonth)}; available: ${money(c.available)}.
+        </p>
+        <p class="hint">
+          Auto-refills paid by invoice stop at the limit: a refill that would pass it is not bought, and you
+          get an email saying so.${c.default ? '' : ' This limit was set for your account.'}
         </p>
       </section>`,
   );

@@ -1,0 +1,104 @@
+// Purchases: the billing room's one way to buy bandwidth (docs/adr/0075). Every purchase is
+// purchase_record in SQL (migrations/functions/purchase_record.sql): the purchase, the balance,
+// the invoice priced by price_cents, the new-invoice email. Operator purchases bill later
+// (settlement 'deferred') and are not limited by the credit limit, but counted in it; auto-refills
+// buy through the same function (billing_refill in SQL for bill-later, refills.ts for methods that
+// charge first).
+import { AppError } from '../errors.ts';
+import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import type { Product } from '../products.ts';
+
+export interface Invoice {
+  id: string;
+  number: number;
+  accountId: string;
+  purchaseId: string;
+  product: Product;
+  bytes: number;
+  amountCents: number | null;
+  currency: string;
+  status: 'issued' | 'paid' | 'void';
+  /** 'deferred': billed later (counted against the credit limit); 'charged': paid when bought. */
+  settlement: 'deferred' | 'charged';
+  paymentMethod: string;
+  issuedAt: Date;
+}
+
+export interface PurchaseInput {
+  accountId: string;
+  product: Product;
+  bytes: number;
+  source?: 'admin' | 'auto_refill';
+  /** A retried call with the same key returns the first call's invoice and buys nothing more. */
+  idempotencyKey?: string;
+  /** How it is paid: billed later (default), or charged by `paymentMethod` before this call. */
+  settlement?: 'deferred' | 'charged';
+  paymentMethod?: string;
+}
+
+/** Buys bandwidth: purchase, invoice (priced), balance and (if on) the new-invoice email, atomically. */
+export async function recordPurchase(pool: Pool, input: PurchaseInput): Promise<Invoice> {
+  return withTransaction(pool, (client) => recordPurchaseIn(client, input));
+}
+
+/** As recordPurchase, in the caller's transaction. */
+export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput): Promise<Invoice> {
+  // No account row lock: purchase_record is also called inside a gateway's draw, which holds the
+  // balance row lock; the unique idempotency index serialises equal keys.
+  const exists = await client.query('SELECT 1 FROM accounts WHERE id = $1', [input.accountId]);
+  if (exists.rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+  try {
+    const { rows } = await client.query<InvoiceRow>(
+      'SELECT * FROM purchase_record($1, $2, $3, $4, $5, $6, $7)',
+      [
+        input.accountId,
+        input.product,
+        input.bytes,
+        input.source ?? 'admin',
+        input.idempotencyKey ?? null,
+        input.settlement ?? 'deferred',
+        input.paymentMethod ?? 'invoice',
+      ],
+    );
+    const row = rows[0]!;
+    // A retry must be the same purchase: another body under the same key is a client bug.
+    if (input.idempotencyKey && (row.product !== input.product || row.bytes !== input.bytes))
+      throw new AppError('IDEMPOTENCY_KEY_REUSED');
+    return toInvoice(row);
+  } catch (err) {
+    if (sqlState(err) === SQLSTATE.FOREIGN_KEY_VIOLATION) throw new AppError('ACCOUNT_NOT_FOUND');
+    throw err;
+  }
+}
+
+interface InvoiceRow {
+  id: string;
+  number: number;
+  account_id: string;
+  purchase_id: string;
+  product: Product;
+  bytes: number;
+  amount_cents: number | null;
+  currency: string;
+  status: Invoice['status'];
+  settlement: Invoice['settlement'];
+  payment_method: string;
+  issued_at: Date;
+}
+
+function toInvoice(row: InvoiceRow): Invoice {
+  return {
+    id: row.id,
+    number: row.number,
+    accountId: row.account_id,
+    purchaseId: row.purchase_id,
+    product: row.product,
+    bytes: row.bytes,
+    amountCents: row.amount_cents,
+    currency: row.currency,
+    status: row.status,
+    settlement: row.settlement,
+    paymentMethod: row.payment_method,
+    issuedAt: row.issued_at,
+  };
+}

@@ -1,0 +1,7 @@
+-- Only purchases (total_bytes) are announced: folding usage updates used_bytes constantly and
+-- NOTIFY takes a global lock at commit, so the ingest path must stay silent.
+CREATE OR REPLACE FUNCTION change_log_balances() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM change_log_record('balance', NEW.account_id, NEW.product);
+  RETURN NEW;
+END $$;

@@ -1,0 +1,6 @@
+-- A one-time link must not stay readable in the outbox once it has been handed to SMTP.
+CREATE OR REPLACE FUNCTION email_outbox_redact_links() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.body_text := '[sent; the one-time link it carried is not kept]';
+  RETURN NEW;
+END $$;
