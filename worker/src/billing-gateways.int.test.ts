@@ -164,7 +164,20 @@ describe('auto-refill through real gateways', () => {
         if (last.status !== 200 || last.received !== MB) break;
         delivered += last.received;
       }
-      expect(await refills(account.id)).toHaveLength(3);
+      const bought = await refills(account.id);
+      // On failure, what stopped the stream and the pods' warnings (a cut logs why).
+      if (bought.length !== 3) {
+        console.log(`stopped after ${delivered} bytes: ${JSON.stringify(last)}`);
+        for (const pod of pods)
+          console.log(
+            pod
+              .output()
+              .split('\n')
+              .filter((l) => /"level":(40|50)|cut|denied/.test(l))
+              .join('\n'),
+          );
+      }
+      expect(bought).toHaveLength(3);
       // Every download went through until the gateways had been granted the whole cap (bought + 3
       // refills): no draw was refused while bandwidth or a refill was to be had. Then traffic stopped.
       // A lease returned before it is spent keeps its grant on its row (what it gave back was granted
