@@ -53,7 +53,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     logger,
     registry,
   });
-  const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
+  const worker = startWorker({ pool: db.pool, databaseUrl: db.sessionUrl, logger, registry, health, jobs });
 
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS
     ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)
@@ -63,7 +63,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   const gatewayProcess = gateways.length
     ? await GatewayProcess.open({
         pool: db.pool,
-        databaseUrl: db.url,
+        databaseUrl: db.sessionUrl,
         logger,
         registry,
         health,
@@ -83,7 +83,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         gatewayId: `dev-${gateway.metadata.name}`,
         allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
         pool: db.pool,
-        databaseUrl: db.url,
+        databaseUrl: db.sessionUrl,
         logger: logger.child({ gateway: gateway.metadata.name }),
         registry,
         health,
@@ -102,7 +102,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     registry,
     health,
     pool: db.pool,
-    databaseUrl: db.url,
+    databaseUrl: db.sessionUrl,
   });
   logger.info(
     {

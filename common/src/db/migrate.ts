@@ -1,5 +1,6 @@
 // Forward-only numbered SQL migrations from migrations/NNNN_name.sql, applied under an advisory
-// lock so that many pods starting at once apply each file exactly once. A file changed after it
+// lock so that many pods starting at once apply each file exactly once. The lock is a session
+// lock: `databaseUrl` must keep its session (never a transaction pool: docs/adr/0068). A file changed after it
 // was applied is an error (its checksum no longer matches), never silently skipped.
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -51,6 +52,9 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
   await client.connect();
   const applied: number[] = [];
   try {
+    // Unbounded, whatever the role or a pooler's connect_query sets (docs/adr/0068): an index
+    // build, or the lock held by another pod migrating, may take minutes.
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,
