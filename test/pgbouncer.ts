@@ -210,6 +210,9 @@ max_client_conn = ${this.opts.maxClientConn ?? 1000}
 ; a failed server login is retried after 1 s (default 15 s): a promoted replica is found at once
 server_login_retry = 1
 server_connect_timeout = 5
+; a query waiting for a server connection that cannot be opened is answered with an error after
+; 5 s (default 120 s): the API answers 503 then, before its own 20 s query timeout
+query_wait_timeout = 5
 log_connections = 0
 log_disconnections = 0
 `;
