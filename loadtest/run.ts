@@ -17,10 +17,21 @@ import { FLUSH_MS } from '../gateway/src/accounting/ledger.ts';
 import { overspendBound } from '../gateway/src/accounting/policy.ts';
 import { REPO_ROOT, removeDir, startFleet, type Fleet } from './fleet/fleet.ts';
 import { Prometheus } from './prom.ts';
+import { runFailover } from './scenarios/failover.ts';
 
 const { values: args } = parseArgs({
-  options: { smoke: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } },
+  options: {
+    smoke: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+    // Every process through PgBouncer (docs/adr/0068).
+    pgbouncer: { type: 'boolean', default: false },
+    // `failover`: loadtest/scenarios/failover.ts (docs/loadtest.md); `--async` there.
+    scenario: { type: 'string' },
+    async: { type: 'boolean', default: false },
+  },
 });
+if (args.scenario !== undefined && args.scenario !== 'failover')
+  throw new Error(`unknown scenario ${args.scenario}: the scenarios are the default one and failover`);
 const smoke = args.smoke;
 const profile = smoke
   ? { duration: 30, scale: 2, size: 16_384, budgetB: 20_000_000, exhaustStart: 8, killAt: 12, revocations: 5 }
@@ -271,6 +282,7 @@ async function main(): Promise<number> {
     databaseUrl: process.env.DATABASE_URL || undefined,
     dir,
     onStep: say,
+    pgbouncer: args.pgbouncer,
   });
   const stopOnSignal = () => void fleet.stop().then(() => process.exit(130));
   process.once('SIGINT', stopOnSignal);
@@ -838,7 +850,7 @@ async function finish(rows: string[][]): Promise<number> {
   return ok ? 0 : 1;
 }
 
-main().then(
+(args.scenario === 'failover' ? runFailover({ smoke, keep: args.keep, async: args.async }) : main()).then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stderr.write(
