@@ -281,6 +281,8 @@ export async function startProxyfleetBouncer(
   options: {
     statementTimeoutMs: number;
     poolSize?: number;
+    /** Server connections of the session pool (one per LISTEN or leader session; default poolSize). */
+    sessionPoolSize?: number;
     maxClientConn?: number;
     dir?: string;
     extraPools?: Record<string, PoolDefinition>;
@@ -295,7 +297,11 @@ export async function startProxyfleetBouncer(
         mode: 'transaction',
         connectQuery: `SET statement_timeout = ${options.statementTimeoutMs}`,
       },
-      [SESSION_DATABASE]: { dbname, mode: 'session' },
+      [SESSION_DATABASE]: {
+        dbname,
+        mode: 'session',
+        ...(options.sessionPoolSize ? { size: options.sessionPoolSize } : {}),
+      },
       ...options.extraPools,
     },
     ...(options.poolSize ? { defaultPoolSize: options.poolSize } : {}),

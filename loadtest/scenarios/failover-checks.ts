@@ -208,3 +208,20 @@ export async function judgeServesAgain(
   );
   return ms;
 }
+
+/**
+ * The shape of the usage batches the gateways wrote (docs/scaling.md: the database load generator
+ * writes the same): lines (customers) and lease spends per batch, per plan's gateways.
+ */
+export async function batchShapes(fleet: Fleet): Promise<string> {
+  const rows = await dbQuery<{ plan: string; batches: number; lines: string; spends: string }>(
+    fleet,
+    `SELECT split_part(b.gateway_id, '-', 2) AS plan, count(*)::int AS batches,
+            round(avg((SELECT count(*) FROM usage_batch_lines l WHERE l.batch_id = b.id)), 2)::text AS lines,
+            round(avg((SELECT count(*) FROM usage_batch_lease_spend s WHERE s.batch_id = b.id)), 2)::text AS spends
+       FROM usage_batches b GROUP BY 1 ORDER BY 1`,
+  );
+  return rows
+    .map((r) => `${r.plan}: ${r.batches} batches, ${r.lines} lines and ${r.spends} lease spends each`)
+    .join('; ');
+}

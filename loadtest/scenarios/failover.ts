@@ -19,6 +19,7 @@ import { POOLED_DATABASE } from '#test/pgbouncer.ts';
 import { REPO_ROOT, startFleet, type Fleet } from '../fleet/fleet.ts';
 import { Prometheus } from '../prom.ts';
 import {
+  batchShapes,
   dbQuery,
   judgeBilledOnce,
   judgeBoughtOnce,
@@ -325,6 +326,7 @@ async function scenario(
     },
     N[1]!,
   );
+  report.figure('usage batch shapes (both phases)', await batchShapes(fleet));
   return (await report.finish({ profile, async: opts.async })) ? 0 : 1;
 }
 

@@ -243,14 +243,20 @@ export class ChangeFeed {
 
   private startHeartbeat(client: pg.Client): void {
     clearInterval(this.heartbeat);
+    // One heartbeat at a time: on a slow server they would pile up on the connection (each with its
+    // cache_acks write) instead of finding it slow (the query timeout ends a dead one).
+    let beating = false;
     this.heartbeat = setInterval(() => {
+      if (beating) return;
+      beating = true;
       client
         .query('SELECT 1')
         .then(() => {
           this.lastHeard = Date.now();
           return this.writeAck(client, true);
         })
-        .catch((err: Error) => this.lost(client, err));
+        .catch((err: Error) => this.lost(client, err))
+        .finally(() => (beating = false));
     }, this.opts.heartbeatMs);
     this.heartbeat.unref();
   }
