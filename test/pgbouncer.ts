@@ -6,6 +6,7 @@
 // and starts the process on the same port. docs/adr/0068-pgbouncer-transaction-pooling.md.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import net from 'node:net';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +29,11 @@ export interface PgBouncerOptions {
   serverUrl: string;
   /** Logical database name (what clients connect to) -> pool. */
   pools: Record<string, PoolDefinition>;
+  /**
+   * A configuration of one's own instead of the generated one (the chart's): given the port to
+   * listen on and the directory, the ini file's text.
+   */
+  config?: (port: number, dir: string) => string;
   defaultPoolSize?: number;
   maxClientConn?: number;
   /** Directory for the config and the log (default: a new temporary one, removed by stop()). */
@@ -70,8 +76,8 @@ export class PgBouncer {
     // The server's user (as root: 'postgres') reads the config from here.
     await chmod(dir, 0o755);
     const bouncer = new PgBouncer(opts, await freePort(), dir, opts.dir === undefined);
-    await bouncer.writeConfig();
     try {
+      await bouncer.writeConfig();
       await bouncer.launch();
     } catch (err) {
       await bouncer.stop();
@@ -99,7 +105,10 @@ export class PgBouncer {
 
   /** Runs one admin console command (SHOW POOLS, RELOAD, PAUSE db, ...); its rows. */
   async admin<R extends Record<string, unknown> = Record<string, unknown>>(command: string): Promise<R[]> {
-    const client = new pg.Client({ connectionString: this.url('pgbouncer'), connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({
+      connectionString: this.url('pgbouncer'),
+      connectionTimeoutMillis: 15_000,
+    });
     client.on('error', () => undefined);
     await client.connect();
     try {
@@ -180,6 +189,10 @@ export class PgBouncer {
   }
 
   private async writeConfig(): Promise<void> {
+    if (this.opts.config) {
+      await writeFile(this.configFile, this.opts.config(this.port, this.dir), { mode: 0o644 });
+      return;
+    }
     const { host, port } = this.server;
     const login = `user=${quote(this.user)}${this.password ? ` password=${quote(this.password)}` : ''}`;
     const databases = Object.entries(this.opts.pools).map(([name, p]) => {
@@ -245,13 +258,7 @@ log_disconnections = 0
     failed.catch(() => undefined);
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
-      const ready = await Promise.race([
-        this.admin('SHOW VERSION').then(
-          () => true,
-          () => false,
-        ),
-        failed,
-      ]);
+      const ready = await Promise.race([listening(this.port), failed]);
       if (ready) return;
       if (Date.now() > deadline) throw new Error(`pgbouncer not ready within ${READY_TIMEOUT_MS} ms`);
       await new Promise((r) => setTimeout(r, 50));
@@ -309,4 +316,16 @@ export async function startProxyfleetBouncer(
     ...(options.dir ? { dir: options.dir } : {}),
   });
   return { bouncer, pooledUrl: bouncer.url(POOLED_DATABASE), sessionUrl: bouncer.url(SESSION_DATABASE) };
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
