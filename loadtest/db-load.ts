@@ -12,6 +12,7 @@
 //   --pods 100,300,1000  --measure 30  --settle 10  --rate 1000000 (bytes/s per budget)
 //   --lease-rate 0.05 (draws/s per budget)  --changes 0.74 (admin changes/s)  --regulars 2
 //   (customers per pod besides the hot one)  --pool-size 3 (per pod)  --server-pool 20 (PgBouncer)
+//   --listen pgbouncer|direct (the LISTEN sessions through PgBouncer's session pool, or not)
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,8 +38,10 @@ import {
   bouncerPool,
   bouncerTotals,
   Calls,
+  lockWaiters,
   processCpuSeconds,
   statementTimes,
+  topStatements,
   transactions,
   treeCpuSeconds,
 } from './db-load/measure.ts';
@@ -55,6 +58,7 @@ const { values: args } = parseArgs({
     regulars: { type: 'string', default: '2' },
     'pool-size': { type: 'string', default: '3' },
     'server-pool': { type: 'string', default: '20' },
+    listen: { type: 'string', default: 'pgbouncer' },
   },
 });
 const steps = args.pods.split(',').map(Number);
@@ -67,13 +71,16 @@ const opt = {
   regularsPerPod: Number(args.regulars),
   poolSize: Number(args['pool-size']),
   serverPool: Number(args['server-pool']),
+  /** Where the LISTEN sessions go: PgBouncer's session pool, or PostgreSQL directly. */
+  listen: args.listen,
 };
+if (opt.listen !== 'pgbouncer' && opt.listen !== 'direct') throw new Error('--listen is pgbouncer or direct');
 if (!steps.every((n, i) => Number.isInteger(n) && n > 0 && (i === 0 || n > steps[i - 1]!)))
   throw new Error(`--pods must be increasing positive integers: ${args.pods}`);
 const maxPods = steps.at(-1)!;
 /** The breaking point: a lease draw's p99 past this (docs/scaling.md). */
 const LEASE_P99_LIMIT_MS = 50;
-const DEADLINE_MS = (120 + steps.length * (opt.settle + opt.measure + 120)) * 1000;
+const DEADLINE_MS = (180 + steps.length * (opt.settle + opt.measure + 240)) * 1000;
 const DATABASE = 'proxyfleet';
 /** A regular customer's traffic reaches this many pods. */
 const PODS_PER_REGULAR = 4;
@@ -185,7 +192,7 @@ async function main(): Promise<number> {
     });
     const env = {
       pooledUrl: pgb.pooledUrl,
-      sessionUrl: pgb.sessionUrl,
+      sessionUrl: opt.listen === 'direct' ? url : pgb.sessionUrl,
       logger,
       metrics: createGatewayMetrics(registry),
       calls,
@@ -208,11 +215,12 @@ async function main(): Promise<number> {
 
     // Admin changes at the fleet's rate: a proxy password reset (one change_log row, one NOTIFY).
     let changing = true;
+    let quiet = false;
     const changer = (async () => {
       while (changing) {
         await sleep(-Math.log(1 - Math.random()) * (1000 / opt.changes));
         const account = regulars[Math.floor(Math.random() * regulars.length)]!;
-        if (!changing || changedAt.has(account) || pods.length === 0) continue;
+        if (!changing || quiet || changedAt.has(account) || pods.length === 0) continue;
         const at = performance.now();
         changedAt.set(account, { at, left: pods.length });
         await change
@@ -235,6 +243,10 @@ async function main(): Promise<number> {
     const rows: Record<string, unknown>[] = [];
 
     for (const n of steps) {
+      // Pods start while the others are quiet (their traffic paused, no admin changes): a step
+      // measures N pods in steady state, not N pods starting at once into a loaded database.
+      for (const p of pods) p.paused = true;
+      quiet = true;
       const rampStart = Date.now();
       let next = pods.length;
       let startFailures = 0;
@@ -245,6 +257,8 @@ async function main(): Promise<number> {
           else startFailures++;
         }
       }
+      for (const p of pods) p.paused = false;
+      quiet = false;
       say(
         `${pods.length} pods started in ${((Date.now() - rampStart) / 1000).toFixed(1)} s (${startFailures} starts failed and were retried); settling ${opt.settle} s`,
       );
@@ -253,7 +267,10 @@ async function main(): Promise<number> {
       logged.clear();
       loop.reset();
       await control.query('SELECT pg_stat_statements_reset()');
-      const bouncerBefore = await bouncerTotals(pgb.bouncer, POOLED_DATABASE);
+      // PgBouncer's admin console answers slowly when it is saturated: a figure it cannot give is 0.
+      const noTotals = { xacts: 0, xactMicros: 0, waitMicros: 0 };
+      const noPool = { clients: 0, waiting: 0, servers: 0 };
+      const bouncerBefore = await bouncerTotals(pgb.bouncer, POOLED_DATABASE).catch(() => noTotals);
       const before = {
         at: Date.now(),
         pg: treeCpuSeconds(postmaster),
@@ -261,13 +278,24 @@ async function main(): Promise<number> {
         self: process.cpuUsage(),
         tx: await transactions(control, DATABASE),
       };
+      // Lock waiters sampled once a second through the window (row locks on hot rows).
+      const waits: number[] = [];
+      const sampler = setInterval(
+        () =>
+          void lockWaiters(control, DATABASE).then(
+            (n) => waits.push(n),
+            () => undefined,
+          ),
+        1000,
+      );
       await sleep((opt.measure * 1000) / 2);
       const conns = await backends(control, DATABASE);
-      const pooledPool = await bouncerPool(pgb.bouncer, POOLED_DATABASE);
-      const sessionPool = await bouncerPool(pgb.bouncer, SESSION_DATABASE);
+      const pooledPool = await bouncerPool(pgb.bouncer, POOLED_DATABASE).catch(() => noPool);
+      const sessionPool = await bouncerPool(pgb.bouncer, SESSION_DATABASE).catch(() => noPool);
       await sleep((opt.measure * 1000) / 2);
+      clearInterval(sampler);
       const seconds = (Date.now() - before.at) / 1000;
-      const bouncerAfter = await bouncerTotals(pgb.bouncer, POOLED_DATABASE);
+      const bouncerAfter = await bouncerTotals(pgb.bouncer, POOLED_DATABASE).catch(() => noTotals);
       const xacts = Math.max(1, bouncerAfter.xacts - bouncerBefore.xacts);
       const server = await statementTimes(control, {
         leaseAcquire: '%lease_acquire(%',
@@ -275,6 +303,7 @@ async function main(): Promise<number> {
         heartbeat: '%gateway_heartbeat(%',
         usageFold: '%usage_fold(%',
       });
+      const top = await topStatements(control);
       const self = process.cpuUsage(before.self);
       const draws = new Calls();
       const all = [calls.leaseDraw, calls.hotLeaseDraw];
@@ -294,11 +323,13 @@ async function main(): Promise<number> {
         pgbouncerClients: pooledPool.clients + sessionPool.clients,
         pgbouncerServerConnections: pooledPool.servers,
         pgbouncerWaiting: pooledPool.waiting,
+        lockWaitersMean: round2(waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)),
         pgbouncerAvgTransactionMs: round2(
           (bouncerAfter.xactMicros - bouncerBefore.xactMicros) / xacts / 1000,
         ),
         pgbouncerAvgWaitMs: round2((bouncerAfter.waitMicros - bouncerBefore.waitMicros) / xacts / 1000),
         serverSide: server,
+        topStatements: top,
         leaseDraw: draws.summary(seconds),
         hotLeaseDraw: calls.hotLeaseDraw.summary(seconds),
         flush: calls.flush.summary(seconds),
@@ -346,6 +377,7 @@ function markdown(rows: Record<string, unknown>[], broke: Record<string, unknown
     ['transactions/s', (r) => String(r.transactionsPerSecond)],
     ['PostgreSQL CPU (cores)', (r) => String(r.postgresCpuCores)],
     ['PgBouncer CPU (cores)', (r) => String(r.pgbouncerCpuCores)],
+    ['backends waiting for a lock (mean of 1 s samples)', (r) => String(r.lockWaitersMean)],
     [
       'PgBouncer: transaction / wait for a server, mean ms',
       (r) => `${String(r.pgbouncerAvgTransactionMs)} / ${String(r.pgbouncerAvgWaitMs)}`,

@@ -178,3 +178,30 @@ export async function statementTimes(
   }
   return out;
 }
+
+/** The statements that took the most time in PostgreSQL since the last reset: what the CPU went to. */
+export async function topStatements(
+  client: pg.Client,
+  limit = 8,
+): Promise<{ query: string; calls: number; totalSeconds: number; meanMs: number }[]> {
+  const { rows } = await client.query<{ query: string; calls: string; total: number; mean: number }>(
+    `SELECT regexp_replace(left(query, 70), '\\s+', ' ', 'g') AS query, calls::text, total_exec_time / 1000 AS total, mean_exec_time AS mean
+       FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT $1`,
+    [limit],
+  );
+  return rows.map((r) => ({
+    query: r.query,
+    calls: Number(r.calls),
+    totalSeconds: Math.round(r.total * 100) / 100,
+    meanMs: Math.round(r.mean * 100) / 100,
+  }));
+}
+
+/** Backends of the database waiting for a lock now (a row lock: a hot balance row, say). */
+export async function lockWaiters(client: pg.Client, database: string): Promise<number> {
+  const { rows } = await client.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'",
+    [database],
+  );
+  return rows[0]?.n ?? 0;
+}
