@@ -81,6 +81,11 @@ export class SimPod {
   private lastFlush = Date.now();
   private flushing = false;
   private stopped = false;
+  /**
+   * While other pods start, this one sends nothing of its traffic (draws, flushes, heartbeats; its
+   * LISTEN session stays): the steps are measured in steady state, not during a mass start.
+   */
+  paused = true;
 
   private constructor(index: number, env: PodEnv) {
     this.env = env;
@@ -148,7 +153,9 @@ export class SimPod {
     every(FLUSH_MS, () => void pod.flush());
     // The first draws spread over the first flush interval, as a pod's first customers arrive.
     for (const b of pod.budgets) pod.later(Math.random() * FLUSH_MS, () => pod.draw(b));
-    every(HEARTBEAT_MS, () => void calls.heartbeat.time(() => pod.heartbeat!.beat()));
+    every(HEARTBEAT_MS, () => {
+      if (!pod.paused) void calls.heartbeat.time(() => pod.heartbeat!.beat());
+    });
     return pod;
   }
 
@@ -162,6 +169,10 @@ export class SimPod {
 
   /** Draws the budget's next lease, then schedules the one after (at the measured rate, jittered). */
   private async draw(b: Budget): Promise<void> {
+    if (this.paused) {
+      this.later(FLUSH_MS, () => this.draw(b));
+      return;
+    }
     // A lease covers the traffic until the next draw (the gateway sizes to ~10 s of rate and draws
     // the next at half; the fleet measured one draw per 20 s per customer and pod).
     const wanted = Math.min(
@@ -179,6 +190,10 @@ export class SimPod {
   }
 
   private async flush(): Promise<void> {
+    if (this.paused) {
+      this.lastFlush = Date.now();
+      return;
+    }
     if (this.flushing) return;
     this.flushing = true;
     try {
