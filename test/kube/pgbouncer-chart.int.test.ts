@@ -133,45 +133,47 @@ describeKube('Helm chart: PgBouncer and the session URL', () => {
       (d) => d.kind === 'ConfigMap' && d.metadata.name === 'proxyfleet-pgbouncer',
     )!.data!;
     const dir = await mkdtemp(path.join(os.tmpdir(), 'pf-chart-pgbouncer-'));
-    // The init container's script, as the pod runs it: the login from the Secret into the auth file.
-    // The server's own login (the embedded server's password), or one with a quote and a space
-    // when the server trusts 127.0.0.1 (the auth file's syntax doubles the quote).
-    const login = decodeURIComponent(server.username || 'postgres');
-    const password = decodeURIComponent(server.password) || 'se"cret pass';
-    await writeFile(path.join(dir, 'users.sh'), data['users.sh']!);
-    await run('sh', [path.join(dir, 'users.sh')], {
-      env: {
-        PATH: process.env.PATH,
-        PGBOUNCER_CONFIG_DIR: dir,
-        PGBOUNCER_USER: login,
-        PGBOUNCER_PASSWORD: password,
-      },
-    });
-    const user = serverUser();
-    if (user) await chown(path.join(dir, 'users.txt'), user.uid, user.gid);
-    const bouncer = await PgBouncer.start({
-      serverUrl: db.url,
-      pools: {},
-      dir,
-      // The chart's file, on a free local port, with the auth file where the script wrote it.
-      config: (port) =>
-        data['pgbouncer.ini']!.replace('listen_addr = 0.0.0.0', 'listen_addr = 127.0.0.1')
-          .replace('listen_port = 6432', `listen_port = ${port}`)
-          .replace('auth_file = /config/users.txt', `auth_file = ${dir}/users.txt`),
-    });
-    const connect = async (database: string, pass: string) => {
-      const client = new pg.Client({
-        host: '127.0.0.1',
-        port: bouncer.port,
-        user: login,
-        password: pass,
-        database,
-      });
-      client.on('error', () => undefined);
-      await client.connect();
-      return client;
-    };
+    let bouncer: PgBouncer | undefined;
     try {
+      // The init container's script, as the pod runs it: the login from the Secret into the auth file.
+      // The server's own login (the embedded server's password), or one with a quote and a space
+      // when the server trusts 127.0.0.1 (the auth file's syntax doubles the quote).
+      const login = decodeURIComponent(server.username || 'postgres');
+      const password = decodeURIComponent(server.password) || 'se"cret pass';
+      await writeFile(path.join(dir, 'users.sh'), data['users.sh']!);
+      await run('sh', [path.join(dir, 'users.sh')], {
+        env: {
+          PATH: process.env.PATH,
+          PGBOUNCER_CONFIG_DIR: dir,
+          PGBOUNCER_USER: login,
+          PGBOUNCER_PASSWORD: password,
+        },
+      });
+      const user = serverUser();
+      if (user) await chown(path.join(dir, 'users.txt'), user.uid, user.gid);
+      bouncer = await PgBouncer.start({
+        serverUrl: db.url,
+        pools: {},
+        dir,
+        // The chart's file, on a free local port, with the auth file where the script wrote it.
+        config: (port) =>
+          data['pgbouncer.ini']!.replace('listen_addr = 0.0.0.0', 'listen_addr = 127.0.0.1')
+            .replace('listen_port = 6432', `listen_port = ${port}`)
+            .replace('auth_file = /config/users.txt', `auth_file = ${dir}/users.txt`),
+      });
+      const port = bouncer.port;
+      const connect = async (database: string, pass: string) => {
+        const client = new pg.Client({
+          host: '127.0.0.1',
+          port,
+          user: login,
+          password: pass,
+          database,
+        });
+        client.on('error', () => undefined);
+        await client.connect();
+        return client;
+      };
       await expect(connect('proxyfleet', 'wrong')).rejects.toThrow(/password authentication failed|SASL/);
       const pooled = await connect('proxyfleet', password);
       const { rows } = await pooled.query<{ ms: string }>(
@@ -189,7 +191,7 @@ describeKube('Helm chart: PgBouncer and the session URL', () => {
       expect(await heard).toBe('through the session pool');
       await Promise.all([session.end(), other.end()]);
     } finally {
-      await bouncer.stop();
+      await bouncer?.stop();
       await rm(dir, { recursive: true, force: true });
     }
   });
