@@ -56,7 +56,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   });
   // The worker's scrape-time gauges as in worker/src/main.ts: this /metrics is the worker's too.
   registerOutboxMetrics(registry, db.pool);
-  const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
+  const worker = startWorker({ pool: db.pool, databaseUrl: db.sessionUrl, logger, registry, health, jobs });
 
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS
     ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)
@@ -66,7 +66,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   const gatewayProcess = gateways.length
     ? await GatewayProcess.open({
         pool: db.pool,
-        databaseUrl: db.url,
+        databaseUrl: db.sessionUrl,
         logger,
         registry,
         health,
@@ -86,7 +86,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         gatewayId: `dev-${gateway.metadata.name}`,
         allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
         pool: db.pool,
-        databaseUrl: db.url,
+        databaseUrl: db.sessionUrl,
         logger: logger.child({ gateway: gateway.metadata.name }),
         registry,
         health,
@@ -105,7 +105,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     registry,
     health,
     pool: db.pool,
-    databaseUrl: db.url,
+    databaseUrl: db.sessionUrl,
   });
   logger.info(
     {

@@ -1,11 +1,12 @@
 // `npm run loadtest` (minutes) and `npm run loadtest:smoke` (under 2 minutes, run by .ci/run):
 // checks its prerequisites (one line naming what to install when one is missing; nothing started
-// then), starts the fleet (loadtest/fleet), runs a scenario of loadtest/scenarios/ against it
-// (default and only one so far: fleet) and judges it with k6's thresholds and PromQL through
+// then), starts the fleet (loadtest/fleet; `--pgbouncer`: every process through PgBouncer,
+// docs/adr/0068), runs a scenario of loadtest/scenarios/ against it (default: fleet) and judges it with k6's thresholds and PromQL through
 // Prometheus's HTTP API. Results (k6 summaries, the PromQL table, verdicts) go to
 // loadtest/results/<timestamp>/ (ignored by git). Exit code 0 only when every assertion held; the
 // fleet is stopped on every way out (an error, SIGINT, SIGTERM). docs/loadtest.md explains each
-// assertion and has the table of a full run.
+// assertion and has the table of a full run. `--scenario failover` (`--async` there) brings its own
+// fleet on a primary and a streaming replica (loadtest/scenarios/failover.ts).
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { removeDir, startFleet, REPO_ROOT, type Fleet } from './fleet/fleet.ts';
 import { createRunContext, finish, type RunContext } from './run/context.ts';
 import { missingPrerequisite } from './run/preflight.ts';
 import { fleetScenario } from './scenarios/fleet.ts';
+import { runFailover } from './scenarios/failover.ts';
 import { fleetProfile } from './scenarios/fleet-profile.ts';
 
 /** A scenario: traffic and assertions on a running fleet; returns the figures for the report. */
@@ -28,6 +30,10 @@ const { values: args } = parseArgs({
     smoke: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     scenario: { type: 'string', default: 'fleet' },
+    // Every process through PgBouncer (docs/adr/0068).
+    pgbouncer: { type: 'boolean', default: false },
+    // With `--scenario failover`: asynchronous replication (docs/adr/0069).
+    async: { type: 'boolean', default: false },
   },
 });
 const toolsBin = process.env.PROXYFLEET_TOOLS_BIN ?? path.join(os.homedir(), '.cache/proxyfleet/tools/bin');
@@ -35,17 +41,21 @@ const k6 = process.env.K6 ?? path.join(toolsBin, 'k6');
 
 async function main(): Promise<number> {
   const scenario = SCENARIOS[args.scenario];
-  if (!scenario) {
+  if (!scenario && args.scenario !== 'failover') {
     process.stderr.write(
-      `loadtest: unknown scenario "${args.scenario}" (one of: ${Object.keys(SCENARIOS).join(', ')})\n`,
+      `loadtest: unknown scenario "${args.scenario}" (one of: ${[...Object.keys(SCENARIOS), 'failover'].join(', ')})\n`,
     );
     return 2;
   }
-  const missing = missingPrerequisite(k6);
+  const missing = missingPrerequisite(k6, process.env.PATH, {
+    pgbouncer: args.pgbouncer || args.scenario === 'failover',
+  });
   if (missing) {
     process.stderr.write(`loadtest: missing prerequisite: ${missing}\n`);
     return 2;
   }
+  // The failover scenario starts its own fleet on two database clusters it makes.
+  if (!scenario) return runFailover({ smoke: args.smoke, keep: args.keep, async: args.async });
   const ctx = createRunContext({ smoke: args.smoke, k6 });
   await mkdir(ctx.resultsDir, { recursive: true });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'proxyfleet-loadtest-'));
@@ -58,6 +68,7 @@ async function main(): Promise<number> {
     databaseUrl: process.env.DATABASE_URL || undefined,
     dir,
     onStep: ctx.say,
+    pgbouncer: args.pgbouncer,
   });
   const stopOnSignal = () => void fleet.stop().then(() => process.exit(130));
   process.once('SIGINT', stopOnSignal);

@@ -63,7 +63,19 @@ export const cidrList = z
 
 /** Variables every entrypoint understands. */
 export const baseEnv = {
+  /** Every pooled query (docs/adr/0068: may be a transaction-mode pooler, see PROXYFLEET_DB_POOLING). */
   DATABASE_URL: postgresUrl,
+  /**
+   * The session connections: the change feed's LISTEN, the worker's leader lock, migrations. A
+   * direct connection or a session-mode pool; default DATABASE_URL (docs/adr/0068).
+   */
+  PROXYFLEET_DATABASE_SESSION_URL: postgresUrl,
+  /**
+   * How DATABASE_URL's connections are pooled: `session` (a direct connection or a session-mode
+   * pool) or `transaction` (PgBouncer pool_mode=transaction: no session state is sent with a
+   * connection, and PROXYFLEET_DATABASE_SESSION_URL is required).
+   */
+  PROXYFLEET_DB_POOLING: z.enum(['session', 'transaction']).default('session'),
   PROXYFLEET_DATA_DIR: z.string().min(1).default('./.proxyfleet'),
   PROXYFLEET_LOG_LEVEL: logLevel,
   PROXYFLEET_HEALTH_HOST: z.string().default('0.0.0.0'),

@@ -40,6 +40,10 @@ export const controllerEnv = {
   /** Secret (in each ProxyGateway's namespace) and key holding the gateways' DATABASE_URL. */
   PROXYFLEET_GATEWAY_DATABASE_SECRET: z.string().min(1).default('proxyfleet-database'),
   PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY: z.string().min(1).default('url'),
+  /** The key of the gateways' session URL in that Secret (PROXYFLEET_DATABASE_SESSION_URL; docs/adr/0068). */
+  PROXYFLEET_GATEWAY_DATABASE_SESSION_SECRET_KEY: z.string().min(1).optional(),
+  /** `transaction`: the gateways' DATABASE_URL is a transaction-mode pooler (PROXYFLEET_DB_POOLING). */
+  PROXYFLEET_GATEWAY_DB_POOLING: z.enum(['session', 'transaction']).default('session'),
   /**
    * Log level of the gateway pods, apart from the controller's own PROXYFLEET_LOG_LEVEL: turning
    * the controller's logging up must not roll the whole fleet.

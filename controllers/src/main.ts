@@ -29,7 +29,11 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
       databaseSecret: {
         name: config.PROXYFLEET_GATEWAY_DATABASE_SECRET,
         key: config.PROXYFLEET_GATEWAY_DATABASE_SECRET_KEY,
+        ...(config.PROXYFLEET_GATEWAY_DATABASE_SESSION_SECRET_KEY
+          ? { sessionKey: config.PROXYFLEET_GATEWAY_DATABASE_SESSION_SECRET_KEY }
+          : {}),
       },
+      dbPooling: config.PROXYFLEET_GATEWAY_DB_POOLING,
       logLevel: config.PROXYFLEET_GATEWAY_LOG_LEVEL,
       allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     },

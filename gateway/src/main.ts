@@ -50,7 +50,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     fleetSize: () => heartbeat.liveGateways(),
     allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     pool: db.pool,
-    databaseUrl: db.url,
+    databaseUrl: db.sessionUrl,
     logger,
     registry,
     health,

@@ -2,7 +2,10 @@
 // processes, 3 gateway processes of plan basic and 1 of plan advanced, the worker, HAProxy in
 // front of the gateways (TCP) and of the APIs (HTTP) the way a Service spreads connections, a
 // local HTTP and TLS origin (origin.localhost), and Prometheus scraping every process every
-// second. One fresh database per fleet: on DATABASE_URL's server, or an embedded one.
+// second. One fresh database per fleet: on DATABASE_URL's server, or an embedded one; with
+// `pgbouncer`, every process reaches it through PgBouncer (transaction pool for the queries, session
+// pool for LISTEN and the leader lock: docs/adr/0068), which repointDatabase() moves to another
+// server as a failover does.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -12,7 +15,9 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '#common/db/embedded.ts';
 import { migrate } from '#common/db/migrate.ts';
+import { DEFAULT_QUERY_TIMEOUT_MS, statementTimeoutFor } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
+import { startProxyfleetBouncer, type PgBouncer } from '#test/pgbouncer.ts';
 import { startOrigin, type Origin } from './origin.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -48,6 +53,10 @@ export interface FleetOptions {
   logLevel?: string;
   /** Called with a line for each step (the CLI prints them). */
   onStep?: (line: string) => void;
+  /** Every process through PgBouncer (transaction and session pools) instead of directly. */
+  pgbouncer?: boolean;
+  /** Database connections per process (PROXYFLEET_DB_POOL_SIZE; default 5). */
+  poolSize?: number;
 }
 
 interface Member {
@@ -64,7 +73,15 @@ interface Member {
 export interface Fleet {
   ports: FleetPorts;
   dir: string;
+  /** The fleet's database, directly (the runner's own queries). */
   databaseUrl: string;
+  /** The PgBouncer in front of it (with `pgbouncer`). */
+  pgbouncer: PgBouncer | undefined;
+  /**
+   * Moves the fleet to another server holding its database (a promoted replica): PgBouncer is
+   * re-pointed (RELOAD, then RECONNECT), and databaseUrl and the final drop follow.
+   */
+  repointDatabase(server: { host: string; port: number }): Promise<void>;
   adminToken: string;
   apiUrl: string;
   prometheusUrl: string;
@@ -225,6 +242,8 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const members: Member[] = [];
   let embedded: EmbeddedDatabase | undefined;
   let dropDatabase: (() => Promise<void>) | undefined;
+  let serverUrl = options.databaseUrl;
+  let bouncer: PgBouncer | undefined;
   let origin: Origin | undefined;
   let stopped = false;
 
@@ -253,6 +272,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       }
     };
     await attempt('closing the origin', origin && (() => origin!.close()));
+    await attempt('stopping PgBouncer', bouncer && (() => bouncer!.stop()));
     await attempt('dropping the database', dropDatabase);
     await attempt('stopping the embedded database', embedded && (() => embedded!.stop()));
   };
@@ -292,7 +312,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       url.pathname = `/${name}`;
       databaseUrl = url.toString();
       dropDatabase = async () => {
-        const c = new pg.Client({ connectionString: options.databaseUrl });
+        const c = new pg.Client({ connectionString: serverUrl });
         await c.connect();
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await c.end();
@@ -303,6 +323,22 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     }
     await migrate(databaseUrl);
     step(`database ready (${options.databaseUrl ? 'fresh database on DATABASE_URL' : 'embedded'})`);
+    let connection: Record<string, string> = { DATABASE_URL: databaseUrl };
+    if (options.pgbouncer) {
+      const bouncerDir = path.join(dir, 'pgbouncer');
+      await mkdir(bouncerDir);
+      const pgb = await startProxyfleetBouncer(databaseUrl, {
+        statementTimeoutMs: statementTimeoutFor(DEFAULT_QUERY_TIMEOUT_MS),
+        dir: bouncerDir,
+      });
+      bouncer = pgb.bouncer;
+      connection = {
+        DATABASE_URL: pgb.pooledUrl,
+        PROXYFLEET_DATABASE_SESSION_URL: pgb.sessionUrl,
+        PROXYFLEET_DB_POOLING: 'transaction',
+      };
+      step(`PgBouncer on 127.0.0.1:${bouncer.port} (transaction pool and session pool)`);
+    }
 
     const cert = makeCert(dir);
     origin = await startOrigin({ httpPort: ports.originHttp, httpsPort: ports.originHttps, ...cert });
@@ -310,9 +346,9 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     const adminToken = randomBytes(24).toString('hex');
     const credentialsKey = randomBytes(32).toString('hex');
     const common = {
-      DATABASE_URL: databaseUrl,
+      ...connection,
       PROXYFLEET_LOG_LEVEL: options.logLevel ?? 'warn',
-      PROXYFLEET_DB_POOL_SIZE: '5',
+      PROXYFLEET_DB_POOL_SIZE: String(options.poolSize ?? 5),
     };
     await writeFile(path.join(dir, 'basic.yaml'), gatewayYaml('basic', ports.basicGateways[0]!));
     await writeFile(path.join(dir, 'advanced.yaml'), gatewayYaml('advanced', ports.advancedGateways[0]!));
@@ -425,6 +461,17 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       ports,
       dir,
       databaseUrl,
+      pgbouncer: bouncer,
+      async repointDatabase(server) {
+        const move = (url: string) => {
+          const u = new URL(url);
+          u.host = `${server.host}:${server.port}`;
+          return u.toString();
+        };
+        fleet.databaseUrl = move(fleet.databaseUrl);
+        if (serverUrl) serverUrl = move(serverUrl);
+        await bouncer?.repoint(server);
+      },
       adminToken,
       apiUrl: `http://127.0.0.1:${ports.api}`,
       prometheusUrl: `http://127.0.0.1:${ports.prometheus}`,

@@ -4,10 +4,14 @@
 //   DATABASE_URL: the fleet creates (and at the end drops) its own database on that server;
 //   unset: an embedded PostgreSQL in the run directory.
 //   FLEET_KEEP_DIR=1 keeps the run directory (logs, configs) at the end.
+//   --pgbouncer: every process reaches the database through PgBouncer (docs/adr/0068).
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { removeDir, startFleet } from './fleet.ts';
+
+const { values: args } = parseArgs({ options: { pgbouncer: { type: 'boolean', default: false } } });
 
 const basePort = Number(process.env.FLEET_BASE_PORT ?? 18000);
 const dir = await mkdtemp(path.join(os.tmpdir(), 'proxyfleet-fleet-'));
@@ -33,6 +37,7 @@ try {
     databaseUrl: process.env.DATABASE_URL || undefined,
     dir,
     onStep: say,
+    pgbouncer: args.pgbouncer,
   });
 } catch (err) {
   say(`failed to start: ${err instanceof Error ? err.message : String(err)}`);
@@ -50,5 +55,7 @@ if (fleet && !stopping) {
     `origin                           http://origin.localhost:${p.originHttp}  https://origin.localhost:${p.originHttps}`,
   );
   say(`Prometheus                       http://127.0.0.1:${p.prometheus}`);
+  if (fleet.pgbouncer)
+    say(`PgBouncer (transaction, session) 127.0.0.1:${fleet.pgbouncer.port}  (admin: database pgbouncer)`);
   say('Ctrl-C stops everything');
 }

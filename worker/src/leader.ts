@@ -1,6 +1,8 @@
 // One active worker: the process holding a session-level advisory lock on a dedicated connection
 // runs the jobs; the others wait and retry. Losing the connection loses the lock, so the holder
-// stops its jobs at once and competes again.
+// stops its jobs at once and competes again. The connection must keep its session: the session
+// URL, never a transaction pool, where the lock would stay on a shared server connection
+// (docs/adr/0068).
 import pg from 'pg';
 import type { Logger } from '#common/logger.ts';
 
@@ -9,6 +11,8 @@ const WORKER_LOCK_KEY = 0x7066776f726b6572n;
 const RETRY_MS = 2_000;
 const CHECK_MS = 5_000;
 const LEADER_QUERY_TIMEOUT_MS = 5_000;
+const SERVER_KEEPALIVES =
+  'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3';
 
 export interface Leadership {
   readonly leading: boolean;
@@ -57,14 +61,17 @@ export function acquireLeadership(
           keepAliveInitialDelayMillis: 10_000,
           connectionTimeoutMillis: 5_000,
           query_timeout: LEADER_QUERY_TIMEOUT_MS,
-          // And the server side: drop (and unlock) a session whose worker vanished within ~25 s.
-          options: '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3',
         });
         c.on('error', (err) => {
           if (client === c) lose(err.message);
         });
-        await c.connect();
         client = c;
+        await c.connect();
+        // And the server side: drop (and unlock) a session whose worker vanished within ~25 s. Set
+        // once connected, not as startup `options`, which PgBouncer refuses ("unsupported startup
+        // parameter"); behind a session pool they apply to its server connection, and PgBouncer
+        // notices a vanished client with its own keepalives.
+        await c.query(SERVER_KEEPALIVES);
       }
       if (!leading) {
         const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [

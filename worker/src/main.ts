@@ -12,7 +12,7 @@ runMain('worker', loadWorkerConfig, async (config, runtime) => {
   const db = await openEntrypointDatabase('worker', config, runtime);
   const jobs = allJobs({ config, credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY, logger, registry });
   registerOutboxMetrics(registry, db.pool);
-  const worker = startWorker({ pool: db.pool, databaseUrl: db.url, logger, registry, health, jobs });
+  const worker = startWorker({ pool: db.pool, databaseUrl: db.sessionUrl, logger, registry, health, jobs });
   const server = await startHealthServer(
     health,
     config.PROXYFLEET_HEALTH_HOST,

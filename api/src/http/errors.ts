@@ -3,6 +3,7 @@
 // their details never reach the client.
 import type { ErrorRequestHandler, Response } from 'express';
 import { AppError, type ErrorCode } from '#common/errors.ts';
+import { databaseUnavailable } from '#common/db/unavailable.ts';
 import type { Logger } from '#common/logger.ts';
 
 export function sendError(res: Response, err: AppError): void {
@@ -45,27 +46,4 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 export function routeTemplate(req: { baseUrl: string; route?: { path?: unknown } }): string {
   const path = req.route?.path;
   return typeof path === 'string' ? req.baseUrl + path : 'unmatched';
-}
-
-/** Connection refused or lost, server shutting down, too many connections, pool wait timed out. */
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-  '08006',
-  '08001',
-]);
-
-function databaseUnavailable(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = 'code' in err ? String(err.code) : '';
-  const message = err instanceof Error ? err.message : '';
-  return (
-    UNAVAILABLE_CODES.has(code) ||
-    /timeout exceeded when trying to connect|Connection terminated/.test(message)
-  );
 }

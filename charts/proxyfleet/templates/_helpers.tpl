@@ -34,6 +34,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.database.existingSecret | default (printf "%s-database" (include "proxyfleet.fullname" .)) -}}
 {{- end -}}
 
+{{/* The key of the session URL in the database Secret ("" when the url serves the sessions too; docs/adr/0068). */}}
+{{- define "proxyfleet.sessionSecretKey" -}}
+{{- if .Values.database.existingSecret -}}
+{{- .Values.database.sessionSecretKey -}}
+{{- else if .Values.database.sessionUrl -}}
+{{- .Values.database.sessionSecretKey | default "sessionUrl" -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "proxyfleet.apiSecret" -}}
 {{- .Values.apiSecrets.existingSecret | default (printf "%s-api" (include "proxyfleet.fullname" .)) -}}
 {{- end -}}
@@ -46,13 +55,24 @@ capabilities:
   drop: [ALL]
 {{- end -}}
 
-{{/* Environment every entrypoint shares: database URL from the Secret, pod name, log level. */}}
+{{/* Environment every entrypoint shares: database URLs from the Secret, pod name, log level. */}}
 {{- define "proxyfleet.commonEnv" -}}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
       name: {{ include "proxyfleet.databaseSecret" .ctx }}
       key: {{ .ctx.Values.database.secretKey }}
+{{- with (include "proxyfleet.sessionSecretKey" .ctx) }}
+- name: PROXYFLEET_DATABASE_SESSION_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "proxyfleet.databaseSecret" $.ctx }}
+      key: {{ . }}
+{{- end }}
+{{- if eq .ctx.Values.database.pooling "transaction" }}
+- name: PROXYFLEET_DB_POOLING
+  value: transaction
+{{- end }}
 - name: PROXYFLEET_POD_NAME
   valueFrom:
     fieldRef:
@@ -77,4 +97,31 @@ true
 true
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The optional PgBouncer's configuration (templates/pgbouncer.yaml; the settings of
+docs/adr/0068-pgbouncer-transaction-pooling.md, which test/pgbouncer.ts runs in the tests).
+*/}}
+{{- define "proxyfleet.pgbouncerIni" -}}
+{{- $c := .Values.pgbouncer -}}
+{{- $server := printf "host=%s port=%d dbname=%s" $c.server.host (int $c.server.port) $c.server.database -}}
+[databases]
+proxyfleet = {{ $server }} pool_mode=transaction connect_query='SET statement_timeout = {{ int $c.statementTimeoutMs }}'
+proxyfleet_session = {{ $server }} pool_mode=session
+
+[pgbouncer]
+listen_addr = 0.0.0.0
+listen_port = 6432
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = /config/users.txt
+pool_mode = transaction
+default_pool_size = {{ int $c.poolSize }}
+max_client_conn = {{ int $c.maxClientConn }}
+server_login_retry = 1
+server_connect_timeout = 5
+query_wait_timeout = 5
+log_connections = 0
+log_disconnections = 0
 {{- end -}}

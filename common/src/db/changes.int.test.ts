@@ -71,6 +71,28 @@ describe('ChangeFeed', () => {
     );
   });
 
+  it('after a reconnect delivers what it missed, and not again what it had applied', async () => {
+    const applied = await accountWithBandwidth(db.pool);
+    await setAccountStatus(db.pool, applied.id, 'suspended');
+    const { rows } = await db.pool.query<{ id: number }>(
+      'SELECT max(id)::bigint AS id FROM change_log WHERE account_id = $1',
+      [applied.id],
+    );
+    const appliedId = rows[0]!.id;
+    await until(() => feed.version >= appliedId, 'the change to be applied');
+    const mark = seen.length;
+    await db.pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'proxyfleet-test-listen'`,
+    );
+    await until(() => !feed.connected, 'the feed to notice');
+    const missed = await accountWithBandwidth(db.pool);
+    await setAccountStatus(db.pool, missed.id, 'suspended');
+    await until(() => seen.slice(mark).some((c) => c.accountId === missed.id), 'the missed change');
+    // A replay would make every cache drop and re-read each changed account (the gateway's refuses
+    // them meanwhile, fail closed).
+    expect(seen.slice(mark).filter((c) => c.id <= appliedId)).toEqual([]);
+  });
+
   it('replays a batch whose handler failed, and reports it applied only after it succeeded', async () => {
     const account = await accountWithBandwidth(db.pool);
     let failuresLeft = 1;

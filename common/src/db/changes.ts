@@ -3,7 +3,10 @@
 // with a periodic SELECT 1 (a dead connection goes unnoticed otherwise: node-postgres #967,
 // #3003), reconnects with backoff behind a single state flag (pg can emit 'error' twice for one
 // dead backend), and after every reconnect catches up from change_log, since notifications sent
-// while disconnected are lost.
+// while disconnected are lost. The catch-up delivers only what this process has not applied yet:
+// a replay of applied changes is not free for the caches (the gateway's drops each changed account
+// before reading it again, fail closed), and after a failover it refused every recently changed
+// customer with 407 while the refresh ran (docs/adr/0069).
 import pg from 'pg';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../logger.ts';
@@ -91,6 +94,8 @@ export class ChangeFeed {
   private readonly opts: Required<Omit<ChangeFeedOptions, 'registry' | 'ack'>> &
     Pick<ChangeFeedOptions, 'registry' | 'ack'>;
   private ackedVersion = -1;
+  /** The ids applied within the catch-up overlap below the version (pruned as it advances). */
+  private readonly appliedIds = new Set<number>();
 
   constructor(options: ChangeFeedOptions) {
     this.opts = {
@@ -217,7 +222,7 @@ export class ChangeFeed {
           'SELECT id, kind, account_id, subject FROM change_log WHERE id > $1 ORDER BY id',
           [since],
         );
-        this.deliver(rows.map(toChange));
+        this.deliver(rows.filter((r) => !this.appliedIds.has(Number(r.id))).map(toChange));
       } else {
         this.appliedVersion = Math.max(this.appliedVersion, await changeLogHead(client));
       }
@@ -239,14 +244,20 @@ export class ChangeFeed {
 
   private startHeartbeat(client: pg.Client): void {
     clearInterval(this.heartbeat);
+    // One heartbeat at a time: on a slow server they would pile up on the connection (each with its
+    // cache_acks write) instead of finding it slow (the query timeout ends a dead one).
+    let beating = false;
     this.heartbeat = setInterval(() => {
+      if (beating) return;
+      beating = true;
       client
         .query('SELECT 1')
         .then(() => {
           this.lastHeard = Date.now();
           return this.writeAck(client, true);
         })
-        .catch((err: Error) => this.lost(client, err));
+        .catch((err: Error) => this.lost(client, err))
+        .finally(() => (beating = false));
     }, this.opts.heartbeatMs);
     this.heartbeat.unref();
   }
@@ -317,7 +328,14 @@ export class ChangeFeed {
       }
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
-    for (const c of changes) this.appliedVersion = Math.max(this.appliedVersion, c.id);
+    for (const c of changes) {
+      this.appliedVersion = Math.max(this.appliedVersion, c.id);
+      this.appliedIds.add(c.id);
+    }
+    if (this.appliedIds.size > 2 * this.opts.catchUpOverlap) {
+      const floor = this.appliedVersion - this.opts.catchUpOverlap;
+      for (const id of this.appliedIds) if (id <= floor) this.appliedIds.delete(id);
+    }
     const client = this.client;
     if (client) await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));
   }

@@ -6,6 +6,8 @@
 //   function's triggers if it has any): re-applied after the migrations whenever a file's content
 //   changed, so a function is written in one place instead of being restated by every migration
 //   that changes it.
+// The lock is a session lock: `databaseUrl` must keep its session (never a transaction pool:
+// docs/adr/0068).
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -94,6 +96,9 @@ export async function migrateSchema(databaseUrl: string, dir = MIGRATIONS_DIR): 
   await client.connect();
   const result: MigrateResult = { migrations: [], functions: [] };
   try {
+    // Unbounded, whatever the role or a pooler's connect_query sets (docs/adr/0068): an index
+    // build, or the lock held by another pod migrating, may take minutes.
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,

@@ -36,7 +36,16 @@ export interface PoolOptions {
   registry?: Registry;
   /** Client-side bound on every query (default DEFAULT_QUERY_TIMEOUT_MS; PROXYFLEET_DB_QUERY_TIMEOUT_MS). */
   queryTimeoutMs?: number;
+  /**
+   * `transaction`: `url` is a transaction-mode pooler (PgBouncer), which refuses a connection that
+   * carries session settings in its startup packet ("unsupported startup parameter:
+   * statement_timeout"); the server-side statement_timeout is then the pooler's (its
+   * connect_query) or the role's (docs/adr/0068). Default `session`.
+   */
+  pooling?: DbPooling;
 }
+
+export type DbPooling = 'session' | 'transaction';
 
 /**
  * A query the server has not answered within this long fails with pg's "Query read timeout" and
@@ -65,8 +74,9 @@ export function createPool(options: PoolOptions): Pool {
     types: PG_TYPES,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
-    // A statement that waits on a lock or runs long is cancelled by the server...
-    statement_timeout: statementTimeoutFor(queryTimeoutMs),
+    // A statement that waits on a lock or runs long is cancelled by the server (behind a
+    // transaction pooler, by the server connection's own setting: no session state here)...
+    ...(options.pooling === 'transaction' ? {} : { statement_timeout: statementTimeoutFor(queryTimeoutMs) }),
     // ...and one the server never answers (a connection that hangs) fails on the client's side.
     query_timeout: queryTimeoutMs,
     keepAlive: true,

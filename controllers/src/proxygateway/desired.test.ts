@@ -282,4 +282,43 @@ describe('desiredObjects invariants', () => {
     expect(config.PROXYFLEET_HEALTH_PORT).toBe(9090);
     expect(config.PROXYFLEET_SHUTDOWN_GRACE_SECONDS).toBe(300);
   });
+
+  test('behind a transaction pooler, the gateway reads its session URL from the Secret (docs/adr/0068)', () => {
+    const env = (options: GatewayOptions) =>
+      (
+        desiredObjects(CASES['basic-autoscaled']!, options).objects.find(
+          (o) => o.object.kind === 'Deployment',
+        )!.object as unknown as {
+          spec: {
+            template: {
+              spec: {
+                containers: Array<{ env: Array<{ name: string; value?: string; valueFrom?: unknown }> }>;
+              };
+            };
+          };
+        }
+      ).spec.template.spec.containers[0]!.env;
+    const names = env(OPTIONS).map((e) => e.name);
+    expect(names).not.toContain('PROXYFLEET_DATABASE_SESSION_URL');
+    expect(names).not.toContain('PROXYFLEET_DB_POOLING');
+    const pooled = env({
+      ...OPTIONS,
+      databaseSecret: { ...OPTIONS.databaseSecret, sessionKey: 'sessionUrl' },
+      dbPooling: 'transaction',
+    });
+    expect(pooled.filter((e) => e.name.startsWith('PROXYFLEET_D') || e.name === 'DATABASE_URL')).toEqual([
+      { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'proxyfleet-database', key: 'url' } } },
+      {
+        name: 'PROXYFLEET_DATABASE_SESSION_URL',
+        valueFrom: { secretKeyRef: { name: 'proxyfleet-database', key: 'sessionUrl' } },
+      },
+      { name: 'PROXYFLEET_DB_POOLING', value: 'transaction' },
+    ]);
+    const config = loadGatewayConfig({
+      ...Object.fromEntries(pooled.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!])),
+      DATABASE_URL: 'postgresql://proxyfleet@pgbouncer:6432/proxyfleet',
+      PROXYFLEET_DATABASE_SESSION_URL: 'postgresql://proxyfleet@pgbouncer:6432/proxyfleet_session',
+    });
+    expect(config.PROXYFLEET_DB_POOLING).toBe('transaction');
+  });
 });

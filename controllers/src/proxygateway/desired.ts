@@ -13,8 +13,13 @@ import type { ProxyGateway } from '../crds/types.generated.ts';
 export interface GatewayOptions {
   image: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
-  /** The Secret (in the ProxyGateway's namespace) holding the database URL. */
-  databaseSecret: { name: string; key: string };
+  /**
+   * The Secret (in the ProxyGateway's namespace) holding the database URL, and the key of the
+   * session URL when the gateways reach the database through a transaction pooler (ADR 0068).
+   */
+  databaseSecret: { name: string; key: string; sessionKey?: string };
+  /** `transaction`: the URL is a transaction-mode pooler (PROXYFLEET_DB_POOLING). */
+  dbPooling?: 'session' | 'transaction';
   logLevel: string;
   /** PROXYFLEET_GATEWAY_ALLOW_CIDRS of the gateway pods; empty: the destination guard has no exemption. */
   allowCidrs?: string[];
@@ -216,6 +221,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
                     secretKeyRef: { name: options.databaseSecret.name, key: options.databaseSecret.key },
                   },
                 },
+                ...databaseSessionEnv(options),
                 { name: 'PROXYFLEET_HEALTH_PORT', value: String(HEALTH_PORT) },
                 { name: 'PROXYFLEET_SHUTDOWN_GRACE_SECONDS', value: String(drain) },
                 { name: 'PROXYFLEET_LOG_LEVEL', value: options.logLevel },
@@ -361,4 +367,20 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     absent.push({ resource: RESOURCES.hpa, name });
   }
   return { objects, absent, autoscaled };
+}
+
+/** The session URL and the pooling mode, when the gateways are behind a transaction pooler. */
+type EnvVar = { name: string; value?: string; valueFrom?: Record<string, unknown> };
+
+function databaseSessionEnv(options: GatewayOptions): EnvVar[] {
+  const env: EnvVar[] = [];
+  if (options.databaseSecret.sessionKey)
+    env.push({
+      name: 'PROXYFLEET_DATABASE_SESSION_URL',
+      valueFrom: {
+        secretKeyRef: { name: options.databaseSecret.name, key: options.databaseSecret.sessionKey },
+      },
+    });
+  if (options.dbPooling === 'transaction') env.push({ name: 'PROXYFLEET_DB_POOLING', value: 'transaction' });
+  return env;
 }
