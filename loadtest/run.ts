@@ -55,7 +55,7 @@ async function main(): Promise<number> {
     return 2;
   }
   // The failover scenario starts its own fleet on two database clusters it makes.
-  if (!scenario) return runFailover({ smoke: args.smoke, keep: args.keep, async: args.async });
+  if (!scenario) return runFailover({ smoke: args.smoke, keep: args.keep, async: args.async, k6 });
   const ctx = createRunContext({ smoke: args.smoke, k6 });
   await mkdir(ctx.resultsDir, { recursive: true });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'proxyfleet-loadtest-'));

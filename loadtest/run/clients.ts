@@ -3,7 +3,7 @@
 import net from 'node:net';
 import { z } from 'zod';
 import type { Fleet } from '../fleet/fleet.ts';
-import { sleep, type RunContext } from './context.ts';
+import { sleep } from './context.ts';
 
 export const accountSchema = z.object({
   id: z.string(),
@@ -15,27 +15,40 @@ export const keySchema = z.object({ id: z.string(), apiKey: z.string() });
 export const passwordSchema = z.object({ proxyUsername: z.string(), proxyPassword: z.string() });
 export type Account = z.infer<typeof accountSchema>;
 
-export async function admin(fleet: Fleet, method: string, route: string, body?: unknown): Promise<unknown> {
+/** An answer of the admin API other than 2xx, with its status (a scenario may retry a 5xx). */
+export class AdminApiError extends Error {
+  readonly status: number;
+  constructor(message: string, status: number) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export async function admin(
+  fleet: Fleet,
+  method: string,
+  route: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<unknown> {
   const res = await fetch(`${fleet.apiUrl}${route}`, {
     method,
-    headers: { authorization: `Bearer ${fleet.adminToken}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${fleet.adminToken}`, 'content-type': 'application/json', ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     signal: AbortSignal.timeout(20_000),
   });
   const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
+  if (!res.ok) throw new AdminApiError(`${method} ${route}: ${res.status} ${text}`, res.status);
   return text ? (JSON.parse(text) as unknown) : undefined;
 }
 
+/** A new account with `purchases` (bytes per product). */
 export async function customer(
   fleet: Fleet,
-  ctx: RunContext,
-  name: string,
+  email: string,
   purchases: Record<string, number>,
 ): Promise<Account> {
-  const account = accountSchema.parse(
-    await admin(fleet, 'POST', '/admin/v1/accounts', { email: `${name}-${ctx.stamp}@loadtest.example` }),
-  );
+  const account = accountSchema.parse(await admin(fleet, 'POST', '/admin/v1/accounts', { email }));
   for (const [product, bytes] of Object.entries(purchases)) {
     await admin(fleet, 'POST', `/admin/v1/accounts/${account.id}/purchases`, { product, gb: bytes / 1e9 });
   }

@@ -6,7 +6,6 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { REPO_ROOT } from '../fleet/fleet.ts';
-import type { RunContext } from './context.ts';
 
 const summarySchema = z.object({
   metrics: z.record(
@@ -18,18 +17,21 @@ const summarySchema = z.object({
   ),
 });
 export type Summary = z.infer<typeof summarySchema>;
-export const metric = (s: Summary, name: string, value = 'count') => s.metrics[name]?.values[value] ?? 0;
+/** One value of a k6 metric in a summary (0 when absent, or when k6 wrote no summary). */
+export const metric = (s: Summary | undefined, name: string, value = 'count') =>
+  s?.metrics[name]?.values[value] ?? 0;
 
+/** Runs one k6 script (loadtest/k6/<script>); its summary and log go to `run.resultsDir` as k6-<name>.*. */
 export function runK6(
-  ctx: RunContext,
+  run: { k6: string; resultsDir: string },
   script: string,
   env: Record<string, string>,
   name: string,
 ): Promise<{ code: number; summary: Summary | undefined }> {
-  const summaryPath = path.join(ctx.resultsDir, `k6-${name}.json`);
+  const summaryPath = path.join(run.resultsDir, `k6-${name}.json`);
   return new Promise((resolve, reject) => {
     const child = spawn(
-      ctx.k6,
+      run.k6,
       ['run', '--quiet', '--no-color', path.join(REPO_ROOT, 'loadtest/k6', script)],
       {
         cwd: REPO_ROOT,
@@ -49,7 +51,7 @@ export function runK6(
     child.on('error', reject);
     child.on('exit', (code) => {
       void (async () => {
-        await writeFile(path.join(ctx.resultsDir, `k6-${name}.log`), Buffer.concat(out));
+        await writeFile(path.join(run.resultsDir, `k6-${name}.log`), Buffer.concat(out));
         const summary = existsSync(summaryPath)
           ? summarySchema.parse(JSON.parse(await readFile(summaryPath, 'utf8')))
           : undefined;

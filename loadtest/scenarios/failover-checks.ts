@@ -5,7 +5,9 @@ import pg from 'pg';
 import { z } from 'zod';
 import type { Fleet } from '../fleet/fleet.ts';
 import type { Prometheus } from '../prom.ts';
-import { admin, accountSchema, gatewayRequest, sleep, type Account, type Report } from './support.ts';
+import { admin, accountSchema, gatewayRequest, type Account } from '../run/clients.ts';
+import { sleep } from '../run/context.ts';
+import type { Report } from './report.ts';
 
 /** A query on the fleet's database (directly, wherever it is now). */
 export async function dbQuery<R extends pg.QueryResultRow>(

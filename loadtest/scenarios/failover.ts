@@ -10,7 +10,6 @@
 // Each phase is judged through k6, Prometheus and the database (failover-checks.ts). The clusters,
 // PgBouncer and the fleet live in one temporary directory, removed at the end (--keep keeps it).
 // --async: no synchronous standby, to measure what an asynchronous failover loses.
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,23 +26,17 @@ import {
   judgeServesAgain,
   settle,
 } from './failover-checks.ts';
-import {
-  AdminApiError,
-  admin,
-  customer,
-  k6Binary,
-  metric,
-  Report,
-  runK6,
-  sleep,
-  type Account,
-  type Summary,
-} from './support.ts';
+import { AdminApiError, admin, customer, type Account } from '../run/clients.ts';
+import { sleep } from '../run/context.ts';
+import { metric, runK6, type Summary } from '../run/k6.ts';
+import { Report } from './report.ts';
 
 export interface FailoverOptions {
   smoke: boolean;
   keep: boolean;
   async: boolean;
+  /** The k6 binary (loadtest/run.ts checked it is there). */
+  k6: string;
 }
 
 /**
@@ -65,8 +58,6 @@ interface Phase {
 }
 
 export async function runFailover(opts: FailoverOptions): Promise<number> {
-  if (!existsSync(k6Binary))
-    throw new Error(`k6 not found at ${k6Binary}: bash scripts/install-tools.sh builds it (or set K6)`);
   const profile = opts.smoke
     ? { duration: 24, at: 8, scale: 2, size: 16_384 }
     : { duration: 60, at: 20, scale: 3, size: 65_536 };
@@ -160,6 +151,7 @@ async function scenario(
       `${encodeURIComponent(a.proxyUsername)}:${encodeURIComponent(a.proxyPassword + suffix)}`;
     const started = Date.now();
     const basic = runK6(
+      { k6: opts.k6, resultsDir: report.dir },
       'failover.js',
       {
         ...env,
@@ -177,14 +169,13 @@ async function scenario(
         NEWCOMER_START: String(profile.at + (phase.name === 'failover' ? 1 : 0)),
       },
       `${phase.name}-basic`,
-      report.dir,
     );
     const advancedProxy = `http://${cred(C)}@127.0.0.1:${p.advanced}`;
     const advanced = runK6(
+      { k6: opts.k6, resultsDir: report.dir },
       'failover.js',
       { ...env, MODE: 'advanced', HTTP_PROXY: advancedProxy, HTTPS_PROXY: advancedProxy },
       `${phase.name}-advanced`,
-      report.dir,
     );
     // The runner buys for P once a second, each purchase with its own Idempotency-Key, retried
     // with that key until it is answered 201.

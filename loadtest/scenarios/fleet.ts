@@ -33,11 +33,11 @@ export async function fleetScenario(fleet: Fleet, ctx: RunContext): Promise<stri
   // A: plenty of basic (rotating, sticky, CONNECT, API polling); B: a small basic budget that
   // runs out mid-run; C: advanced only, undisturbed (billing compared byte for byte); D: the
   // named keys revoked mid-run; E: the proxy password reset mid-run, probed on every gateway.
-  const A = await customer(fleet, ctx, 'a', { basic: 50e9 });
-  const B = await customer(fleet, ctx, 'b', { basic: profile.budgetB });
-  const C = await customer(fleet, ctx, 'c', { advanced: 50e9 });
-  const D = await customer(fleet, ctx, 'd', {});
-  const E = await customer(fleet, ctx, 'e', { basic: 1e9, advanced: 1e9 });
+  const A = await customer(fleet, `a-${ctx.stamp}@loadtest.example`, { basic: 50e9 });
+  const B = await customer(fleet, `b-${ctx.stamp}@loadtest.example`, { basic: profile.budgetB });
+  const C = await customer(fleet, `c-${ctx.stamp}@loadtest.example`, { advanced: 50e9 });
+  const D = await customer(fleet, `d-${ctx.stamp}@loadtest.example`, {});
+  const E = await customer(fleet, `e-${ctx.stamp}@loadtest.example`, { basic: 1e9, advanced: 1e9 });
   const dKey = keySchema.parse(
     await admin(fleet, 'POST', `/admin/v1/accounts/${D.id}/keys`, { name: 'k6-polled' }),
   );
