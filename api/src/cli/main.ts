@@ -250,6 +250,20 @@ export const COMMANDS: Record<string, Command> = {
       return { method: 'GET', path: `/accounts/${a.accountId}/invoices${q.size ? `?${q.toString()}` : ''}` };
     },
   },
+  'audit-log': {
+    usage: 'audit-log <accountId> [--limit <n>] [--cursor <nextCursor>]',
+    summary: 'Who changed what on an account, newest first (docs/security.md, "Audit log")',
+    args: ['accountId'],
+    options: {
+      limit: { type: 'string', help: 'Page size, 1-200 (default 50)' },
+      cursor: { type: 'string', help: 'Older entries: nextCursor of the previous page' },
+    },
+    request: (a, o) => {
+      const q = new URLSearchParams();
+      for (const k of ['limit', 'cursor']) if (typeof o[k] === 'string') q.set(k, o[k]);
+      return { method: 'GET', path: `/accounts/${a.accountId}/audit-log${q.size ? `?${q.toString()}` : ''}` };
+    },
+  },
   'usage targets': {
     usage: 'usage targets <accountId> [--date <YYYY-MM-DD>] [--product <plan>]',
     summary: "An account's bytes and requests per target domain on one UTC day (default today)",
@@ -496,12 +510,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.err(`unknown area: ${area}\n\n${helpText()}`);
     return 2;
   }
+  // A command of one word (audit-log) takes its arguments from the second word on.
+  const single = COMMANDS[rest[0]!] ? rest[0]! : undefined;
   const group = HELP.has(rest[0]!) ? rest[1]! : rest[0]!;
-  if (GROUPS.has(group) && (HELP.has(rest[0]!) || rest[1] === undefined || HELP.has(rest[1]))) {
+  if (!single && GROUPS.has(group) && (HELP.has(rest[0]!) || rest[1] === undefined || HELP.has(rest[1]))) {
     io.out(groupHelp(group));
     return 0;
   }
-  const name = `${rest[0]} ${rest[1] ?? ''}`.trim();
+  const name = single ?? `${rest[0]} ${rest[1] ?? ''}`.trim();
   const command = COMMANDS[name];
   if (!command) {
     io.err(`unknown command: ${name}\n\n${helpText()}`);
@@ -509,7 +525,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   try {
     const { values, positionals } = parseArgs({
-      args: rest.slice(2),
+      args: rest.slice(single ? 1 : 2),
       allowPositionals: true,
       strict: true,
       options: {
