@@ -460,12 +460,13 @@ describe('reading the log', () => {
   }
 
   test('GET /api/v1/audit-log pages newest first with an opaque cursor, as the admin route', async () => {
-    const account = await accountWithEntries(4); // + account.created = 5 entries
+    // 12 entries, pages of 5: ids past 9 and 10 put a text order and a number order apart.
+    const account = await accountWithEntries(11); // + account.created
     const seen: Entry[] = [];
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const path: string = `/audit-log?limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+      const path: string = `/audit-log?limit=5${cursor ? `&cursor=${cursor}` : ''}`;
       const res = await api(account.apiKey, path);
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['entries', 'nextCursor']);
@@ -475,8 +476,11 @@ describe('reading the log', () => {
       pages++;
     } while (cursor);
     expect(pages).toBe(3);
-    expect(seen.map((e) => e.action)).toEqual([...Array(4).fill('target_stats.updated'), 'account.created']);
-    expect(seen.map((e) => e.details.enabled)).toEqual([false, true, false, true, undefined]);
+    expect(seen.map((e) => e.action)).toEqual([...Array(11).fill('target_stats.updated'), 'account.created']);
+    // Written with enabled = i % 2 === 0 for i = 0..10: newest first, 10 (true) down to 0 (true).
+    expect(seen.slice(0, 11).map((e) => e.details.enabled)).toEqual(
+      Array.from({ length: 11 }, (_, k) => (10 - k) % 2 === 0),
+    );
     const times = seen.map((e) => Date.parse(e.at));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
     expect(await entries(account)).toEqual(seen);
