@@ -10,6 +10,7 @@ import {
   axe,
   describeInChromium,
   newContext,
+  postForm,
   shot,
   signIn,
   startDashboardRun,
@@ -158,6 +159,71 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
     expect(width).toBe(375);
     await shot(p, 'activity-375');
     await narrow.close();
+  });
+
+  it('every change made on the dashboard is recorded with the signed-in email and the address', async () => {
+    const cookie = (await run.context.cookies())
+      .filter((c) => c.name === 'pf_session')
+      .map((c) => `${c.name}=${c.value}`)
+      .join('; ');
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(
+      await (await fetch(`${api.url}/keys`, { headers: { cookie } })).text(),
+    )![1]!;
+    const post = async (path: string, fields: Record<string, string> = {}) => {
+      const res = await postForm(api.url, path, { _csrf: csrf, ...fields }, cookie);
+      expect({ path, ok: res.status >= 200 && res.status < 400 }).toEqual({ path, ok: true });
+      return res;
+    };
+    const newest = async (action: string) => {
+      const log = await admin(`/accounts/${account.id}/audit-log?limit=200`);
+      return (
+        log.body.entries as { action: string; actor: unknown; details: Record<string, unknown> }[]
+      ).find((e) => e.action === action);
+    };
+    const subUserId = async (name: string) =>
+      (
+        (await admin(`/accounts/${account.id}/sub-users`)).body.subUsers as { id: string; name: string }[]
+      ).find((x) => x.name === name)!.id;
+    const entryId = async () =>
+      ((await admin(`/accounts/${account.id}/ip-allowlist`)).body.entries as { id: string }[])[0]!.id;
+
+    const steps: [action: string, act: () => Promise<unknown>][] = [
+      ['alerts.updated', () => post('/alerts', { lowBandwidth: 'on', lowBandwidthPercent: '20' })],
+      ['target_stats.updated', () => post('/target-stats', { targetStats: 'on' })],
+      [
+        'auto_refill.updated',
+        () =>
+          post('/billing/auto-refill/basic', {
+            enabled: 'on',
+            thresholdGb: '1',
+            refillGb: '5',
+            maxRefillsPerMonth: '2',
+          }),
+      ],
+      ['ip_allowlist.added', () => post('/proxies/allowlist', { product: 'basic', cidr: '198.51.100.20' })],
+      ['ip_allowlist.removed', async () => post(`/proxies/allowlist/${await entryId()}/remove`)],
+      ['proxy_password.reset', () => post('/proxies/reset-password')],
+      ['api_key.regenerated', () => post('/keys/regenerate')],
+      ['sub_user.created', () => post('/sub-users', { name: 'dash-team', password: 'DashSecret12345' })],
+      [
+        'sub_user.updated',
+        async () => post(`/sub-users/${await subUserId('dash-team')}/status`, { status: 'suspended' }),
+      ],
+      ['sub_user.deleted', async () => post(`/sub-users/${await subUserId('dash-team')}/delete`)],
+    ];
+    for (const [action, act] of steps) {
+      const before = (await admin(`/accounts/${account.id}/audit-log?limit=1`)).body.entries[0];
+      await act();
+      const entry = await newest(action);
+      expect({ action, entry }).toEqual({
+        action,
+        entry: expect.objectContaining({ actor: { kind: 'dashboard', id: account.email, ip: '127.0.0.1' } }),
+      });
+      expect(entry).not.toEqual(before);
+      const text = JSON.stringify(entry);
+      expect(text).not.toContain('DashSecret12345');
+      expect(text).not.toMatch(/svc_live_[0-9a-f]{20}/);
+    }
   });
 
   it('never wrote a key, password or link token to the log', () => {
