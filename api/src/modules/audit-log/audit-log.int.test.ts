@@ -539,6 +539,18 @@ describe('reading the log', () => {
     expect((await api('svc_live_' + '0'.repeat(48), '/audit-log')).status).toBe(401);
   });
 
+  test('the OpenAPI document has both routes with limit and cursor, and the entry schema', async () => {
+    const doc = (await call(fx.api.url, '/api/v1/openapi.json')).body;
+    for (const path of ['/api/v1/audit-log', '/admin/v1/accounts/{id}/audit-log']) {
+      const op = doc.paths[path]?.get;
+      expect({ path, op: op !== undefined }).toEqual({ path, op: true });
+      const query = (op.parameters as { name: string; in: string }[]).filter((p) => p.in === 'query');
+      expect(query.map((p) => p.name)).toEqual(['limit', 'cursor']);
+      expect(JSON.stringify(op.responses['200'])).toContain('nextCursor');
+      expect(Object.keys(op.responses)).toContain('400');
+    }
+  });
+
   test('the admin route answers 404 for an account that does not exist', async () => {
     expect(await admin('/accounts/00000000-0000-4000-8000-000000000000/audit-log')).toMatchObject({
       status: 404,
