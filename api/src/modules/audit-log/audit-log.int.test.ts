@@ -27,6 +27,7 @@ async function newAccount(): Promise<Account> {
 }
 
 interface Entry {
+  id: string;
   at: string;
   actor: { kind: string; id: string; ip: string | null };
   action: string;
@@ -471,6 +472,8 @@ describe('reading the log', () => {
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['entries', 'nextCursor']);
       seen.push(...(res.body.entries as Entry[]));
+      for (const e of res.body.entries as Entry[])
+        expect(Object.keys(e).sort()).toEqual(['action', 'actor', 'at', 'details', 'id', 'target']);
       cursor = res.body.nextCursor as string | null;
       if (cursor) expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
       pages++;
@@ -483,6 +486,8 @@ describe('reading the log', () => {
     );
     const times = seen.map((e) => Date.parse(e.at));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
+    const ids = seen.map((e) => BigInt(e.id));
+    expect([...ids].sort((a, b) => (a > b ? -1 : 1))).toEqual(ids); // newest (highest) first
     expect(await entries(account)).toEqual(seen);
   });
 

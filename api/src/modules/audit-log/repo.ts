@@ -31,6 +31,7 @@ export async function readAuditLog(
   const page = rows.slice(0, q.limit);
   return {
     entries: page.map((r) => ({
+      id: r.id,
       at: r.at.toISOString(),
       actor: { kind: r.actor_kind, id: r.actor_id, ip: r.actor_ip },
       action: r.action,
