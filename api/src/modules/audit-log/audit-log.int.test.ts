@@ -500,6 +500,10 @@ describe('reading the log', () => {
         body: { success: false, error: expect.stringMatching(/^Invalid request: limit: /) },
       });
     expect((await api(account.apiKey, '/audit-log?limit=200')).status).toBe(200);
+    expect(await api(account.apiKey, '/audit-log?limt=5')).toMatchObject({
+      status: 400,
+      body: { success: false, error: 'Invalid request: limt: unknown field' },
+    });
   });
 
   test('a cursor this API did not issue is 400 in the documented error format', async () => {
