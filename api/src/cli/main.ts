@@ -37,6 +37,12 @@ const num = (value: OptionValue, name: string): number | undefined => {
 };
 
 class UsageError extends Error {}
+/** A GET of `path` with the string options named in `keys` as its query. */
+const getWith = (path: string, o: Record<string, OptionValue>, keys: string[]) => {
+  const q = new URLSearchParams();
+  for (const k of keys) if (typeof o[k] === 'string') q.set(k, o[k]);
+  return { method: 'GET', path: q.size ? `${path}?${q.toString()}` : path };
+};
 /** A number, or null for `none` (a cap removed). */
 const numOrNone = (value: OptionValue, name: string): number | null | undefined =>
   value === 'none' ? null : num(value, name);
@@ -97,11 +103,7 @@ export const COMMANDS: Record<string, Command> = {
       limit: { type: 'string', help: 'Page size (default 100)' },
       offset: { type: 'string', help: 'Skip this many' },
     },
-    request: (_a, o) => {
-      const q = new URLSearchParams();
-      for (const k of ['email', 'limit', 'offset']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts${q.size ? `?${q.toString()}` : ''}` };
-    },
+    request: (_a, o) => getWith('/accounts', o, ['email', 'limit', 'offset']),
   },
   'accounts get': {
     usage: 'accounts get <accountId>',
@@ -244,11 +246,7 @@ export const COMMANDS: Record<string, Command> = {
       limit: { type: 'string', help: 'Page size, 1-100 (default 20)' },
       before: { type: 'string', help: 'Only invoices numbered below this (nextBefore of the previous page)' },
     },
-    request: (a, o) => {
-      const q = new URLSearchParams();
-      for (const k of ['limit', 'before']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts/${a.accountId}/invoices${q.size ? `?${q.toString()}` : ''}` };
-    },
+    request: (a, o) => getWith(`/accounts/${a.accountId}/invoices`, o, ['limit', 'before']),
   },
   'audit-log': {
     usage: 'audit-log <accountId> [--limit <n>] [--cursor <nextCursor>]',
@@ -258,11 +256,7 @@ export const COMMANDS: Record<string, Command> = {
       limit: { type: 'string', help: 'Page size, 1-200 (default 50)' },
       cursor: { type: 'string', help: 'Older entries: nextCursor of the previous page' },
     },
-    request: (a, o) => {
-      const q = new URLSearchParams();
-      for (const k of ['limit', 'cursor']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts/${a.accountId}/audit-log${q.size ? `?${q.toString()}` : ''}` };
-    },
+    request: (a, o) => getWith(`/accounts/${a.accountId}/audit-log`, o, ['limit', 'cursor']),
   },
   'usage targets': {
     usage: 'usage targets <accountId> [--date <YYYY-MM-DD>] [--product <plan>]',
@@ -272,14 +266,7 @@ export const COMMANDS: Record<string, Command> = {
       date: { type: 'string', help: 'UTC day of the last 30, YYYY-MM-DD (default today)' },
       product: { type: 'string', help: 'Only this product' },
     },
-    request: (a, o) => {
-      const q = new URLSearchParams();
-      for (const k of ['date', 'product']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return {
-        method: 'GET',
-        path: `/accounts/${a.accountId}/usage/targets${q.size ? `?${q.toString()}` : ''}`,
-      };
-    },
+    request: (a, o) => getWith(`/accounts/${a.accountId}/usage/targets`, o, ['date', 'product']),
   },
   'target-stats set': {
     usage: 'target-stats set <accountId> --enabled on|off',
