@@ -4,11 +4,10 @@
 // SMTP server.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { putAutoRefill } from '#common/billing/auto-refill.ts';
 import { recordPurchase } from '#common/billing/purchases.ts';
 import { createLogger } from '#common/logger.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth } from '#test/fixtures.ts';
+import { accountWithBandwidth, accountWithAutoRefill } from '#test/fixtures.ts';
 import { foldAll, SimGateway } from '#test/billing.ts';
 import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import type { Job, JobContext } from '../jobs.ts';
@@ -149,9 +148,7 @@ describe('low bandwidth', () => {
   });
 
   it('"used up" only when nothing remains; no promise of auto-refill past its monthly cap', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 10 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
+    const account = await accountWithAutoRefill(db.pool, 10 * MB, {
       thresholdGb: 0.0005,
       refillGb: 0.002,
       maxRefillsPerMonth: 1,

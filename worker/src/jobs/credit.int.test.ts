@@ -4,13 +4,12 @@
 // counted; a new month starts from zero; the default comes from the worker's configuration.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { putAutoRefill } from '#common/billing/auto-refill.ts';
 import { readCredit, setCreditLimit, syncCreditDefault } from '#common/billing/credit.ts';
 import { listInvoices } from '#common/billing/invoices.ts';
 import { recordPurchase } from '#common/billing/purchases.ts';
 import { createLogger } from '#common/logger.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth } from '#test/fixtures.ts';
+import { accountWithBandwidth, accountWithAutoRefill, enableAutoRefill } from '#test/fixtures.ts';
 import { foldAll, nextMonthOffset, setBillingClock, SimGateway } from '#test/billing.ts';
 import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import type { JobContext } from '../jobs.ts';
@@ -44,9 +43,7 @@ const failed = async (accountId: string) =>
 
 describe('credit limit', () => {
   it('refillGb 1,000,000 with maxRefillsPerMonth 100 buys nothing past the limit: no 2,000,000.00 USD invoice', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 30 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
+    const account = await accountWithAutoRefill(db.pool, 30 * MB, {
       thresholdGb: 0.02,
       refillGb: 1_000_000,
       maxRefillsPerMonth: 100,
@@ -94,8 +91,7 @@ describe('credit limit', () => {
       currency: 'USD',
       default: true,
     });
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
+    await enableAutoRefill(db.pool, account.id, {
       thresholdGb: 0.004,
       refillGb: 0.01,
       maxRefillsPerMonth: 5,
