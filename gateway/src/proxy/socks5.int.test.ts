@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import fc from 'fast-check';
 import { SocksClient } from 'socks';
+import { knownCustomer } from '#test/customers.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
@@ -49,11 +50,7 @@ afterAll(async () => {
   await new Promise((r) => echo?.close(r));
 });
 
-async function customer(bandwidth = 1_000_000_000) {
-  const a = await accountWithBandwidth(fx.db.pool, bandwidth ? { basic: bandwidth } : {});
-  await cacheSynced(fx.db.pool, [fx.gateway]);
-  return a;
-}
+const customer = (bandwidth?: number) => knownCustomer(fx, bandwidth);
 
 const usage = (accountId: string) => flushedUsage(fx.gateway, fx.db.pool, accountId);
 

@@ -7,7 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { WebSocket, WebSocketServer } from 'ws';
-import { accountWithBandwidth } from '#test/fixtures.ts';
+import { knownCustomer } from '#test/customers.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
 import {
@@ -74,11 +74,7 @@ afterAll(async () => {
   await new Promise((r) => origin?.close(r));
 });
 
-async function customer(bandwidth = 1_000_000_000) {
-  const a = await accountWithBandwidth(fx.db.pool, bandwidth ? { basic: bandwidth } : {});
-  await cacheSynced(fx.db.pool, [fx.gateway]);
-  return a;
-}
+const customer = (bandwidth?: number) => knownCustomer(fx, bandwidth);
 
 const usage = (accountId: string) => flushedUsage(fx.gateway, fx.db.pool, accountId);
 
