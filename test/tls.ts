@@ -22,6 +22,8 @@ import {
 import { jestHooks } from './hooks.ts';
 
 const run = promisify(execFile);
+/** openssl req's arguments for a new unencrypted P-256 key, written to the file that follows. */
+const NEW_P256_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout'];
 
 export interface IssuedCertificate {
   certFile: string;
@@ -49,12 +51,7 @@ export async function createTestCa(): Promise<TestCa> {
   await run('openssl', [
     'req',
     '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
+    ...NEW_P256_KEY,
     caKey,
     '-out',
     caFile,
@@ -78,20 +75,7 @@ export async function createTestCa(): Promise<TestCa> {
       const certFile = path.join(dir, `${label}.pem`);
       const ext = path.join(dir, `${label}.ext`);
       const san = names.map((n) => (/^[\d.]+$|:/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
-      await run('openssl', [
-        'req',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        keyFile,
-        '-out',
-        csr,
-        '-subj',
-        `/CN=${label}`,
-      ]);
+      await run('openssl', ['req', ...NEW_P256_KEY, keyFile, '-out', csr, '-subj', `/CN=${label}`]);
       await writeFile(
         ext,
         `subjectAltName=${san}\nextendedKeyUsage=serverAuth\nbasicConstraints=critical,CA:FALSE\n`,

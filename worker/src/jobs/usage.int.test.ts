@@ -7,12 +7,14 @@ import { leaseReaperJob, usageFoldJob } from './usage.ts';
 const fx = useTestDatabase();
 const logger = createLogger('test', 'silent');
 
+type Balance = { used_bytes: number; leased_bytes: number; requests_count: number };
+
+/** usage_record as a gateway's flush calls it: one batch, its usage lines and lease spends. */
+const usageRecord = (key: string, gateway: string, lines: string, spends: string) =>
+  fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [key, gateway, lines, spends, '[]']);
+
 async function balance(accountId: string) {
-  const { rows } = await fx.db.pool.query<{
-    used_bytes: number;
-    leased_bytes: number;
-    requests_count: number;
-  }>(
+  const { rows } = await fx.db.pool.query<Balance>(
     `SELECT used_bytes, leased_bytes, requests_count FROM balances WHERE account_id = $1 AND product = 'basic'`,
     [accountId],
   );
@@ -33,13 +35,7 @@ describe('usage-fold and lease-reaper jobs', () => {
         { account_id: account.id, product: 'basic', bytes_up: up, bytes_down: down, requests },
       ]);
     const spend = (bytes: number) => JSON.stringify([{ lease_id: lease.out_lease_id, bytes }]);
-    await fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
-      'k1',
-      'pod-a',
-      line(100, 900, 1),
-      spend(1000),
-      '[]',
-    ]);
+    await usageRecord('k1', 'pod-a', line(100, 900, 1), spend(1000));
     // Flushed, not folded: still held by the lease.
     expect(await balance(account.id)).toMatchObject({ used_bytes: 0, leased_bytes: 4_000_000 });
     await usageFoldJob.run({ pool: fx.db.pool, logger });
@@ -50,13 +46,7 @@ describe('usage-fold and lease-reaper jobs', () => {
     });
     // A second batch flushed, then the pod dies: the reaper returns the lease after expiry and
     // keeps holding exactly the unfolded spend until the fold charges it.
-    await fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
-      'k2',
-      'pod-a',
-      line(0, 5000, 0),
-      spend(5000),
-      '[]',
-    ]);
+    await usageRecord('k2', 'pod-a', line(0, 5000, 0), spend(5000));
     await fx.db.pool.query(`UPDATE bandwidth_leases SET expires_at = now() - interval '1 second'`);
     await leaseReaperJob.run({ pool: fx.db.pool, logger });
     expect(await balance(account.id)).toMatchObject({ used_bytes: 1000, leased_bytes: 5000 });
@@ -67,13 +57,7 @@ describe('usage-fold and lease-reaper jobs', () => {
     );
     expect(l.rows[0]).toEqual({ charged_bytes: 6000, spent_bytes: 6000 });
     // A retried flush is a no-op.
-    await fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
-      'k2',
-      'pod-a',
-      line(0, 5000, 0),
-      spend(5000),
-      '[]',
-    ]);
+    await usageRecord('k2', 'pod-a', line(0, 5000, 0), spend(5000));
     await usageFoldJob.run({ pool: fx.db.pool, logger });
     expect(await balance(account.id)).toMatchObject({ used_bytes: 6000 });
     const hourly = await fx.db.pool.query<{ bytes_up: number; bytes_down: number }>(
