@@ -109,3 +109,23 @@ function requireEnv(name: string): string {
   if (!value) throw new Error(`${name} is not set: run the tests through jest (test/global-setup.ts)`);
   return value;
 }
+
+/**
+ * A pool of 4 on `url` whose every query first waits for `before(sql)` (when it returns a
+ * promise): a database that answers late, or holds a statement, where a test says.
+ */
+export function createInterceptedPool(
+  url: string,
+  applicationName: string,
+  before: (sql: string) => Promise<unknown> | undefined,
+): Pool {
+  const pool = createPool({ url, max: 4, applicationName, logger: createLogger('test', 'silent') });
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
+    ...args: unknown[]
+  ) => {
+    if (typeof args[0] === 'string') await before(args[0]);
+    return query(...args);
+  };
+  return pool;
+}

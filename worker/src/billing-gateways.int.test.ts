@@ -64,6 +64,18 @@ function download(port: number, auth: string, bytes: number): Promise<{ status: 
   });
 }
 
+/** The pods' warnings and cuts (a budget cut logs why: estimate, leases, pending), for a failure. */
+function logPodWarnings(): void {
+  for (const pod of pods)
+    console.log(
+      pod
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(40|50)|cut|denied/.test(l))
+        .join('\n'),
+    );
+}
+
 const refills = async (accountId: string) =>
   (
     await db.pool.query<{ idempotency_key: string; created_at: Date }>(
@@ -97,15 +109,7 @@ describe('auto-refill through real gateways', () => {
     );
     const all = results.flat();
     // On failure, the pods' warnings first: a budget cut logs why (estimate, leases, pending).
-    if (all.some((r) => r.status !== 200 || r.received !== 2 * MB))
-      for (const pod of pods)
-        console.log(
-          pod
-            .output()
-            .split('\n')
-            .filter((l) => /"level":(40|50)|cut|denied/.test(l))
-            .join('\n'),
-        );
+    if (all.some((r) => r.status !== 200 || r.received !== 2 * MB)) logPodWarnings();
     expect(all.filter((r) => r.status !== 200 || r.received !== 2 * MB)).toEqual([]);
     const bought = await refills(account.id);
     // One crossing, one purchase, named by the crossing, and nothing else was bought.
@@ -153,14 +157,7 @@ describe('auto-refill through real gateways', () => {
       // On failure, what stopped the stream and the pods' warnings (a cut logs why).
       if (bought.length !== 3) {
         console.log(`stopped after ${delivered} bytes: ${JSON.stringify(last)}`);
-        for (const pod of pods)
-          console.log(
-            pod
-              .output()
-              .split('\n')
-              .filter((l) => /"level":(40|50)|cut|denied/.test(l))
-              .join('\n'),
-          );
+        logPodWarnings();
       }
       expect(bought).toHaveLength(3);
       // Every download went through until the gateways had been granted the whole cap (bought + 3
