@@ -7,6 +7,9 @@ import { recordPurchase } from '../billing/purchases.ts';
 
 describe('accounts', () => {
   const fx = useTestDatabase();
+  /** A purchase of basic bandwidth under an idempotency key (an order of the shop). */
+  const order = (accountId: string, bytes: number, idempotencyKey: string) =>
+    recordPurchase(fx.db.pool, { accountId, product: 'basic', bytes, idempotencyKey });
 
   it('creates an account with the spec default alert settings and retrievable proxy credentials', async () => {
     const account = await createAccount(fx.db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
@@ -37,18 +40,8 @@ describe('accounts', () => {
 
   it('issues an invoice and queues one new-invoice email per purchase; a retried purchase buys once', async () => {
     const account = await createAccount(fx.db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
-    const first = await recordPurchase(fx.db.pool, {
-      accountId: account.id,
-      product: 'basic',
-      bytes: 500_000_000,
-      idempotencyKey: 'order-1',
-    });
-    const retry = await recordPurchase(fx.db.pool, {
-      accountId: account.id,
-      product: 'basic',
-      bytes: 500_000_000,
-      idempotencyKey: 'order-1',
-    });
+    const first = await order(account.id, 500_000_000, 'order-1');
+    const retry = await order(account.id, 500_000_000, 'order-1');
     await recordPurchase(fx.db.pool, { accountId: account.id, product: 'basic', bytes: 1_500_000_000 });
     expect(retry.id).toBe(first.id);
     const balance = await fx.db.pool.query(
@@ -63,18 +56,8 @@ describe('accounts', () => {
   it('scopes a purchase idempotency key to its account', async () => {
     const a = await createAccount(fx.db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
     const b = await createAccount(fx.db.pool, { email: exampleEmail() }, TEST_CREDENTIALS_KEY);
-    const first = await recordPurchase(fx.db.pool, {
-      accountId: a.id,
-      product: 'basic',
-      bytes: 1_000,
-      idempotencyKey: 'shared-key',
-    });
-    const second = await recordPurchase(fx.db.pool, {
-      accountId: b.id,
-      product: 'basic',
-      bytes: 2_000,
-      idempotencyKey: 'shared-key',
-    });
+    const first = await order(a.id, 1_000, 'shared-key');
+    const second = await order(b.id, 2_000, 'shared-key');
     expect(second.id).not.toBe(first.id);
     expect(second.accountId).toBe(b.id);
     const balance = await fx.db.pool.query('SELECT total_bytes FROM balances WHERE account_id = $1', [b.id]);

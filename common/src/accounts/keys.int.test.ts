@@ -8,6 +8,15 @@ import { createNamedKey, listKeys, MAX_NAMED_KEYS, regeneratePrimaryKey, revokeK
 describe('API keys in the database', () => {
   const fx = useTestDatabase();
 
+  /** A key row written straight to the table, past keys.ts: the database's own checks judge it. */
+  const insertKeyBehindTheApi = (accountId: string, kind: string, name: string) => {
+    const issued = issueApiKey();
+    return fx.db.pool.query(
+      `INSERT INTO api_keys (account_id, kind, name, key_hash, prefix, last4) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [accountId, kind, name, issued.hash, issued.prefix, issued.last4],
+    );
+  };
+
   it('stores only the sha256 of a key, with a display prefix', async () => {
     const account = await accountWithBandwidth(fx.db.pool);
     expect(account.apiKey).toMatch(API_KEY_PATTERN);
@@ -35,13 +44,7 @@ describe('API keys in the database', () => {
   it('holds the limit in the database itself, below the application code', async () => {
     const account = await accountWithBandwidth(fx.db.pool);
     for (let i = 0; i < MAX_NAMED_KEYS; i++) await createNamedKey(fx.db.pool, account.id, `k${i}`);
-    const issued = issueApiKey();
-    await expect(
-      fx.db.pool.query(
-        `INSERT INTO api_keys (account_id, kind, name, key_hash, prefix, last4) VALUES ($1, 'named', 'raw', $2, $3, $4)`,
-        [account.id, issued.hash, issued.prefix, issued.last4],
-      ),
-    ).rejects.toMatchObject({ code: 'PF001' });
+    await expect(insertKeyBehindTheApi(account.id, 'named', 'raw')).rejects.toMatchObject({ code: 'PF001' });
   });
 
   it('frees a slot when a named key is revoked', async () => {
@@ -73,13 +76,9 @@ describe('API keys in the database', () => {
 
   it('refuses a second active primary key at the database', async () => {
     const account = await accountWithBandwidth(fx.db.pool);
-    const issued = issueApiKey();
-    await expect(
-      fx.db.pool.query(
-        `INSERT INTO api_keys (account_id, kind, name, key_hash, prefix, last4) VALUES ($1, 'primary', 'primary', $2, $3, $4)`,
-        [account.id, issued.hash, issued.prefix, issued.last4],
-      ),
-    ).rejects.toMatchObject({ code: '23505' });
+    await expect(insertKeyBehindTheApi(account.id, 'primary', 'primary')).rejects.toMatchObject({
+      code: '23505',
+    });
   });
 
   it('refuses a duplicate active name', async () => {
