@@ -232,24 +232,21 @@ describeKube('ProxyGateway controller on a real API server', () => {
   });
 
   test('while an HPA owns replicas the operator never writes them', async () => {
-    await applyPgw('scaled', {
-      ...baseSpec,
-      plan: 'advanced',
-      port: 61236,
-      advertisedHost: 'adv.example.com',
-      replicas: { min: 2, max: 8 },
-    });
+    /** The autoscaled gateway 'scaled' (2 to 8 replicas), advertised as `host`. */
+    const applyScaled = (host: string) =>
+      applyPgw('scaled', {
+        ...baseSpec,
+        plan: 'advanced',
+        port: 61236,
+        advertisedHost: host,
+        replicas: { min: 2, max: 8 },
+      });
+    await applyScaled('adv.example.com');
     await eventually(() => get(RESOURCES.hpa, 'scaled-gateway'), 20_000, 'HPA');
     // The HPA scales through the scale subresource; emulate it with its own field manager.
     await fx.admin.mergePatch(RESOURCES.deployment, NS, 'scaled-gateway', { spec: { replicas: 7 } });
     // Any change to the CR makes the operator apply the Deployment again.
-    await applyPgw('scaled', {
-      ...baseSpec,
-      plan: 'advanced',
-      port: 61236,
-      advertisedHost: 'adv2.example.com',
-      replicas: { min: 2, max: 8 },
-    });
+    await applyScaled('adv2.example.com');
     await eventually(
       async () => (await get(PROXY_GATEWAY, 'scaled'))?.status?.endpoint === 'adv2.example.com:61236',
     );
