@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import tls from 'node:tls';
+import { knownCustomer, tunnelToOrigin } from '#test/customers.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { createTestCa, type TestCa } from '#test/tls.ts';
 import { overspendBound } from '../accounting/policy.ts';
@@ -87,13 +88,8 @@ describe('protection', () => {
 
   it('cuts a live tunnel when the budget is spent, within the bound', async () => {
     const budget = 1_000_000;
-    const account = await accountWithBandwidth(fx.db.pool, { basic: budget });
-    await cacheSynced(fx.db.pool, [fx.gateway]);
-    const t = await openTunnel(
-      fx.gateway.port,
-      `127.0.0.1:${fx.origin.port}`,
-      basicAuth(account.proxyUsername, account.proxyPassword),
-    );
+    const account = await knownCustomer(fx, budget);
+    const t = await tunnelToOrigin(fx, account);
     expect(t.status).toBe(200);
     let read = 0;
     t.socket.on('data', (c: Buffer) => (read += c.length));
