@@ -119,7 +119,7 @@ export function createInterceptedPool(
   applicationName: string,
   before: (sql: string) => Promise<unknown> | undefined,
 ): Pool {
-  const pool = createPool({ url, max: 4, applicationName, logger: createLogger('test', 'silent') });
+  const pool = createTestPool(url, applicationName);
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
   (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
     ...args: unknown[]
@@ -128,4 +128,9 @@ export function createInterceptedPool(
     return query(...args);
   };
   return pool;
+}
+
+/** A pool of `max` on `url` with a silent logger, for tests that need their own (through a relay). */
+export function createTestPool(url: string, applicationName: string, max = 4): Pool {
+  return createPool({ url, max, applicationName, logger: createLogger('test', 'silent') });
 }
