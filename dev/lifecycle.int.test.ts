@@ -14,6 +14,7 @@ import { freePort } from '#test/ports.ts';
 import { createLogger } from '#common/logger.ts';
 import { basicAuth, openTunnel, startOrigin, type Origin } from '#test/gateway.ts';
 import {
+  alive,
   REPO_ROOT,
   startEntrypoint,
   stopProcess,
@@ -21,15 +22,6 @@ import {
   waitForHttp,
   type RunningProcess,
 } from '#test/process.ts';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const dirs: string[] = [];
 const procs: RunningProcess[] = [];

@@ -64,6 +64,16 @@ export async function lockWaiters(pool: Pool, queryPrefix?: string): Promise<num
   return rows[0]!.n;
 }
 
+/** An empty database (createEmptyDatabase) for the whole file, or the describe block it is called in. */
+export function useEmptyDatabase(): { db: { url: string; drop(): Promise<void> } } {
+  const fixture = {} as { db: { url: string; drop(): Promise<void> } };
+  jestHooks().beforeAll(async () => {
+    fixture.db = await createEmptyDatabase();
+  });
+  jestHooks().afterAll(() => fixture.db?.drop());
+  return fixture;
+}
+
 /** Creates an empty database (no migrations) for tests of the migrator itself. */
 export async function createEmptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const serverUrl = requireEnv('PROXYFLEET_TEST_SERVER_URL');
@@ -76,10 +86,19 @@ export async function createEmptyDatabase(): Promise<{ url: string; drop(): Prom
 }
 
 async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
+  await queryOnce(withDatabase(serverUrl, 'postgres'), sql);
+}
+
+/** One statement on a connection of its own (opened and closed around it): its rows. */
+export async function queryOnce<T extends pg.QueryResultRow>(
+  url: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(sql);
+    return (await client.query<T>(sql, params)).rows;
   } finally {
     await client.end();
   }
@@ -89,4 +108,29 @@ function requireEnv(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: run the tests through jest (test/global-setup.ts)`);
   return value;
+}
+
+/**
+ * A pool of 4 on `url` whose every query first waits for `before(sql)` (when it returns a
+ * promise): a database that answers late, or holds a statement, where a test says.
+ */
+export function createInterceptedPool(
+  url: string,
+  applicationName: string,
+  before: (sql: string) => Promise<unknown> | undefined,
+): Pool {
+  const pool = createTestPool(url, applicationName);
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
+    ...args: unknown[]
+  ) => {
+    if (typeof args[0] === 'string') await before(args[0]);
+    return query(...args);
+  };
+  return pool;
+}
+
+/** A pool of `max` on `url` with a silent logger, for tests that need their own (through a relay). */
+export function createTestPool(url: string, applicationName: string, max = 4): Pool {
+  return createPool({ url, max, applicationName, logger: createLogger('test', 'silent') });
 }

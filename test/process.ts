@@ -1,6 +1,7 @@
 // Runs an entrypoint as a real child process on this Node (24), collects its JSON log lines,
 // and waits for log messages or exit. Used by the entrypoint and multi-process tests.
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -131,3 +132,24 @@ export async function until(
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** Whether a process with this id exists (signal 0). */
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Whether something accepts TCP connections on this port of 127.0.0.1. */
+export const listening = (port: number): Promise<boolean> =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });

@@ -100,3 +100,16 @@ export class TcpRelay {
     return this.cut();
   }
 }
+
+/**
+ * A relay to a test fixture's database (TcpRelay.forUrl), closed with the fixture once its
+ * gateways have stopped: the tests cut it to take the database away from them.
+ */
+export async function relayToFixtureDatabase(fx: {
+  db: { url: string };
+  onClose(close: () => unknown): void;
+}): Promise<{ relay: TcpRelay; url: string }> {
+  const relayed = await TcpRelay.forUrl(fx.db.url);
+  fx.onClose(() => relayed.relay.close());
+  return relayed;
+}

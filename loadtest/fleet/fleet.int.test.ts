@@ -3,30 +3,11 @@
 // no fleet database is left behind.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { expect, it } from '@jest/globals';
 import pg from 'pg';
-import { REPO_ROOT } from '#test/process.ts';
+import { alive, listening, REPO_ROOT } from '#test/process.ts';
 import { fleetPorts } from './fleet.ts';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const listening = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 
 it('starts every member and leaves nothing running after Ctrl-C', async () => {
   const basePort = 21_000 + (process.pid % 40) * 100;

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
 import { loadApiConfig } from '../../api/src/config.ts';
@@ -19,9 +19,8 @@ import {
   helmTemplateText,
   REPO_ROOT,
   RELEASE_NAMESPACE,
-  startKube,
+  useKube,
   tool,
-  type KubeEnv,
 } from './env.ts';
 
 const run = promisify(execFile);
@@ -31,14 +30,7 @@ type Doc = { kind: string; metadata: { name: string; annotations?: Record<string
 >;
 
 describeKube('Helm chart charts/proxyfleet', () => {
-  let kube: KubeEnv;
-
-  beforeAll(async () => {
-    kube = await startKube();
-  }, 120_000);
-  afterAll(async () => {
-    await kube?.stop();
-  });
+  const fx = useKube();
 
   test('helm lint passes; values.schema.json rejects unknown keys and a missing database', async () => {
     const { stdout } = await run(tool('helm'), [
@@ -62,7 +54,7 @@ describeKube('Helm chart charts/proxyfleet', () => {
 
   test('helm template | kubectl apply --server-side --dry-run=server is accepted by the API server', async () => {
     const rendered = await helmTemplateText(['--set', 'examples.enabled=true']);
-    const out = await kube.kubectl(
+    const out = await fx.kube.kubectl(
       ['apply', '--server-side', '--dry-run=server', '--force-conflicts', '-n', RELEASE_NAMESPACE, '-f', '-'],
       { input: rendered },
     );
@@ -137,7 +129,7 @@ describeKube('Helm chart charts/proxyfleet', () => {
     const dev = await readFile(path.join(REPO_ROOT, 'dev/gateways.yaml'), 'utf8');
     for (const doc of parseAllDocuments(dev))
       expect(proxyGatewaySchema.safeParse(doc.toJSON()).success).toBe(true);
-    const out = await kube.kubectl(
+    const out = await fx.kube.kubectl(
       ['apply', '--server-side', '--dry-run=server', '-n', 'default', '-f', '-'],
       { input: dev },
     );

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { jestHooks } from '../hooks.ts';
 import { freePort } from '../ports.ts';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
@@ -333,4 +334,16 @@ export async function eventually<T>(
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** A Kubernetes API server for the tests of a describeKube block (no operator, no database). */
+export function useKube(): { kube: KubeEnv } {
+  const fixture = {} as { kube: KubeEnv };
+  jestHooks().beforeAll(async () => {
+    fixture.kube = await startKube();
+  }, 120_000);
+  jestHooks().afterAll(async () => {
+    await fixture.kube?.stop();
+  });
+  return fixture;
 }

@@ -6,7 +6,7 @@
 // dry run as in chart.int.test.ts.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { stringify } from 'yaml';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
 import { describeKube } from './describe-kube.ts';
@@ -16,9 +16,8 @@ import {
   helmTemplate,
   helmTemplateText,
   RELEASE_NAMESPACE,
-  startKube,
+  useKube,
   tool,
-  type KubeEnv,
 } from './env.ts';
 
 const run = promisify(execFile);
@@ -53,14 +52,7 @@ interface Certificate {
 }
 
 describeKube('Helm chart: gateway TLS certificates (cert-manager)', () => {
-  let kube: KubeEnv;
-
-  beforeAll(async () => {
-    kube = await startKube();
-  }, 120_000);
-  afterAll(async () => {
-    await kube?.stop();
-  });
+  const fx = useKube();
 
   test('helm lint passes with the toggle on; an issuer is required; unknown keys are refused', async () => {
     const { stdout } = await run(tool('helm'), ['lint', CHART_DIR, ...CHART_TEST_VALUES, ...ON]);
@@ -113,7 +105,7 @@ describeKube('Helm chart: gateway TLS certificates (cert-manager)', () => {
 
   test('the rest of the rendered chart, TLS ProxyGateways included, passes the server-side dry run', async () => {
     const docs = (await helmTemplate(ON)).filter((d) => d.kind !== 'Certificate');
-    const out = await kube.kubectl(
+    const out = await fx.kube.kubectl(
       ['apply', '--server-side', '--dry-run=server', '--force-conflicts', '-n', RELEASE_NAMESPACE, '-f', '-'],
       { input: docs.map((d) => stringify(d)).join('---\n') },
     );

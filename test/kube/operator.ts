@@ -12,7 +12,9 @@ import {
 } from '../../controllers/src/runtime/kube.ts';
 import { restClientMetrics } from '../../controllers/src/runtime/metrics.ts';
 import { RESOURCES } from '../../controllers/src/runtime/resources.ts';
-import { RELEASE_NAMESPACE } from './env.ts';
+import { createTestDatabase, type TestDatabase } from '../db.ts';
+import { jestHooks } from '../hooks.ts';
+import { RELEASE_NAMESPACE, startKube, type KubeEnv } from './env.ts';
 
 export const TEST_GATEWAY_OPTIONS = {
   image: 'proxyfleet:test',
@@ -71,4 +73,41 @@ export async function leaseHolder(client: KubeClient, name = LEASE_NAME): Promis
     name,
   );
   return lease?.spec?.holderIdentity ?? undefined;
+}
+
+export interface OperatorFixture {
+  kube: KubeEnv;
+  db: TestDatabase;
+  /** A client with the cluster administrator's rights (what the tests apply and read with). */
+  admin: KubeClient;
+  operator: Operator;
+}
+
+/**
+ * A Kubernetes API server, a test database and the operator on both, for the tests of a
+ * describeKube block: `before` runs once the API server and the database are up and before the
+ * operator starts (namespaces, accounts, what the operator must find); `after` runs once the
+ * operator has stopped, before the API server and the database go. Read the fields inside tests.
+ */
+export function useOperator(
+  hooks: { before?: (f: OperatorFixture) => Promise<unknown>; after?: () => Promise<unknown> } = {},
+): OperatorFixture {
+  const fixture = {} as OperatorFixture;
+  jestHooks().beforeAll(async () => {
+    [fixture.kube, fixture.db] = await Promise.all([startKube(), createTestDatabase()]);
+    fixture.admin = kubeClientFor(fixture.kube.adminKubeconfig);
+    await hooks.before?.(fixture);
+    fixture.operator = createTestOperator({
+      kubeconfig: fixture.kube.operatorKubeconfig,
+      pool: fixture.db.pool,
+    });
+    await fixture.operator.start();
+  }, 120_000);
+  jestHooks().afterAll(async () => {
+    await fixture.operator?.stop();
+    await hooks.after?.();
+    await fixture.kube?.stop();
+    await fixture.db?.drop();
+  });
+  return fixture;
 }

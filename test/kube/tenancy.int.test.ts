@@ -3,15 +3,13 @@
 // when an apply fails; objects and Secrets it did not create are never adopted, overwritten or
 // deleted; every kind of child is watched; an autoscaled gateway starts at minReplicas; unknown
 // fields are refused; the standard controller metric names are exported.
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '../db.ts';
+import { expect, test } from '@jest/globals';
 import { accountWithBandwidth } from '../fixtures.ts';
 import { describeKube } from './describe-kube.ts';
-import { eventually, startKube, type KubeEnv } from './env.ts';
-import { createTestOperator, kubeClientFor } from './operator.ts';
+import { eventually } from './env.ts';
+import { useOperator } from './operator.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
-import type { Operator } from '../../controllers/src/operator.ts';
-import type { KubeClient, KubeObject } from '../../controllers/src/runtime/kube.ts';
+import type { KubeObject } from '../../controllers/src/runtime/kube.ts';
 import { RESOURCES } from '../../controllers/src/runtime/resources.ts';
 import { API_KEY, PROXY_GATEWAY } from '../../controllers/src/crds/resources.ts';
 import type { ApiKey, ProxyGateway } from '../../controllers/src/crds/types.generated.ts';
@@ -25,30 +23,18 @@ type Obj = KubeObject & {
 type Condition = { type: string; status: string; reason: string; message: string };
 
 describeKube('operator safety with many tenants (docs/adr/0034)', () => {
-  let kube: KubeEnv;
-  let db: TestDatabase;
-  let operator: Operator;
-  let admin: KubeClient;
   let account: NewAccount;
 
   const nsYaml = (name: string, accountId?: string) =>
     `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${name}\n` +
     (accountId ? `  labels:\n    proxyfleet.io/account-id: ${accountId}\n` : '');
 
-  beforeAll(async () => {
-    [kube, db] = await Promise.all([startKube(), createTestDatabase()]);
-    admin = kubeClientFor(kube.adminKubeconfig);
-    account = await accountWithBandwidth(db.pool, { basic: 1e9 });
-    for (const ns of ['tenant-a', 'tenant-b', 'shared', 'quota'])
-      await kube.apply(nsYaml(ns, ns === 'shared' ? account.id : undefined));
-    operator = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool });
-    await operator.start();
-  }, 120_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    await kube?.stop();
-    await db?.drop();
+  const fx = useOperator({
+    before: async ({ kube, db }) => {
+      account = await accountWithBandwidth(db.pool, { basic: 1e9 });
+      for (const ns of ['tenant-a', 'tenant-b', 'shared', 'quota'])
+        await kube.apply(nsYaml(ns, ns === 'shared' ? account.id : undefined));
+    },
   });
 
   const spec = (host: string, extra: Record<string, unknown> = {}) => ({
@@ -60,7 +46,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     ...extra,
   });
   const applyPgw = (namespace: string, name: string, s: Record<string, unknown>) =>
-    admin.apply(
+    fx.admin.apply(
       PROXY_GATEWAY,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
@@ -71,7 +57,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       { fieldManager: 'test' },
     );
   const condition = async (r: typeof PROXY_GATEWAY, namespace: string, name: string, type: string) => {
-    const o = await admin.get<ProxyGateway | ApiKey>(r, namespace, name);
+    const o = await fx.admin.get<ProxyGateway | ApiKey>(r, namespace, name);
     return (o?.status?.conditions as Condition[] | undefined)?.find((c) => c.type === type);
   };
   const waitCondition = (
@@ -92,12 +78,12 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     );
   const endpointRow = async () =>
     (
-      await db.pool.query<{ host: string; source: string }>(
+      await fx.db.pool.query<{ host: string; source: string }>(
         "SELECT host, source FROM gateway_endpoints WHERE plan = 'basic'",
       )
     ).rows[0];
   const eventReasons = async (namespace: string, name: string) => {
-    const events = await admin.list<KubeObject & { involvedObject?: { name?: string }; reason?: string }>(
+    const events = await fx.admin.list<KubeObject & { involvedObject?: { name?: string }; reason?: string }>(
       RESOURCES.event,
       { namespace },
     );
@@ -133,21 +119,21 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     await applyPgw('tenant-a', 'basic', spec('basic2.proxy.example.com'));
     await eventually(async () => (await endpointRow())?.host === 'basic2.proxy.example.com', 20_000);
     // The owner goes: the waiting gateway takes the plan without minutes of no endpoint.
-    await admin.delete(PROXY_GATEWAY, 'tenant-a', 'basic');
+    await fx.admin.delete(PROXY_GATEWAY, 'tenant-a', 'basic');
     await eventually(
       async () => (await endpointRow())?.source === 'ProxyGateway/tenant-b/hijack',
       15_000,
       'endpoint taken over',
     );
     await waitCondition(PROXY_GATEWAY, 'tenant-b', 'hijack', 'Ready', (x) => x.reason !== 'PlanConflict');
-    await admin.delete(PROXY_GATEWAY, 'tenant-b', 'hijack');
+    await fx.admin.delete(PROXY_GATEWAY, 'tenant-b', 'hijack');
     await eventually(async () => (await endpointRow()) === undefined, 15_000, 'endpoint released');
   });
 
   test('finding 2: a failed apply has its own condition and event; readiness still comes from the Deployment', async () => {
     // An admission policy refusing PodDisruptionBudgets in this namespace makes the PDB apply
     // fail after the Deployment's succeeded.
-    await kube.apply(
+    await fx.kube.apply(
       [
         'apiVersion: admissionregistration.k8s.io/v1',
         'kind: ValidatingAdmissionPolicy',
@@ -180,8 +166,8 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     await eventually(
       async () => {
         try {
-          await admin.apply(RESOURCES.pdb, probe, { fieldManager: 'test' });
-          await admin.delete(RESOURCES.pdb, 'quota', 'probe');
+          await fx.admin.apply(RESOURCES.pdb, probe, { fieldManager: 'test' });
+          await fx.admin.delete(RESOURCES.pdb, 'quota', 'probe');
           return false;
         } catch (err) {
           return /refused here/.test(String(err));
@@ -191,9 +177,9 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       'admission policy in force',
     );
     await applyPgw('quota', 'gw', spec('quota.example.com', { plan: 'light', port: 10080 }));
-    const deployment = await eventually(() => admin.get<Obj>(RESOURCES.deployment, 'quota', 'gw-gateway'));
+    const deployment = await eventually(() => fx.admin.get<Obj>(RESOURCES.deployment, 'quota', 'gw-gateway'));
     // No kubelet here: the test plays the Deployment controller and reports 1/1 ready.
-    await admin.apply(
+    await fx.admin.apply(
       RESOURCES.deployment,
       {
         apiVersion: 'apps/v1',
@@ -214,22 +200,22 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     expect(applied.message).toMatch(/poddisruptionbudgets/);
     const ready = await waitCondition(PROXY_GATEWAY, 'quota', 'gw', 'Ready', (x) => x.status === 'True');
     expect(ready.message).toBe('1/1 gateway pods ready');
-    const pgw = (await admin.get<ProxyGateway>(PROXY_GATEWAY, 'quota', 'gw'))!;
+    const pgw = (await fx.admin.get<ProxyGateway>(PROXY_GATEWAY, 'quota', 'gw'))!;
     expect(pgw.status?.ready).toBe('1/1');
     await eventSeen('quota', 'gw', 'ApplyFailed');
     // Quota lifted: the PDB is applied and Applied turns True.
-    await kube.kubectl(['delete', 'validatingadmissionpolicybinding', 'deny-pdb']);
+    await fx.kube.kubectl(['delete', 'validatingadmissionpolicybinding', 'deny-pdb']);
     // Touch the ProxyGateway so the retry does not wait out the backoff.
-    await admin.mergePatch(PROXY_GATEWAY, 'quota', 'gw', { metadata: { annotations: { touched: '1' } } });
+    await fx.admin.mergePatch(PROXY_GATEWAY, 'quota', 'gw', { metadata: { annotations: { touched: '1' } } });
     await waitCondition(PROXY_GATEWAY, 'quota', 'gw', 'Applied', (x) => x.status === 'True', 30_000);
-    expect(await admin.get(RESOURCES.pdb, 'quota', 'gw-gateway')).toBeDefined();
+    expect(await fx.admin.get(RESOURCES.pdb, 'quota', 'gw-gateway')).toBeDefined();
   });
 
   test('finding 3: a ConfigMap or HPA of the same name that the operator did not create is neither taken over nor deleted', async () => {
-    await kube.apply(
+    await fx.kube.apply(
       'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mine-gateway\n  namespace: tenant-a\ndata:\n  owner: someone-else\n',
     );
-    await kube.apply(
+    await fx.kube.apply(
       [
         'apiVersion: autoscaling/v2',
         'kind: HorizontalPodAutoscaler',
@@ -243,19 +229,19 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     expect(c.reason).toBe('ObjectNotOwned');
     expect(c.message).toContain('ConfigMap mine-gateway');
     await eventSeen('tenant-a', 'mine', 'ObjectNotOwned');
-    const cm = (await admin.get<Obj>(RESOURCES.configMap, 'tenant-a', 'mine-gateway'))!;
+    const cm = (await fx.admin.get<Obj>(RESOURCES.configMap, 'tenant-a', 'mine-gateway'))!;
     expect(cm.data).toEqual({ owner: 'someone-else' });
     expect(cm.metadata.ownerReferences).toBeUndefined();
     // Fixed scaling would delete "its" HPA: not one it did not create.
-    const hpa = (await admin.get<Obj>(RESOURCES.hpa, 'tenant-a', 'mine-gateway'))!;
+    const hpa = (await fx.admin.get<Obj>(RESOURCES.hpa, 'tenant-a', 'mine-gateway'))!;
     expect(hpa.metadata.ownerReferences).toBeUndefined();
     expect(hpa.spec?.maxReplicas).toBe(2);
     // Its other children are its own and applied.
-    expect(await admin.get(RESOURCES.deployment, 'tenant-a', 'mine-gateway')).toBeDefined();
+    expect(await fx.admin.get(RESOURCES.deployment, 'tenant-a', 'mine-gateway')).toBeDefined();
   });
 
   const applyKey = (name: string, s: Record<string, unknown>) =>
-    admin.apply(
+    fx.admin.apply(
       API_KEY,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
@@ -267,14 +253,14 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     );
 
   test('finding 3 (Secrets): an ApiKey naming a Secret it did not create never takes it over nor deletes it; two ApiKeys cannot share one', async () => {
-    await kube.apply(
+    await fx.kube.apply(
       'apiVersion: v1\nkind: Secret\nmetadata:\n  name: database-credentials\n  namespace: shared\nstringData:\n  url: postgresql://app:hunter2@db/app\n',
     );
     await applyKey('grab', { accountId: account.id, name: 'grab', secretName: 'database-credentials' });
     const c = await waitCondition(API_KEY, 'shared', 'grab', 'Ready', (x) => x.reason === 'SecretNotOwned');
     expect(c.status).toBe('False');
     const intact = async () => {
-      const s = (await admin.get<Obj>(RESOURCES.secret, 'shared', 'database-credentials'))!;
+      const s = (await fx.admin.get<Obj>(RESOURCES.secret, 'shared', 'database-credentials'))!;
       expect(Buffer.from(s.data!.url!, 'base64').toString()).toBe('postgresql://app:hunter2@db/app');
       expect(Object.keys(s.data!)).toEqual(['url']);
       expect(s.metadata.ownerReferences).toBeUndefined();
@@ -288,14 +274,14 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     });
     await waitCondition(API_KEY, 'shared', 'grab', 'Ready', (x) => x.reason === 'Revoked');
     await intact();
-    await admin.delete(API_KEY, 'shared', 'grab');
-    await eventually(async () => (await admin.get(API_KEY, 'shared', 'grab')) === undefined, 20_000);
+    await fx.admin.delete(API_KEY, 'shared', 'grab');
+    await eventually(async () => (await fx.admin.get(API_KEY, 'shared', 'grab')) === undefined, 20_000);
     await intact();
 
     // Two ApiKeys, one secretName: the first keeps its key, the second is refused.
     await applyKey('first', { accountId: account.id, name: 'first', secretName: 'shared-key' });
     await waitCondition(API_KEY, 'shared', 'first', 'Ready', (x) => x.status === 'True');
-    const before = (await admin.get<Obj>(RESOURCES.secret, 'shared', 'shared-key'))!.data!.apiKey;
+    const before = (await fx.admin.get<Obj>(RESOURCES.secret, 'shared', 'shared-key'))!.data!.apiKey;
     await applyKey('second', { accountId: account.id, name: 'second', secretName: 'shared-key' });
     const second = await waitCondition(
       API_KEY,
@@ -305,38 +291,43 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       (x) => x.reason === 'SecretNotOwned',
     );
     expect(second.message).toContain('ApiKey first');
-    expect((await admin.get<Obj>(RESOURCES.secret, 'shared', 'shared-key'))!.data!.apiKey).toBe(before);
-    await admin.delete(API_KEY, 'shared', 'second');
-    await eventually(async () => (await admin.get(API_KEY, 'shared', 'second')) === undefined, 20_000);
-    expect((await admin.get<Obj>(RESOURCES.secret, 'shared', 'shared-key'))!.data!.apiKey).toBe(before);
+    expect((await fx.admin.get<Obj>(RESOURCES.secret, 'shared', 'shared-key'))!.data!.apiKey).toBe(before);
+    await fx.admin.delete(API_KEY, 'shared', 'second');
+    await eventually(async () => (await fx.admin.get(API_KEY, 'shared', 'second')) === undefined, 20_000);
+    expect((await fx.admin.get<Obj>(RESOURCES.secret, 'shared', 'shared-key'))!.data!.apiKey).toBe(before);
     await waitCondition(API_KEY, 'shared', 'first', 'Ready', (x) => x.status === 'True');
   });
 
   test('finding 5: a deleted ConfigMap or PodDisruptionBudget is restored at once (watched, not left to the resync)', async () => {
     // The test operator resyncs every 60 s: restoring within 10 s proves the watch.
     await applyPgw('tenant-b', 'watched', spec('watched.example.com', { plan: 'mobile', port: 10081 }));
-    const cm = await eventually(() => admin.get<Obj>(RESOURCES.configMap, 'tenant-b', 'watched-gateway'));
-    await eventually(() => admin.get<Obj>(RESOURCES.pdb, 'tenant-b', 'watched-gateway'));
-    await admin.delete(RESOURCES.configMap, 'tenant-b', 'watched-gateway');
+    const cm = await eventually(() => fx.admin.get<Obj>(RESOURCES.configMap, 'tenant-b', 'watched-gateway'));
+    await eventually(() => fx.admin.get<Obj>(RESOURCES.pdb, 'tenant-b', 'watched-gateway'));
+    await fx.admin.delete(RESOURCES.configMap, 'tenant-b', 'watched-gateway');
     const restored = await eventually(
       async () => {
-        const o = await admin.get<Obj>(RESOURCES.configMap, 'tenant-b', 'watched-gateway');
+        const o = await fx.admin.get<Obj>(RESOURCES.configMap, 'tenant-b', 'watched-gateway');
         return o && o.metadata.uid !== cm.metadata.uid ? o : undefined;
       },
       10_000,
       'ConfigMap restored',
     );
     expect(restored.data).toEqual(cm.data);
-    await admin.delete(RESOURCES.pdb, 'tenant-b', 'watched-gateway');
-    await eventually(() => admin.get(RESOURCES.pdb, 'tenant-b', 'watched-gateway'), 10_000, 'PDB restored');
+    await fx.admin.delete(RESOURCES.pdb, 'tenant-b', 'watched-gateway');
+    await eventually(
+      () => fx.admin.get(RESOURCES.pdb, 'tenant-b', 'watched-gateway'),
+      10_000,
+      'PDB restored',
+    );
     // Drift in a ConfigMap's content is repaired too.
-    await admin.mergePatch(RESOURCES.configMap, 'tenant-b', 'watched-gateway', {
+    await fx.admin.mergePatch(RESOURCES.configMap, 'tenant-b', 'watched-gateway', {
       data: { 'gateway.yaml': 'tampered: true\n' },
     });
     await eventually(
       async () =>
-        (await admin.get<Obj>(RESOURCES.configMap, 'tenant-b', 'watched-gateway'))?.data?.['gateway.yaml'] ===
-        cm.data?.['gateway.yaml'],
+        (await fx.admin.get<Obj>(RESOURCES.configMap, 'tenant-b', 'watched-gateway'))?.data?.[
+          'gateway.yaml'
+        ] === cm.data?.['gateway.yaml'],
       10_000,
       'ConfigMap content repaired',
     );
@@ -352,20 +343,20 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
         exits: [{ name: 'de', country: 'de', upstream: { url: 'http://user:s3cretPW@up.internal:3128' } }],
       }),
     );
-    const cm = await eventually(() => admin.get<Obj>(RESOURCES.configMap, 'tenant-a', 'chained-gateway'));
+    const cm = await eventually(() => fx.admin.get<Obj>(RESOURCES.configMap, 'tenant-a', 'chained-gateway'));
     expect(JSON.stringify(cm)).not.toContain('s3cretPW');
     expect(cm.data?.['gateway.yaml']).toContain('urlFile: /etc/proxyfleet-upstreams/exit-0');
     const secret = await eventually(() =>
-      admin.get<Obj>(RESOURCES.secret, 'tenant-a', 'chained-gateway-upstreams'),
+      fx.admin.get<Obj>(RESOURCES.secret, 'tenant-a', 'chained-gateway-upstreams'),
     );
     expect(Buffer.from(secret.data!['exit-0']!, 'base64').toString()).toBe(
       'http://user:s3cretPW@up.internal:3128',
     );
     expect(secret.metadata.ownerReferences?.[0]?.kind).toBe('ProxyGateway');
     await waitCondition(PROXY_GATEWAY, 'tenant-a', 'chained', 'Applied', (x) => x.status === 'True');
-    const pgw = await admin.get<Obj>(PROXY_GATEWAY, 'tenant-a', 'chained');
+    const pgw = await fx.admin.get<Obj>(PROXY_GATEWAY, 'tenant-a', 'chained');
     expect(JSON.stringify(pgw?.status)).not.toContain('s3cretPW');
-    const events = await admin.list(RESOURCES.event, { namespace: 'tenant-a' });
+    const events = await fx.admin.list(RESOURCES.event, { namespace: 'tenant-a' });
     expect(JSON.stringify(events.items)).not.toContain('s3cretPW');
   });
 
@@ -376,7 +367,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       spec('scaled.example.com', { plan: 'datacenter', port: 10082, replicas: { min: 3, max: 6 } }),
     );
     const d = await eventually(async () => {
-      const o = await admin.get<
+      const o = await fx.admin.get<
         Obj & {
           metadata: {
             managedFields?: Array<{ manager: string; fieldsV1?: Record<string, Record<string, unknown>> }>;
@@ -390,7 +381,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     expect(d.spec?.replicas).toBe(3);
     const handoff = d.metadata.managedFields?.find((f) => f.manager === HANDOFF_FIELD_MANAGER);
     expect(handoff?.fieldsV1?.['f:spec']?.['f:replicas']).toBeDefined();
-    await eventually(() => admin.get(RESOURCES.hpa, 'tenant-b', 'scaled-gateway'), 20_000, 'hpa');
+    await eventually(() => fx.admin.get(RESOURCES.hpa, 'tenant-b', 'scaled-gateway'), 20_000, 'hpa');
     // Later reconciles leave it at min (no reset to 1).
     await applyPgw(
       'tenant-b',
@@ -399,12 +390,12 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     );
     await eventually(
       async () =>
-        (await admin.get<Obj & { status?: { endpoint?: string } }>(PROXY_GATEWAY, 'tenant-b', 'scaled'))
+        (await fx.admin.get<Obj & { status?: { endpoint?: string } }>(PROXY_GATEWAY, 'tenant-b', 'scaled'))
           ?.status?.endpoint === 'scaled2.example.com:10082',
     );
-    expect((await admin.get<Obj>(RESOURCES.deployment, 'tenant-b', 'scaled-gateway'))?.spec?.replicas).toBe(
-      3,
-    );
+    expect(
+      (await fx.admin.get<Obj>(RESOURCES.deployment, 'tenant-b', 'scaled-gateway'))?.spec?.replicas,
+    ).toBe(3);
   });
 
   test('finding 10: unknown fields in ProxyGateway and ApiKey specs are refused, and the operator writes with fieldValidation=Strict', async () => {
@@ -416,9 +407,9 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       metadata: { name: 'typo', namespace: 'tenant-b' },
       spec: { ...spec('typo.example.com'), replica: { min: 2, max: 2 } },
     } as KubeObject;
-    await expect(admin.create(PROXY_GATEWAY, typo)).rejects.toThrow(/unknown field "spec.replica"/);
+    await expect(fx.admin.create(PROXY_GATEWAY, typo)).rejects.toThrow(/unknown field "spec.replica"/);
     await expect(
-      admin.create(RESOURCES.configMap, {
+      fx.admin.create(RESOURCES.configMap, {
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: 'strict', namespace: 'tenant-b' },
@@ -426,7 +417,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       } as KubeObject),
     ).rejects.toThrow(/unknown field "dataa"/);
     await expect(
-      admin.mergePatch(PROXY_GATEWAY, 'tenant-b', 'watched', { spec: { replica: { min: 2, max: 2 } } }),
+      fx.admin.mergePatch(PROXY_GATEWAY, 'tenant-b', 'watched', { spec: { replica: { min: 2, max: 2 } } }),
     ).rejects.toThrow(/unknown field "spec.replica"/);
     // Server-side apply refuses unknown fields in any case.
     await expect(
@@ -436,7 +427,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       applyKey('typo', { accountId: account.id, name: 'typo', secretName: 'typo', revoke: true }),
     ).rejects.toThrow(/spec\.revoke: field not declared in schema/);
     await expect(
-      admin.apply(
+      fx.admin.apply(
         RESOURCES.configMap,
         {
           apiVersion: 'v1',
@@ -449,14 +440,14 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
     ).rejects.toThrow(/dataa: field not declared in schema/);
     // kubectl (strict by default) refuses the same typo.
     await expect(
-      kube.apply(
+      fx.kube.apply(
         `apiVersion: proxyfleet.io/v1alpha1\nkind: ProxyGateway\nmetadata:\n  name: typo\n  namespace: tenant-b\nspec:\n  plan: basic\n  port: 12321\n  advertisedHost: t.example.com\n  exits: [{ name: us, country: us }]\n  replicas: { min: 1, max: 1 }\n  bogus: 1\n`,
       ),
     ).rejects.toThrow(/spec\.bogus: field not declared in schema/);
   });
 
   test('the standard controller-runtime and client-go metric names are exported beside ours', async () => {
-    const text = await operator.registry.metrics();
+    const text = await fx.operator.registry.metrics();
     // Labels as controller-runtime and client-go name them (the registry adds component="controller").
     for (const series of [
       /^controller_runtime_reconcile_total\{controller="proxygateway",result="success".*\} [1-9]/m,

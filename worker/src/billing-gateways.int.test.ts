@@ -3,13 +3,10 @@
 // reports what its gateway relayed, or in the worker's fold (docs/adr/0073).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { putAutoRefill } from '#common/billing/auto-refill.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth } from '#test/fixtures.ts';
-import { startEntrypoint, stopProcess, type RunningProcess } from '#test/process.ts';
+import { accountWithAutoRefill } from '#test/fixtures.ts';
+import { startWorkerProcess } from '#test/worker.ts';
+import { stopProcess, type RunningProcess } from '#test/process.ts';
 import { overspendBound } from '../../gateway/src/accounting/policy.ts';
 import {
   basicAuth,
@@ -31,15 +28,7 @@ const pods: GatewayProcess[] = [];
 beforeAll(async () => {
   db = await createTestDatabase();
   origin = await startOrigin();
-  const dir = await mkdtemp(path.join(tmpdir(), 'pf-worker-'));
-  worker = startEntrypoint('worker/src/main.ts', {
-    DATABASE_URL: db.url,
-    PROXYFLEET_HEALTH_PORT: '0',
-    PROXYFLEET_HEALTH_HOST: '127.0.0.1',
-    PROXYFLEET_DATA_DIR: dir,
-    PROXYFLEET_DB_POOL_SIZE: '3',
-  });
-  await worker.waitForLog('worker health server listening');
+  worker = await startWorkerProcess(db.url);
 }, 60_000);
 
 afterEach(async () => {
@@ -75,6 +64,18 @@ function download(port: number, auth: string, bytes: number): Promise<{ status: 
   });
 }
 
+/** The pods' warnings and cuts (a budget cut logs why: estimate, leases, pending), for a failure. */
+function logPodWarnings(): void {
+  for (const pod of pods)
+    console.log(
+      pod
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(40|50)|cut|denied/.test(l))
+        .join('\n'),
+    );
+}
+
 const refills = async (accountId: string) =>
   (
     await db.pool.query<{ idempotency_key: string; created_at: Date }>(
@@ -85,11 +86,9 @@ const refills = async (accountId: string) =>
 
 describe('auto-refill through real gateways', () => {
   it('3 gateway processes with concurrent downloads cross the threshold: exactly one purchase per crossing', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 100 * MB });
     // Refill 200 MB below 30 MB: 120 MB used cross it once (at 70 MB used); the refill lifts
     // remaining to 230 MB, and whatever leases the pods hold under load, it does not cross again.
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
+    const account = await accountWithAutoRefill(db.pool, 100 * MB, {
       thresholdGb: 0.03,
       refillGb: 0.2,
       maxRefillsPerMonth: 5,
@@ -110,15 +109,7 @@ describe('auto-refill through real gateways', () => {
     );
     const all = results.flat();
     // On failure, the pods' warnings first: a budget cut logs why (estimate, leases, pending).
-    if (all.some((r) => r.status !== 200 || r.received !== 2 * MB))
-      for (const pod of pods)
-        console.log(
-          pod
-            .output()
-            .split('\n')
-            .filter((l) => /"level":(40|50)|cut|denied/.test(l))
-            .join('\n'),
-        );
+    if (all.some((r) => r.status !== 200 || r.received !== 2 * MB)) logPodWarnings();
     expect(all.filter((r) => r.status !== 200 || r.received !== 2 * MB)).toEqual([]);
     const bought = await refills(account.id);
     // One crossing, one purchase, named by the crossing, and nothing else was bought.
@@ -143,9 +134,7 @@ describe('auto-refill through real gateways', () => {
   it.each([1, 3])(
     'a customer streaming without pause through %i gateway(s) sees no 402 and no cut connection until the monthly cap is used up',
     async (gateways) => {
-      const account = await accountWithBandwidth(db.pool, { basic: 20 * MB });
-      await putAutoRefill(db.pool, account.id, 'basic', {
-        enabled: true,
+      const account = await accountWithAutoRefill(db.pool, 20 * MB, {
         thresholdGb: 0.01,
         refillGb: 0.02,
         maxRefillsPerMonth: 3,
@@ -168,14 +157,7 @@ describe('auto-refill through real gateways', () => {
       // On failure, what stopped the stream and the pods' warnings (a cut logs why).
       if (bought.length !== 3) {
         console.log(`stopped after ${delivered} bytes: ${JSON.stringify(last)}`);
-        for (const pod of pods)
-          console.log(
-            pod
-              .output()
-              .split('\n')
-              .filter((l) => /"level":(40|50)|cut|denied/.test(l))
-              .join('\n'),
-          );
+        logPodWarnings();
       }
       expect(bought).toHaveLength(3);
       // Every download went through until the gateways had been granted the whole cap (bought + 3

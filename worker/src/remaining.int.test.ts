@@ -2,14 +2,11 @@
 // process, the API and a real SMTP server. Bytes a gateway holds in a lease are not spent: they
 // neither buy refills nor send alerts (docs/api.md "Remaining bandwidth", docs/adr/0073).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { putAutoRefill } from '#common/billing/auto-refill.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { accountWithBandwidth, TEST_ADMIN_TOKEN, accountWithAutoRefill } from '#test/fixtures.ts';
 import { call, startTestApi, type TestApi } from '#test/api.ts';
-import { startEntrypoint, stopProcess, until, type RunningProcess } from '#test/process.ts';
+import { startWorkerProcess } from '#test/worker.ts';
+import { stopProcess, until, type RunningProcess } from '#test/process.ts';
 import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import {
   basicAuth,
@@ -35,16 +32,7 @@ beforeAll(async () => {
   origin = await startOrigin();
   smtp = await startTestSmtpServer();
   api = await startTestApi(db, { env: { PROXYFLEET_USAGE_REFRESH_SECONDS: '1' } });
-  const dir = await mkdtemp(path.join(tmpdir(), 'pf-worker-'));
-  worker = startEntrypoint('worker/src/main.ts', {
-    DATABASE_URL: db.url,
-    PROXYFLEET_HEALTH_PORT: '0',
-    PROXYFLEET_HEALTH_HOST: '127.0.0.1',
-    PROXYFLEET_DATA_DIR: dir,
-    PROXYFLEET_DB_POOL_SIZE: '3',
-    PROXYFLEET_SMTP_URL: smtp.url,
-  });
-  await worker.waitForLog('worker health server listening');
+  worker = await startWorkerProcess(db.url, { PROXYFLEET_SMTP_URL: smtp.url });
 }, 60_000);
 
 afterAll(async () => {
@@ -95,17 +83,19 @@ describe.each([1, 3])('remaining = bought - used through %i gateway process(es)'
     await Promise.all(pods.map((p) => p.stop('SIGTERM')));
   });
   const pod = (i: number) => pods[i % pods.length]!;
-
-  it('30 MB bought, threshold 20 MB, refill 50 MB: two 12.5 MB downloads buy 1 refill, 50 MB more make it 2', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 30 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
+  /** 30 MB bought, a 50 MB auto-refill below 20 MB remaining (5 a month), known to the gateways. */
+  async function customer() {
+    const account = await accountWithAutoRefill(db.pool, 30 * MB, {
       thresholdGb: 0.02,
       refillGb: 0.05,
       maxRefillsPerMonth: 5,
     });
     await cacheSynced(db.pool, gateways);
-    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    return { account, auth: basicAuth(account.proxyUsername, account.proxyPassword) };
+  }
+
+  it('30 MB bought, threshold 20 MB, refill 50 MB: two 12.5 MB downloads buy 1 refill, 50 MB more make it 2', async () => {
+    const { account, auth } = await customer();
     const twice = (a: number, b: number) =>
       Promise.all([
         download(pod(a).port, origin.port, auth, 12.5 * MB),
@@ -124,15 +114,7 @@ describe.each([1, 3])('remaining = bought - used through %i gateway process(es)'
   }, 120_000);
 
   it('no refill while remaining stays above the threshold: many small requests on every gateway, then 8 MB', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 30 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
-      thresholdGb: 0.02,
-      refillGb: 0.05,
-      maxRefillsPerMonth: 5,
-    });
-    await cacheSynced(db.pool, gateways);
-    const auth = basicAuth(account.proxyUsername, account.proxyPassword);
+    const { account, auth } = await customer();
     // Each gateway draws a lease for its first request; nothing much is used.
     for (let i = 0; i < 3 * gateways; i++)
       expect(await download(pod(i).port, origin.port, auth, 1_000)).toBe(200);

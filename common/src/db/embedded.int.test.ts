@@ -6,33 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
+import { queryOnce as query } from '#test/db.ts';
+import { alive } from '#test/process.ts';
 import { createLogger } from '../logger.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './embedded.ts';
 
 const logger = createLogger('test', 'silent');
-
-async function query<T extends pg.QueryResultRow>(
-  url: string,
-  sql: string,
-  params: unknown[] = [],
-): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(sql, params)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('embedded PostgreSQL', () => {
   let dir: string;

@@ -4,23 +4,8 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
-import { createEmptyDatabase } from '#test/db.ts';
+import { createEmptyDatabase, queryOnce as query, useEmptyDatabase } from '#test/db.ts';
 import { functionsDir, loadFunctions, loadMigrations, migrateSchema } from './migrate.ts';
-
-async function query<T extends pg.QueryResultRow>(
-  url: string,
-  sql: string,
-  params: unknown[] = [],
-): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(sql, params)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 /** A migrations folder of our own: one table, and the given function files. */
 async function folder(files: Record<string, string>): Promise<string> {
@@ -35,11 +20,7 @@ const answer = (n: number) =>
   `CREATE OR REPLACE FUNCTION answer() RETURNS integer LANGUAGE sql IMMUTABLE AS $$ SELECT ${n} $$;\n`;
 
 describe('function files', () => {
-  let db: { url: string; drop(): Promise<void> };
-  beforeAll(async () => {
-    db = await createEmptyDatabase();
-  });
-  afterAll(() => db.drop());
+  const fx = useEmptyDatabase();
 
   it('applies them after the migrations, again only when a file changed, and recreates one a migration dropped', async () => {
     const dir = await folder({
@@ -48,15 +29,18 @@ describe('function files', () => {
       'aa_twice.sql':
         'CREATE OR REPLACE FUNCTION aa_twice() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 2 * answer() $$;\n',
     });
-    expect(await migrateSchema(db.url, dir)).toEqual({ migrations: [1], functions: ['aa_twice', 'answer'] });
-    expect(await migrateSchema(db.url, dir)).toEqual({ migrations: [], functions: [] });
+    expect(await migrateSchema(fx.db.url, dir)).toEqual({
+      migrations: [1],
+      functions: ['aa_twice', 'answer'],
+    });
+    expect(await migrateSchema(fx.db.url, dir)).toEqual({ migrations: [], functions: [] });
     await writeFile(path.join(functionsDir(dir), 'answer.sql'), answer(42));
-    expect(await migrateSchema(db.url, dir)).toEqual({ migrations: [], functions: ['answer'] });
-    expect(await query(db.url, 'SELECT aa_twice() AS n')).toEqual([{ n: 84 }]);
+    expect(await migrateSchema(fx.db.url, dir)).toEqual({ migrations: [], functions: ['answer'] });
+    expect(await query(fx.db.url, 'SELECT aa_twice() AS n')).toEqual([{ n: 84 }]);
     // A migration that drops a function (to change its signature) gets the file's version back.
     await writeFile(path.join(dir, '0002_drop.sql'), 'DROP FUNCTION aa_twice();');
-    expect(await migrateSchema(db.url, dir)).toEqual({ migrations: [2], functions: ['aa_twice'] });
-    expect(await query(db.url, 'SELECT aa_twice() AS n')).toEqual([{ n: 84 }]);
+    expect(await migrateSchema(fx.db.url, dir)).toEqual({ migrations: [2], functions: ['aa_twice'] });
+    expect(await query(fx.db.url, 'SELECT aa_twice() AS n')).toEqual([{ n: 84 }]);
   });
 
   it('applies a changed set at most once when many processes start together', async () => {

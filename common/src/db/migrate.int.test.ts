@@ -2,24 +2,20 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, writeFile, cp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { createEmptyDatabase } from '#test/db.ts';
+import { createEmptyDatabase, useEmptyDatabase } from '#test/db.ts';
 import { loadMigrations, migrate, MIGRATIONS_DIR } from './migrate.ts';
 
 describe('migrate', () => {
-  let db: { url: string; drop(): Promise<void> };
-  beforeAll(async () => {
-    db = await createEmptyDatabase();
-  });
-  afterAll(() => db.drop());
+  const fx = useEmptyDatabase();
 
   it('applies every migration once; a second run is a no-op', async () => {
     const all = (await loadMigrations()).map((m) => m.version);
     expect(all.length).toBeGreaterThan(0);
-    expect(await migrate(db.url)).toEqual(all);
-    expect(await migrate(db.url)).toEqual([]);
-    const client = new pg.Client({ connectionString: db.url });
+    expect(await migrate(fx.db.url)).toEqual(all);
+    expect(await migrate(fx.db.url)).toEqual([]);
+    const client = new pg.Client({ connectionString: fx.db.url });
     await client.connect();
     const { rows } = await client.query('SELECT count(*)::int AS n FROM schema_migrations');
     await client.end();

@@ -1,19 +1,17 @@
 // ApiKey end to end: a real kube-apiserver, the operator as the chart's least-privileged user,
 // PostgreSQL, and the REST API (api/src/server.ts) answering GET /api/v1/account with X-API-Key.
 // A ChangeFeed acknowledging as component "gateway" stands in for a gateway pod's cache.
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { expect, test } from '@jest/globals';
 import { createNamedKey } from '#common/accounts/keys.ts';
 import { ChangeFeed } from '#common/db/changes.ts';
 import { createLogger } from '#common/logger.ts';
 import { call, startTestApi, type TestApi } from '#test/api.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { describeKube } from '#test/kube/describe-kube.ts';
-import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '#test/kube/env.ts';
-import { createTestOperator, kubeClientFor } from '#test/kube/operator.ts';
+import { eventually, RELEASE_NAMESPACE } from '#test/kube/env.ts';
+import { useOperator } from '#test/kube/operator.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
-import type { Operator } from '../operator.ts';
-import type { KubeClient, KubeObject } from '../runtime/kube.ts';
+import type { KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
 import { API_KEY, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ApiKey } from '../crds/types.generated.ts';
@@ -21,38 +19,28 @@ import type { ApiKey } from '../crds/types.generated.ts';
 const NS = 'keys';
 
 describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API)', () => {
-  let kube: KubeEnv;
-  let db: TestDatabase;
   let api: TestApi;
   let gatewayCache: ChangeFeed;
-  let operator: Operator;
-  let admin: KubeClient;
   let account: NewAccount;
 
-  beforeAll(async () => {
-    [kube, db] = await Promise.all([startKube(), createTestDatabase()]);
-    api = await startTestApi(db);
-    gatewayCache = new ChangeFeed({
-      url: db.url,
-      logger: createLogger('gateway', 'silent'),
-      component: 'gateway',
-      heartbeatMs: 500,
-      ack: { instance: 'gateway-test-0', component: 'gateway' },
-    });
-    await gatewayCache.start();
-    admin = kubeClientFor(kube.adminKubeconfig);
-    account = await accountWithBandwidth(db.pool, { basic: 1e9 });
-    await kube.apply(namespaceYaml(NS, account.id));
-    operator = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool });
-    await operator.start();
-  }, 120_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    await gatewayCache?.close();
-    await api?.close();
-    await kube?.stop();
-    await db?.drop();
+  const fx = useOperator({
+    before: async ({ kube, db }) => {
+      api = await startTestApi(db);
+      gatewayCache = new ChangeFeed({
+        url: db.url,
+        logger: createLogger('gateway', 'silent'),
+        component: 'gateway',
+        heartbeatMs: 500,
+        ack: { instance: 'gateway-test-0', component: 'gateway' },
+      });
+      await gatewayCache.start();
+      account = await accountWithBandwidth(db.pool, { basic: 1e9 });
+      await kube.apply(namespaceYaml(NS, account.id));
+    },
+    after: async () => {
+      await gatewayCache?.close();
+      await api?.close();
+    },
   });
 
   /** A Namespace, bound to an account by its proxyfleet.io/account-id label when one is given. */
@@ -60,7 +48,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${name}\n` +
     (accountId ? `  labels:\n    proxyfleet.io/account-id: ${accountId}\n` : '');
   const applyKey = (name: string, spec: Record<string, unknown>, namespace = NS) =>
-    admin.apply(
+    fx.admin.apply(
       API_KEY,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
@@ -72,9 +60,9 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
         fieldManager: 'test',
       },
     );
-  const getKey = (name: string, namespace = NS) => admin.get<ApiKey>(API_KEY, namespace, name);
+  const getKey = (name: string, namespace = NS) => fx.admin.get<ApiKey>(API_KEY, namespace, name);
   const secretKey = async (secretName: string, namespace = NS) => {
-    const s = await admin.get<KubeObject & { data?: Record<string, string> }>(
+    const s = await fx.admin.get<KubeObject & { data?: Record<string, string> }>(
       RESOURCES.secret,
       namespace,
       secretName,
@@ -106,7 +94,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     const body = (await call(api.url, '/api/v1/account', { key })).body as { id: string };
     expect(body.id).toBe(account.id);
 
-    const { rows } = await db.pool.query(
+    const { rows } = await fx.db.pool.query(
       'SELECT id, kind, name, prefix, encode(key_hash, $2) AS hash FROM api_keys WHERE account_id = $1 AND name = $3',
       [account.id, 'hex', 'ci'],
     );
@@ -139,7 +127,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     expect(ak.status?.changeId).toBeGreaterThan(before.status!.changeId!);
     expect(await accountStatus(oldKey)).toBe(401);
     expect(await accountStatus(newKey)).toBe(200);
-    const events = await admin.list<KubeObject & { reason?: string; involvedObject?: { name: string } }>(
+    const events = await fx.admin.list<KubeObject & { reason?: string; involvedObject?: { name: string } }>(
       RESOURCES.event,
       { namespace: NS },
     );
@@ -193,11 +181,11 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     const key = (await secretKey('temp-api-key'))!;
     expect(await accountStatus(key)).toBe(200);
     expect((await getKey('temp'))?.metadata.finalizers).toEqual(['proxyfleet.io/api-key']);
-    await admin.delete(API_KEY, NS, 'temp');
+    await fx.admin.delete(API_KEY, NS, 'temp');
     await eventually(async () => (await getKey('temp')) === undefined, 20_000, 'ApiKey deleted');
     await eventually(async () => (await accountStatus(key)) === 401, 10_000, 'key refused');
     expect(await secretKey('temp-api-key')).toBeUndefined();
-    const { rows } = await db.pool.query(
+    const { rows } = await fx.db.pool.query(
       "SELECT count(*)::int AS n FROM operator_api_keys WHERE name = 'temp'",
     );
     expect(rows[0].n).toBe(0);
@@ -219,16 +207,16 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
   test('an ApiKey in a namespace not bound to the account never touches its keys', async () => {
     const keysOf = async () =>
       (
-        await db.pool.query(
+        await fx.db.pool.query(
           'SELECT id, kind, name, encode(key_hash, $2) AS hash, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY id',
           [account.id, 'hex'],
         )
       ).rows;
     const before = await keysOf();
-    const attacker = await accountWithBandwidth(db.pool);
+    const attacker = await accountWithBandwidth(fx.db.pool);
     // One namespace with no binding, one bound to the attacker's own account.
-    await kube.apply(namespaceYaml('intruder'));
-    await kube.apply(namespaceYaml('intruder-bound', attacker.id));
+    await fx.kube.apply(namespaceYaml('intruder'));
+    await fx.kube.apply(namespaceYaml('intruder-bound', attacker.id));
     for (const ns of ['intruder', 'intruder-bound']) {
       await applyKey('steal', { accountId: account.id, primary: true, secretName: 'stolen' }, ns);
       await applyKey(
@@ -253,19 +241,19 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
       expect(await secretKey('stolen-named', ns)).toBeUndefined();
     }
     expect(await keysOf()).toEqual(before);
-    const { rows } = await db.pool.query(
+    const { rows } = await fx.db.pool.query(
       "SELECT count(*)::int AS n FROM operator_api_keys WHERE namespace LIKE 'intruder%'",
     );
     expect(rows[0].n).toBe(0);
-    const events = await admin.list<KubeObject & { reason?: string }>(RESOURCES.event, {
+    const events = await fx.admin.list<KubeObject & { reason?: string }>(RESOURCES.event, {
       namespace: 'intruder',
     });
     expect(events.items.map((e) => e.reason)).toContain('AccountNotBoundToNamespace');
   });
 
   test("the 10-named-key limit surfaces as Ready=False, reason NamedKeyLimit (in the operator's namespace, any account)", async () => {
-    const other = await accountWithBandwidth(db.pool);
-    for (let i = 0; i < 10; i++) await createNamedKey(db.pool, other.id, `k${i}`);
+    const other = await accountWithBandwidth(fx.db.pool);
+    for (let i = 0; i < 10; i++) await createNamedKey(fx.db.pool, other.id, `k${i}`);
     await applyKey(
       'eleventh',
       { accountId: other.id, name: 'eleventh', secretName: 'eleventh-api-key' },
@@ -297,7 +285,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
   });
 
   test('kubectl get pgw,ak prints the printer columns with real values', async () => {
-    await admin.apply(
+    await fx.admin.apply(
       PROXY_GATEWAY,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
@@ -315,10 +303,10 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     );
     await eventually(
       async () =>
-        (await admin.get<KubeObject & { status?: { ready?: string } }>(PROXY_GATEWAY, NS, 'basic'))?.status
+        (await fx.admin.get<KubeObject & { status?: { ready?: string } }>(PROXY_GATEWAY, NS, 'basic'))?.status
           ?.ready === '0/2',
     );
-    const table = await kube.kubectl(['get', 'pgw,ak', '-n', NS]);
+    const table = await fx.kube.kubectl(['get', 'pgw,ak', '-n', NS]);
     const lines = table.split('\n').map((l) => l.trim().split(/\s{2,}/));
     const pgwHeader = lines.find((l) => l[1] === 'PLAN');
     expect(pgwHeader).toEqual(['NAME', 'PLAN', 'PORT', 'READY', 'STATUS', 'ENDPOINT', 'AGE']);
@@ -347,7 +335,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
       'false',
     ]);
     // The cache counts (once a misleading SYNCED column) are in -o wide, named for what they are.
-    const wide = (await kube.kubectl(['get', 'ak', '-n', NS, '-o', 'wide']))
+    const wide = (await fx.kube.kubectl(['get', 'ak', '-n', NS, '-o', 'wide']))
       .split('\n')
       .map((l) => l.trim().split(/\s{2,}/));
     expect(wide[0]).toEqual([

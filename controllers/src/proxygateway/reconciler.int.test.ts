@@ -1,13 +1,11 @@
 // ProxyGateway end to end on a real kube-apiserver: the objects a CR produces, how they follow
 // spec changes, status from the Deployment, schema/CEL rejections, the HPA owning replicas, and
 // the finalizer. The operator runs as the user bound only to the chart's RBAC.
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { expect, test } from '@jest/globals';
 import { describeKube } from '#test/kube/describe-kube.ts';
-import { eventually, startKube, type KubeEnv } from '#test/kube/env.ts';
-import { createTestOperator, kubeClientFor } from '#test/kube/operator.ts';
-import type { Operator } from '../operator.ts';
-import type { KubeClient, KubeObject } from '../runtime/kube.ts';
+import { eventually } from '#test/kube/env.ts';
+import { useOperator } from '#test/kube/operator.ts';
+import type { KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
 import { PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
@@ -17,28 +15,13 @@ const NS = 'gateways';
 type Obj = KubeObject & { spec?: any; status?: any; data?: any };
 
 describeKube('ProxyGateway controller on a real API server', () => {
-  let kube: KubeEnv;
-  let db: TestDatabase;
-  let operator: Operator;
-  let admin: KubeClient;
-
-  beforeAll(async () => {
-    [kube, db] = await Promise.all([startKube(), createTestDatabase()]);
-    admin = kubeClientFor(kube.adminKubeconfig);
-    await kube.apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NS}\n`);
-    operator = createTestOperator({ kubeconfig: kube.operatorKubeconfig, pool: db.pool });
-    await operator.start();
-  }, 120_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    await kube?.stop();
-    await db?.drop();
+  const fx = useOperator({
+    before: ({ kube }) => kube.apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NS}\n`),
   });
 
-  const get = (r: typeof PROXY_GATEWAY, name: string) => admin.get<Obj>(r, NS, name);
+  const get = (r: typeof PROXY_GATEWAY, name: string) => fx.admin.get<Obj>(r, NS, name);
   const applyPgw = (name: string, spec: Record<string, unknown>) =>
-    admin.apply(
+    fx.admin.apply(
       PROXY_GATEWAY,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
@@ -156,9 +139,10 @@ describeKube('ProxyGateway controller on a real API server', () => {
         expect.objectContaining({ type: 'Degraded', status: 'False' }),
       ]),
     );
-    const { rows } = await db.pool.query('SELECT host, port, source FROM gateway_endpoints WHERE plan = $1', [
-      'basic',
-    ]);
+    const { rows } = await fx.db.pool.query(
+      'SELECT host, port, source FROM gateway_endpoints WHERE plan = $1',
+      ['basic'],
+    );
     expect(rows).toEqual([
       { host: 'basic.proxy.example.com', port: 12321, source: `ProxyGateway/${NS}/basic` },
     ]);
@@ -194,7 +178,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(service.metadata.annotations).toEqual(expect.objectContaining({ 'example.com/lb': 'external' }));
     expect((await get(RESOURCES.configMap, 'basic-gateway'))!.data['gateway.yaml']).toContain('port: 12400');
     await eventually(async () => {
-      const { rows } = await db.pool.query('SELECT host, port FROM gateway_endpoints WHERE plan = $1', [
+      const { rows } = await fx.db.pool.query('SELECT host, port FROM gateway_endpoints WHERE plan = $1', [
         'basic',
       ]);
       return rows[0]?.port === 12400 && rows[0]?.host === 'gw.example.net';
@@ -209,7 +193,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
   test('status follows the Deployment: ready pods make Ready=True, with an Event', async () => {
     const d = (await get(RESOURCES.deployment, 'basic-gateway'))!;
     // No controller-manager here: play the Deployment controller's part.
-    await admin.apply(
+    await fx.admin.apply(
       RESOURCES.deployment,
       {
         apiVersion: 'apps/v1',
@@ -237,7 +221,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
       ]),
     );
     const events = await eventually(async () => {
-      const list = await admin.list<Obj & { reason?: string; involvedObject?: { name: string } }>(
+      const list = await fx.admin.list<Obj & { reason?: string; involvedObject?: { name: string } }>(
         RESOURCES.event,
         { namespace: NS },
       );
@@ -248,24 +232,21 @@ describeKube('ProxyGateway controller on a real API server', () => {
   });
 
   test('while an HPA owns replicas the operator never writes them', async () => {
-    await applyPgw('scaled', {
-      ...baseSpec,
-      plan: 'advanced',
-      port: 61236,
-      advertisedHost: 'adv.example.com',
-      replicas: { min: 2, max: 8 },
-    });
+    /** The autoscaled gateway 'scaled' (2 to 8 replicas), advertised as `host`. */
+    const applyScaled = (host: string) =>
+      applyPgw('scaled', {
+        ...baseSpec,
+        plan: 'advanced',
+        port: 61236,
+        advertisedHost: host,
+        replicas: { min: 2, max: 8 },
+      });
+    await applyScaled('adv.example.com');
     await eventually(() => get(RESOURCES.hpa, 'scaled-gateway'), 20_000, 'HPA');
     // The HPA scales through the scale subresource; emulate it with its own field manager.
-    await admin.mergePatch(RESOURCES.deployment, NS, 'scaled-gateway', { spec: { replicas: 7 } });
+    await fx.admin.mergePatch(RESOURCES.deployment, NS, 'scaled-gateway', { spec: { replicas: 7 } });
     // Any change to the CR makes the operator apply the Deployment again.
-    await applyPgw('scaled', {
-      ...baseSpec,
-      plan: 'advanced',
-      port: 61236,
-      advertisedHost: 'adv2.example.com',
-      replicas: { min: 2, max: 8 },
-    });
+    await applyScaled('adv2.example.com');
     await eventually(
       async () => (await get(PROXY_GATEWAY, 'scaled'))?.status?.endpoint === 'adv2.example.com:61236',
     );
@@ -301,7 +282,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
     // And back to fixed: our apply takes replicas over again.
     await applyPgw('switch', { ...spec, replicas: { min: 3, max: 3 } });
     await eventually(async () => (await get(RESOURCES.deployment, 'switch-gateway'))?.spec.replicas === 3);
-    await admin.delete(PROXY_GATEWAY, NS, 'switch');
+    await fx.admin.delete(PROXY_GATEWAY, NS, 'switch');
     await eventually(async () => (await get(PROXY_GATEWAY, 'switch')) === undefined, 20_000, 'switch gone');
   });
 
@@ -350,23 +331,23 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(env.PROXYFLEET_GATEWAY_TLS_CERT).toBe('/etc/proxyfleet-tls/tls.crt');
     const config = (await get(RESOURCES.configMap, 'secure-gateway'))!;
     expect(config.data['gateway.yaml']).toContain('refuseCredentialsInClear: false');
-    await admin.delete(PROXY_GATEWAY, NS, 'secure');
+    await fx.admin.delete(PROXY_GATEWAY, NS, 'secure');
     await eventually(async () => (await get(PROXY_GATEWAY, 'secure')) === undefined, 20_000, 'secure gone');
   });
 
   test('deleting a ProxyGateway removes its gateway_endpoints row, then the finalizer', async () => {
-    await admin.delete(PROXY_GATEWAY, NS, 'scaled');
+    await fx.admin.delete(PROXY_GATEWAY, NS, 'scaled');
     await eventually(
       async () => (await get(PROXY_GATEWAY, 'scaled')) === undefined,
       20_000,
       'ProxyGateway gone',
     );
-    const { rows } = await db.pool.query('SELECT plan FROM gateway_endpoints ORDER BY plan');
+    const { rows } = await fx.db.pool.query('SELECT plan FROM gateway_endpoints ORDER BY plan');
     expect(rows).toEqual([{ plan: 'basic' }]);
   });
 
   test('metrics: reconcile durations, queue depth and watch silence are exported', async () => {
-    const text = await operator.registry.metrics();
+    const text = await fx.operator.registry.metrics();
     expect(text).toMatch(
       /proxyfleet_controller_reconcile_duration_seconds_count\{[^}]*controller="proxygateway",result="success"\} [1-9]/,
     );

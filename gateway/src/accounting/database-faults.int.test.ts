@@ -12,7 +12,7 @@ import pg from 'pg';
 import { migrate } from '#common/db/migrate.ts';
 import { createPool, sqlState, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
-import { resetProxyPassword } from '#common/accounts/accounts.ts';
+import { resetProxyPassword, type NewAccount } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -101,6 +101,31 @@ function customer(account: { proxyUsername: string; proxyPassword: string }) {
 }
 
 /**
+ * Two customers the gateway knows: `known`, who is served before the fault (his requests through
+ * `k`), and `stranger`, who is not.
+ */
+async function knownAndStranger() {
+  const known = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
+  const stranger = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
+  await cacheSynced(direct, [gateway]);
+  return { known, stranger, k: customer(known) };
+}
+
+/** During the fault: `k` is served past his first lease on outage credit, the stranger gets 503. */
+async function servedOnCreditOnly(k: ReturnType<typeof customer>, stranger: NewAccount): Promise<void> {
+  // Past the first lease (256 KiB) on outage credit.
+  for (let i = 0; i < 3; i++) expect(await k.request(400_000)).toBe(200);
+  expect(await customer(stranger).request()).toBe(503);
+  await gateway.ledger.flush();
+  expect(gateway.ledger.degraded).toBe(true);
+}
+
+/** Once the fault is gone, the stranger is served (within 30 s). */
+async function strangerServed(stranger: NewAccount): Promise<void> {
+  await until(async () => (await customer(stranger).request()) === 200, 'the stranger to be served', 30_000);
+}
+
+/**
  * Once the fault is gone: the usage of `c` reaches the database in full and once (a retried batch
  * keeps its key), and the fold charges exactly that.
  */
@@ -129,45 +154,28 @@ async function billedOnce(
 
 describe('database faults behind PgBouncer', () => {
   it('the server refusing connections (max_connections reached)', async () => {
-    const known = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
-    const stranger = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
-    await cacheSynced(direct, [gateway]);
-    const k = customer(known);
+    const { known, stranger, k } = await knownAndStranger();
     expect(await k.request()).toBe(200);
     const fillers = await exhaustConnections();
     try {
       // PgBouncer cannot log in to the server (53300): its server connections were ended.
       const refused = new pg.Client({ connectionString: primary.url() });
       await expect(refused.connect()).rejects.toMatchObject({ code: '53300' });
-      // Past the first lease (256 KiB) on outage credit.
-      for (let i = 0; i < 3; i++) expect(await k.request(400_000)).toBe(200);
-      expect(await customer(stranger).request()).toBe(503);
-      await gateway.ledger.flush();
-      expect(gateway.ledger.degraded).toBe(true);
+      await servedOnCreditOnly(k, stranger);
     } finally {
       await Promise.all(fillers.map((c) => c.end().catch(() => undefined)));
     }
-    await until(
-      async () => (await customer(stranger).request()) === 200,
-      'the stranger to be served',
-      30_000,
-    );
+    await strangerServed(stranger);
     await billedOnce(known.id, k.moved);
   }, 120_000);
 
   it('PgBouncer restarted', async () => {
-    const known = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
-    const stranger = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
-    await cacheSynced(direct, [gateway]);
-    const k = customer(known);
+    const { known, stranger, k } = await knownAndStranger();
     let password = known.proxyPassword;
     expect(await k.request()).toBe(200);
     await pgb.bouncer.stopProcess();
     try {
-      for (let i = 0; i < 3; i++) expect(await k.request(400_000)).toBe(200);
-      expect(await customer(stranger).request()).toBe(503);
-      await gateway.ledger.flush();
-      expect(gateway.ledger.degraded).toBe(true);
+      await servedOnCreditOnly(k, stranger);
       // A password reset while the gateway cannot hear of it: the feed's catch-up brings it.
       password = await resetProxyPassword(direct, known.id, TEST_CREDENTIALS_KEY);
     } finally {
@@ -179,40 +187,26 @@ describe('database faults behind PgBouncer', () => {
       30_000,
     );
     expect(await k.request()).toBe(407);
-    await until(
-      async () => (await customer(stranger).request()) === 200,
-      'the stranger to be served',
-      30_000,
-    );
+    await strangerServed(stranger);
     await billedOnce(known.id, k.moved);
   }, 120_000);
 
   it('the synchronous standby lagging: every commit waits for it', async () => {
-    const known = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
-    const stranger = await accountWithBandwidth(direct, { basic: 1_000_000_000 });
-    await cacheSynced(direct, [gateway]);
-    const k = customer(known);
+    const { known, stranger, k } = await knownAndStranger();
     expect(await k.request()).toBe(200);
     // The standby stops receiving: the primary's commits wait for its acknowledgement.
     const receiver = await standby.walReceiverPid();
     expect(receiver).toBeGreaterThan(0);
     process.kill(receiver!, 'SIGSTOP');
     try {
-      for (let i = 0; i < 3; i++) expect(await k.request(400_000)).toBe(200);
-      expect(await customer(stranger).request()).toBe(503);
-      await gateway.ledger.flush();
-      expect(gateway.ledger.degraded).toBe(true);
+      await servedOnCreditOnly(k, stranger);
       // The flush that timed out on the client is committed on the primary, waiting for the standby.
       await until(async () => (await syncRepWaiters()) > 0, 'a commit to wait for the standby');
     } finally {
       process.kill(receiver!, 'SIGCONT');
     }
     await until(async () => (await syncRepWaiters()) === 0, 'the waiting commits to complete', 30_000);
-    await until(
-      async () => (await customer(stranger).request()) === 200,
-      'the stranger to be served',
-      30_000,
-    );
+    await strangerServed(stranger);
     // The retried flush carried the timed-out batch's key: a no-op where that batch landed.
     await billedOnce(known.id, k.moved);
   }, 120_000);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { createPool, type Pool } from '#common/db/pool.ts';
-import { createLogger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { createInterceptedPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -19,24 +19,13 @@ let gate: Promise<void> | undefined;
 const fx = useTestGateway({ gateway: false });
 
 beforeAll(() => {
-  pool = createPool({
-    url: fx.db.url,
-    max: 4,
-    applicationName: 'final-flush-test',
-    logger: createLogger('test', 'silent'),
+  pool = createInterceptedPool(fx.db.url, 'final-flush-test', (sql) => {
+    if (!sql.includes('usage_record') || !gate) return undefined;
+    const wait = gate;
+    gate = undefined;
+    return wait;
   });
   fx.onClose(() => pool.end());
-  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
-  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
-    ...args: unknown[]
-  ) => {
-    if (typeof args[0] === 'string' && args[0].includes('usage_record') && gate) {
-      const wait = gate;
-      gate = undefined;
-      await wait;
-    }
-    return query(...args);
-  };
 });
 
 describe('final flush', () => {

@@ -8,7 +8,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { freePort } from '#test/ports.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { TcpRelay } from '#test/tcp-relay.ts';
+import { relayToFixtureDatabase, type TcpRelay } from '#test/tcp-relay.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -51,8 +51,7 @@ const pods: Pod[] = [];
 const fx = useTestGateway({ gateway: false });
 
 beforeAll(async () => {
-  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(fx.db.url));
-  fx.onClose(() => relay.close());
+  ({ relay, url: relayedUrl } = await relayToFixtureDatabase(fx));
   for (let i = 0; i < GATEWAYS; i++) {
     const healthPort = await freePort();
     const gateway = await fx.spawn(

@@ -4,8 +4,8 @@
 // refused. What the database bills afterwards stays within the documented fleet-wide bound
 // (docs/gateway.md; docs/adr/0024); before the fix each gateway gave up to 64 MiB (3 x 64 MiB).
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { createPool, type Pool } from '#common/db/pool.ts';
-import { createLogger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { createTestPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -16,7 +16,7 @@ import {
   useTestGateway,
   type TestGateway,
 } from '#test/gateway.ts';
-import { TcpRelay } from '#test/tcp-relay.ts';
+import { relayToFixtureDatabase, type TcpRelay } from '#test/tcp-relay.ts';
 import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
 
 const GATEWAYS = 3;
@@ -36,14 +36,8 @@ let gateways: TestGateway[] = [];
 const fx = useTestGateway({ gateway: false });
 
 beforeAll(async () => {
-  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(fx.db.url));
-  fx.onClose(() => relay.close());
-  pool = createPool({
-    url: relayedUrl,
-    max: 6,
-    applicationName: 'fleet-credit-test',
-    logger: createLogger('test', 'silent'),
-  });
+  ({ relay, url: relayedUrl } = await relayToFixtureDatabase(fx));
+  pool = createTestPool(relayedUrl, 'fleet-credit-test', 6);
   fx.onClose(() => pool.end());
   gateways = await Promise.all(
     Array.from({ length: GATEWAYS }, (_, i) =>

@@ -1,28 +1,20 @@
 // The reclaim of a dead gateway's leases (migrations/0080, docs/adr/0025), in SQL against a real
 // PostgreSQL: who reclaims, what is kept, and what a gateway that was only cut off does when it
 // comes back (its late flush and release must not count anything twice or go negative).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { useTestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { fold } from '#test/gateway.ts';
 import { GatewayHeartbeat } from './heartbeat.ts';
 
-let db: TestDatabase;
+const fx = useTestDatabase();
 const logger = createLogger('test', 'silent');
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
 
 const MIN = 262_144;
 
 async function acquire(accountId: string, gateway: string, wanted: number) {
-  const { rows } = await db.pool.query<{ out_lease_id: string | null; out_granted: number }>(
+  const { rows } = await fx.db.pool.query<{ out_lease_id: string | null; out_granted: number }>(
     'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)',
     [accountId, 'basic', gateway, wanted, MIN, 300],
   );
@@ -30,7 +22,7 @@ async function acquire(accountId: string, gateway: string, wanted: number) {
 }
 
 async function beat(gateway: string, boot = `${gateway}-boot`) {
-  const { rows } = await db.pool.query<{ out_live: number; out_was_dead: boolean }>(
+  const { rows } = await fx.db.pool.query<{ out_live: number; out_was_dead: boolean }>(
     'SELECT * FROM gateway_heartbeat($1, $2, $3)',
     [gateway, 'basic', boot],
   );
@@ -39,7 +31,7 @@ async function beat(gateway: string, boot = `${gateway}-boot`) {
 
 /** The gateway's last heartbeat, `seconds` ago (what a SIGKILL leaves after that long). */
 async function silence(gateway: string, seconds: number) {
-  await db.pool.query(
+  await fx.db.pool.query(
     `UPDATE gateway_heartbeats SET beat_at = now() - make_interval(secs => $2) WHERE gateway_id = $1`,
     [gateway, seconds],
   );
@@ -53,7 +45,7 @@ async function record(
   releases: [string, number][],
 ) {
   const bytes = spends.reduce((sum, [, n]) => sum + n, 0);
-  await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
+  await fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5)', [
     key,
     gateway,
     JSON.stringify([
@@ -66,7 +58,7 @@ async function record(
 
 /** The balance, and what its leases hold by the rule of migrations/0020 (they must agree). */
 async function ledger(accountId: string) {
-  const { rows } = await db.pool.query<{
+  const { rows } = await fx.db.pool.query<{
     total_bytes: number;
     used_bytes: number;
     leased_bytes: number;
@@ -87,7 +79,7 @@ async function ledger(accountId: string) {
 
 describe('reclaiming the leases of a gateway that stopped heartbeating', () => {
   it('lease_acquire on another gateway reclaims them once the heartbeat is over 30 s old, keeping what was flushed', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 2_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 2_000_000 });
     await beat('gw-a');
     await beat('gw-b');
     const a = await acquire(account.id, 'gw-a', 1_000_000);
@@ -111,20 +103,20 @@ describe('reclaiming the leases of a gateway that stopped heartbeating', () => {
     expect(after.open).toBe(1);
     expect(after.leased_bytes).toBe(after.held);
     expect(after.leased_bytes).toBe(300_000 + 850_000);
-    await fold(db.pool);
+    await fold(fx.db.pool);
     const folded = await ledger(account.id);
     expect(folded).toMatchObject({ used_bytes: 300_000, leased_bytes: 850_000, held: 850_000 });
   });
 
   it('a gateway that was only cut off comes back: its late flush and release count once, nothing goes negative', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 4_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 4_000_000 });
     await beat('gw-c');
     await beat('gw-d');
     const c = await acquire(account.id, 'gw-c', 1_000_000);
     await record('gw-c:1', 'gw-c', account.id, [[c.out_lease_id!, 100_000]], []);
     await silence('gw-c', 45);
     // Reclaimed by the worker's reaper this time (the other path), with the flushed 100 KB kept.
-    const { rows } = await db.pool.query<{ n: number }>('SELECT lease_reap(1000) AS n');
+    const { rows } = await fx.db.pool.query<{ n: number }>('SELECT lease_reap(1000) AS n');
     expect(rows[0]!.n).toBe(1);
     expect(await ledger(account.id)).toMatchObject({ leased_bytes: 100_000, held: 100_000, open: 0 });
     await acquire(account.id, 'gw-d', 4_000_000);
@@ -134,23 +126,23 @@ describe('reclaiming the leases of a gateway that stopped heartbeating', () => {
     expect(await beat('gw-c')).toMatchObject({ out_was_dead: true });
     await record('gw-c:2', 'gw-c', account.id, [[c.out_lease_id!, 400_000]], [[c.out_lease_id!, 500_000]]);
     await record('gw-c:2', 'gw-c', account.id, [[c.out_lease_id!, 400_000]], [[c.out_lease_id!, 500_000]]); // a retry
-    await db.pool.query('SELECT lease_release($1, $2)', [c.out_lease_id, 500_000]); // idempotent
+    await fx.db.pool.query('SELECT lease_release($1, $2)', [c.out_lease_id, 500_000]); // idempotent
     const late = await ledger(account.id);
     expect(late.leased_bytes).toBe(late.held);
-    await fold(db.pool);
+    await fold(fx.db.pool);
     const settled = await ledger(account.id);
     // Every byte gw-c reported is used (billed once); the lease charged only what it still held.
     expect(settled.used_bytes).toBe(500_000);
     expect(settled.leased_bytes).toBe(settled.held);
     expect(settled.leased_bytes).toBeGreaterThanOrEqual(0);
-    const lease = await db.pool.query<{ charged_bytes: number; spent_bytes: number }>(
+    const lease = await fx.db.pool.query<{ charged_bytes: number; spent_bytes: number }>(
       'SELECT charged_bytes, spent_bytes FROM bandwidth_leases WHERE id = $1',
       [c.out_lease_id],
     );
     // The release at reclaim (100 KB) stands; the late 400 KB were over-granted (docs/adr/0025).
     expect(lease.rows[0]).toEqual({ charged_bytes: 100_000, spent_bytes: 100_000 });
     // Releasing everything that is left brings the balance back to exactly what was used.
-    await db.pool.query(
+    await fx.db.pool.query(
       `SELECT lease_release(id, 0) FROM bandwidth_leases WHERE account_id = $1 AND released_at IS NULL`,
       [account.id],
     );
@@ -158,23 +150,33 @@ describe('reclaiming the leases of a gateway that stopped heartbeating', () => {
   });
 
   it('leases of a gateway with no heartbeat row, or a fresh one, are left alone', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
     await beat('gw-e');
     const legacy = await acquire(account.id, 'gw-legacy', 1_000_000); // never heartbeats
     const alive = await acquire(account.id, 'gw-e', 1_000_000);
     expect(legacy.out_granted).toBeGreaterThan(0);
     expect(alive.out_granted).toBeGreaterThan(0);
-    await db.pool.query('SELECT lease_reap(1000)');
+    await fx.db.pool.query('SELECT lease_reap(1000)');
     expect((await ledger(account.id)).open).toBe(2);
   });
 
   it('a restarted process with the same id reclaims what the earlier one left open, and a clean stop leaves nothing', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000 });
-    const first = await GatewayHeartbeat.start({ pool: db.pool, gatewayId: 'gw-f', plan: 'basic', logger });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
+    const first = await GatewayHeartbeat.start({
+      pool: fx.db.pool,
+      gatewayId: 'gw-f',
+      plan: 'basic',
+      logger,
+    });
     const lease = await acquire(account.id, 'gw-f', 600_000);
     expect(lease.out_granted).toBe(500_000);
     // SIGKILL: `first` never stops; its container restarts under the same pod name at once.
-    const second = await GatewayHeartbeat.start({ pool: db.pool, gatewayId: 'gw-f', plan: 'basic', logger });
+    const second = await GatewayHeartbeat.start({
+      pool: fx.db.pool,
+      gatewayId: 'gw-f',
+      plan: 'basic',
+      logger,
+    });
     expect(second.bootId).not.toBe(first.bootId);
     expect(await ledger(account.id)).toMatchObject({ leased_bytes: 0, open: 0 });
     // The earlier process (a stale duplicate) stopping does not remove the new one's row.
@@ -182,17 +184,17 @@ describe('reclaiming the leases of a gateway that stopped heartbeating', () => {
     await acquire(account.id, 'gw-f', 600_000);
     await second.stop();
     expect(await ledger(account.id)).toMatchObject({ leased_bytes: 0, open: 0 });
-    const rows = await db.pool.query(`SELECT 1 FROM gateway_heartbeats WHERE gateway_id = 'gw-f'`);
+    const rows = await fx.db.pool.query(`SELECT 1 FROM gateway_heartbeats WHERE gateway_id = 'gw-f'`);
     expect(rows.rowCount).toBe(0);
   });
 
   it('counts the live gateways of its plan with each heartbeat', async () => {
-    await db.pool.query('DELETE FROM gateway_heartbeats');
-    const hb = await GatewayHeartbeat.start({ pool: db.pool, gatewayId: 'gw-g', plan: 'basic', logger });
+    await fx.db.pool.query('DELETE FROM gateway_heartbeats');
+    const hb = await GatewayHeartbeat.start({ pool: fx.db.pool, gatewayId: 'gw-g', plan: 'basic', logger });
     expect(hb.liveGateways()).toBe(1);
     await beat('gw-h');
     await beat('gw-i');
-    await db.pool.query(
+    await fx.db.pool.query(
       `INSERT INTO gateway_heartbeats (gateway_id, plan, boot_id) VALUES ('gw-other-plan', 'mobile', 'x')`,
     );
     await hb.beat();

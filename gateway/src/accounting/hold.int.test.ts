@@ -2,8 +2,8 @@
 // resumed: the download completes, nothing is cut. (A benchmark run once saw a budget cut in
 // this situation under heavy load; this test has not reproduced it: docs/adr/0020.)
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { createPool, type Pool } from '#common/db/pool.ts';
-import { createLogger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { createInterceptedPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -24,23 +24,13 @@ let leaseCalls = 0;
 const fx = useTestGateway({ gateway: false });
 
 beforeAll(() => {
-  pool = createPool({
-    url: fx.db.url,
-    max: 4,
-    applicationName: 'hold-test',
-    logger: createLogger('test', 'silent'),
-  });
-  fx.onClose(() => pool.end());
-  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
   // Every lease after the first answers late, as a loaded database would.
-  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (
-    ...args: unknown[]
-  ) => {
-    if (typeof args[0] === 'string' && args[0].includes('lease_acquire') && leaseCalls++ > 0) {
-      await new Promise((r) => setTimeout(r, LEASE_DELAY_MS));
-    }
-    return query(...args);
-  };
+  pool = createInterceptedPool(fx.db.url, 'hold-test', (sql) =>
+    sql.includes('lease_acquire') && leaseCalls++ > 0
+      ? new Promise((r) => setTimeout(r, LEASE_DELAY_MS))
+      : undefined,
+  );
+  fx.onClose(() => pool.end());
 });
 
 describe('a budget waiting for its next lease', () => {

@@ -1,34 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, lockWaiters, type TestDatabase } from '#test/db.ts';
+import { describe, expect, it } from '@jest/globals';
+import { lockWaiters, useTestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const fx = useTestDatabase();
 
 describe('usage_record lock order', () => {
   it('locks every lease it releases before any balance (the fold order), so it cannot deadlock with usage_fold', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 10_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 10_000_000 });
     const acquire = async () =>
       (
-        await db.pool.query<{ out_lease_id: string }>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)', [
-          account.id,
-          'basic',
-          'pod-a',
-          1_000_000,
-          262_144,
-          300,
-        ])
+        await fx.db.pool.query<{ out_lease_id: string }>(
+          'SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6)',
+          [account.id, 'basic', 'pod-a', 1_000_000, 262_144, 300],
+        )
       ).rows[0]!.out_lease_id;
     const [low, high] = [await acquire(), await acquire()].sort() as [string, string];
     // A fold: it holds its leases (here the later one), then updates balances.
-    const fold = await db.pool.connect();
+    const fold = await fx.db.pool.connect();
     try {
       await fold.query('BEGIN');
       await fold.query('SELECT 1 FROM bandwidth_leases WHERE id = $1 FOR UPDATE', [high]);
@@ -36,7 +24,7 @@ describe('usage_record lock order', () => {
         { lease_id: low, spent: 0 },
         { lease_id: high, spent: 0 },
       ]);
-      const record = db.pool.query<{ ok: boolean }>('SELECT usage_record($1, $2, $3, $4, $5) AS ok', [
+      const record = fx.db.pool.query<{ ok: boolean }>('SELECT usage_record($1, $2, $3, $4, $5) AS ok', [
         'lock-order',
         'pod-a',
         '[]',
@@ -44,7 +32,7 @@ describe('usage_record lock order', () => {
         releases,
       ]);
       record.catch(() => undefined);
-      while ((await lockWaiters(db.pool, 'SELECT usage_record')) === 0)
+      while ((await lockWaiters(fx.db.pool, 'SELECT usage_record')) === 0)
         await new Promise((r) => setTimeout(r, 20));
       try {
         // Before the fix usage_record held this balance (released the earlier lease) while
@@ -62,7 +50,7 @@ describe('usage_record lock order', () => {
     } finally {
       fold.release();
     }
-    const open = await db.pool.query<{ n: number }>(
+    const open = await fx.db.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM bandwidth_leases WHERE account_id = $1 AND released_at IS NULL',
       [account.id],
     );

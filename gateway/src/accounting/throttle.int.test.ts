@@ -109,6 +109,15 @@ const moved = (all: Moved[]) => all.reduce((n, m) => n + m.written + m.read, 0);
 const rates = (bytes: number, ms: number, rate: number) =>
   `${(((bytes / ms) * 1000) / KiB) | 0} KiB/s, ${((((bytes - Math.max(MIN_BURST_BYTES, rate)) / ms) * 1000) / KiB) | 0} KiB/s after the burst`;
 
+/** A MB each over two plain and two CONNECT connections at once, for one account. */
+const fourConnections = (account: NewAccount) =>
+  Promise.all([
+    plain(fx.gateway.port, account, MB),
+    plain(fx.gateway.port, account, MB),
+    tunnelled(fx.gateway.port, account, MB),
+    tunnelled(fx.gateway.port, account, MB),
+  ]);
+
 describe('a throttled account', () => {
   it('stays under its cap over parallel plain and CONNECT connections, leaves others alone, and is billed exactly', async () => {
     const slow = await accountWithBandwidth(fx.db.pool, { basic: 100 * MB });
@@ -118,22 +127,8 @@ describe('a throttled account', () => {
     await cacheSynced(fx.db.pool, [fx.gateway]);
     const holds = await counterValues(fx.gateway, 'proxyfleet_gateway_throttle_holds_total');
 
-    const throttled = timed(() =>
-      Promise.all([
-        plain(fx.gateway.port, slow, MB),
-        plain(fx.gateway.port, slow, MB),
-        tunnelled(fx.gateway.port, slow, MB),
-        tunnelled(fx.gateway.port, slow, MB),
-      ]),
-    );
-    const free = timed(() =>
-      Promise.all([
-        plain(fx.gateway.port, fast, MB),
-        plain(fx.gateway.port, fast, MB),
-        tunnelled(fx.gateway.port, fast, MB),
-        tunnelled(fx.gateway.port, fast, MB),
-      ]),
-    );
+    const throttled = timed(() => fourConnections(slow));
+    const free = timed(() => fourConnections(fast));
     const [s, f] = await Promise.all([throttled, free]);
     const sBytes = moved(s.value);
     console.log(

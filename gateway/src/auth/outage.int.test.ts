@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { recordPurchase } from '#common/billing/purchases.ts';
-import { createPool, type Pool } from '#common/db/pool.ts';
-import { createLogger } from '#common/logger.ts';
+import type { Pool } from '#common/db/pool.ts';
+import { createTestPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -14,7 +14,7 @@ import {
   useTestGateway,
   type TestGateway,
 } from '#test/gateway.ts';
-import { TcpRelay } from '#test/tcp-relay.ts';
+import { relayToFixtureDatabase, type TcpRelay } from '#test/tcp-relay.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut
 // (docs/adr/0021: known customers keep being served; usage and the cache catch up afterwards).
@@ -27,14 +27,8 @@ let gateway: TestGateway;
 const fx = useTestGateway({ gateway: false });
 
 beforeAll(async () => {
-  ({ relay, url: relayedUrl } = await TcpRelay.forUrl(fx.db.url));
-  fx.onClose(() => relay.close());
-  relayedPool = createPool({
-    url: relayedUrl,
-    max: 4,
-    applicationName: 'outage-test',
-    logger: createLogger('test', 'silent'),
-  });
+  ({ relay, url: relayedUrl } = await relayToFixtureDatabase(fx));
+  relayedPool = createTestPool(relayedUrl, 'outage-test');
   fx.onClose(() => relayedPool.end());
   gateway = await fx.start(gatewaySpec('basic'), { pool: relayedPool, url: relayedUrl });
 });

@@ -1,23 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { useTestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { CredentialCache } from './cache.ts';
 
-let db: TestDatabase;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
+const fx = useTestDatabase();
 
 describe('credential cache refresh', () => {
   it('drops the changed accounts before refreshing, so a failed refresh refuses a suspended account until the batch is replayed', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
     let failNext = false;
     const pool = {
       query: (...args: Parameters<Pool['query']>) => {
@@ -25,7 +17,7 @@ describe('credential cache refresh', () => {
           failNext = false;
           return Promise.reject(new Error('connection terminated'));
         }
-        return (db.pool.query as (...a: unknown[]) => unknown)(...args);
+        return (fx.db.pool.query as (...a: unknown[]) => unknown)(...args);
       },
     } as unknown as Pool;
     const cache = new CredentialCache(pool);
@@ -33,7 +25,7 @@ describe('credential cache refresh', () => {
     expect(cache.get(account.proxyUsername)?.status).toBe('active');
     const generation = cache.generation;
 
-    await setAccountStatus(db.pool, account.id, 'suspended');
+    await setAccountStatus(fx.db.pool, account.id, 'suspended');
     const batch = [{ id: 1, kind: 'account' as const, accountId: account.id, subject: null }];
     failNext = true;
     await expect(cache.apply(batch)).rejects.toThrow('connection terminated');

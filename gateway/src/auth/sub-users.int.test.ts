@@ -95,6 +95,20 @@ const closesWithin = (socket: net.Socket, ms: number) =>
 const PATIENCE_MS = 10_000;
 
 /** A request through an open CONNECT tunnel to the origin: the tunnel still carries traffic. */
+/** An account and a sub-user of it, each with a tunnel to the origin open (not yet checked). */
+async function subUserAndOwnTunnels() {
+  const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+  const sub = await subUser(account.id);
+  const authority = `127.0.0.1:${fx.origin.port}`;
+  const mine = await openTunnel(fx.gateway.port, authority, basicAuth(sub.username, sub.password));
+  const own = await openTunnel(
+    fx.gateway.port,
+    authority,
+    basicAuth(account.proxyUsername, account.proxyPassword),
+  );
+  return { account, sub, mine, own };
+}
+
 async function tunnelWorks(socket: net.Socket): Promise<boolean> {
   if (socket.destroyed) return false;
   return new Promise<boolean>((resolve) => {
@@ -230,15 +244,7 @@ describe('sub-users', () => {
         fx.db.pool.query(`UPDATE sub_users SET password_sha256 = sha256('other'::bytea) WHERE id = $1`, [id]),
     ],
   ])("cuts the live tunnel of a sub-user %s; the account's own survives", async (what, change) => {
-    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
-    const sub = await subUser(account.id);
-    const authority = `127.0.0.1:${fx.origin.port}`;
-    const mine = await openTunnel(fx.gateway.port, authority, basicAuth(sub.username, sub.password));
-    const own = await openTunnel(
-      fx.gateway.port,
-      authority,
-      basicAuth(account.proxyUsername, account.proxyPassword),
-    );
+    const { sub, mine, own } = await subUserAndOwnTunnels();
     expect([mine.status, own.status]).toEqual([200, 200]);
     expect(await tunnelWorks(mine.socket)).toBe(true);
     const cuts = async () =>
@@ -254,15 +260,7 @@ describe('sub-users', () => {
   });
 
   it("keeps its live tunnel when only the account's own password changes", async () => {
-    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
-    const sub = await subUser(account.id);
-    const authority = `127.0.0.1:${fx.origin.port}`;
-    const mine = await openTunnel(fx.gateway.port, authority, basicAuth(sub.username, sub.password));
-    const own = await openTunnel(
-      fx.gateway.port,
-      authority,
-      basicAuth(account.proxyUsername, account.proxyPassword),
-    );
+    const { account, sub, mine, own } = await subUserAndOwnTunnels();
     expect([mine.status, own.status]).toEqual([200, 200]);
     await fx.db.pool.query(
       `UPDATE proxy_credentials SET password_sha256 = sha256('other'::bytea) WHERE account_id = $1`,

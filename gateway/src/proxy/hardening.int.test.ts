@@ -2,6 +2,7 @@
 // live tunnels, Proxy-Status on the parser's own refusals, counters exported at zero.
 import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';
+import { knownCustomer, tunnelToOrigin } from '#test/customers.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
 import {
@@ -10,7 +11,6 @@ import {
   counterValues,
   gatewaySpec,
   get,
-  openTunnel,
   rawExchange,
   useTestGateway,
 } from '#test/gateway.ts';
@@ -146,13 +146,8 @@ describe('gateway hardening', () => {
     'cuts a live tunnel when %s',
     async (change, apply) => {
       const cutsBefore = await revocationCuts();
-      const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
-      await cacheSynced(fx.db.pool, [fx.gateway]);
-      const t = await openTunnel(
-        fx.gateway.port,
-        `127.0.0.1:${fx.origin.port}`,
-        basicAuth(account.proxyUsername, account.proxyPassword),
-      );
+      const account = await knownCustomer(fx, 1_000_000_000);
+      const t = await tunnelToOrigin(fx, account);
       expect(t.status).toBe(200);
       // Keep the tunnel busy: a slow download that would last 20 s.
       t.socket.write('GET /slow/2000000/20000 HTTP/1.1\r\nHost: x\r\n\r\n');

@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import tls from 'node:tls';
+import { knownCustomer, tunnelToOrigin } from '#test/customers.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
+import { createTestCa, type TestCa } from '#test/tls.ts';
 import { overspendBound } from '../accounting/policy.ts';
 import { FAILURES_ALLOWED } from '../auth/backoff.ts';
 import {
@@ -23,7 +21,7 @@ import {
 } from '#test/gateway.ts';
 
 let tlsOrigin: https.Server;
-let certDir: string;
+let ca: TestCa;
 
 // idleSeconds 60: a tunnel the tests keep open without traffic (the 429 tests' first ones, a TLS
 // handshake) must not be closed as idle while a busy machine opens the next. The idle cut has
@@ -31,40 +29,19 @@ let certDir: string;
 const fx = useTestGateway({ spec: idleSpec(60) });
 
 beforeAll(async () => {
-  // A throwaway certificate for an HTTPS origin: the bytes billed inside a tunnel are TLS records.
-  certDir = mkdtempSync(path.join(tmpdir(), 'pf-tls-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-subj',
-      '/CN=localhost',
-      '-days',
-      '1',
-      '-keyout',
-      path.join(certDir, 'key.pem'),
-      '-out',
-      path.join(certDir, 'cert.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
-  tlsOrigin = https.createServer(
-    { key: readFileSync(path.join(certDir, 'key.pem')), cert: readFileSync(path.join(certDir, 'cert.pem')) },
-    (req, res) => {
-      res.end(Buffer.alloc(Number(req.url?.slice(1) || 1000), 65));
-    },
-  );
+  // A certificate for an HTTPS origin (test/tls.ts): the bytes billed inside a tunnel are TLS records.
+  ca = await createTestCa();
+  const leaf = await ca.issue('origin', ['localhost']);
+  tlsOrigin = https.createServer({ key: leaf.key, cert: leaf.cert }, (req, res) => {
+    res.end(Buffer.alloc(Number(req.url?.slice(1) || 1000), 65));
+  });
   await new Promise<void>((r) => tlsOrigin.listen(0, '127.0.0.1', r));
 });
 
 afterAll(async () => {
   tlsOrigin?.closeAllConnections();
   await new Promise((r) => tlsOrigin?.close(r));
-  if (certDir) rmSync(certDir, { recursive: true, force: true });
+  await ca?.remove();
 });
 
 function idleSpec(idleSeconds: number) {
@@ -111,13 +88,8 @@ describe('protection', () => {
 
   it('cuts a live tunnel when the budget is spent, within the bound', async () => {
     const budget = 1_000_000;
-    const account = await accountWithBandwidth(fx.db.pool, { basic: budget });
-    await cacheSynced(fx.db.pool, [fx.gateway]);
-    const t = await openTunnel(
-      fx.gateway.port,
-      `127.0.0.1:${fx.origin.port}`,
-      basicAuth(account.proxyUsername, account.proxyPassword),
-    );
+    const account = await knownCustomer(fx, budget);
+    const t = await tunnelToOrigin(fx, account);
     expect(t.status).toBe(200);
     let read = 0;
     t.socket.on('data', (c: Buffer) => (read += c.length));

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import fc from 'fast-check';
 import { SocksClient } from 'socks';
+import { billedFor, knownCustomer } from '#test/customers.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
@@ -21,7 +22,6 @@ import {
   rawExchange,
   spawnGateway,
   type TestGateway,
-  usageAfterClose,
   useTestGateway,
 } from '#test/gateway.ts';
 
@@ -49,11 +49,7 @@ afterAll(async () => {
   await new Promise((r) => echo?.close(r));
 });
 
-async function customer(bandwidth = 1_000_000_000) {
-  const a = await accountWithBandwidth(fx.db.pool, bandwidth ? { basic: bandwidth } : {});
-  await cacheSynced(fx.db.pool, [fx.gateway]);
-  return a;
-}
+const customer = (bandwidth?: number) => knownCustomer(fx, bandwidth);
 
 const usage = (accountId: string) => flushedUsage(fx.gateway, fx.db.pool, accountId);
 
@@ -233,13 +229,7 @@ describe('SOCKS5 with the socks client library', () => {
     const closed = new Promise((r) => socket.once('close', r));
     socket.end();
     await closed;
-    const { bytesWritten, bytesRead } = socket;
-    const billed = await usageAfterClose(fx.gateway, fx.db.pool, a.id, bytesWritten);
-    expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
-      bytesWritten,
-      bytesRead,
-      1,
-    ]);
+    expect(await billedFor(fx, a.id, socket)).toEqual([socket.bytesWritten, socket.bytesRead, 1]);
   }, 30_000);
 
   it('has a live tunnel cut when the account is suspended; its next request gets 0x02', async () => {

@@ -7,7 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { WebSocket, WebSocketServer } from 'ws';
-import { accountWithBandwidth } from '#test/fixtures.ts';
+import { billedFor, knownCustomer } from '#test/customers.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
 import {
@@ -20,7 +20,6 @@ import {
   get,
   rawExchange,
   startTestGateway,
-  usageAfterClose,
   useTestGateway,
 } from '#test/gateway.ts';
 
@@ -74,11 +73,7 @@ afterAll(async () => {
   await new Promise((r) => origin?.close(r));
 });
 
-async function customer(bandwidth = 1_000_000_000) {
-  const a = await accountWithBandwidth(fx.db.pool, bandwidth ? { basic: bandwidth } : {});
-  await cacheSynced(fx.db.pool, [fx.gateway]);
-  return a;
-}
+const customer = (bandwidth?: number) => knownCustomer(fx, bandwidth);
 
 const usage = (accountId: string) => flushedUsage(fx.gateway, fx.db.pool, accountId);
 
@@ -155,13 +150,8 @@ describe('WebSocket through absolute-form Upgrade', () => {
     ws.close(1000, 'done');
     await closed;
     const { bytesWritten, bytesRead } = socket();
-    const billed = await usageAfterClose(fx.gateway, fx.db.pool, a.id, bytesWritten);
     // Up includes the client's request head, down the origin's 101 head: as for a CONNECT.
-    expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
-      bytesWritten,
-      bytesRead,
-      1,
-    ]);
+    expect(await billedFor(fx, a.id, socket())).toEqual([bytesWritten, bytesRead, 1]);
     expect(bytesWritten).toBeGreaterThan(5 * 20_000);
     expect(counterDelta(await counted('proxyfleet_gateway_requests_total'), requestsBefore)).toEqual({
       upgrade: 1,
@@ -269,13 +259,7 @@ describe('WebSocket through absolute-form Upgrade', () => {
     // A close frame; the origin answers with its own and closes.
     socket.write(Buffer.concat([Buffer.of(0x88, 0x80), mask]));
     await closed;
-    const { bytesWritten, bytesRead } = socket;
-    const billed = await usageAfterClose(fx.gateway, fx.db.pool, a.id, bytesWritten);
-    expect([Number(billed.up), Number(billed.down), Number(billed.requests)]).toEqual([
-      bytesWritten,
-      bytesRead,
-      2,
-    ]);
+    expect(await billedFor(fx, a.id, socket)).toEqual([socket.bytesWritten, socket.bytesRead, 2]);
   }, 30_000);
 });
 

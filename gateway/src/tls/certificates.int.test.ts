@@ -10,24 +10,12 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { Registry } from 'prom-client';
 import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  get,
-  spawnGateway,
-  startOrigin,
-  startTestGateway,
-  type Origin,
-} from '#test/gateway.ts';
-import { createTestCa, type IssuedCertificate, type TestCa } from '#test/tls.ts';
+import { basicAuth, cacheSynced, gatewaySpec, get, spawnGateway, startTestGateway } from '#test/gateway.ts';
+import { useTlsGateway, type IssuedCertificate } from '#test/tls.ts';
 import { GatewayCertificates } from './certificates.ts';
 
-let db: TestDatabase;
-let origin: Origin;
-let ca: TestCa;
+// No gateway from the fixture: each test starts its own on the files it publishes.
+const fx = useTlsGateway({ specs: () => [] });
 let first: IssuedCertificate;
 let second: IssuedCertificate;
 let third: IssuedCertificate;
@@ -35,20 +23,17 @@ let mount: string;
 let auth: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  ca = await createTestCa();
-  [first, second, third] = [await ca.issue('first'), await ca.issue('second'), await ca.issue('third')];
-  const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  auth = basicAuth(account.proxyUsername, account.proxyPassword);
+  [first, second, third] = [
+    await fx.ca.issue('first'),
+    await fx.ca.issue('second'),
+    await fx.ca.issue('third'),
+  ];
+  auth = basicAuth(fx.account.proxyUsername, fx.account.proxyPassword);
   mount = await mkdtemp(path.join(os.tmpdir(), 'pf-secret-'));
 });
 
 afterAll(async () => {
-  await origin?.close();
-  await ca?.remove();
   await rm(mount, { recursive: true, force: true });
-  await db?.drop();
 });
 
 /** Publishes a pair as the kubelet updates a Secret volume: tls.crt -> ..data/tls.crt, ..data swapped. */
@@ -71,7 +56,7 @@ async function connect(port: number, session?: Buffer) {
   const socket = tls.connect({
     port,
     host: '127.0.0.1',
-    ca: ca.ca,
+    ca: fx.ca.ca,
     servername: 'localhost',
     ...(session ? { session } : {}),
   });
@@ -80,7 +65,7 @@ async function connect(port: number, session?: Buffer) {
   socket.on('session', (s: Buffer) => (ticket = s));
   await new Promise((r) => socket.once('secureConnect', r));
   const request = async () => {
-    socket.write(get(`http://127.0.0.1:${origin.port}/peer`, auth));
+    socket.write(get(`http://127.0.0.1:${fx.origin.port}/peer`, auth));
     const answer = await new Promise<string>((r) =>
       socket.once('data', (c: Buffer) => r(c.toString('latin1'))),
     );
@@ -115,11 +100,11 @@ async function until(done: () => Promise<boolean>, what: string): Promise<void> 
 describe('certificate rotation', () => {
   it('serves the new certificate to new sessions, keeps old sessions and tickets working', async () => {
     await publish(first);
-    const gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), {
+    const gateway = await startTestGateway(fx.db.pool, fx.db.url, gatewaySpec('basic'), {
       tls: { certFile: path.join(mount, 'tls.crt'), keyFile: path.join(mount, 'tls.key'), reloadMs: 50 },
     });
     try {
-      await cacheSynced(db.pool, [gateway]);
+      await cacheSynced(fx.db.pool, [gateway]);
       const old = await connect(gateway.port);
       expect(old.fingerprint).toBe(first.fingerprint256);
       expect(await old.request()).toBe(200);
@@ -209,13 +194,13 @@ describe('certificate rotation', () => {
     await copyFile(first.certFile, certFile);
     await copyFile(first.keyFile, keyFile);
     const spec = gatewaySpec('basic', undefined, { tls: { refuseCredentialsInClear: true } });
-    const gateway = await spawnGateway(db.url, spec, {
+    const gateway = await spawnGateway(fx.db.url, spec, {
       PROXYFLEET_GATEWAY_TLS_CERT: certFile,
       PROXYFLEET_GATEWAY_TLS_KEY: keyFile,
       PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS: '1',
     });
     try {
-      await cacheSynced(db.pool, 1);
+      await cacheSynced(fx.db.pool, 1);
       const old = await connect(gateway.port);
       expect(old.fingerprint).toBe(first.fingerprint256);
       expect(await old.request()).toBe(200);
@@ -236,6 +221,8 @@ describe('certificate rotation', () => {
 
   it('in the gateway process: refusing credentials in clear without a certificate stops the start, saying why', async () => {
     const spec = gatewaySpec('basic', undefined, { tls: { refuseCredentialsInClear: true } });
-    await expect(spawnGateway(db.url, spec)).rejects.toThrow(/refuseCredentialsInClear needs a certificate/);
+    await expect(spawnGateway(fx.db.url, spec)).rejects.toThrow(
+      /refuseCredentialsInClear needs a certificate/,
+    );
   });
 });

@@ -3,16 +3,14 @@
 // (SOCKS: RFC 1929 status 0x01) whether the credentials are right or wrong, is not billed and does
 // not feed the login backoff; the same credentials inside TLS are served; a request without
 // credentials in clear is judged as before (the IP allowlist). Off by default.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { SocksClient } from 'socks';
-import type { NewAccount } from '#common/accounts/accounts.ts';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { createLogger } from '#common/logger.ts';
 import { Health } from '#common/health.ts';
 import { Registry } from 'prom-client';
 import { addAllowlistEntry } from '../../../api/src/modules/ip-allowlist/repo.ts';
 import { allowlistCreate } from '../../../api/src/modules/ip-allowlist/schemas.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
@@ -25,59 +23,34 @@ import {
   get,
   openTunnel,
   rawExchange,
-  startOrigin,
-  startTestGateway,
-  type Origin,
+  type TestGateway,
 } from '#test/gateway.ts';
-import { createTestCa, type IssuedCertificate, type TestCa } from '#test/tls.ts';
+import { useTlsGateway } from '#test/tls.ts';
 import { startGateway } from '../server.ts';
 
-type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
-
-let db: TestDatabase;
-let origin: Origin;
-let ca: TestCa;
-let leaf: IssuedCertificate;
-let strict: Gateway;
-let lenient: Gateway;
-let account: NewAccount;
+const fx = useTlsGateway({
+  specs: () => [
+    gatewaySpec('basic', undefined, { tls: { refuseCredentialsInClear: true } }),
+    gatewaySpec('basic'),
+  ],
+});
+let strict: TestGateway;
+let lenient: TestGateway;
+beforeAll(() => {
+  [strict, lenient] = fx.gateways as [TestGateway, TestGateway];
+});
 
 const REFUSAL =
   'proxyfleet; error=http_request_denied; details="credentials sent in clear are refused: use the https:// proxy (TLS) on this port"';
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  ca = await createTestCa();
-  leaf = await ca.issue('gateway');
-  const files = { certFile: leaf.certFile, keyFile: leaf.keyFile };
-  strict = await startTestGateway(
-    db.pool,
-    db.url,
-    gatewaySpec('basic', undefined, { tls: { refuseCredentialsInClear: true } }),
-    { tls: files },
-  );
-  lenient = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), { tls: files });
-  account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  await cacheSynced(db.pool, [strict, lenient]);
-});
-
-afterAll(async () => {
-  await strict?.close();
-  await lenient?.close();
-  await origin?.close();
-  await ca?.remove();
-  await db?.drop();
-});
-
-const right = () => basicAuth(account.proxyUsername, account.proxyPassword);
-const wrong = () => basicAuth(account.proxyUsername, 'not-the-password');
-const overTls = () => ({ tls: { ca: ca.ca, servername: 'localhost' } });
-const url = (path: string) => `http://127.0.0.1:${origin.port}${path}`;
+const right = () => basicAuth(fx.account.proxyUsername, fx.account.proxyPassword);
+const wrong = () => basicAuth(fx.account.proxyUsername, 'not-the-password');
+const overTls = () => ({ tls: fx.trusted() });
+const url = (path: string) => `http://127.0.0.1:${fx.origin.port}${path}`;
 
 describe('credentials in clear refused', () => {
   it('answers 407 credentials_in_clear to right and wrong credentials alike, bills nothing, feeds no backoff', async () => {
-    const before = await flushedUsage(strict, db.pool, account.id);
+    const before = await flushedUsage(strict, fx.db.pool, fx.account.id);
     const refusals = await counterValues(strict, 'proxyfleet_gateway_refusals_total');
     // More attempts than the login backoff allows from one address (20 a minute): none counts.
     for (let i = 0; i < 12; i++) {
@@ -88,7 +61,7 @@ describe('credentials in clear refused', () => {
         expect(responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
       }
     }
-    const t = await openTunnel(strict.port, `127.0.0.1:${origin.port}`, right());
+    const t = await openTunnel(strict.port, `127.0.0.1:${fx.origin.port}`, right());
     expect(t.status).toBe(407);
     expect(t.headers).toContain(REFUSAL.split('details=')[1]!);
     await new Promise((r) => (t.socket.destroyed ? r(null) : t.socket.once('close', r)));
@@ -96,7 +69,7 @@ describe('credentials in clear refused', () => {
       'credentials_in_clear 4xx': 25,
     });
     expect(await counterValues(strict, 'proxyfleet_gateway_auth_failures_total')).toEqual({});
-    expect(await flushedUsage(strict, db.pool, account.id)).toEqual(before);
+    expect(await flushedUsage(strict, fx.db.pool, fx.account.id)).toEqual(before);
     // Inside TLS the same credentials are served, and not backed off.
     const { responses } = await rawExchange(strict.port, [get(url('/peer'), right())], overTls());
     expect(responses[0]!.status).toBe(200);
@@ -107,10 +80,10 @@ describe('credentials in clear refused', () => {
       host: '127.0.0.1',
       port: strict.port,
       type: 5 as const,
-      userId: account.proxyUsername,
-      password: account.proxyPassword,
+      userId: fx.account.proxyUsername,
+      password: fx.account.proxyPassword,
     };
-    const destination = { host: '127.0.0.1', port: origin.port };
+    const destination = { host: '127.0.0.1', port: fx.origin.port };
     await expect(SocksClient.createConnection({ proxy, command: 'connect', destination })).rejects.toThrow(
       /Authentication failed/,
     );
@@ -128,10 +101,10 @@ describe('credentials in clear refused', () => {
     const { responses } = await rawExchange(strict.port, [get(url('/peer'))]);
     expect(responses[0]!.status).toBe(407);
     expect(responses[0]!.headers['proxy-status']).toContain('proxy credentials required');
-    const listed = await accountWithBandwidth(db.pool, { basic: 1_000_000 });
+    const listed = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
     const body = allowlistCreate(true).parse({ product: 'basic', cidr: '127.31.0.0/24' });
-    await addAllowlistEntry(db.pool, listed.id, body, DEFAULT_ALLOWLIST_MAX);
-    await cacheSynced(db.pool, [strict]);
+    await addAllowlistEntry(fx.db.pool, listed.id, body, DEFAULT_ALLOWLIST_MAX);
+    await cacheSynced(fx.db.pool, [strict]);
     const allowed = await rawExchange(strict.port, [get(url('/peer'))], { sourceAddress: '127.31.0.9' });
     expect(allowed.responses[0]!.status).toBe(200);
   });
@@ -150,8 +123,8 @@ describe('credentials in clear refused', () => {
         host: '127.0.0.1',
         gatewayId: 'no-certificate',
         allowCidrs: [],
-        pool: db.pool,
-        databaseUrl: db.url,
+        pool: fx.db.pool,
+        databaseUrl: fx.db.url,
         logger: createLogger('test', 'silent'),
         registry,
         health: new Health([registry]),

@@ -13,79 +13,48 @@ import type net from 'node:net';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ProxyAgent, request } from 'undici';
-import type { NewAccount } from '#common/accounts/accounts.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
-import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
+import { TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { generateRequestSchema } from '../../../api/src/modules/proxies/schemas.ts';
 import { generateProxySet } from '../../../api/src/modules/proxies/service.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  gatewaySpec,
-  startOrigin,
-  startTestGateway,
-  type Origin,
-} from '#test/gateway.ts';
-import { createTestCa, type IssuedCertificate, type TestCa } from '#test/tls.ts';
+import { basicAuth, counterDelta, counterValues } from '#test/gateway.ts';
+import { useTlsGateway, type IssuedCertificate } from '#test/tls.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const DEBIAN_PYTHON = '/usr/bin/python3';
 // Real clients on a shared 2-core machine: generous limits; nothing here measures speed.
 jest.setTimeout(120_000);
 
-type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
-
-let db: TestDatabase;
-let origin: Origin;
+const fx = useTlsGateway();
 let secureOrigin: https.Server;
 let securePort: number;
-let ca: TestCa;
-let leaf: IssuedCertificate;
 let originLeaf: IssuedCertificate;
-let gateway: Gateway;
-let account: NewAccount;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  ca = await createTestCa();
-  leaf = await ca.issue('gateway');
-  originLeaf = await ca.issue('origin');
+  originLeaf = await fx.ca.issue('origin');
   secureOrigin = https.createServer({ cert: originLeaf.cert, key: originLeaf.key }, (req, res) => {
     res.setHeader('content-type', 'text/plain');
     res.end(`secure ${req.socket.remoteAddress ?? ''}`);
   });
   await new Promise<void>((r) => secureOrigin.listen(0, '127.0.0.1', r));
   securePort = (secureOrigin.address() as net.AddressInfo).port;
-  gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), {
-    tls: { certFile: leaf.certFile, keyFile: leaf.keyFile },
-  });
-  account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  await cacheSynced(db.pool, [gateway]);
 });
 
 afterAll(async () => {
-  await gateway?.close();
   secureOrigin?.closeAllConnections();
   await new Promise((r) => secureOrigin?.close(r));
-  await origin?.close();
-  await ca?.remove();
-  await db?.drop();
 });
 
-const proxyUrl = () => `https://127.0.0.1:${gateway.port}`;
-const plainUrl = () => `http://127.0.0.1:${origin.port}/peer`;
+const proxyUrl = () => `https://127.0.0.1:${fx.gateway.port}`;
+const plainUrl = () => `http://127.0.0.1:${fx.origin.port}/peer`;
 const secureUrl = () => `https://127.0.0.1:${securePort}/`;
-const password = () => `${account.proxyPassword}_country-us`;
+const password = () => `${fx.account.proxyPassword}_country-us`;
 
 /** Requests the gateway counted since `before`, by kind (http: forwarded, connect: tunnels). */
 async function requestsSince(before: Record<string, number>): Promise<Record<string, number>> {
-  return counterDelta(await counterValues(gateway, 'proxyfleet_gateway_requests_total'), before);
+  return counterDelta(await counterValues(fx.gateway, 'proxyfleet_gateway_requests_total'), before);
 }
-const requests = () => counterValues(gateway, 'proxyfleet_gateway_requests_total');
+const requests = () => counterValues(fx.gateway, 'proxyfleet_gateway_requests_total');
 
 function run(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -100,11 +69,11 @@ describe('curl --proxy https://', () => {
     const version = await run('curl', ['--version']);
     expect(version.stdout).toMatch(/HTTPS-proxy/);
     const before = await requests();
-    const common = ['--silent', '--show-error', '--proxy', proxyUrl(), '--proxy-cacert', ca.caFile];
-    const creds = ['--proxy-user', `${account.proxyUsername}:${password()}`];
+    const common = ['--silent', '--show-error', '--proxy', proxyUrl(), '--proxy-cacert', fx.ca.caFile];
+    const creds = ['--proxy-user', `${fx.account.proxyUsername}:${password()}`];
     const plain = await run('curl', [...common, ...creds, plainUrl()]);
     expect(plain).toMatchObject({ code: 0, stdout: '127.0.0.1' });
-    const tunnel = await run('curl', [...common, ...creds, '--cacert', ca.caFile, secureUrl()]);
+    const tunnel = await run('curl', [...common, ...creds, '--cacert', fx.ca.caFile, secureUrl()]);
     expect(tunnel).toMatchObject({ code: 0, stdout: 'secure 127.0.0.1' });
     // The proxy's certificate is checked: without the CA curl refuses it, and nothing is sent.
     const untrusted = await run('curl', [...common.slice(0, 4), ...creds, plainUrl()]);
@@ -115,10 +84,14 @@ describe('curl --proxy https://', () => {
 
 describe('the https:// form POST /api/v1/proxies/generate gives', () => {
   it('works as is with curl --proxy, credentials and targeting in the URL', async () => {
-    await upsertGatewayEndpoint(db.pool, { plan: 'basic', host: '127.0.0.1', port: gateway.port }, 'test');
+    await upsertGatewayEndpoint(
+      fx.db.pool,
+      { plan: 'basic', host: '127.0.0.1', port: fx.gateway.port },
+      'test',
+    );
     const { urls } = await generateProxySet(
-      { pool: db.pool, credentialsKey: TEST_CREDENTIALS_KEY, fallbackHost: 'unused.example' },
-      account.id,
+      { pool: fx.db.pool, credentialsKey: TEST_CREDENTIALS_KEY, fallbackHost: 'unused.example' },
+      fx.account.id,
       generateRequestSchema.parse({
         provider: 'basic',
         country: 'us',
@@ -134,7 +107,7 @@ describe('the https:// form POST /api/v1/proxies/generate gives', () => {
       '--proxy',
       urls![0]!,
       '--proxy-cacert',
-      ca.caFile,
+      fx.ca.caFile,
       plainUrl(),
     ]);
     expect(result).toMatchObject({ code: 0, stdout: '127.0.0.1' });
@@ -150,7 +123,7 @@ describe("Debian's Python (urllib3 1.26)", () => {
   (haveDebianPython || process.env.CI === 'true' ? it : it.skip)(
     'forwards and tunnels through an https:// proxy',
     async () => {
-      const script = path.join(ca.dir, 'client.py');
+      const script = path.join(fx.ca.dir, 'client.py');
       await writeFile(
         script,
         [
@@ -168,8 +141,8 @@ describe("Debian's Python (urllib3 1.26)", () => {
         script,
         // By name: urllib3 1.26 sends no server name for an IP address and then cannot check it.
         proxyUrl().replace('127.0.0.1', 'localhost'),
-        ca.caFile,
-        account.proxyUsername,
+        fx.ca.caFile,
+        fx.account.proxyUsername,
         password(),
         plainUrl(),
         secureUrl(),
@@ -193,10 +166,15 @@ describe('undici ProxyAgent', () => {
     const agent = (proxyTunnel?: boolean) =>
       new ProxyAgent({
         ...(proxyTunnel === undefined
-          ? { uri: proxyUrl().replace('//', `//${account.proxyUsername}:${encodeURIComponent(password())}@`) }
-          : { uri: proxyUrl(), token: basicAuth(account.proxyUsername, password()) }),
-        proxyTls: { ca: ca.ca },
-        requestTls: { ca: ca.ca },
+          ? {
+              uri: proxyUrl().replace(
+                '//',
+                `//${fx.account.proxyUsername}:${encodeURIComponent(password())}@`,
+              ),
+            }
+          : { uri: proxyUrl(), token: basicAuth(fx.account.proxyUsername, password()) }),
+        proxyTls: { ca: fx.ca.ca },
+        requestTls: { ca: fx.ca.ca },
         ...(proxyTunnel === undefined ? {} : { proxyTunnel }),
       });
     const forwarding = agent();
@@ -221,14 +199,14 @@ describe('Chromium --proxy-server=https://', () => {
     'loads a plain page and an HTTPS page through the gateway, answering its 407 with the credentials',
     async () => {
       const before = await requests();
-      const refusalsBefore = await counterValues(gateway, 'proxyfleet_gateway_refusals_total');
+      const refusalsBefore = await counterValues(fx.gateway, 'proxyfleet_gateway_refusals_total');
       const browser = await chromium.launch({
         executablePath: CHROMIUM,
         proxy: {
           server: proxyUrl(),
           // Chromium never proxies loopback unless told to (its implicit bypass list).
           bypass: '<-loopback>',
-          username: account.proxyUsername,
+          username: fx.account.proxyUsername,
           password: password(),
         },
         args: [
@@ -241,7 +219,7 @@ describe('Chromium --proxy-server=https://', () => {
           '--disable-component-update',
           '--disable-sync',
           // Trust exactly the two test keys (no NSS certutil on this machine to add the CA).
-          `--ignore-certificate-errors-spki-list=${leaf.spkiSha256},${originLeaf.spkiSha256}`,
+          `--ignore-certificate-errors-spki-list=${fx.leaf.spkiSha256},${originLeaf.spkiSha256}`,
         ],
       });
       try {
@@ -257,7 +235,7 @@ describe('Chromium --proxy-server=https://', () => {
       }
       // Chromium asked without credentials first, got 407 and Proxy-Authenticate, then sent them.
       const refused = counterDelta(
-        await counterValues(gateway, 'proxyfleet_gateway_refusals_total'),
+        await counterValues(fx.gateway, 'proxyfleet_gateway_refusals_total'),
         refusalsBefore,
       );
       expect(Object.keys(refused)).toEqual(['missing 4xx']);

@@ -4,12 +4,10 @@
 // timer: headersSeconds from accept), counted by reason, and leaves nothing behind: no open
 // connection in the gauge, no socket in the process, the per-source cap released; a customer is
 // served meanwhile.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
   basicAuth,
   cacheSynced,
@@ -18,47 +16,24 @@ import {
   gatewaySpec,
   get,
   rawExchange,
-  startOrigin,
   startTestGateway,
-  type Origin,
+  type TestGateway,
 } from '#test/gateway.ts';
-import { createTestCa, type IssuedCertificate, type TestCa } from '#test/tls.ts';
+import { useTlsGateway } from '#test/tls.ts';
 
-type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
-
-let db: TestDatabase;
-let origin: Origin;
-let ca: TestCa;
-let leaf: IssuedCertificate;
-let gateway: Gateway;
+const HEADERS_SECONDS = 1;
+const spec = gatewaySpec('basic', undefined, { timeouts: { headersSeconds: HEADERS_SECONDS } });
+const fx = useTlsGateway({ specs: () => [spec] });
 let auth: string;
 /** A real ClientHello (node:tls's), captured once. */
 let hello: Buffer;
 
-const HEADERS_SECONDS = 1;
 /** How late past the head timeout a close may come on a loaded machine and still count as bounded. */
 const SLACK_MS = 10_000;
-const spec = gatewaySpec('basic', undefined, { timeouts: { headersSeconds: HEADERS_SECONDS } });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
-  ca = await createTestCa();
-  leaf = await ca.issue('gateway');
-  gateway = await startTestGateway(db.pool, db.url, spec, {
-    tls: { certFile: leaf.certFile, keyFile: leaf.keyFile },
-  });
-  const account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  auth = basicAuth(account.proxyUsername, account.proxyPassword);
-  await cacheSynced(db.pool, [gateway]);
+  auth = basicAuth(fx.account.proxyUsername, fx.account.proxyPassword);
   hello = await captureClientHello();
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await origin?.close();
-  await ca?.remove();
-  await db?.drop();
 });
 
 async function captureClientHello(): Promise<Buffer> {
@@ -78,13 +53,13 @@ async function captureClientHello(): Promise<Buffer> {
   return bytes;
 }
 
-const failures = () => counterValues(gateway, 'proxyfleet_gateway_tls_handshake_failures_total');
-const openConnections = async (g: Gateway) =>
+const failures = () => counterValues(fx.gateway, 'proxyfleet_gateway_tls_handshake_failures_total');
+const openConnections = async (g: TestGateway) =>
   (await g.registry.getSingleMetric('proxyfleet_gateway_active_connections')!.get()).values[0]?.value ?? -1;
 const tcpHandles = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
 
 /** Opens a TCP connection to the gateway; resolves when it is connected. */
-async function raw(port = gateway.port): Promise<net.Socket> {
+async function raw(port = fx.gateway.port): Promise<net.Socket> {
   const s = net.connect(port, '127.0.0.1');
   s.on('error', () => undefined);
   await new Promise<void>((r) => s.once('connect', () => r()));
@@ -107,7 +82,7 @@ async function until(done: () => Promise<boolean>, what: string): Promise<void> 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const settled = () => until(async () => (await openConnections(gateway)) === 0, 'no open connections');
+const settled = () => until(async () => (await openConnections(fx.gateway)) === 0, 'no open connections');
 
 describe('hostile handshakes', () => {
   it('closes garbage after 0x16 at once, without a byte of HTTP', async () => {
@@ -162,7 +137,7 @@ describe('hostile handshakes', () => {
       `${'x'.repeat(60)}.${'y'.repeat(60)}.${'z'.repeat(60)}.example`,
     ]) {
       const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
-        const c = tls.connect({ port: gateway.port, host: '127.0.0.1', ca: ca.ca, servername });
+        const c = tls.connect({ port: fx.gateway.port, host: '127.0.0.1', ca: fx.ca.ca, servername });
         c.once('error', resolve);
         c.once('secureConnect', () => (c.destroy(), resolve(undefined)));
       });
@@ -173,8 +148,8 @@ describe('hostile handshakes', () => {
     expect(counterDelta(await failures(), before)).toEqual({ client_closed: 2 });
     // Without verification the name does not matter: the proxy works (the client chose not to check).
     const { responses } = await rawExchange(
-      gateway.port,
-      [get(`http://127.0.0.1:${origin.port}/peer`, auth)],
+      fx.gateway.port,
+      [get(`http://127.0.0.1:${fx.origin.port}/peer`, auth)],
       {
         tls: { servername: 'wrong.example', rejectUnauthorized: false },
       },
@@ -197,10 +172,10 @@ describe('hostile handshakes', () => {
       crowd.push(closed(s));
     }
     const { responses } = await rawExchange(
-      gateway.port,
-      [get(`http://127.0.0.1:${origin.port}/peer`, auth)],
+      fx.gateway.port,
+      [get(`http://127.0.0.1:${fx.origin.port}/peer`, auth)],
       {
-        tls: { ca: ca.ca, servername: 'localhost' },
+        tls: fx.trusted(),
       },
     );
     expect(responses[0]!.status).toBe(200);
@@ -216,19 +191,19 @@ describe('hostile handshakes', () => {
 
 describe('caps', () => {
   it('counts a TLS handshake against its source until a request authenticates inside it', async () => {
-    const capped = await startTestGateway(db.pool, db.url, spec, {
-      tls: { certFile: leaf.certFile, keyFile: leaf.keyFile },
+    const capped = await startTestGateway(fx.db.pool, fx.db.url, spec, {
+      tls: { certFile: fx.leaf.certFile, keyFile: fx.leaf.keyFile },
       limits: { maxUnauthenticatedPerSource: 2 },
     });
     try {
-      await cacheSynced(db.pool, [capped]);
+      await cacheSynced(fx.db.pool, [capped]);
       // Two authenticated keep-alive TLS connections leave the source's unauthenticated cap free.
       const kept: tls.TLSSocket[] = [];
       for (let i = 0; i < 2; i++) {
-        const c = tls.connect({ port: capped.port, host: '127.0.0.1', ca: ca.ca, servername: 'localhost' });
+        const c = tls.connect({ port: capped.port, host: '127.0.0.1', ...fx.trusted() });
         c.on('error', () => undefined);
         await new Promise((r) => c.once('secureConnect', r));
-        c.write(get(`http://127.0.0.1:${origin.port}/peer`, auth));
+        c.write(get(`http://127.0.0.1:${fx.origin.port}/peer`, auth));
         await new Promise((r) => c.once('data', r));
         kept.push(c);
       }

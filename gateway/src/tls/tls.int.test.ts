@@ -8,8 +8,6 @@ import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import { SocksClient } from 'socks';
-import type { NewAccount } from '#common/accounts/accounts.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import {
@@ -24,27 +22,16 @@ import {
   get,
   openTunnel,
   rawExchange,
-  startOrigin,
   startTestGateway,
   usageAfterClose,
-  type Origin,
 } from '#test/gateway.ts';
-import { createTestCa, type IssuedCertificate, type TestCa } from '#test/tls.ts';
+import { useTlsGateway } from '#test/tls.ts';
 
-type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
-
-let db: TestDatabase;
-let origin: Origin;
+const fx = useTlsGateway();
 let echo: net.Server;
 let echoPort: number;
-let ca: TestCa;
-let leaf: IssuedCertificate;
-let gateway: Gateway;
-let account: NewAccount;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  origin = await startOrigin();
   // An origin that echoes raw bytes (tunnels) and answers an Upgrade request with 101 first.
   echo = net.createServer((s) => {
     s.on('error', () => undefined);
@@ -57,46 +44,50 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
   echoPort = (echo.address() as net.AddressInfo).port;
-  ca = await createTestCa();
-  leaf = await ca.issue('gateway');
-  gateway = await startTestGateway(db.pool, db.url, gatewaySpec('basic'), {
-    tls: { certFile: leaf.certFile, keyFile: leaf.keyFile },
-  });
-  account = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-  await cacheSynced(db.pool, [gateway]);
 });
 
 afterAll(async () => {
-  await gateway?.close();
   await new Promise((r) => echo?.close(r));
-  await origin?.close();
-  await ca?.remove();
-  await db?.drop();
 });
 
-const auth = () => basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us`);
-const trusted = (): tls.ConnectionOptions => ({ ca: ca.ca, servername: 'localhost' });
+const auth = () => basicAuth(fx.account.proxyUsername, `${fx.account.proxyPassword}_country-us`);
+const trusted = fx.trusted;
+/** A SOCKS5 CONNECT to the echo origin with the account's credentials, over `existing` if given. */
+const socks5ToEcho = (existing?: net.Socket) =>
+  SocksClient.createConnection({
+    proxy: {
+      host: '127.0.0.1',
+      port: fx.gateway.port,
+      type: 5,
+      userId: fx.account.proxyUsername,
+      password: `${fx.account.proxyPassword}_country-us`,
+    },
+    command: 'connect',
+    destination: { host: '127.0.0.1', port: echoPort },
+    ...(existing ? { existing_socket: existing } : {}),
+  });
 /** Usage once every earlier connection has closed and been billed (its close_notify included). */
-async function usage(accountId = account.id) {
+async function usage(accountId = fx.account.id) {
   const open = async () =>
-    (await gateway.registry.getSingleMetric('proxyfleet_gateway_active_connections')!.get()).values[0]?.value;
+    (await fx.gateway.registry.getSingleMetric('proxyfleet_gateway_active_connections')!.get()).values[0]
+      ?.value;
   for (let i = 0; i < 200 && (await open()) !== 0; i++) await new Promise((r) => setTimeout(r, 10));
-  return flushedUsage(gateway, db.pool, accountId);
+  return flushedUsage(fx.gateway, fx.db.pool, accountId);
 }
 
 describe('requests inside TLS, billed as what crossed the TCP socket', () => {
   it('serves keep-alive plain requests and bills every TLS byte both ways, handshake included', async () => {
     const before = await usage();
-    const url = `http://127.0.0.1:${origin.port}`;
+    const url = `http://127.0.0.1:${fx.origin.port}`;
     const requests = [
       get(`${url}/bytes/5000`, auth()),
       get(`${url}/bytes/70000`, auth()),
       get(`${url}/peer`, auth()),
     ];
-    const { responses, written, read } = await rawExchange(gateway.port, requests, { tls: trusted() });
+    const { responses, written, read } = await rawExchange(fx.gateway.port, requests, { tls: trusted() });
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(responses[1]!.body.length).toBe(70_000);
-    const after = await usageAfterClose(gateway, db.pool, account.id, before.up + written);
+    const after = await usageAfterClose(fx.gateway, fx.db.pool, fx.account.id, before.up + written);
     expect(after.up - before.up).toBe(written);
     expect(after.down - before.down).toBe(read);
     expect(after.requests - before.requests).toBe(3);
@@ -109,7 +100,7 @@ describe('requests inside TLS, billed as what crossed the TCP socket', () => {
 
   it('tunnels CONNECT inside TLS and bills the records of both layers', async () => {
     const before = await usage();
-    const t = await openTunnel(gateway.port, `127.0.0.1:${echoPort}`, auth(), { tls: trusted() });
+    const t = await openTunnel(fx.gateway.port, `127.0.0.1:${echoPort}`, auth(), { tls: trusted() });
     expect(t.status).toBe(200);
     const payload = Buffer.alloc(100_000, 7);
     t.socket.write(payload);
@@ -122,7 +113,12 @@ describe('requests inside TLS, billed as what crossed the TCP socket', () => {
     );
     t.socket.end();
     await new Promise((r) => t.tcp.once('close', r));
-    const after = await usageAfterClose(gateway, db.pool, account.id, before.up + t.tcp.bytesWritten);
+    const after = await usageAfterClose(
+      fx.gateway,
+      fx.db.pool,
+      fx.account.id,
+      before.up + t.tcp.bytesWritten,
+    );
     expect(after.up - before.up).toBe(t.tcp.bytesWritten);
     expect(after.down - before.down).toBe(t.tcp.bytesRead);
     expect(after.requests - before.requests).toBe(1);
@@ -130,7 +126,7 @@ describe('requests inside TLS, billed as what crossed the TCP socket', () => {
   });
 
   it('relays an Upgrade request inside TLS', async () => {
-    const { socket, tcp } = await connectToProxy(gateway.port, { tls: trusted() });
+    const { socket, tcp } = await connectToProxy(fx.gateway.port, { tls: trusted() });
     socket.write(
       `GET http://127.0.0.1:${echoPort}/ws HTTP/1.1\r\nHost: 127.0.0.1:${echoPort}\r\nConnection: Upgrade\r\nUpgrade: echo\r\nProxy-Authorization: ${auth()}\r\n\r\n`,
     );
@@ -154,19 +150,8 @@ describe('requests inside TLS, billed as what crossed the TCP socket', () => {
   });
 
   it('serves SOCKS5 inside TLS, and the credentials in it', async () => {
-    const { socket } = await connectToProxy(gateway.port, { tls: trusted() });
-    const { socket: tunnel } = await SocksClient.createConnection({
-      proxy: {
-        host: '127.0.0.1',
-        port: gateway.port,
-        type: 5,
-        userId: account.proxyUsername,
-        password: `${account.proxyPassword}_country-us`,
-      },
-      command: 'connect',
-      destination: { host: '127.0.0.1', port: echoPort },
-      existing_socket: socket,
-    });
+    const { socket } = await connectToProxy(fx.gateway.port, { tls: trusted() });
+    const { socket: tunnel } = await socks5ToEcho(socket);
     tunnel.write('hello');
     const echoed = await new Promise<string>((r) => tunnel.once('data', (c: Buffer) => r(c.toString())));
     expect(echoed).toBe('hello');
@@ -175,18 +160,22 @@ describe('requests inside TLS, billed as what crossed the TCP socket', () => {
 
   it('refuses inside TLS as in clear: 407 with Proxy-Authenticate and Proxy-Status, not billed', async () => {
     const before = await usage();
-    const { responses } = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/peer`)], {
-      tls: trusted(),
-    });
+    const { responses } = await rawExchange(
+      fx.gateway.port,
+      [get(`http://127.0.0.1:${fx.origin.port}/peer`)],
+      {
+        tls: trusted(),
+      },
+    );
     expect(responses[0]!.status).toBe(407);
     expect(responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
     expect(responses[0]!.headers['proxy-status']).toBe(
       'proxyfleet; error=http_request_denied; details="proxy credentials required"',
     );
     const t = await openTunnel(
-      gateway.port,
+      fx.gateway.port,
       `127.0.0.1:${echoPort}`,
-      basicAuth(account.proxyUsername, 'wrong'),
+      basicAuth(fx.account.proxyUsername, 'wrong'),
       {
         tls: trusted(),
       },
@@ -198,10 +187,10 @@ describe('requests inside TLS, billed as what crossed the TCP socket', () => {
 
   it('answers a TLS session that sends no head in time with 408 inside it', async () => {
     const slow = await startTestGateway(
-      db.pool,
-      db.url,
+      fx.db.pool,
+      fx.db.url,
       gatewaySpec('basic', undefined, { timeouts: { headersSeconds: 1 } }),
-      { tls: { certFile: leaf.certFile, keyFile: leaf.keyFile } },
+      { tls: { certFile: fx.leaf.certFile, keyFile: fx.leaf.keyFile } },
     );
     try {
       const { socket, tcp } = await connectToProxy(slow.port, { tls: trusted() });
@@ -220,28 +209,18 @@ describe('requests inside TLS, billed as what crossed the TCP socket', () => {
 
 describe('one port, three ways in', () => {
   it('still serves plain HTTP and SOCKS5 in clear next to TLS', async () => {
-    const { responses } = await rawExchange(gateway.port, [
-      get(`http://127.0.0.1:${origin.port}/bytes/10`, auth()),
+    const { responses } = await rawExchange(fx.gateway.port, [
+      get(`http://127.0.0.1:${fx.origin.port}/bytes/10`, auth()),
     ]);
     expect(responses[0]!.status).toBe(200);
-    const { socket } = await SocksClient.createConnection({
-      proxy: {
-        host: '127.0.0.1',
-        port: gateway.port,
-        type: 5,
-        userId: account.proxyUsername,
-        password: `${account.proxyPassword}_country-us`,
-      },
-      command: 'connect',
-      destination: { host: '127.0.0.1', port: echoPort },
-    });
+    const { socket } = await socks5ToEcho();
     socket.write('x');
     expect(await new Promise<string>((r) => socket.once('data', (c: Buffer) => r(c.toString())))).toBe('x');
     socket.destroy();
   });
 
   it('sends a TLS-in-TLS ClientHello to the HTTP parser: 400', async () => {
-    const { socket, tcp } = await connectToProxy(gateway.port, { tls: trusted() });
+    const { socket, tcp } = await connectToProxy(fx.gateway.port, { tls: trusted() });
     socket.write(Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5, 0x0d, 0x0a, 0x0d, 0x0a]));
     let text = '';
     socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
@@ -260,7 +239,7 @@ describe('protocol versions, ALPN and resumption', () => {
   }
   const handshake = (opts: tls.ConnectionOptions) =>
     new Promise<Handshake>((resolve) => {
-      const socket = tls.connect({ port: gateway.port, host: '127.0.0.1', ...trusted(), ...opts });
+      const socket = tls.connect({ port: fx.gateway.port, host: '127.0.0.1', ...trusted(), ...opts });
       let session: Buffer | undefined;
       socket.on('session', (s: Buffer) => (session = s));
       socket.once('error', (error: NodeJS.ErrnoException) => resolve({ error }));
@@ -271,7 +250,7 @@ describe('protocol versions, ALPN and resumption', () => {
           reused: socket.isSessionReused(),
         };
         // TLS 1.3 tickets arrive after the handshake: ask for something so they are read.
-        socket.write(get(`http://127.0.0.1:${origin.port}/peer`, auth()));
+        socket.write(get(`http://127.0.0.1:${fx.origin.port}/peer`, auth()));
         socket.once('data', () => {
           socket.end();
           socket.once('close', () => resolve({ ...seen, ...(session ? { session } : {}) }));
@@ -280,7 +259,7 @@ describe('protocol versions, ALPN and resumption', () => {
     });
 
   it('negotiates TLS 1.3 and TLS 1.2 with ALPN http/1.1, and resumes both from a ticket', async () => {
-    const before = await counterValues(gateway, 'proxyfleet_gateway_tls_handshakes_total');
+    const before = await counterValues(fx.gateway, 'proxyfleet_gateway_tls_handshakes_total');
     for (const version of ['TLSv1.3', 'TLSv1.2'] as const) {
       const first = await handshake({
         minVersion: version,
@@ -293,7 +272,7 @@ describe('protocol versions, ALPN and resumption', () => {
       expect(again).toMatchObject({ protocol: version, reused: true });
     }
     expect(
-      counterDelta(await counterValues(gateway, 'proxyfleet_gateway_tls_handshakes_total'), before),
+      counterDelta(await counterValues(fx.gateway, 'proxyfleet_gateway_tls_handshakes_total'), before),
     ).toEqual({
       false: 2,
       true: 2,
@@ -301,14 +280,14 @@ describe('protocol versions, ALPN and resumption', () => {
   });
 
   it('refuses TLS 1.1 and a client whose ALPN list lacks http/1.1, and counts them', async () => {
-    const before = await counterValues(gateway, 'proxyfleet_gateway_tls_handshake_failures_total');
+    const before = await counterValues(fx.gateway, 'proxyfleet_gateway_tls_handshake_failures_total');
     const h2only = await handshake({ ALPNProtocols: ['h2'] });
     expect(h2only.error?.code).toBe('ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL');
     // The machine's openssl as a TLS 1.1 client (node:tls refuses to offer it).
     const old = await new Promise<string>((resolve) => {
       const child = execFile(
         'openssl',
-        ['s_client', '-connect', `127.0.0.1:${gateway.port}`, '-tls1_1', '-cipher', 'DEFAULT@SECLEVEL=0'],
+        ['s_client', '-connect', `127.0.0.1:${fx.gateway.port}`, '-tls1_1', '-cipher', 'DEFAULT@SECLEVEL=0'],
         { timeout: 10_000 },
         (_err, stdout, stderr) => resolve(stdout + stderr),
       );
@@ -316,7 +295,10 @@ describe('protocol versions, ALPN and resumption', () => {
     });
     expect(old).toMatch(/alert protocol version|no protocols available|wrong version number/);
     const failures = async () =>
-      counterDelta(await counterValues(gateway, 'proxyfleet_gateway_tls_handshake_failures_total'), before);
+      counterDelta(
+        await counterValues(fx.gateway, 'proxyfleet_gateway_tls_handshake_failures_total'),
+        before,
+      );
     // The gateway counts its side of the refusal once it has read the client's hello.
     for (let i = 0; i < 100 && ((await failures()).protocol_error ?? 0) < 2; i++)
       await new Promise((r) => setTimeout(r, 20));
@@ -335,37 +317,37 @@ async function kernelQueues(gatewayPort: number, clientPort: number): Promise<st
 
 describe('a TLS connection cut mid-transfer', () => {
   it('bills the records delivered to the network, not those still queued in the gateway', async () => {
-    const victim = await accountWithBandwidth(db.pool, { basic: 1_000_000_000 });
-    await cacheSynced(db.pool, [gateway]);
+    const victim = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000_000 });
+    await cacheSynced(fx.db.pool, [fx.gateway]);
     const victimAuth = basicAuth(victim.proxyUsername, victim.proxyPassword);
     // A first download at full speed sizes the leases from its rate: the second one stalls on the
     // reader, not on a lease boundary (docs/gateway.md, lease prefetch).
-    expect(await download(gateway.port, origin.port, victimAuth, 16_000_000)).toBe(200);
+    expect(await download(fx.gateway.port, fx.origin.port, victimAuth, 16_000_000)).toBe(200);
     const before = await usage(victim.id);
-    const { socket, tcp } = await connectToProxy(gateway.port, { tls: trusted() });
+    const { socket, tcp } = await connectToProxy(fx.gateway.port, { tls: trusted() });
     // A reader that stalls: the kernel buffers fill, then the gateway's queue of TLS records.
     socket.pause();
-    socket.write(get(`http://127.0.0.1:${origin.port}/bytes/16000000`, victimAuth));
+    socket.write(get(`http://127.0.0.1:${fx.origin.port}/bytes/16000000`, victimAuth));
     // Stalled once the kernel's queues on both ends stop growing: the gateway's next record waits
     // in its own queue then (the relay writes until the TLS socket pushes back).
     let last = '';
     for (let same = 0; same < 3;) {
       await new Promise((r) => setTimeout(r, 200));
-      const now = await kernelQueues(gateway.port, tcp.localPort!);
+      const now = await kernelQueues(fx.gateway.port, tcp.localPort!);
       same = now === last && !now.startsWith('0:') ? same + 1 : 0;
       last = now;
     }
     // Everything the client sends (its close_notify after the cut reaches a closed socket).
     const sent = tcp.bytesWritten;
     // The cut: suspending the account ends its live connections at once (docs/gateway.md).
-    await setAccountStatus(db.pool, victim.id, 'suspended');
+    await setAccountStatus(fx.db.pool, victim.id, 'suspended');
     // What the gateway delivered before the cut is in the kernel buffers: read it to the end.
     tcp.on('data', () => undefined);
     socket.on('data', () => undefined);
     socket.resume();
     await new Promise((r) => (tcp.destroyed ? r(null) : tcp.once('close', r)));
     expect(tcp.bytesRead).toBeLessThan(16_000_000);
-    const billed = await usageAfterClose(gateway, db.pool, victim.id, before.up + sent);
+    const billed = await usageAfterClose(fx.gateway, fx.db.pool, victim.id, before.up + sent);
     expect(billed.up - before.up).toBe(sent);
     expect(billed.down - before.down).toBe(tcp.bytesRead);
   });

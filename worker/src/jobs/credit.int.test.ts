@@ -2,41 +2,26 @@
 // invoice that would pass it is not bought (the "auto-refill failed" email says why, through a real
 // SMTP server, and traffic stops as without auto-refill); operator purchases are not limited but
 // counted; a new month starts from zero; the default comes from the worker's configuration.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { putAutoRefill } from '#common/billing/auto-refill.ts';
 import { readCredit, setCreditLimit, syncCreditDefault } from '#common/billing/credit.ts';
 import { listInvoices } from '#common/billing/invoices.ts';
 import { recordPurchase } from '#common/billing/purchases.ts';
-import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { accountWithBandwidth } from '#test/fixtures.ts';
+import { useJobContext } from '#test/worker.ts';
+import { accountWithBandwidth, accountWithAutoRefill, enableAutoRefill } from '#test/fixtures.ts';
 import { foldAll, nextMonthOffset, setBillingClock, SimGateway } from '#test/billing.ts';
-import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
-import type { JobContext } from '../jobs.ts';
+import { addresses } from '#test/smtp.ts';
 import { balanceSweepJob } from './auto-refill.ts';
 import { emailSenderJob } from './email.ts';
 
 const MB = 1e6;
 const GB = 1e9;
 
-let db: TestDatabase;
-let ctx: JobContext;
-let server: TestSmtpServer;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  ctx = { pool: db.pool, logger: createLogger('test', 'silent') };
-  server = await startTestSmtpServer();
-});
-afterAll(async () => {
-  await server.close();
-  await db.drop();
-});
+const fx = useJobContext();
 
 const failed = async (accountId: string) =>
   (
-    await db.pool.query<{ status: string; error: string }>(
+    await fx.db.pool.query<{ status: string; error: string }>(
       `SELECT status, error FROM auto_refills WHERE account_id = $1 ORDER BY created_at`,
       [accountId],
     )
@@ -44,20 +29,18 @@ const failed = async (accountId: string) =>
 
 describe('credit limit', () => {
   it('refillGb 1,000,000 with maxRefillsPerMonth 100 buys nothing past the limit: no 2,000,000.00 USD invoice', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 30 * MB });
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
+    const account = await accountWithAutoRefill(fx.db.pool, 30 * MB, {
       thresholdGb: 0.02,
       refillGb: 1_000_000,
       maxRefillsPerMonth: 100,
     });
-    const gw = new SimGateway(db.pool, 'gw', account.id);
+    const gw = new SimGateway(fx.db.pool, 'gw', account.id);
     // Traffic stops as without auto-refill: at the 30 MB bought.
     expect(await gw.relay(40 * MB, 4 * MB)).toBe(30 * MB);
     await gw.flush(true);
-    await foldAll(db.pool);
-    await balanceSweepJob.run(ctx);
-    const { invoices } = await listInvoices(db.pool, account.id, { limit: 10 });
+    await foldAll(fx.db.pool);
+    await balanceSweepJob.run(fx.ctx);
+    const { invoices } = await listInvoices(fx.db.pool, account.id, { limit: 10 });
     expect(invoices.map((i) => [i.source, i.amount])).toEqual([['purchase', 0.06]]);
     expect(await failed(account.id)).toEqual([
       {
@@ -67,12 +50,12 @@ describe('credit limit', () => {
       },
     ]);
     await emailSenderJob({
-      smtpUrl: server.url,
+      smtpUrl: fx.smtp.url,
       from: 'proxyfleet <alerts@localhost>',
-      logger: ctx.logger,
+      logger: fx.ctx.logger,
       registry: new Registry(),
-    }).run(ctx);
-    const mail = server.messages.find(
+    }).run(fx.ctx);
+    const mail = fx.smtp.messages.find(
       (m) => addresses(m.to).includes(account.email) && m.subject === 'Auto-refill of basic bandwidth failed',
     );
     expect(mail?.text).toContain(
@@ -84,47 +67,49 @@ describe('credit limit', () => {
   });
 
   it('operator purchases are not limited but counted; a higher limit lets the next crossing buy; a new month starts at zero', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 10 * MB });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 10 * MB });
     // 600 GB at 2 USD: 1,200 USD, past the 1,000 USD default, and bought all the same.
-    await recordPurchase(db.pool, { accountId: account.id, product: 'mobile', bytes: 150 * GB });
-    expect(await readCredit(db.pool, account.id)).toMatchObject({
+    await recordPurchase(fx.db.pool, { accountId: account.id, product: 'mobile', bytes: 150 * GB });
+    expect(await readCredit(fx.db.pool, account.id)).toMatchObject({
       limit: 1000,
       usedThisMonth: 1200.02,
       available: 0,
       currency: 'USD',
       default: true,
     });
-    await putAutoRefill(db.pool, account.id, 'basic', {
-      enabled: true,
+    await enableAutoRefill(fx.db.pool, account.id, {
       thresholdGb: 0.004,
       refillGb: 0.01,
       maxRefillsPerMonth: 5,
     });
-    const gw = new SimGateway(db.pool, 'gw', account.id);
+    const gw = new SimGateway(fx.db.pool, 'gw', account.id);
     expect(await gw.relay(20 * MB, 2 * MB)).toBe(10 * MB);
     expect(await failed(account.id)).toMatchObject([{ status: 'failed' }]);
-    expect(await setCreditLimit(db.pool, account.id, 500_000)).toMatchObject({ limit: 5000, default: false });
+    expect(await setCreditLimit(fx.db.pool, account.id, 500_000)).toMatchObject({
+      limit: 5000,
+      default: false,
+    });
     // The refused crossing stays refused; a purchase re-arms, and the next crossings buy (at 16
     // and 26 MB used of 20 and 30 MB).
-    await recordPurchase(db.pool, { accountId: account.id, product: 'basic', bytes: 10 * MB });
+    await recordPurchase(fx.db.pool, { accountId: account.id, product: 'basic', bytes: 10 * MB });
     expect(await gw.relay(20 * MB, 2 * MB)).toBe(20 * MB);
     expect((await failed(account.id)).map((r) => r.status)).toEqual(['failed', 'succeeded', 'succeeded']);
     try {
-      await setBillingClock(db.pool, await nextMonthOffset(db.pool));
-      expect(await readCredit(db.pool, account.id)).toMatchObject({ usedThisMonth: 0, available: 5000 });
+      await setBillingClock(fx.db.pool, await nextMonthOffset(fx.db.pool));
+      expect(await readCredit(fx.db.pool, account.id)).toMatchObject({ usedThisMonth: 0, available: 5000 });
     } finally {
-      await setBillingClock(db.pool, null);
+      await setBillingClock(fx.db.pool, null);
     }
-    expect(await setCreditLimit(db.pool, account.id, null)).toMatchObject({ limit: 1000, default: true });
+    expect(await setCreditLimit(fx.db.pool, account.id, null)).toMatchObject({ limit: 1000, default: true });
   });
 
   it('the default is the configured one (the worker writes it at start)', async () => {
-    const account = await accountWithBandwidth(db.pool);
+    const account = await accountWithBandwidth(fx.db.pool);
     try {
-      await syncCreditDefault(db.pool, 250_050);
-      expect(await readCredit(db.pool, account.id)).toMatchObject({ limit: 2500.5, default: true });
+      await syncCreditDefault(fx.db.pool, 250_050);
+      expect(await readCredit(fx.db.pool, account.id)).toMatchObject({ limit: 2500.5, default: true });
     } finally {
-      await syncCreditDefault(db.pool, 100_000);
+      await syncCreditDefault(fx.db.pool, 100_000);
     }
   });
 });

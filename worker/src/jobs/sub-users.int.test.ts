@@ -2,34 +2,26 @@
 // against both the account's balance and the sub-user's limit, its own usage lines count against
 // the limit when folded, and usernames are one namespace across accounts and sub-users.
 import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createLogger } from '#common/logger.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { useTestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { usageFoldJob } from './usage.ts';
 
-let db: TestDatabase;
+const fx = useTestDatabase();
 const logger = createLogger('test', 'silent');
 const MIN = 262_144;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.drop();
-});
-
 async function subUser(accountId: string, limits: Record<string, number | null> = {}): Promise<string> {
   const username = 'su' + randomBytes(6).toString('hex');
-  const { rows } = await db.pool.query<{ id: string }>(
+  const { rows } = await fx.db.pool.query<{ id: string }>(
     `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256)
      VALUES ($1, $2, $2, '\\x00', $3) RETURNING id`,
     [accountId, username, createHash('sha256').update('pw').digest()],
   );
   const id = rows[0]!.id;
   for (const [product, limit] of Object.entries(limits))
-    await db.pool.query(
+    await fx.db.pool.query(
       'INSERT INTO sub_user_products (sub_user_id, account_id, product, limit_bytes) VALUES ($1, $2, $3, $4)',
       [id, accountId, product, limit],
     );
@@ -44,7 +36,7 @@ interface Grant {
 }
 
 async function acquire(accountId: string, wanted: number, sub?: string, gateway = 'pod-a'): Promise<Grant> {
-  const { rows } = await db.pool.query<Grant>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7)', [
+  const { rows } = await fx.db.pool.query<Grant>('SELECT * FROM lease_acquire($1, $2, $3, $4, $5, $6, $7)', [
     accountId,
     'basic',
     gateway,
@@ -58,7 +50,7 @@ async function acquire(accountId: string, wanted: number, sub?: string, gateway 
 
 async function record(key: string, accountId: string, sub: string, leaseId: string, bytes: number) {
   const line = { account_id: accountId, product: 'basic', bytes_up: 0, bytes_down: bytes, requests: 1 };
-  await db.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
+  await fx.db.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
     key,
     'pod-a',
     JSON.stringify([line]),
@@ -69,7 +61,7 @@ async function record(key: string, accountId: string, sub: string, leaseId: stri
 }
 
 async function used(sub: string) {
-  const { rows } = await db.pool.query<{ used_bytes: number; requests_count: number }>(
+  const { rows } = await fx.db.pool.query<{ used_bytes: number; requests_count: number }>(
     `SELECT used_bytes, requests_count FROM sub_user_products WHERE sub_user_id = $1 AND product = 'basic'`,
     [sub],
   );
@@ -80,7 +72,7 @@ describe('sub-user leases and usage', () => {
   // Grants are sized least(wanted, max(MIN, free / (2 x (pods + 1))), free) (migrations/0020):
   // asking for MIN at a time makes every grant MIN until less than MIN is free.
   it('caps a grant at what the limit leaves, counting open leases, and says the limit decided', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 100_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 100_000_000 });
     const sub = await subUser(account.id, { basic: 2 * MIN + 1000 });
     expect((await acquire(account.id, MIN, sub)).out_granted).toBe(MIN);
     expect((await acquire(account.id, MIN, sub, 'pod-b')).out_granted).toBe(MIN);
@@ -96,19 +88,19 @@ describe('sub-user leases and usage', () => {
   });
 
   it('counts the folded usage of the sub-user, and a raised limit grants again', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 100_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 100_000_000 });
     const sub = await subUser(account.id, { basic: MIN });
     const lease = await acquire(account.id, 5_000_000, sub);
     expect(lease.out_granted).toBe(MIN);
     await record('su-k1', account.id, sub, lease.out_lease_id!, MIN);
-    await usageFoldJob.run({ pool: db.pool, logger });
+    await usageFoldJob.run({ pool: fx.db.pool, logger });
     expect(await used(sub)).toEqual({ used_bytes: MIN, requests_count: 1 });
-    const { rows } = await db.pool.query<{ used_bytes: number }>(
+    const { rows } = await fx.db.pool.query<{ used_bytes: number }>(
       `SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
       [account.id],
     );
     expect(Number(rows[0]!.used_bytes)).toBe(MIN);
-    const hourly = await db.pool.query<{ bytes_down: number }>(
+    const hourly = await fx.db.pool.query<{ bytes_down: number }>(
       'SELECT bytes_down FROM sub_user_usage_hourly WHERE sub_user_id = $1',
       [sub],
     );
@@ -118,7 +110,7 @@ describe('sub-user leases and usage', () => {
       out_held: 0,
       out_sub_user_limited: true,
     });
-    await db.pool.query(
+    await fx.db.pool.query(
       `UPDATE sub_user_products SET limit_bytes = $2 WHERE sub_user_id = $1 AND product = 'basic'`,
       [sub, MIN + 100_000],
     );
@@ -126,7 +118,7 @@ describe('sub-user leases and usage', () => {
   });
 
   it("never grants a sub-user more than the account's balance", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: MIN });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: MIN });
     const sub = await subUser(account.id, { basic: 50_000_000 });
     const unlimited = await subUser(account.id);
     expect(await acquire(account.id, 5_000_000, sub)).toMatchObject({
@@ -140,8 +132,8 @@ describe('sub-user leases and usage', () => {
   });
 
   it("denies a sub-user that is not the account's", async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 10_000_000 });
-    const other = await accountWithBandwidth(db.pool, { basic: 10_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 10_000_000 });
+    const other = await accountWithBandwidth(fx.db.pool, { basic: 10_000_000 });
     const theirs = await subUser(other.id);
     expect(await acquire(account.id, 1_000_000, theirs)).toMatchObject({
       out_granted: 0,
@@ -150,11 +142,11 @@ describe('sub-user leases and usage', () => {
   });
 
   it('announces a limit change as a balance change, and not the folds', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 10_000_000 });
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 10_000_000 });
     const sub = await subUser(account.id, { basic: 1_000_000 });
     const changes = async () =>
       (
-        await db.pool.query<{ n: number }>(
+        await fx.db.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM change_log WHERE account_id = $1 AND kind = 'balance'`,
           [account.id],
         )
@@ -162,9 +154,11 @@ describe('sub-user leases and usage', () => {
     const before = await changes();
     const lease = await acquire(account.id, 500_000, sub);
     await record('su-k2', account.id, sub, lease.out_lease_id!, 1000);
-    await usageFoldJob.run({ pool: db.pool, logger });
+    await usageFoldJob.run({ pool: fx.db.pool, logger });
     const afterFold = await changes();
-    await db.pool.query(`UPDATE sub_user_products SET limit_bytes = 2000000 WHERE sub_user_id = $1`, [sub]);
+    await fx.db.pool.query(`UPDATE sub_user_products SET limit_bytes = 2000000 WHERE sub_user_id = $1`, [
+      sub,
+    ]);
     // The fold's balance update may announce the account's balance (as it always did); the
     // sub-user's used_bytes moving adds nothing, the limit moving adds one.
     expect((await changes()) - afterFold).toBe(1);
@@ -172,26 +166,26 @@ describe('sub-user leases and usage', () => {
   });
 
   it('keeps proxy usernames unique across accounts and sub-users', async () => {
-    const account = await accountWithBandwidth(db.pool, { basic: 1 });
-    const { rows } = await db.pool.query<{ username: string }>(
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1 });
+    const { rows } = await fx.db.pool.query<{ username: string }>(
       'SELECT username FROM proxy_credentials WHERE account_id = $1',
       [account.id],
     );
     const taken = rows[0]!.username;
     await expect(
-      db.pool.query(
+      fx.db.pool.query(
         `INSERT INTO sub_users (account_id, name, username, password_enc, password_sha256)
          VALUES ($1, 'x', $2, '\\x00', $3)`,
         [account.id, taken, createHash('sha256').update('pw').digest()],
       ),
     ).rejects.toMatchObject({ code: '23505', constraint: 'proxy_username_taken' });
     const sub = await subUser(account.id);
-    const { rows: subs } = await db.pool.query<{ username: string }>(
+    const { rows: subs } = await fx.db.pool.query<{ username: string }>(
       'SELECT username FROM sub_users WHERE id = $1',
       [sub],
     );
     await expect(
-      db.pool.query('UPDATE proxy_credentials SET username = $1 WHERE account_id = $2', [
+      fx.db.pool.query('UPDATE proxy_credentials SET username = $1 WHERE account_id = $2', [
         subs[0]!.username,
         account.id,
       ]),
