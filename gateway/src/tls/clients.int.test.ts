@@ -115,7 +115,11 @@ describe('curl --proxy https://', () => {
 
 describe('the https:// form POST /api/v1/proxies/generate gives', () => {
   it('works as is with curl --proxy, credentials and targeting in the URL', async () => {
-    await upsertGatewayEndpoint(db.pool, { plan: 'basic', host: '127.0.0.1', port: gateway.port }, 'test');
+    await upsertGatewayEndpoint(
+      db.pool,
+      { plan: 'basic', host: '127.0.0.1', port: gateway.port, tls: true },
+      'test',
+    );
     const { urls } = await generateProxySet(
       { pool: db.pool, credentialsKey: TEST_CREDENTIALS_KEY, fallbackHost: 'unused.example' },
       account.id,
