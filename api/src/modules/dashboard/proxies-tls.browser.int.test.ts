@@ -119,7 +119,7 @@ describeInChromium('customer dashboard in Chromium: https:// proxies for plans s
     await page.goto(`${api.url}/proxies`);
     expect(await formats(page)).toEqual(['colon', 'http', 'https']);
     await expect(page.locator('#gen-format-hint').textContent()).resolves.toContain(
-      'https:// for basic only',
+      'https:// (TLS) for basic only',
     );
     await expect(page.locator('#proxy-url-forms').textContent()).resolves.toContain(
       'https://username:password@host:port',

@@ -274,12 +274,12 @@ function proxiesView(
             <div>
               <label for="gen-format">Format</label>
               <select id="gen-format" name="format" aria-describedby="gen-format-hint">
-                ${option('colon', 'host:port:username:password', format)}${option('http', 'http:// URL', format)}${
-                  tls.length ? option('https', 'https:// URL (TLS)', format) : ''
+                ${option('colon', 'host:port:user:pass', format)}${option('http', 'http:// URL', format)}${
+                  tls.length ? option('https', 'https:// URL', format) : ''
                 }
               </select>
               <p class="hint" id="gen-format-hint">
-                ${tls.length ? `https:// for ${tls.join(', ')} only` : 'No plan serves https:// (TLS) yet'}
+                ${tls.length ? `https:// (TLS) for ${tls.join(', ')} only` : 'No plan serves https:// (TLS) yet'}
               </p>
             </div>
             <div>
