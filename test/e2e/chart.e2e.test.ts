@@ -13,6 +13,7 @@ import { FLUSH_MS } from '../../gateway/src/accounting/ledger.ts';
 import { PER_CONNECTION_SLACK_BYTES } from '../../gateway/src/accounting/policy.ts';
 import { REPO_ROOT } from '../process.ts';
 import {
+  accepts,
   CLUSTER_PG_PORT,
   clusterUp,
   containerPid,
@@ -229,6 +230,9 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     const wrong = await fetch(`${apiUrl}/api/v1/usage`, { headers: { 'x-api-key': `${secret}x` } });
     expect(wrong.status).toBe(401);
     gatewayPort = await nodePort(`${GATEWAY}-gateway`);
+    // Pods Ready is not yet a routed Service: kube-proxy programs the NodePort on its next sync,
+    // seconds later on a loaded node (a request sent before was refused: ECONNREFUSED, status 0).
+    await eventually('kube-proxy to route the gateway NodePort', () => accepts(gatewayPort));
   }, 300_000);
 
   test('a request proxied through a gateway pod is billed exactly', async () => {

@@ -152,6 +152,20 @@ export interface Origin {
   close(): Promise<void>;
 }
 
+/** True once a TCP connection to 127.0.0.1:`port` is accepted (undefined otherwise, for `eventually`). */
+export function accepts(port: number): Promise<true | undefined> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setTimeout(2_000, () => socket.destroy());
+    socket.on('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(undefined));
+    socket.on('close', () => resolve(undefined));
+  });
+}
+
 export async function startOrigin(): Promise<Origin> {
   const open = new Set<net.Socket>();
   const slow = new Set<string>();
