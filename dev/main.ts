@@ -1,6 +1,7 @@
 // `npm start`: the whole platform in one process on the embedded database (unless DATABASE_URL
 // is set): the API on 127.0.0.1:8080, the worker, and one gateway per ProxyGateway in
-// dev/gateways.yaml. No Kubernetes: the controller is not part of dev.
+// dev/gateways.yaml (with PROXYFLEET_GATEWAY_TLS_CERT/_KEY, each serves TLS on its port too and
+// its endpoint says so: docs/adr/0083). No Kubernetes: the controller is not part of dev.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { openEntrypointDatabase } from '#common/db/open.ts';
@@ -14,6 +15,7 @@ import { readProxyGateways } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
 import { registerOutboxMetrics } from '../worker/src/outbox-metrics.ts';
 import { startWorker } from '../worker/src/server.ts';
+import { GatewayCertificates } from '../gateway/src/tls/certificates.ts';
 import { loadDevConfig } from './config.ts';
 import { startMailSink } from './mail-sink.ts';
 
@@ -73,10 +75,26 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         gatewayId: 'dev',
       })
     : undefined;
+  // One certificate pair for every dev gateway, reloaded on change as a gateway pod's is.
+  const tls =
+    gateways.length && config.PROXYFLEET_GATEWAY_TLS_CERT && config.PROXYFLEET_GATEWAY_TLS_KEY
+      ? await GatewayCertificates.open({
+          certFile: config.PROXYFLEET_GATEWAY_TLS_CERT,
+          keyFile: config.PROXYFLEET_GATEWAY_TLS_KEY,
+          reloadMs: config.PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS * 1000,
+          logger,
+          registry,
+        })
+      : undefined;
   for (const gateway of gateways) {
     await upsertGatewayEndpoint(
       db.pool,
-      { plan: gateway.spec.plan, host: gateway.spec.advertisedHost, port: gateway.spec.port },
+      {
+        plan: gateway.spec.plan,
+        host: gateway.spec.advertisedHost,
+        port: gateway.spec.port,
+        tls: tls !== undefined,
+      },
       'dev',
     );
     runningGateways.push(
@@ -91,6 +109,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         registry,
         health,
         ...(gatewayProcess ? { process: gatewayProcess } : {}),
+        ...(tls ? { tls } : {}),
       }),
     );
   }
@@ -112,6 +131,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
       pid: process.pid,
       api: `http://${config.PROXYFLEET_API_HOST}:${api.port}`,
       gateways: gateways.map((g) => `${g.spec.plan}:${g.spec.port}`),
+      gatewayTls: tls !== undefined,
     },
     'proxyfleet dev is up',
   );
@@ -122,6 +142,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     run: async () => {
       await Promise.all(runningGateways.map((g) => g.close()));
       await gatewayProcess?.close();
+      tls?.close();
     },
   });
   shutdown.add({ name: 'worker', run: () => worker.close() });

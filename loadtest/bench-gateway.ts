@@ -16,22 +16,25 @@
 // `--smoke` (or BENCH_SMOKE=1, run by .ci/run): one short round (about a minute), the idle slope
 // between 100 and 300 tunnels; it prints the table and fails on any error in any phase of our
 // gateway. It asserts no speed.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { stringify } from 'yaml';
-import { createAccount } from '#common/accounts/accounts.ts';
-import { recordPurchase } from '#common/billing/purchases.ts';
-import { startEmbeddedPostgres } from '#common/db/embedded.ts';
-import { migrate } from '#common/db/migrate.ts';
-import { createPool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
 import { raiseFileLimit } from '../gateway/src/proxy/limits.ts';
 import { installed, SQUID, startSquid, startTinyproxy, TINYPROXY } from './bench-proxies.ts';
+import {
+  benchDatabase,
+  children,
+  measureWindow,
+  median,
+  p99,
+  requestLoop,
+  sleep,
+  startBenchGateway,
+  startProcess,
+  stopChild,
+} from './bench-support.ts';
 
 const SMOKE = process.argv.includes('--smoke') || process.env.BENCH_SMOKE === '1';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? (SMOKE ? 1 : 2));
@@ -48,9 +51,7 @@ const ORIGIN_1K_RESPONSE_BYTES =
   Buffer.byteLength(
     'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1024\r\n\r\n',
   ) + 1024;
-const root = path.resolve(import.meta.dirname, '..');
 const logger = createLogger('bench', 'warn');
-const children: ChildProcess[] = [];
 
 interface Target {
   name: string;
@@ -62,42 +63,6 @@ interface Target {
   scenarios?: readonly string[];
   stop(): Promise<void>;
 }
-
-function startProcess(
-  args: string[],
-  env: Record<string, string>,
-  ready: RegExp,
-): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, args, {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = ready.exec(out);
-      if (m) {
-        child.stdout.off('data', onData);
-        child.stdout.resume();
-        resolve({ child, match: m });
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out.slice(-2000)}`)));
-  });
-}
-
-const stopChild = (child: ChildProcess) =>
-  new Promise<void>((r) => {
-    if (child.exitCode !== null || child.signalCode !== null) return r();
-    child.once('exit', () => r());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
-  });
 
 async function rssKiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -111,47 +76,6 @@ function connect(port: number): Promise<net.Socket> {
     const s = net.connect({ port, host: '127.0.0.1', noDelay: true });
     s.once('connect', () => resolve(s));
     s.once('error', reject);
-  });
-}
-
-let reportedRefusal = false;
-
-/** Reads HTTP/1.1 responses with Content-Length off a socket, calling back at each end. */
-function responseReader(socket: net.Socket, onResponse: (bodyBytes: number) => void): void {
-  let headBuf: Buffer | undefined;
-  let remaining = -1;
-  let bodyBytes = 0;
-  socket.on('data', (chunk: Buffer) => {
-    let offset = 0;
-    while (offset < chunk.length) {
-      if (remaining < 0) {
-        const piece = chunk.subarray(offset);
-        const buf = headBuf ? Buffer.concat([headBuf, piece]) : piece;
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) {
-          headBuf = Buffer.from(buf);
-          offset = chunk.length;
-          continue;
-        }
-        const headText = buf.toString('latin1', 0, end);
-        if (!headText.startsWith('HTTP/1.1 200') && !reportedRefusal) {
-          reportedRefusal = true;
-          process.stderr.write(`unexpected response: ${headText.slice(0, 300)}\n`);
-        }
-        const cl = /content-length:\s*(\d+)/i.exec(headText);
-        if (!cl) throw new Error(`response without content-length: ${buf.toString('latin1', 0, 200)}`);
-        offset += end + 4 - (headBuf ? headBuf.length : 0);
-        headBuf = undefined;
-        remaining = bodyBytes = Number(cl[1]);
-      }
-      const take = Math.min(remaining, chunk.length - offset);
-      remaining -= take;
-      offset += take;
-      if (remaining === 0) {
-        remaining = -1;
-        onResponse(bodyBytes);
-      }
-    }
   });
 }
 
@@ -188,39 +112,6 @@ function requestText(target: Target, originPort: number, pathName: string): Buff
   );
 }
 
-/** CPU seconds (user + system) a process (or, with `thread`, one of its threads) has used so far; 0 without a pid. */
-async function cpuSeconds(pid: number | undefined, thread?: number): Promise<number> {
-  if (pid === undefined) return 0;
-  const stat = await readFile(
-    thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
-    'utf8',
-  );
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 per second here).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** Warms up, then measures for `seconds`: the measured seconds and the proxy's CPU seconds in them. */
-async function window(
-  seconds: number,
-  setMeasuring: (on: boolean) => void,
-  pid: number | undefined,
-): Promise<{ seconds: number; cpu: number; cpuMain: number }> {
-  await sleep(WARMUP_MS);
-  const cpuBefore = await cpuSeconds(pid);
-  const mainBefore = await cpuSeconds(pid, pid);
-  setMeasuring(true);
-  const started = performance.now();
-  await sleep(seconds * 1000);
-  setMeasuring(false);
-  const elapsed = (performance.now() - started) / 1000;
-  return {
-    seconds: elapsed,
-    cpu: (await cpuSeconds(pid)) - cpuBefore,
-    cpuMain: (await cpuSeconds(pid, pid)) - mainBefore,
-  };
-}
-
 /** `conns` keep-alive connections each sending one request after the other. */
 async function keepAlive(
   target: Target,
@@ -231,36 +122,14 @@ async function keepAlive(
 ): Promise<LoadResult> {
   const request = requestText(target, originPort, pathName);
   const result = emptyResult(seconds);
-  let measuring = false;
-  let running = true;
   const sockets = await Promise.all(Array.from({ length: conns }, () => connect(target.port)));
-  for (const socket of sockets) {
-    let sentAt = 0;
-    socket.on('error', () => result.errors++);
-    // A connection the proxy closes mid-run (a refusal, a budget cut) is an error too.
-    socket.on('close', () => {
-      if (running) result.errors++;
-    });
-    responseReader(socket, (bytes) => {
-      if (measuring) {
-        result.count++;
-        result.bodyBytes += bytes;
-        result.latencies.push(performance.now() - sentAt);
-      }
-      if (!running) return;
-      sentAt = performance.now();
-      socket.write(request);
-    });
-    sentAt = performance.now();
-    socket.write(request);
-  }
+  const loop = requestLoop(sockets, request, result);
   ({
     seconds: result.seconds,
     cpu: result.cpu,
     cpuMain: result.cpuMain,
-  } = await window(seconds, (on) => (measuring = on), target.pid));
-  running = false;
-  for (const s of sockets) s.destroy();
+  } = await measureWindow(WARMUP_MS, seconds, loop.measuring, target.pid));
+  loop.stop();
   return result;
 }
 
@@ -322,7 +191,7 @@ async function tunnels(
     seconds: result.seconds,
     cpu: result.cpu,
     cpuMain: result.cpuMain,
-  } = await window(seconds, (on) => (measuring = on), target.pid));
+  } = await measureWindow(WARMUP_MS, seconds, (on) => (measuring = on), target.pid));
   running = false;
   await Promise.all(loops);
   return result;
@@ -400,47 +269,22 @@ async function startGatewayTarget(
   connectFastPath = true,
   nodeArgs: readonly string[] = [],
 ): Promise<Target> {
-  const file = path.join(dir, 'gateway.yaml');
-  await writeFile(
-    file,
-    stringify({
-      apiVersion: 'proxyfleet.io/v1alpha1',
-      kind: 'ProxyGateway',
-      metadata: { name: 'bench' },
-      spec: {
-        plan: 'basic',
-        port: 12321,
-        advertisedHost: '127.0.0.1',
-        exits: [{ name: 'direct', country: '*' }],
-        // The idle phase holds 6,000 tunnels of one account (default cap 1,000).
-        limits: { maxConnectionsPerAccount: 100_000 },
-      },
-    }),
-  );
-  const args = [...nodeArgs, 'gateway/src/main.ts'];
+  const args = [...nodeArgs];
   if (process.env.BENCH_PROFILE === '1') args.unshift('--cpu-prof', '--cpu-prof-dir=/tmp/pf-bench-prof');
-  const { child, match } = await startProcess(
-    args,
+  const { child, port } = await startBenchGateway(
+    dir,
+    databaseUrl,
+    features,
     {
-      DATABASE_URL: databaseUrl,
-      PROXYFLEET_GATEWAY_CONFIG: file,
-      PROXYFLEET_GATEWAY_PORT: '0',
-      PROXYFLEET_GATEWAY_HOST: '127.0.0.1',
-      PROXYFLEET_GATEWAY_ALLOW_CIDRS: '127.0.0.0/8',
       PROXYFLEET_GATEWAY_FEATURES: features,
       PROXYFLEET_GATEWAY_CONNECT_FAST_PATH: connectFastPath ? 'on' : 'off',
       // Without authentication no connection ever leaves its source's unauthenticated cap (256):
       // the bare gateway's cap is lifted so that the idle phase can hold its 6,000 tunnels.
       ...(features === 'bare' ? { PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE: '1000000' } : {}),
-      PROXYFLEET_GATEWAY_ID: `bench-${features}-${randomBytes(3).toString('hex')}`,
-      PROXYFLEET_HEALTH_PORT: '0',
-      PROXYFLEET_HEALTH_HOST: '127.0.0.1',
-      PROXYFLEET_LOG_LEVEL: 'info',
-      PROXYFLEET_SHUTDOWN_GRACE_SECONDS: '8',
     },
-    /"port":(\d+)[^\n]*"msg":"gateway listening"/,
+    args,
   );
-  return { name, port: Number(match[1]), auth, pid: child.pid, stop: () => stopChild(child) };
+  return { name, port, auth, pid: child.pid, stop: () => stopChild(child) };
 }
 
 async function startProxyChainTarget(user: string, pass: string, auth: string): Promise<Target> {
@@ -451,14 +295,6 @@ async function startProxyChainTarget(user: string, pass: string, auth: string): 
 }
 
 // ---- report ----------------------------------------------------------------------------------
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function p99(latencies: number[]): number {
-  if (!latencies.length) return NaN;
-  const sorted = Float64Array.from(latencies).sort();
-  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)]!;
-}
 
 interface Row {
   target: string;
@@ -478,50 +314,13 @@ interface Row {
   rounds: { ka: number[]; tu: number[]; bulk: number[] };
 }
 
-function median(values: number[]): number {
-  if (!values.length) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 async function main(): Promise<void> {
   // The idle phase holds IDLE_HIGH sockets in this process (and twice that in the proxy).
   raiseFileLimit((message) => process.stderr.write(`could not raise the file limit: ${message}\n`));
   const dir = await mkdtemp(path.join(tmpdir(), 'pf-bench-'));
-  let databaseUrl: string;
-  let cleanup: () => Promise<void>;
-  if (process.env.DATABASE_URL) {
-    const name = `gateway_bench_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(process.env.DATABASE_URL);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    cleanup = async () => {
-      const c = new pg.Client({ connectionString: process.env.DATABASE_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    };
-  } else {
-    const embedded = await startEmbeddedPostgres(path.join(dir, 'pg'), logger);
-    databaseUrl = embedded.url;
-    cleanup = () => embedded.stop();
-  }
+  const db = await benchDatabase(dir, logger);
+  const { url: databaseUrl, auth } = db;
   try {
-    await migrate(databaseUrl);
-    const pool = createPool({ url: databaseUrl, max: 2, applicationName: 'bench', logger });
-    const account = await createAccount(
-      pool,
-      { email: `bench-${randomBytes(3).toString('hex')}@example.test` },
-      randomBytes(32),
-    );
-    await recordPurchase(pool, { accountId: account.id, product: 'basic', bytes: 10 ** 13 });
-    await pool.end();
-    const auth = `Basic ${Buffer.from(`${account.proxyUsername}:${account.proxyPassword}`).toString('base64')}`;
     const { child: originChild, match } = await startProcess(['loadtest/bench-origin.ts'], {}, /^(\d+)\n/);
     const originPort = Number(match[1]);
 
@@ -539,7 +338,7 @@ async function main(): Promise<void> {
       ],
       ['gateway (full)', () => startGatewayTarget('gateway (full)', databaseUrl, auth, 'full', dir)],
       ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
-      ['proxy-chain', () => startProxyChainTarget(account.proxyUsername, account.proxyPassword, auth)],
+      ['proxy-chain', () => startProxyChainTarget(db.user, db.pass, auth)],
     ];
     // The full gateway with every CONNECT through node:http (the front end's fast path off): only
     // when BENCH_TARGETS names it (`BENCH_TARGETS=full,node:http`), to measure the fast path.
@@ -657,7 +456,7 @@ async function main(): Promise<void> {
     if (SMOKE && !clean) process.exitCode = 1;
   } finally {
     await Promise.all(children.map(stopChild));
-    await cleanup();
+    await db.drop();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -8,10 +8,10 @@
 // Content-Length answers only, no errors handled. Prints each relay's CPU per MiB, per round.
 // BENCH_ROUNDS (default 3), BENCH_SECONDS (default 4).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { cpuSeconds } from './bench-support.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -87,12 +87,6 @@ function rawRelay(): http.Server {
     socket.on('data', onData);
     socket.write(`${req.method} ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
   });
-}
-
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 function start(args: string[]): Promise<{ child: ChildProcess; port: number }> {

@@ -1,13 +1,15 @@
-// What the proxy benchmarks share: child processes (started, awaited until ready, stopped), a
-// process's CPU seconds from /proc, medians and percentiles, and a scratch database with one
+// What the proxy benchmarks share: child processes (started, awaited until ready, stopped), the
+// gateway as a target, a process's CPU seconds from /proc and a measured window, a keep-alive
+// request loop, medians and percentiles, and a scratch database with one
 // account holding bandwidth (DATABASE_URL: a server to create it on; unset: an embedded
 // PostgreSQL in the bench's temporary directory).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import pg from 'pg';
+import { stringify } from 'yaml';
 import { createAccount } from '#common/accounts/accounts.ts';
 import { recordPurchase } from '#common/billing/purchases.ts';
 import { startEmbeddedPostgres } from '#common/db/embedded.ts';
@@ -15,7 +17,7 @@ import { migrate } from '#common/db/migrate.ts';
 import { createPool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 
-export const ROOT = path.resolve(import.meta.dirname, '..');
+const ROOT = path.resolve(import.meta.dirname, '..');
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -71,6 +73,33 @@ export async function cpuSeconds(pid: number | undefined, thread?: number): Prom
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * Waits `warmupMs`, then measures for `seconds` (`setMeasuring` turns the load's counting on and
+ * off): the seconds measured and the CPU seconds the process `pid` used in them, all threads and
+ * its main thread's alone (the rest is V8's GC helpers and libuv's pool, which CPU profiles do
+ * not see).
+ */
+export async function measureWindow(
+  warmupMs: number,
+  seconds: number,
+  setMeasuring: (on: boolean) => void,
+  pid: number | undefined,
+): Promise<{ seconds: number; cpu: number; cpuMain: number }> {
+  await sleep(warmupMs);
+  const cpuBefore = await cpuSeconds(pid);
+  const mainBefore = await cpuSeconds(pid, pid);
+  setMeasuring(true);
+  const started = performance.now();
+  await sleep(seconds * 1000);
+  setMeasuring(false);
+  const elapsed = (performance.now() - started) / 1000;
+  return {
+    seconds: elapsed,
+    cpu: (await cpuSeconds(pid)) - cpuBefore,
+    cpuMain: (await cpuSeconds(pid, pid)) - mainBefore,
+  };
+}
+
 export function median(values: number[]): number {
   if (!values.length) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -90,7 +119,7 @@ let reportedRefusal = false;
  * Reads HTTP/1.1 responses with Content-Length off a socket (or a TLS session), calling back at
  * each end with the body's size. The first answer other than 200 is printed once.
  */
-export function responseReader(socket: Readable, onResponse: (bodyBytes: number) => void): void {
+function responseReader(socket: Readable, onResponse: (bodyBytes: number) => void): void {
   let headBuf: Buffer | undefined;
   let remaining = -1;
   let bodyBytes = 0;
@@ -126,6 +155,103 @@ export function responseReader(socket: Readable, onResponse: (bodyBytes: number)
       }
     }
   });
+}
+
+/** What a request loop counts while measuring, and the errors it saw at any time. */
+export interface RequestCounts {
+  count: number;
+  bodyBytes: number;
+  latencies: number[];
+  errors: number;
+}
+
+/**
+ * Keep-alive load: each socket sends `request`, then again at the end of each response, until
+ * stopped. While `measuring(true)`, each response is counted in `result` with its latency. Errors
+ * count always, and so does a connection the proxy closes before `stop()` (a refusal, a budget cut).
+ */
+export function requestLoop(
+  sockets: (Readable & { write(b: Buffer): unknown; destroy(): unknown })[],
+  request: Buffer,
+  result: RequestCounts,
+): { measuring: (on: boolean) => void; stop: () => void } {
+  let measuring = false;
+  let running = true;
+  for (const socket of sockets) {
+    let sentAt = 0;
+    socket.on('error', () => result.errors++);
+    socket.on('close', () => {
+      if (running) result.errors++;
+    });
+    responseReader(socket, (bytes) => {
+      if (measuring) {
+        result.count++;
+        result.bodyBytes += bytes;
+        result.latencies.push(performance.now() - sentAt);
+      }
+      if (!running) return;
+      sentAt = performance.now();
+      socket.write(request);
+    });
+    sentAt = performance.now();
+    socket.write(request);
+  }
+  return {
+    measuring: (on) => (measuring = on),
+    stop: () => {
+      running = false;
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
+/**
+ * The gateway entrypoint as a bench target: one basic ProxyGateway (direct egress, no per-account
+ * connection cap to speak of) on a free loopback port, logging at info, on `databaseUrl`; `env`
+ * adds to or overrides the environment, `nodeArgs` go before the script.
+ */
+export async function startBenchGateway(
+  dir: string,
+  databaseUrl: string,
+  label: string,
+  env: Record<string, string> = {},
+  nodeArgs: readonly string[] = [],
+): Promise<{ child: ChildProcess; port: number }> {
+  const file = path.join(dir, 'gateway.yaml');
+  await writeFile(
+    file,
+    stringify({
+      apiVersion: 'proxyfleet.io/v1alpha1',
+      kind: 'ProxyGateway',
+      metadata: { name: 'bench' },
+      spec: {
+        plan: 'basic',
+        port: 12321,
+        advertisedHost: '127.0.0.1',
+        exits: [{ name: 'direct', country: '*' }],
+        // The idle phase holds 6,000 tunnels of one account (default cap 1,000).
+        limits: { maxConnectionsPerAccount: 100_000 },
+      },
+    }),
+  );
+  const { child, match } = await startProcess(
+    [...nodeArgs, 'gateway/src/main.ts'],
+    {
+      DATABASE_URL: databaseUrl,
+      PROXYFLEET_GATEWAY_CONFIG: file,
+      PROXYFLEET_GATEWAY_PORT: '0',
+      PROXYFLEET_GATEWAY_HOST: '127.0.0.1',
+      PROXYFLEET_GATEWAY_ALLOW_CIDRS: '127.0.0.0/8',
+      PROXYFLEET_GATEWAY_ID: `bench-${label}-${randomBytes(3).toString('hex')}`,
+      PROXYFLEET_HEALTH_PORT: '0',
+      PROXYFLEET_HEALTH_HOST: '127.0.0.1',
+      PROXYFLEET_LOG_LEVEL: 'info',
+      PROXYFLEET_SHUTDOWN_GRACE_SECONDS: '8',
+      ...env,
+    },
+    /"port":(\d+)[^\n]*"msg":"gateway listening"/,
+  );
+  return { child, port: Number(match[1]) };
 }
 
 export interface BenchDatabase {

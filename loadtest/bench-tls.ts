@@ -17,13 +17,11 @@
 // BENCH_SCENARIOS narrow a run, BENCH_PROFILE=1 writes CPU profiles of the node proxies to
 // /tmp/pf-bench-prof. DATABASE_URL: a server for the scratch database (unset: embedded).
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import { stringify } from 'yaml';
 import { createLogger } from '#common/logger.ts';
 import { createTestCa } from '#test/tls.ts';
 import { raiseFileLimit } from '../gateway/src/proxy/limits.ts';
@@ -31,11 +29,11 @@ import { installed, SQUID, startSquid } from './bench-proxies.ts';
 import {
   benchDatabase,
   children,
-  cpuSeconds,
+  measureWindow,
   median,
   p99,
-  responseReader,
-  sleep,
+  requestLoop,
+  startBenchGateway,
   startProcess,
   stopChild,
 } from './bench-support.ts';
@@ -75,13 +73,8 @@ interface Sample {
 
 /** Warms up, then measures for SECONDS: the measured seconds and the proxy's CPU seconds in them. */
 async function measure(setMeasuring: (on: boolean) => void, pid: number | undefined) {
-  await sleep(WARMUP_MS);
-  const before = await cpuSeconds(pid);
-  setMeasuring(true);
-  const started = performance.now();
-  await sleep(SECONDS * 1000);
-  setMeasuring(false);
-  return { seconds: (performance.now() - started) / 1000, cpu: (await cpuSeconds(pid)) - before };
+  const { seconds, cpu } = await measureWindow(WARMUP_MS, SECONDS, setMeasuring, pid);
+  return { seconds, cpu };
 }
 
 /** A TLS session to the proxy over a TCP socket with Nagle off, trusting the bench CA. */
@@ -169,31 +162,10 @@ async function requests(
   const request = Buffer.from(
     `GET http://127.0.0.1:${originPort}${pathName} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`,
   );
-  let measuring = false;
-  let running = true;
   const sockets = await Promise.all(Array.from({ length: conns }, () => open(target, ca)));
-  for (const socket of sockets) {
-    let sentAt = 0;
-    socket.on('error', () => result.errors++);
-    socket.on('close', () => {
-      if (running) result.errors++;
-    });
-    responseReader(socket, (bytes) => {
-      if (measuring) {
-        result.count++;
-        result.bodyBytes += bytes;
-        result.latencies.push(performance.now() - sentAt);
-      }
-      if (!running) return;
-      sentAt = performance.now();
-      socket.write(request);
-    });
-    sentAt = performance.now();
-    socket.write(request);
-  }
-  Object.assign(result, await measure((on) => (measuring = on), target.pid));
-  running = false;
-  for (const s of sockets) s.destroy();
+  const loop = requestLoop(sockets, request, result);
+  Object.assign(result, await measure(loop.measuring, target.pid));
+  loop.stop();
   return result;
 }
 
@@ -213,43 +185,18 @@ async function startGateway(
   dir: string,
   cert: { certFile: string; keyFile: string },
 ): Promise<{ child: ChildProcess; port: number }> {
-  const file = path.join(dir, 'gateway.yaml');
-  await writeFile(
-    file,
-    stringify({
-      apiVersion: 'proxyfleet.io/v1alpha1',
-      kind: 'ProxyGateway',
-      metadata: { name: 'bench' },
-      spec: {
-        plan: 'basic',
-        port: 12321,
-        advertisedHost: '127.0.0.1',
-        exits: [{ name: 'direct', country: '*' }],
-        limits: { maxConnectionsPerAccount: 100_000 },
-      },
-    }),
-  );
-  const { child, match } = await startProcess(
-    [...PROFILE, 'gateway/src/main.ts'],
+  return startBenchGateway(
+    dir,
+    db.url,
+    'tls',
     {
-      DATABASE_URL: db.url,
-      PROXYFLEET_GATEWAY_CONFIG: file,
-      PROXYFLEET_GATEWAY_PORT: '0',
-      PROXYFLEET_GATEWAY_HOST: '127.0.0.1',
-      PROXYFLEET_GATEWAY_ALLOW_CIDRS: '127.0.0.0/8',
       PROXYFLEET_GATEWAY_TLS_CERT: cert.certFile,
       PROXYFLEET_GATEWAY_TLS_KEY: cert.keyFile,
       // The handshake scenarios open thousands of connections that never authenticate.
       PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE: '1000000',
-      PROXYFLEET_GATEWAY_ID: `bench-tls-${randomBytes(3).toString('hex')}`,
-      PROXYFLEET_HEALTH_PORT: '0',
-      PROXYFLEET_HEALTH_HOST: '127.0.0.1',
-      PROXYFLEET_LOG_LEVEL: 'info',
-      PROXYFLEET_SHUTDOWN_GRACE_SECONDS: '8',
     },
-    /"port":(\d+)[^\n]*"msg":"gateway listening"/,
+    PROFILE,
   );
-  return { child, port: Number(match[1]) };
 }
 
 interface Row {

@@ -30,6 +30,10 @@ export const ERRORS = {
     status: 409,
     message: "This range overlaps another account's allowlist for this product",
   },
+  TLS_NOT_SERVED: {
+    status: 409,
+    message: 'No TLS is served for {plan}; use scheme http',
+  },
   SUB_USER_NOT_FOUND: { status: 404, message: 'Sub-user not found' },
   SUB_USER_LIMIT: { status: 409, message: 'An account can have at most {limit} sub-users' },
   SUB_USER_NAME_TAKEN: { status: 409, message: 'A sub-user with this name already exists' },

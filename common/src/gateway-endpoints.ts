@@ -7,6 +7,8 @@ export interface GatewayEndpoint {
   plan: Product;
   host: string;
   port: number;
+  /** The plan's gateways serve TLS on the port (migrations/0115, docs/adr/0083); false when unset. */
+  tls?: boolean;
 }
 
 /** Default ports: basic and advanced from the spec (section 5); the rest chosen in docs/adr/0003. */
@@ -24,16 +26,28 @@ export async function upsertGatewayEndpoint(
   source: string,
 ): Promise<void> {
   await pool.query(
-    `INSERT INTO gateway_endpoints (plan, host, port, source) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, source = EXCLUDED.source, updated_at = now()`,
-    [endpoint.plan, endpoint.host, endpoint.port, source],
+    `INSERT INTO gateway_endpoints (plan, host, port, tls, source) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
+       source = EXCLUDED.source, updated_at = now()`,
+    [endpoint.plan, endpoint.host, endpoint.port, endpoint.tls ?? false, source],
   );
 }
 
-export async function readGatewayEndpoint(pool: Pool, plan: Product): Promise<GatewayEndpoint | undefined> {
-  const { rows } = await pool.query<GatewayEndpoint>(
-    'SELECT plan, host, port FROM gateway_endpoints WHERE plan = $1',
+export async function readGatewayEndpoint(
+  pool: Pool,
+  plan: Product,
+): Promise<Required<GatewayEndpoint> | undefined> {
+  const { rows } = await pool.query<Required<GatewayEndpoint>>(
+    'SELECT plan, host, port, tls FROM gateway_endpoints WHERE plan = $1',
     [plan],
   );
   return rows[0];
+}
+
+/** The plans whose gateways serve TLS (the https:// form works for them), in plan order. */
+export async function plansServingTls(pool: Pool): Promise<Product[]> {
+  const { rows } = await pool.query<{ plan: Product }>(
+    'SELECT plan FROM gateway_endpoints WHERE tls ORDER BY plan',
+  );
+  return rows.map((r) => r.plan);
 }

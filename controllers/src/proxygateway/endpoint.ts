@@ -15,11 +15,12 @@ export async function claimGatewayEndpoint(
   source: string,
 ): Promise<ClaimResult> {
   const { rows } = await pool.query<{ source: string }>(
-    `INSERT INTO gateway_endpoints (plan, host, port, source) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, updated_at = now()
+    `INSERT INTO gateway_endpoints (plan, host, port, tls, source) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
+       updated_at = now()
        WHERE gateway_endpoints.source = EXCLUDED.source
      RETURNING source`,
-    [endpoint.plan, endpoint.host, endpoint.port, source],
+    [endpoint.plan, endpoint.host, endpoint.port, endpoint.tls ?? false, source],
   );
   if (rows.length > 0) return { claimed: true };
   const owner = await pool.query<{ source: string }>('SELECT source FROM gateway_endpoints WHERE plan = $1', [

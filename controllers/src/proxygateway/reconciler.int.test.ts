@@ -140,11 +140,11 @@ describeKube('ProxyGateway controller on a real API server', () => {
       ]),
     );
     const { rows } = await fx.db.pool.query(
-      'SELECT host, port, source FROM gateway_endpoints WHERE plan = $1',
+      'SELECT host, port, tls, source FROM gateway_endpoints WHERE plan = $1',
       ['basic'],
     );
     expect(rows).toEqual([
-      { host: 'basic.proxy.example.com', port: 12321, source: `ProxyGateway/${NS}/basic` },
+      { host: 'basic.proxy.example.com', port: 12321, tls: false, source: `ProxyGateway/${NS}/basic` },
     ]);
     expect(await get(PROXY_GATEWAY, 'basic')).toHaveProperty('metadata.finalizers', [
       'proxyfleet.io/gateway-endpoint',
@@ -310,7 +310,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(await get(PROXY_GATEWAY, 'invalid')).toBeUndefined();
   });
 
-  test('spec.tls: the API server defaults it and the gateway pods mount the named Secret (docs/adr/0071)', async () => {
+  test('spec.tls: the API server defaults it, the gateway pods mount the named Secret (docs/adr/0071), the endpoint says TLS until spec.tls goes (docs/adr/0083)', async () => {
     await applyPgw('secure', { ...baseSpec, plan: 'mobile', port: 10081, tls: { secretName: 'mobile-tls' } });
     const deployment = await eventually(
       () => get(RESOURCES.deployment, 'secure-gateway'),
@@ -331,6 +331,13 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(env.PROXYFLEET_GATEWAY_TLS_CERT).toBe('/etc/proxyfleet-tls/tls.crt');
     const config = (await get(RESOURCES.configMap, 'secure-gateway'))!;
     expect(config.data['gateway.yaml']).toContain('refuseCredentialsInClear: false');
+    const endpointTls = async () =>
+      (await fx.db.pool.query<{ tls: boolean }>("SELECT tls FROM gateway_endpoints WHERE plan = 'mobile'"))
+        .rows[0]?.tls;
+    await eventually(async () => (await endpointTls()) === true, 20_000, 'mobile endpoint with tls');
+    // Without spec.tls the pods serve no TLS: the endpoint stops offering the https:// form.
+    await applyPgw('secure', { ...baseSpec, plan: 'mobile', port: 10081 });
+    await eventually(async () => (await endpointTls()) === false, 20_000, 'mobile endpoint without tls');
     await fx.admin.delete(PROXY_GATEWAY, NS, 'secure');
     await eventually(async () => (await get(PROXY_GATEWAY, 'secure')) === undefined, 20_000, 'secure gone');
   });

@@ -101,7 +101,13 @@ export function proxyGatewayReconciler(
       await releaseGatewayEndpoints(pool, endpointSource(pgw), pgw.spec.plan);
       claim = await claimGatewayEndpoint(
         pool,
-        { plan: pgw.spec.plan, host: pgw.spec.advertisedHost, port: pgw.spec.port },
+        // spec.tls: its pods mount a certificate and serve TLS on the port (docs/adr/0083).
+        {
+          plan: pgw.spec.plan,
+          host: pgw.spec.advertisedHost,
+          port: pgw.spec.port,
+          tls: pgw.spec.tls !== undefined,
+        },
         endpointSource(pgw),
       );
     } catch (err) {

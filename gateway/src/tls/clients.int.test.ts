@@ -86,7 +86,7 @@ describe('the https:// form POST /api/v1/proxies/generate gives', () => {
   it('works as is with curl --proxy, credentials and targeting in the URL', async () => {
     await upsertGatewayEndpoint(
       fx.db.pool,
-      { plan: 'basic', host: '127.0.0.1', port: fx.gateway.port },
+      { plan: 'basic', host: '127.0.0.1', port: fx.gateway.port, tls: true },
       'test',
     );
     const { urls } = await generateProxySet(

@@ -22,7 +22,7 @@ beforeAll(async () => {
   });
   await upsertGatewayEndpoint(
     db.pool,
-    { plan: 'basic', host: 'basic.proxy.example.com', port: 12321 },
+    { plan: 'basic', host: 'basic.proxy.example.com', port: 12321, tls: true },
     'test',
   );
   await upsertGatewayEndpoint(
@@ -173,6 +173,48 @@ describe('POST /api/v1/proxies/generate', () => {
       proxies: [`advanced.proxy.example.com:61236:${u()}-country-de:${p()}`],
       urls: [`http://${u()}-country-de:${p()}@advanced.proxy.example.com:61236`],
     });
+  });
+
+  test('409 TLS_NOT_SERVED for https where the plan has no TLS (no tls on its endpoint, or no endpoint); http still answers', async () => {
+    for (const provider of ['advanced', 'light'] as const) {
+      const res = await generate({ provider, country: 'us', sessionType: 'rotating', scheme: 'https' });
+      expect(res).toMatchObject({
+        status: 409,
+        body: {
+          success: false,
+          error: `No TLS is served for ${provider}; use scheme http`,
+        },
+      });
+    }
+    const http = await generate({
+      provider: 'light',
+      country: 'us',
+      sessionType: 'rotating',
+      scheme: 'http',
+    });
+    expect(http.status).toBe(200);
+    expect((http.body as { urls: string[] }).urls[0]).toMatch(/^http:\/\/.*@gw\.example\.test:10080$/);
+    // The operator turns TLS on for the plan: the same request is answered.
+    await upsertGatewayEndpoint(
+      db.pool,
+      { plan: 'advanced', host: 'advanced.proxy.example.com', port: 61236, tls: true },
+      'test',
+    );
+    const now = await generate({
+      provider: 'advanced',
+      country: 'us',
+      sessionType: 'rotating',
+      scheme: 'https',
+    });
+    expect(now.status).toBe(200);
+    expect((now.body as { urls: string[] }).urls[0]).toMatch(
+      /^https:\/\/.*@advanced\.proxy\.example\.com:61236$/,
+    );
+    await upsertGatewayEndpoint(
+      db.pool,
+      { plan: 'advanced', host: 'advanced.proxy.example.com', port: 61236 },
+      'test',
+    );
   });
 
   test('the OpenAPI document describes scheme and urls', async () => {

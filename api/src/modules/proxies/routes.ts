@@ -30,7 +30,8 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
         "Returns `count` strings `<host>:<port>:<username>:<password>` in the plan's credential format. " +
         'Sticky proxies each get a fresh random session id; rotating proxies are identical lines. ' +
         "With `subUser`, the strings carry that sub-user's username and password. " +
-        'With `scheme` (`http` or `https`), also `urls`: the same proxies as URLs; `https` is TLS to the gateway.',
+        'With `scheme` (`http` or `https`), also `urls`: the same proxies as URLs; `https` is TLS to the gateway, ' +
+        'refused (409 TLS_NOT_SERVED) for a plan whose gateways do not serve it.',
       auth: 'apiKey',
       body: generateRequestSchema,
       response: generateResponseSchema,
@@ -38,6 +39,7 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
         'VALIDATION_FAILED',
         'NO_BANDWIDTH',
         'SUB_USER_NOT_FOUND',
+        'TLS_NOT_SERVED',
         'MALFORMED_JSON',
         'UNSUPPORTED_MEDIA_TYPE',
         'PAYLOAD_TOO_LARGE',

@@ -1,7 +1,8 @@
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { readProxyCredentials } from '#common/accounts/accounts.ts';
-import { DEFAULT_GATEWAY_PORTS, readGatewayEndpoint } from '#common/gateway-endpoints.ts';
+import { DEFAULT_GATEWAY_PORTS, plansServingTls, readGatewayEndpoint } from '#common/gateway-endpoints.ts';
+import type { Product } from '#common/products.ts';
 import { newSessionId, unseal } from '#common/secrets.ts';
 import { readSubUserCredentials } from '../sub-users/repo.ts';
 import { credentialFor, proxyString, proxyUrl } from './format.ts';
@@ -21,14 +22,8 @@ export interface GeneratedProxies {
   urls?: string[];
 }
 
-/** The strings only, without `urls` (what the dashboard's generator shows today). */
-export async function generateProxies(
-  deps: ProxiesDeps,
-  accountId: string,
-  req: GenerateRequest,
-): Promise<string[]> {
-  return (await generateProxySet(deps, accountId, req)).proxies;
-}
+/** The plans whose https:// form works (their gateways serve TLS). */
+export const tlsPlans = (deps: ProxiesDeps): Promise<Product[]> => plansServingTls(deps.pool);
 
 /** `count` proxies in the plan's format, and with `req.scheme` the same as URLs. */
 export async function generateProxySet(
@@ -41,7 +36,10 @@ export async function generateProxySet(
   const endpoint = (await readGatewayEndpoint(deps.pool, req.provider)) ?? {
     host: deps.fallbackHost,
     port: DEFAULT_GATEWAY_PORTS[req.provider],
+    tls: false,
   };
+  // An https:// URL to a port without TLS would fail in the customer's client (docs/adr/0083).
+  if (req.scheme === 'https' && !endpoint.tls) throw new AppError('TLS_NOT_SERVED', { plan: req.provider });
   const base = req.subUser
     ? await readSubUserCredentials(deps.pool, accountId, req.subUser, deps.credentialsKey)
     : await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);

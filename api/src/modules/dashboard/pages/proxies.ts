@@ -1,12 +1,14 @@
 // Proxies: the account's proxy credentials (Reveal, Copy, Reset after a confirmation), the proxy
 // generator, the ISP proxies, and the IP allowlist (docs/adr/0036). The generator and the allowlist
-// take the API's own schemas, service and repo, so the page does what the JSON API does.
+// take the API's own schemas, service and repo, so the page does what the JSON API does. The
+// generator gives the colon form or URLs; https:// only for plans whose gateways serve TLS
+// (docs/adr/0083).
 import { readProxyCredentials, resetProxyPassword } from '#common/accounts/accounts.ts';
-import { PRODUCTS } from '#common/products.ts';
+import { PRODUCTS, type Product } from '#common/products.ts';
 import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from '../../ip-allowlist/repo.ts';
 import { allowlistCreate, type AllowlistEntry } from '../../ip-allowlist/schemas.ts';
 import { generateRequestSchema, type IspProxy } from '../../proxies/schemas.ts';
-import { generateProxies, ispProxies } from '../../proxies/service.ts';
+import { generateProxySet, ispProxies, tlsPlans } from '../../proxies/service.ts';
 import { subUserNames } from '../../sub-users/repo.ts';
 import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
 import { dashboardActor } from '../../../http/actor.ts';
@@ -41,7 +43,7 @@ const RESET: Confirmation = {
   back: '/proxies',
 };
 
-const GENERATE_FIELDS = ['provider', 'country', 'sessionType', 'count', 'subUser'] as const;
+const GENERATE_FIELDS = ['provider', 'country', 'sessionType', 'count', 'subUser', 'format'] as const;
 type GenerateForm = Record<(typeof GENERATE_FIELDS)[number], string>;
 const GENERATE_LABELS = {
   provider: 'Product',
@@ -49,6 +51,13 @@ const GENERATE_LABELS = {
   sessionType: 'Session type',
   count: 'Count',
   subUser: 'Generate for',
+  format: 'Format',
+};
+/** The generator's formats: the colon form, or URLs of a scheme (the API's `scheme` and `urls`). */
+const FORMAT_HINTS: Readonly<Record<string, string>> = {
+  colon: 'host:port:username:password, one per line',
+  http: 'http://username:password@host:port, one per line',
+  https: 'https://username:password@host:port (TLS to the gateway), one per line',
 };
 
 const ALLOWLIST_FIELDS = ['product', 'cidr', 'targeting'] as const;
@@ -58,6 +67,8 @@ const ALLOWLIST_LABELS = { product: 'Product', cidr: 'Address or range', targeti
 interface ProxiesState {
   form?: GenerateForm;
   generated?: string[];
+  /** Plans whose gateways serve TLS: the https:// format is offered for them. */
+  tlsPlans?: Product[];
   error?: string;
   notice?: string | undefined;
   allowlistForm?: AllowlistForm;
@@ -79,6 +90,7 @@ export const proxiesPage: PageModule = (deps) => {
           limit: deps.allowlist.limit,
         },
         subUsers: await subUserNames(pool, person.accountId),
+        tlsPlans: await tlsPlans(deps.proxies),
         ...state,
       }),
       status,
@@ -99,16 +111,17 @@ export const proxiesPage: PageModule = (deps) => {
           sessionType: form.sessionType,
           count: form.count === '' ? undefined : Number(form.count),
           ...(form.subUser ? { subUser: form.subUser } : {}),
+          ...(form.format && form.format !== 'colon' ? { scheme: form.format } : {}),
         });
         if (!parsed.success)
           return render(visit, { form, error: formProblem(parsed.error, GENERATE_LABELS) }, 422);
         const generated = await attempt(
-          () => generateProxies(deps.proxies, visit.person.accountId, parsed.data),
-          (err) => err.code === 'NO_BANDWIDTH' || err.code === 'SUB_USER_NOT_FOUND',
+          () => generateProxySet(deps.proxies, visit.person.accountId, parsed.data),
+          (err) => ['NO_BANDWIDTH', 'SUB_USER_NOT_FOUND', 'TLS_NOT_SERVED'].includes(err.code),
         );
         if (!generated.ok)
           return render(visit, { form, error: generated.refusal.message }, generated.refusal.status);
-        await render(visit, { form, generated: generated.value });
+        await render(visit, { form, generated: generated.value.urls ?? generated.value.proxies });
       }),
 
       post('/proxies/allowlist', async (visit) => {
@@ -181,7 +194,10 @@ function proxiesView(
     sessionType: 'rotating',
     count: '1',
     subUser: '',
+    format: 'colon',
   };
+  const tls = data.tlsPlans ?? [];
+  const format = FORMAT_HINTS[f.format] ? f.format : 'colon';
   const option = (value: string, label: string, selected: string) =>
     html`<option value="${value}" ${value === selected ? html` selected` : ''}>${label}</option>`;
   return layout(
@@ -195,7 +211,13 @@ function proxiesView(
         </p>
         <p class="hint" id="proxy-url-forms">
           HTTP: <span class="mono">http://username:password@host:port</span>. SOCKS5 on the same port:
-          <span class="mono">socks5h://username:password@host:port</span>.
+          <span class="mono">socks5h://username:password@host:port</span>.${
+            tls.length
+              ? html` HTTPS, with TLS to the gateway so credentials never cross the network in clear, on the
+                  same port for ${tls.join(', ')}:
+                  <span class="mono">https://username:password@host:port</span>.`
+              : ''
+          }
         </p>
         <label for="proxy-username">Proxy username</label>
         <div class="row">
@@ -264,6 +286,17 @@ function proxiesView(
                 : ''
             }
             <div>
+              <label for="gen-format">Format</label>
+              <select id="gen-format" name="format" aria-describedby="gen-format-hint">
+                ${option('colon', 'host:port:user:pass', format)}${option('http', 'http:// URL', format)}${
+                  tls.length ? option('https', 'https:// URL', format) : ''
+                }
+              </select>
+              <p class="hint" id="gen-format-hint">
+                ${tls.length ? `https:// (TLS) for ${tls.join(', ')} only` : 'No plan serves https:// (TLS) yet'}
+              </p>
+            </div>
+            <div>
               <label for="gen-count">Count</label>
               <input
                 id="gen-count"
@@ -281,7 +314,7 @@ function proxiesView(
         ${
           data.generated
             ? html`<label for="generated">Generated proxies</label>
-                <p class="hint">host:port:username:password, one per line</p>
+                <p class="hint">${FORMAT_HINTS[format]}</p>
                 <textarea id="generated" rows="${Math.min(10, Math.max(2, data.generated.length))}" readonly>
 ${data.generated.join('\n')}</textarea>
                 <div class="row">
