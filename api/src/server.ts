@@ -28,6 +28,7 @@ import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 import { dashboardRouter } from './modules/dashboard/router.ts';
+import { linkBaseFrom } from './modules/password-links/service.ts';
 
 export interface ApiDeps {
   config: Readonly<ApiConfig>;
@@ -81,6 +82,9 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
     fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST,
   };
+  // Links in emails come from configuration only; unset, the listen address, known once listening.
+  let listening = { host: config.PROXYFLEET_API_HOST, port: config.PROXYFLEET_API_PORT };
+  const linkBase = () => linkBaseFrom(config.PROXYFLEET_DASHBOARD_URL, listening);
   const app = createApp({
     health: deps.health,
     logger,
@@ -118,7 +122,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
         accounts,
         waitForApiCaches,
-        dashboardUrl: config.PROXYFLEET_DASHBOARD_URL,
+        linkBase,
       }),
       ...adminBillingRoutes(pool, waitForApiCaches),
       ...adminTargetRoutes(pool),
@@ -135,6 +139,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       subUsers,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
+      linkBase,
     }),
   });
 
@@ -155,6 +160,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     throw err;
   }
   const port = (server.address() as AddressInfo).port;
+  listening = { host: config.PROXYFLEET_API_HOST, port };
   logger.info({ port, instance }, 'api listening');
   return {
     port,

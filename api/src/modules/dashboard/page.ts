@@ -26,6 +26,8 @@ export interface DashboardDeps {
   waitForApiCaches: WaitForApiCaches;
   /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies and HSTS. */
   https: boolean;
+  /** Base URL of the links in emails: configuration only, never a request header (docs/security.md). */
+  linkBase: () => string;
 }
 
 /** One request to a page, as the router hands it over. */

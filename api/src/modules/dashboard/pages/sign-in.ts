@@ -2,7 +2,7 @@
 // (docs/adr/0050). Sign-in failures are throttled per email and per address; an unknown email
 // costs the same scrypt as a known one; the links are password-links/'s, shared with the admin API.
 import { z } from 'zod';
-import { createPasswordLink, hashToken, origin, SET_PASSWORD_PATH } from '../../password-links/service.ts';
+import { createPasswordLink, hashToken, SET_PASSWORD_PATH } from '../../password-links/service.ts';
 import { peekToken, setPasswordWithToken } from '../../password-links/repo.ts';
 import { formValues } from '../forms.ts';
 import { html, type Html } from '../html.ts';
@@ -26,7 +26,7 @@ export const LOGIN_FAILURES_PER_ADDRESS = 20;
 const formString = (max: number) => z.string().max(max).optional().default('');
 const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
 
-export const signInPage: PageModule = ({ pool, logger }) => ({
+export const signInPage: PageModule = ({ pool, logger, linkBase }) => ({
   routes: [
     signedOut.get('/sign-in', ({ req, res, person, ctx, send }) => {
       if (person) return res.redirect(303, '/');
@@ -80,7 +80,7 @@ export const signInPage: PageModule = ({ pool, logger }) => ({
       // Each request counts against the address, so the form cannot be used to flood a mailbox.
       await repo.recordFailure(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
       const row = email ? await repo.findByEmail(pool, email) : undefined;
-      if (row && row.status === 'active') await createPasswordLink(pool, row.accountId, 'reset', origin(req));
+      if (row && row.status === 'active') await createPasswordLink(pool, row.accountId, 'reset', linkBase());
       // The same answer whether or not the email exists.
       send(forgotView(visit.ctx, { sent: true }));
     }),
