@@ -88,3 +88,24 @@ export function notFound(groups: RouteGroup[]): RequestHandler {
     sendError(res, new AppError('NOT_FOUND'));
   };
 }
+
+/** Does any string (key or value) in a parsed body hold NUL? */
+function holdsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (typeof value !== 'object' || value === null || depth > 64) return false;
+  for (const [key, inner] of Object.entries(value)) {
+    if (key.includes('\u0000') || holdsNul(inner, depth + 1)) return true;
+  }
+  return false;
+}
+
+/**
+ * After the body parser: a NUL anywhere in the body or the query string is refused with 400
+ * before a handler sees it (PostgreSQL cannot store it in text; docs/security.md, "Malformed input").
+ */
+export const rejectNul: RequestHandler = (req, res, next) => {
+  if (holdsNul(req.body) || req.originalUrl.includes('%00') || holdsNul(req.query)) {
+    return sendError(res, new AppError('INVALID_CHARACTERS'));
+  }
+  next();
+};

@@ -5,6 +5,7 @@
 // as the API; like the admin API, an action answers once every API process has applied it.
 import express, { type Request, type Response, type Router } from 'express';
 import helmet from 'helmet';
+import { rejectNul } from '../../http/plumbing.ts';
 import { loadAssets } from './assets.ts';
 import type { Html } from './html.ts';
 import { forbiddenPage, type PageContext } from './layout.ts';
@@ -88,6 +89,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     }),
   );
   router.use(express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: 50 }));
+  router.use(rejectNul);
 
   const send = (res: Response, page: Html, status = 200) => {
     res.status(status).type('html').set('Cache-Control', 'no-store').send(page.text);
