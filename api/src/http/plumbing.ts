@@ -16,9 +16,14 @@ const SECURITY_HEADERS: Record<string, string> = {
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Resource-Policy': 'same-origin',
-  'Strict-Transport-Security': 'max-age=31536000; includeSubDomains',
   'Cache-Control': 'no-store',
 };
+
+/**
+ * HSTS only on a response that goes over HTTPS: req.secure, which is a TLS socket or, behind
+ * PROXYFLEET_API_TRUST_PROXY_HOPS trusted proxies, their X-Forwarded-Proto (docs/security.md, "Headers").
+ */
+const HSTS = 'max-age=31536000; includeSubDomains';
 
 export function requestPlumbing(logger: Logger, metrics: ApiMetrics): RequestHandler {
   return (req, res, next) => {
@@ -28,6 +33,7 @@ export function requestPlumbing(logger: Logger, metrics: ApiMetrics): RequestHan
     res.locals.reqId = reqId;
     res.setHeader('X-Request-Id', reqId);
     res.set(SECURITY_HEADERS);
+    if (req.secure) res.setHeader('Strict-Transport-Security', HSTS);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = healthRoute(req) ?? routeTemplate(req);

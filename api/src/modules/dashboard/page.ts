@@ -24,7 +24,7 @@ export interface DashboardDeps {
   /** Sub-users' cap (docs/adr/0037), as the API applies it. */
   subUsers: { limit: number };
   waitForApiCaches: WaitForApiCaches;
-  /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies and HSTS. */
+  /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies (HSTS follows req.secure). */
   https: boolean;
   /** Base URL of the links in emails: configuration only, never a request header (docs/security.md). */
   linkBase: () => string;

@@ -83,7 +83,9 @@ export function dashboardRouter(deps: DashboardDeps): Router {
           objectSrc: ["'none'"],
         },
       },
-      strictTransportSecurity: deps.https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      // HSTS is the plumbing's, on HTTPS responses only; DENY matches frame-ancestors 'none'.
+      strictTransportSecurity: false,
+      xFrameOptions: { action: 'deny' },
       referrerPolicy: { policy: 'no-referrer' },
       crossOriginEmbedderPolicy: false,
     }),
