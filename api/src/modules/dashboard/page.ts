@@ -6,6 +6,7 @@
 import type { Request, Response } from 'express';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
+import type { ResetRequests } from '../password-links/reset-requests.ts';
 import type { ProxiesDeps } from '../proxies/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import type { UsageService } from '../usage/service.ts';
@@ -26,8 +27,8 @@ export interface DashboardDeps {
   waitForApiCaches: WaitForApiCaches;
   /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies (HSTS follows req.secure). */
   https: boolean;
-  /** Base URL of the links in emails: configuration only, never a request header (docs/security.md). */
-  linkBase: () => string;
+  /** "Forgot password?" asks, looked up and mailed after the answer (password-links/reset-requests.ts). */
+  resetRequests: ResetRequests;
 }
 
 /** One request to a page, as the router hands it over. */

@@ -168,6 +168,7 @@ describeInChromium('customer dashboard in Chromium: signing in and out', () => {
       ).resolves.toBe(true);
     }
     await axe(page, 'forgot password sent');
+    await api.api.resetRequests.idle(); // the lookup and the link come after the answer
     const { rows } = await db.pool.query<{ body_text: string }>(
       `SELECT body_text FROM email_outbox WHERE kind = 'dashboard_reset'`,
     );

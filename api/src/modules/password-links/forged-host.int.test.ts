@@ -80,6 +80,7 @@ async function askForReset(api: TestApi, email: string, forged: Record<string, s
     body,
   });
   expect(status).toBe(200);
+  await api.api.resetRequests.idle(); // the lookup and the link come after the answer
 }
 
 async function invite(api: TestApi, accountId: string, forged: Record<string, string>): Promise<void> {

@@ -60,3 +60,12 @@ export async function setPasswordWithToken(
     return accountId;
   });
 }
+
+/** The active account with this email (case-insensitive), if any: whom a reset link may go to. */
+export async function activeAccountByEmail(pool: Pool, email: string): Promise<LinkOwner | undefined> {
+  const { rows } = await pool.query<LinkOwner>(
+    `SELECT id AS "accountId", email, status FROM accounts WHERE lower(email) = lower($1) AND status = 'active'`,
+    [email],
+  );
+  return rows[0];
+}
