@@ -4,7 +4,8 @@
 // then only for the known account. A test of the work done, not of the time taken.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApi, type TestApi } from '#test/api.ts';
-import { postForm, signedOutForm } from '#test/dashboard.ts';
+import { postForm, signedOutForm, STRONG } from '#test/dashboard.ts';
+import { createPasswordLink } from './service.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth, exampleEmail } from '#test/fixtures.ts';
 
@@ -49,6 +50,15 @@ async function workOf(email: string): Promise<string[]> {
   return [...statements];
 }
 
+const audit = async (accountId: string) =>
+  (
+    await db.pool.query(
+      `SELECT action, actor_kind, actor_id, host(actor_ip) AS actor_ip, target_type, details
+         FROM audit_log WHERE account_id = $1 AND action LIKE 'password.%' ORDER BY id`,
+      [accountId],
+    )
+  ).rows;
+
 const links = async (accountId: string) =>
   (
     await db.pool.query<{ n: number }>(
@@ -76,6 +86,39 @@ describe('"Forgot password?"', () => {
       [account.id],
     );
     expect(rows.map((r) => r.kind)).toContain('dashboard_reset');
+    // The audit entry: written by the job with the link, for the account only.
+    expect(await audit(account.id)).toEqual([
+      {
+        action: 'password.reset_requested',
+        actor_kind: 'dashboard',
+        actor_id: account.email,
+        actor_ip: '127.0.0.1',
+        target_type: 'account',
+        details: { expiresAt: expect.any(String) },
+      },
+    ]);
+  });
+
+  it('records password.set with the address that used the link, and nothing secret', async () => {
+    const account = await accountWithBandwidth(db.pool);
+    const { url } = await createPasswordLink(db.pool, account.id, 'reset', 'http://x');
+    const token = new URL(url).searchParams.get('token')!;
+    const { cookie, csrf } = await signedOutForm(api.url);
+    const res = await postForm(api.url, '/set-password', { _csrf: csrf, token, password: STRONG }, cookie);
+    expect(res.status).toBe(303);
+    const entries = await audit(account.id);
+    expect(entries).toEqual([
+      {
+        action: 'password.set',
+        actor_kind: 'dashboard',
+        actor_id: account.email,
+        actor_ip: '127.0.0.1',
+        target_type: 'account',
+        details: { link: 'reset' },
+      },
+    ]);
+    expect(JSON.stringify(entries)).not.toContain(token);
+    expect(JSON.stringify(entries)).not.toContain(STRONG);
   });
 
   it('mails no one for an unknown email', async () => {
@@ -84,5 +127,7 @@ describe('"Forgot password?"', () => {
     await api.api.resetRequests.idle();
     const after = await db.pool.query(`SELECT 1 FROM email_outbox WHERE kind = 'dashboard_reset'`);
     expect(after.rowCount).toBe(before.rowCount);
+    const asked = await db.pool.query(`SELECT 1 FROM audit_log WHERE action = 'password.reset_requested'`);
+    expect(asked.rowCount).toBe(1); // the known account's, above
   });
 });

@@ -19,7 +19,7 @@ export interface ResetRequestsDeps {
 }
 
 export class ResetRequests {
-  private readonly queue: string[] = [];
+  private readonly queue: { email: string; ip: string | null }[] = [];
   private running: Promise<void> | undefined;
   private paused = false;
   private readonly deps: ResetRequestsDeps;
@@ -28,13 +28,13 @@ export class ResetRequests {
     this.deps = deps;
   }
 
-  /** Queues one ask; returns at once, having looked at nothing. */
-  enqueue(email: string): void {
+  /** Queues one ask (the email typed, the asker's address); returns at once, having looked at nothing. */
+  enqueue(email: string, ip: string | null): void {
     if (this.queue.length >= MAX_QUEUED_RESETS) {
       this.deps.logger.warn({ queued: this.queue.length }, 'password reset queue full; ask dropped');
       return;
     }
-    this.queue.push(email);
+    this.queue.push({ email, ip });
     this.kick();
   }
 
@@ -66,11 +66,17 @@ export class ResetRequests {
 
   private async drain(): Promise<void> {
     while (!this.paused && this.queue.length > 0) {
-      const email = this.queue.shift()!;
+      const { email, ip } = this.queue.shift()!;
       try {
         const account = await activeAccountByEmail(this.deps.pool, email);
-        if (account)
-          await createPasswordLink(this.deps.pool, account.accountId, 'reset', this.deps.linkBase());
+        // Recorded only for an account, in the link's transaction: the asker learns nothing of it
+        // (the answer went out before), and the account's owner sees who asked, from where.
+        if (account) {
+          await createPasswordLink(this.deps.pool, account.accountId, 'reset', this.deps.linkBase(), {
+            actor: { kind: 'dashboard', id: account.email, ip },
+            action: 'password.reset_requested',
+          });
+        }
       } catch (err) {
         this.deps.logger.error({ err }, 'password reset ask failed');
       }

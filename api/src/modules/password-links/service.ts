@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import { AppError } from '#common/errors.ts';
+import { recordAudit, type AuditActor } from '#common/audit/record.ts';
 import { sha256 } from '#common/secrets.ts';
 import { linkEmail, type LinkPurpose } from './emails.ts';
 
@@ -21,6 +22,8 @@ export async function createPasswordLink(
   accountId: string,
   purpose: LinkPurpose,
   baseUrl: string,
+  /** The audit entry written in the link's transaction (never the link itself). */
+  audit?: { actor: AuditActor; action: string },
 ): Promise<{ url: string; expiresAt: Date }> {
   const token = newToken();
   const hash = hashToken(token);
@@ -49,6 +52,15 @@ export async function createPasswordLink(
       message.subject,
       message.text,
     ]);
+    if (audit) {
+      await recordAudit(client, {
+        accountId,
+        actor: audit.actor,
+        action: audit.action,
+        target: { type: 'account', id: accountId },
+        details: { expiresAt: expiresAt.toISOString() },
+      });
+    }
     return { url, expiresAt };
   });
 }

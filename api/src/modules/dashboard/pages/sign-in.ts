@@ -81,7 +81,7 @@ export const signInPage: PageModule = ({ pool, logger, resetRequests }) => ({
       await repo.recordFailure(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
       // No lookup here: the job does it after the answer, so the answer takes the same work and
       // says the same whether or not the email exists (docs/security.md, "Forgot password").
-      if (email) resetRequests.enqueue(email);
+      if (email) resetRequests.enqueue(email, req.ip ?? null);
       send(forgotView(visit.ctx, { sent: true }));
     }),
 
@@ -99,7 +99,12 @@ export const signInPage: PageModule = ({ pool, logger, resetRequests }) => ({
       const problem = passwordProblem(password, [owner.email, ...owner.email.split(/[@.+_-]/)]);
       if (problem)
         return visit.send(setPasswordView(visit.ctx, { token, email: owner.email, error: problem }), 422);
-      const accountId = await setPasswordWithToken(pool, hashToken(token), await hashPassword(password));
+      const accountId = await setPasswordWithToken(
+        pool,
+        hashToken(token),
+        await hashPassword(password),
+        visit.req.ip ?? null,
+      );
       if (!accountId) return visit.send(linkInvalidView(visit.ctx), 410);
       logger.info({ accountId }, 'dashboard password set');
       visit.res.redirect(303, '/sign-in?done=password');
