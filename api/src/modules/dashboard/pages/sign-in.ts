@@ -80,7 +80,7 @@ export const signInPage: PageModule = ({ pool, logger, resetRequests }) => ({
       // Each request counts against the address, so the form cannot be used to flood a mailbox.
       await repo.recordFailure(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
       // No lookup here: the job does it after the answer, so the answer takes the same work and
-      // says the same whether or not the email exists (docs/security.md, "Forgot password").
+      // says the same whether or not the email exists (docs/security.md, "Forgot password" under "Links in emails").
       if (email) resetRequests.enqueue(email, req.ip ?? null);
       send(forgotView(visit.ctx, { sent: true }));
     }),
