@@ -6,7 +6,7 @@ import type { Logger } from '#common/logger.ts';
 import { errorHandler } from './http/errors.ts';
 import type { ApiMetrics } from './http/metrics.ts';
 import { openApiDocument, type RouteGroup } from './http/openapi.ts';
-import { notFound, requestPlumbing, requireJsonBody } from './http/plumbing.ts';
+import { notFound, rejectNul, requestPlumbing, requireJsonBody } from './http/plumbing.ts';
 import { mountRoutes, type AuthKind } from './http/route.ts';
 import { adminAuth, apiKeyAuth, type AuthDeps } from './modules/auth/middleware.ts';
 
@@ -49,7 +49,11 @@ export function createApp(deps: AppDeps): express.Express {
     none: [],
   };
 
-  const bodyParsers = [requireJsonBody, express.json({ limit: deps.bodyLimitBytes, strict: true })];
+  const bodyParsers = [
+    requireJsonBody,
+    express.json({ limit: deps.bodyLimitBytes, strict: true }),
+    rejectNul,
+  ];
 
   const api = express.Router();
   api.get('/openapi.json', (_req, res) => void res.json(document));

@@ -40,7 +40,7 @@ export const apiTuningEnv = {
   PROXYFLEET_INSTANCE_ID: z.string().min(1).max(200).optional(),
   /** The dashboard is reached over HTTPS (directly or through a TLS-terminating proxy): Secure, __Host- cookies, HSTS. */
   PROXYFLEET_DASHBOARD_HTTPS: bool(false),
-  /** Public base URL of the dashboard for invite and reset links; unset: the URL the admin call was made to. */
+  /** Public base URL of the dashboard, the base of every link in an email; unset: the API's listen address (docs/security.md). */
   PROXYFLEET_DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
 };
 

@@ -31,6 +31,7 @@ describe('docs/api.md', () => {
     credentialsKey: Buffer.alloc(32),
     accounts: stub,
     waitForApiCaches: stub,
+    linkBase: stub,
   });
   const allowlist = { pool: stub, limit: 20, allowPrivate: false };
   const subUsers = { pool: stub, credentialsKey: Buffer.alloc(32), limit: 50 };

@@ -47,7 +47,13 @@ describe('every validation detail', () => {
     ...targetRoutes(stub),
     ...adminTargetRoutes(stub),
     ...proxiesRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), fallbackHost: 'x' }),
-    ...adminRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), accounts: stub, waitForApiCaches: stub }),
+    ...adminRoutes({
+      pool: stub,
+      credentialsKey: Buffer.alloc(32),
+      accounts: stub,
+      waitForApiCaches: stub,
+      linkBase: stub,
+    }),
     ...subUserRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), limit: 50 }),
     ...adminSubUserRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), limit: 50 }),
   ];

@@ -29,6 +29,8 @@ import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 import { dashboardRouter } from './modules/dashboard/router.ts';
+import { linkBaseFrom } from './modules/password-links/service.ts';
+import { ResetRequests } from './modules/password-links/reset-requests.ts';
 
 export interface ApiDeps {
   config: Readonly<ApiConfig>;
@@ -45,6 +47,8 @@ export interface RunningApi {
   instance: string;
   /** The Express application (tests enumerate its mounted routes). */
   app: Express;
+  /** "Forgot password?" asks handled after the answer (tests pause it and wait for it). */
+  resetRequests: ResetRequests;
   close(): Promise<void>;
 }
 
@@ -82,6 +86,14 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
     fallbackHost: config.PROXYFLEET_PUBLIC_GATEWAY_HOST,
   };
+  // Links in emails come from configuration only; unset, the listen address, known once listening.
+  let listening = { host: config.PROXYFLEET_API_HOST, port: config.PROXYFLEET_API_PORT };
+  const linkBase = () => linkBaseFrom(config.PROXYFLEET_DASHBOARD_URL, listening);
+  const resetRequests = new ResetRequests({
+    pool,
+    logger: logger.child({ job: 'password-reset' }),
+    linkBase,
+  });
   const app = createApp({
     health: deps.health,
     logger,
@@ -120,7 +132,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
         accounts,
         waitForApiCaches,
-        dashboardUrl: config.PROXYFLEET_DASHBOARD_URL,
+        linkBase,
       }),
       ...adminBillingRoutes(pool, waitForApiCaches),
       ...adminTargetRoutes(pool),
@@ -138,6 +150,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       subUsers,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
+      resetRequests,
     }),
   });
 
@@ -158,17 +171,21 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     throw err;
   }
   const port = (server.address() as AddressInfo).port;
+  listening = { host: config.PROXYFLEET_API_HOST, port };
   logger.info({ port, instance }, 'api listening');
   return {
     port,
     instance,
     app,
+    resetRequests,
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 5_000).unref();
       });
+      resetRequests.resume();
+      await resetRequests.idle();
       await keyUsage.close();
       await feed.close();
     },

@@ -127,6 +127,8 @@ const installArgs = (namespace: string) => [
     `apiSecrets.credentialsKey=${CREDENTIALS_KEY}`,
     'api.replicas=1',
     'api.service.type=NodePort',
+    // Required by the chart: the base of the links in emails (the NodePort is known only later).
+    'api.dashboardUrl=https://dashboard.e2e.example.test',
     'worker.replicas=1',
     'controller.replicas=1',
     `controller.gatewayAllowCidrs={${NODE_IP}/32}`,

@@ -50,6 +50,16 @@ describeKube('Helm chart charts/proxyfleet', () => {
       /additional properties 'nonsense' not allowed/,
     );
     await expect(run(tool('helm'), ['template', 'x', CHART_DIR])).rejects.toThrow(/database.existingSecret/);
+    // The links in emails come from configuration only: no dashboard URL, no install.
+    const withoutDashboardUrl = CHART_TEST_VALUES.filter(
+      (v) => v !== '--set' && !v.startsWith('api.dashboardUrl='),
+    );
+    await expect(
+      run(tool('helm'), ['template', 'x', CHART_DIR, ...withoutDashboardUrl.flatMap((v) => ['--set', v])]),
+    ).rejects.toThrow(/api.dashboardUrl is required/);
+    await expect(helmTemplateText(['--set', 'api.dashboardUrl=evil.example'])).rejects.toThrow(
+      /dashboardUrl/,
+    );
   });
 
   test('helm template | kubectl apply --server-side --dry-run=server is accepted by the API server', async () => {

@@ -266,6 +266,8 @@ export const CHART_TEST_VALUES = [
   `apiSecrets.adminToken=${'a'.repeat(32)}`,
   '--set',
   `apiSecrets.credentialsKey=${'0'.repeat(64)}`,
+  '--set',
+  'api.dashboardUrl=https://dashboard.example.test',
 ];
 
 /** `helm template` of the chart with the test values plus `args`, as text. */

@@ -16,9 +16,14 @@ const SECURITY_HEADERS: Record<string, string> = {
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
   'Referrer-Policy': 'no-referrer',
   'Cross-Origin-Resource-Policy': 'same-origin',
-  'Strict-Transport-Security': 'max-age=31536000; includeSubDomains',
   'Cache-Control': 'no-store',
 };
+
+/**
+ * HSTS only on a response that goes over HTTPS: req.secure, which is a TLS socket or, behind
+ * PROXYFLEET_API_TRUST_PROXY_HOPS trusted proxies, their X-Forwarded-Proto (docs/security.md, "Headers").
+ */
+const HSTS = 'max-age=31536000; includeSubDomains';
 
 export function requestPlumbing(logger: Logger, metrics: ApiMetrics): RequestHandler {
   return (req, res, next) => {
@@ -28,6 +33,7 @@ export function requestPlumbing(logger: Logger, metrics: ApiMetrics): RequestHan
     res.locals.reqId = reqId;
     res.setHeader('X-Request-Id', reqId);
     res.set(SECURITY_HEADERS);
+    if (req.secure) res.setHeader('Strict-Transport-Security', HSTS);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = healthRoute(req) ?? routeTemplate(req);
@@ -88,3 +94,24 @@ export function notFound(groups: RouteGroup[]): RequestHandler {
     sendError(res, new AppError('NOT_FOUND'));
   };
 }
+
+/** Does any string (key or value) in a parsed body hold NUL? */
+function holdsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (typeof value !== 'object' || value === null || depth > 64) return false;
+  for (const [key, inner] of Object.entries(value)) {
+    if (key.includes('\u0000') || holdsNul(inner, depth + 1)) return true;
+  }
+  return false;
+}
+
+/**
+ * After the body parser: a NUL anywhere in the body or the query string is refused with 400
+ * before a handler sees it (PostgreSQL cannot store it in text; docs/security.md, "Malformed input").
+ */
+export const rejectNul: RequestHandler = (req, res, next) => {
+  if (holdsNul(req.body) || req.originalUrl.includes('%00') || holdsNul(req.query)) {
+    return sendError(res, new AppError('INVALID_CHARACTERS'));
+  }
+  next();
+};

@@ -27,7 +27,7 @@ import { deleteSnapshot } from '../usage/repo.ts';
 import type { AccountService } from '../account/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import { gb } from '../usage/service.ts';
-import { createPasswordLink, origin } from '../password-links/service.ts';
+import { createPasswordLink } from '../password-links/service.ts';
 import * as s from './schemas.ts';
 import { accountExists, deleteIspProxy, insertIspProxy, listAccounts, putThrottle } from './repo.ts';
 import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '#common/billing/auto-refill.ts';
@@ -37,8 +37,8 @@ export interface AdminDeps {
   credentialsKey: Buffer;
   accounts: AccountService;
   waitForApiCaches: WaitForApiCaches;
-  /** Base URL of invite links (PROXYFLEET_DASHBOARD_URL); unset: the origin the admin call reached. */
-  dashboardUrl?: string | undefined;
+  /** Base URL of invite links: configuration only, never a request header (docs/security.md). */
+  linkBase: () => string;
 }
 
 type IdParams = z.infer<typeof accountParams>;
@@ -153,8 +153,8 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       response: s.dashboardInviteSchema,
       status: 201,
       errors: ['ACCOUNT_NOT_FOUND'],
-      handler: async ({ params, req }) => {
-        const link = await createPasswordLink(pool, params.id, 'invite', deps.dashboardUrl ?? origin(req));
+      handler: async ({ params }) => {
+        const link = await createPasswordLink(pool, params.id, 'invite', deps.linkBase());
         return { status: 201, body: { url: link.url, expiresAt: link.expiresAt.toISOString() } };
       },
     }),

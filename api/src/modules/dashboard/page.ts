@@ -6,6 +6,7 @@
 import type { Request, Response } from 'express';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
+import type { ResetRequests } from '../password-links/reset-requests.ts';
 import type { ProxiesDeps } from '../proxies/service.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import type { UsageService } from '../usage/service.ts';
@@ -24,8 +25,10 @@ export interface DashboardDeps {
   /** Sub-users' cap (docs/adr/0037), as the API applies it. */
   subUsers: { limit: number };
   waitForApiCaches: WaitForApiCaches;
-  /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies and HSTS. */
+  /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies (HSTS follows req.secure). */
   https: boolean;
+  /** "Forgot password?" asks, looked up and mailed after the answer (password-links/reset-requests.ts). */
+  resetRequests: ResetRequests;
 }
 
 /** One request to a page, as the router hands it over. */

@@ -5,6 +5,7 @@
 // as the API; like the admin API, an action answers once every API process has applied it.
 import express, { type Request, type Response, type Router } from 'express';
 import helmet from 'helmet';
+import { rejectNul } from '../../http/plumbing.ts';
 import { loadAssets } from './assets.ts';
 import type { Html } from './html.ts';
 import { forbiddenPage, type PageContext } from './layout.ts';
@@ -84,12 +85,15 @@ export function dashboardRouter(deps: DashboardDeps): Router {
           objectSrc: ["'none'"],
         },
       },
-      strictTransportSecurity: deps.https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+      // HSTS is the plumbing's, on HTTPS responses only; DENY matches frame-ancestors 'none'.
+      strictTransportSecurity: false,
+      xFrameOptions: { action: 'deny' },
       referrerPolicy: { policy: 'no-referrer' },
       crossOriginEmbedderPolicy: false,
     }),
   );
   router.use(express.urlencoded({ extended: false, limit: BODY_LIMIT, parameterLimit: 50 }));
+  router.use(rejectNul);
 
   const send = (res: Response, page: Html, status = 200) => {
     res.status(status).type('html').set('Cache-Control', 'no-store').send(page.text);

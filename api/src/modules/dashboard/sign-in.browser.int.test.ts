@@ -58,7 +58,7 @@ describeInChromium('customer dashboard in Chromium: signing in and out', () => {
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toContain('unsafe-inline');
-    expect(res!.headers()['x-frame-options']).toBe('SAMEORIGIN');
+    expect(res!.headers()['x-frame-options']).toBe('DENY');
     await axe(page, 'sign-in');
     await shot(page, 'sign-in');
   });
@@ -168,6 +168,7 @@ describeInChromium('customer dashboard in Chromium: signing in and out', () => {
       ).resolves.toBe(true);
     }
     await axe(page, 'forgot password sent');
+    await api.api.resetRequests.idle(); // the lookup and the link come after the answer
     const { rows } = await db.pool.query<{ body_text: string }>(
       `SELECT body_text FROM email_outbox WHERE kind = 'dashboard_reset'`,
     );
@@ -245,9 +246,11 @@ describeInChromium('customer dashboard in Chromium: signing in and out', () => {
   });
 
   it('over HTTPS (behind a TLS-terminating proxy) cookies are Secure with the __Host- prefix', async () => {
-    const https = await startTestApi(db, { env: { PROXYFLEET_DASHBOARD_HTTPS: 'true' } });
+    const https = await startTestApi(db, {
+      env: { PROXYFLEET_DASHBOARD_HTTPS: 'true', PROXYFLEET_API_TRUST_PROXY_HOPS: '1' },
+    });
     try {
-      const res = await fetch(`${https.url}/sign-in`);
+      const res = await fetch(`${https.url}/sign-in`, { headers: { 'x-forwarded-proto': 'https' } });
       const cookie = res.headers.getSetCookie().find((c) => c.startsWith('__Host-pf_pre='))!;
       expect(cookie).toMatch(/; Path=\//);
       expect(cookie).toMatch(/; HttpOnly/);

@@ -2,6 +2,7 @@
 // already hashed (sha256): the random values themselves are never stored.
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
+import { recordAudit } from '#common/audit/record.ts';
 
 /** The account a link belongs to. */
 export interface LinkOwner {
@@ -31,12 +32,15 @@ export async function setPasswordWithToken(
   pool: Pool,
   hash: Buffer,
   passwordHash: string,
+  /** The address that used the link, for the audit entry `password.set`. */
+  ip: string | null = null,
 ): Promise<string | undefined> {
   return withTransaction(pool, async (client) => {
     // NO KEY UPDATE: the account's sessions and other rows referencing it may still be inserted.
-    const owner = await client.query(
-      `SELECT 1 FROM dashboard_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = $1
-         FOR NO KEY UPDATE OF a`,
+    // The account's row first, as the audit log's lock order has it (docs/adr/0079).
+    const owner = await client.query<{ email: string; purpose: string }>(
+      `SELECT a.email, t.purpose FROM dashboard_tokens t JOIN accounts a ON a.id = t.account_id
+        WHERE t.token_hash = $1 FOR NO KEY UPDATE OF a`,
       [hash],
     );
     if (owner.rowCount !== 1) return undefined;
@@ -57,6 +61,24 @@ export async function setPasswordWithToken(
       [accountId],
     );
     await client.query('DELETE FROM dashboard_sessions WHERE account_id = $1', [accountId]);
+    // Who: the account's own email (whoever holds its link acts as it); never the link or password.
+    const { email, purpose } = owner.rows[0]!;
+    await recordAudit(client, {
+      accountId,
+      actor: { kind: 'dashboard', id: email, ip },
+      action: 'password.set',
+      target: { type: 'account', id: accountId },
+      details: { link: purpose },
+    });
     return accountId;
   });
+}
+
+/** The active account with this email (case-insensitive), if any: whom a reset link may go to. */
+export async function activeAccountByEmail(pool: Pool, email: string): Promise<LinkOwner | undefined> {
+  const { rows } = await pool.query<LinkOwner>(
+    `SELECT id AS "accountId", email, status FROM accounts WHERE lower(email) = lower($1) AND status = 'active'`,
+    [email],
+  );
+  return rows[0];
 }

@@ -4,9 +4,9 @@
 // the worker sends it; the migration blanks the body once it is sent. The admin API and the
 // dashboard both create links, so they live here, in a feature of their own (docs/adr/0062).
 import { randomBytes } from 'node:crypto';
-import type { Request } from 'express';
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import { AppError } from '#common/errors.ts';
+import { recordAudit, type AuditActor } from '#common/audit/record.ts';
 import { sha256 } from '#common/secrets.ts';
 import { linkEmail, type LinkPurpose } from './emails.ts';
 
@@ -22,6 +22,8 @@ export async function createPasswordLink(
   accountId: string,
   purpose: LinkPurpose,
   baseUrl: string,
+  /** The audit entry written in the link's transaction (never the link itself). */
+  audit?: { actor: AuditActor; action: string },
 ): Promise<{ url: string; expiresAt: Date }> {
   const token = newToken();
   const hash = hashToken(token);
@@ -50,11 +52,27 @@ export async function createPasswordLink(
       message.subject,
       message.text,
     ]);
+    if (audit) {
+      await recordAudit(client, {
+        accountId,
+        actor: audit.actor,
+        action: audit.action,
+        target: { type: 'account', id: accountId },
+        details: { expiresAt: expiresAt.toISOString() },
+      });
+    }
     return { url, expiresAt };
   });
 }
 
-/** The dashboard's public origin as the client reached it (honours trust proxy for the scheme). */
-export function origin(req: Request): string {
-  return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+/**
+ * The base of every link in an email: PROXYFLEET_DASHBOARD_URL, else the API's own listen address
+ * (`npm start`). Never Host, X-Forwarded-Host or Forwarded: a forged header would mail the
+ * victim a link to the attacker's host (docs/security.md, "Links in emails").
+ */
+export function linkBaseFrom(configured: string | undefined, listen: { host: string; port: number }): string {
+  if (configured) return configured.replace(/\/+$/, '');
+  const wildcard = listen.host === '' || listen.host === '0.0.0.0' || listen.host === '::';
+  const host = wildcard ? '127.0.0.1' : listen.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${listen.port}`;
 }

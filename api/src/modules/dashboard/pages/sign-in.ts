@@ -2,7 +2,7 @@
 // (docs/adr/0050). Sign-in failures are throttled per email and per address; an unknown email
 // costs the same scrypt as a known one; the links are password-links/'s, shared with the admin API.
 import { z } from 'zod';
-import { createPasswordLink, hashToken, origin, SET_PASSWORD_PATH } from '../../password-links/service.ts';
+import { hashToken, SET_PASSWORD_PATH } from '../../password-links/service.ts';
 import { peekToken, setPasswordWithToken } from '../../password-links/repo.ts';
 import { formValues } from '../forms.ts';
 import { html, type Html } from '../html.ts';
@@ -26,7 +26,7 @@ export const LOGIN_FAILURES_PER_ADDRESS = 20;
 const formString = (max: number) => z.string().max(max).optional().default('');
 const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
 
-export const signInPage: PageModule = ({ pool, logger }) => ({
+export const signInPage: PageModule = ({ pool, logger, resetRequests }) => ({
   routes: [
     signedOut.get('/sign-in', ({ req, res, person, ctx, send }) => {
       if (person) return res.redirect(303, '/');
@@ -79,9 +79,9 @@ export const signInPage: PageModule = ({ pool, logger }) => ({
       }
       // Each request counts against the address, so the form cannot be used to flood a mailbox.
       await repo.recordFailure(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
-      const row = email ? await repo.findByEmail(pool, email) : undefined;
-      if (row && row.status === 'active') await createPasswordLink(pool, row.accountId, 'reset', origin(req));
-      // The same answer whether or not the email exists.
+      // No lookup here: the job does it after the answer, so the answer takes the same work and
+      // says the same whether or not the email exists (docs/security.md, "Forgot password" under "Links in emails").
+      if (email) resetRequests.enqueue(email, req.ip ?? null);
       send(forgotView(visit.ctx, { sent: true }));
     }),
 
@@ -99,7 +99,12 @@ export const signInPage: PageModule = ({ pool, logger }) => ({
       const problem = passwordProblem(password, [owner.email, ...owner.email.split(/[@.+_-]/)]);
       if (problem)
         return visit.send(setPasswordView(visit.ctx, { token, email: owner.email, error: problem }), 422);
-      const accountId = await setPasswordWithToken(pool, hashToken(token), await hashPassword(password));
+      const accountId = await setPasswordWithToken(
+        pool,
+        hashToken(token),
+        await hashPassword(password),
+        visit.req.ip ?? null,
+      );
       if (!accountId) return visit.send(linkInvalidView(visit.ctx), 410);
       logger.info({ accountId }, 'dashboard password set');
       visit.res.redirect(303, '/sign-in?done=password');
