@@ -142,7 +142,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         return who?.ctx ?? anon(req, res);
       },
       send: (page, status) => send(res, page, status),
-      startSession: (accountId) => sessions.start(res, accountId),
+      startSession: (accountId, details) => sessions.start(req, res, accountId, details),
       endSession: () => sessions.end(req, res),
     };
   };

@@ -16,7 +16,13 @@ import {
   verifyPassword,
 } from '../passwords.ts';
 import * as repo from '../repo.ts';
-import { SESSION_IDLE_SECONDS } from '../session.ts';
+import { preSessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
+import { isEnabled as twoFactorEnabled } from '../../two-factor/repo.ts';
+
+/** How long a sign-in whose password was right waits for its two-factor code. */
+export const CODE_STEP_SECONDS = 5 * 60;
+/** Where a sign-in with two-factor on goes after the password (pages/security.ts). */
+export const SIGN_IN_CODE_PATH = '/sign-in/code';
 
 /** Sign-in failures allowed per email and per source address within the window. */
 export const LOGIN_WINDOW_SECONDS = 15 * 60;
@@ -26,7 +32,7 @@ export const LOGIN_FAILURES_PER_ADDRESS = 20;
 const formString = (max: number) => z.string().max(max).optional().default('');
 const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
 
-export const signInPage: PageModule = ({ pool, logger }) => ({
+export const signInPage: PageModule = ({ pool, logger, https }) => ({
   routes: [
     signedOut.get('/sign-in', ({ req, res, person, ctx, send }) => {
       if (person) return res.redirect(303, '/');
@@ -53,17 +59,35 @@ export const signInPage: PageModule = ({ pool, logger }) => ({
       // Unknown emails and accounts without a password still cost one scrypt: timing tells nothing.
       const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
       if (!row?.passwordHash || !ok) {
-        await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS);
+        await repo.recordFailure(
+          pool,
+          buckets,
+          LOGIN_WINDOW_SECONDS,
+          row && {
+            accountId: row.accountId,
+            actor: { kind: 'dashboard', id: row.email, ip: req.ip ?? null },
+            action: 'session.sign_in_failed',
+            details: { reason: 'password' },
+          },
+        );
         return send(signInView(visit.ctx, { email, error: 'The email or password is not right.' }), 401);
       }
       if (row.status !== 'active') {
         const error = 'This account is suspended. Contact support.';
         return send(signInView(visit.ctx, { email, error }), 403);
       }
+      if (await twoFactorEnabled(pool, row.accountId)) {
+        // The failures are cleared only once the code is right too: a password alone resets nothing.
+        // The CSRF check let this POST in, so the pre-session cookie is there.
+        const preSession = preSessionHashOf(req, https);
+        if (!preSession) return visit.res.redirect(303, '/sign-in');
+        await repo.putChallenge(pool, preSession, row.accountId, CODE_STEP_SECONDS);
+        return visit.res.redirect(303, SIGN_IN_CODE_PATH);
+      }
       await repo.clearFailures(pool, buckets[0]!);
       // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
       await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
-      await visit.startSession(row.accountId);
+      await visit.startSession(row.accountId, { secondFactor: 'none' });
       visit.res.redirect(303, '/');
     }),
 
