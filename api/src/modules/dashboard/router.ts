@@ -14,6 +14,7 @@ import { billingPage } from './pages/billing.ts';
 import { keysPage } from './pages/keys.ts';
 import { overviewPage } from './pages/overview.ts';
 import { proxiesPage } from './pages/proxies.ts';
+import { securityPage } from './pages/security.ts';
 import { signInPage, signInView } from './pages/sign-in.ts';
 import { subUsersPage } from './pages/sub-users.ts';
 import type { Person } from './repo.ts';
@@ -28,6 +29,7 @@ export const PAGES: PageModule[] = [
   keysPage,
   alertsPage,
   billingPage,
+  securityPage,
 ];
 
 const BODY_LIMIT = '16kb';

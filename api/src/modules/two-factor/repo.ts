@@ -80,11 +80,18 @@ export async function enable(
 }
 
 export async function setLastStep(client: PoolClient, accountId: string, step: number): Promise<void> {
-  await client.query('UPDATE dashboard_two_factor SET last_step = $2 WHERE account_id = $1', [accountId, step]);
+  await client.query('UPDATE dashboard_two_factor SET last_step = $2 WHERE account_id = $1', [
+    accountId,
+    step,
+  ]);
 }
 
 /** Spends an unused recovery code; false when there is none with this hash. */
-export async function spendRecoveryCode(client: PoolClient, accountId: string, hash: Buffer): Promise<boolean> {
+export async function spendRecoveryCode(
+  client: PoolClient,
+  accountId: string,
+  hash: Buffer,
+): Promise<boolean> {
   const { rowCount } = await client.query(
     `UPDATE dashboard_recovery_codes SET used_at = now()
       WHERE account_id = $1 AND code_hash = $2 AND used_at IS NULL`,

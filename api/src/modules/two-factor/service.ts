@@ -106,6 +106,11 @@ export class TwoFactor {
     return started ? secret : undefined;
   }
 
+  /** The secret's QR code (its otpauth URI) as inline SVG. */
+  qr(secret: string, email: string): Promise<string> {
+    return qrSvg(otpauthUri(secret, email), 'QR code of the two-factor secret for an authenticator app');
+  }
+
   /** The secret being confirmed, if turning on has started and is not finished. */
   async pendingSecret(accountId: string): Promise<string | undefined> {
     const sealed = await repo.readPendingSecret(this.pool, accountId);
@@ -154,10 +159,19 @@ export class TwoFactor {
       return kind;
     }
     if (kind === 'recovery_code') {
-      const spent = await repo.spendRecoveryCode(client, accountId, hashRecoveryCode(this.recoveryKey, typed));
+      const spent = await repo.spendRecoveryCode(
+        client,
+        accountId,
+        hashRecoveryCode(this.recoveryKey, typed),
+      );
       return spent ? kind : undefined;
     }
     return undefined;
+  }
+
+  /** A sign-in's second step: checks and uses up a code (as `use`), in a transaction of its own. */
+  check(accountId: string, typed: string): Promise<SecondFactorKind | undefined> {
+    return withTransaction(this.pool, (client) => this.use(client, accountId, typed));
   }
 
   /** Turns off with a code (TOTP or recovery): true when the code was right. */

@@ -17,17 +17,15 @@ import {
 } from '../passwords.ts';
 import * as repo from '../repo.ts';
 import { preSessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
+import {
+  CODE_STEP_SECONDS,
+  LOGIN_FAILURES_PER_ADDRESS,
+  LOGIN_WINDOW_SECONDS,
+  signInBuckets,
+  signInThrottled,
+  SIGN_IN_CODE_PATH,
+} from '../sign-in-rules.ts';
 import { isEnabled as twoFactorEnabled } from '../../two-factor/repo.ts';
-
-/** How long a sign-in whose password was right waits for its two-factor code. */
-export const CODE_STEP_SECONDS = 5 * 60;
-/** Where a sign-in with two-factor on goes after the password (pages/security.ts). */
-export const SIGN_IN_CODE_PATH = '/sign-in/code';
-
-/** Sign-in failures allowed per email and per source address within the window. */
-export const LOGIN_WINDOW_SECONDS = 15 * 60;
-export const LOGIN_FAILURES_PER_EMAIL = 5;
-export const LOGIN_FAILURES_PER_ADDRESS = 20;
 
 const formString = (max: number) => z.string().max(max).optional().default('');
 const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
@@ -45,16 +43,9 @@ export const signInPage: PageModule = ({ pool, logger, https }) => ({
       const form = signInForm.safeParse(req.body);
       const email = form.success ? form.data.email.trim() : '';
       const password = form.success ? form.data.password : '';
-      const buckets = [`email:${email.toLowerCase()}`, `ip:${req.ip ?? 'unknown'}`];
-      const counts = await repo.countFailures(pool, buckets, LOGIN_WINDOW_SECONDS);
-      if (
-        (counts.get(buckets[0]!) ?? 0) >= LOGIN_FAILURES_PER_EMAIL ||
-        (counts.get(buckets[1]!) ?? 0) >= LOGIN_FAILURES_PER_ADDRESS
-      ) {
-        const minutes = LOGIN_WINDOW_SECONDS / 60;
-        const error = `Too many failed sign-in attempts. Try again in ${minutes} minutes.`;
-        return send(signInView(visit.ctx, { email, error }), 429);
-      }
+      const buckets = signInBuckets(email, req.ip);
+      const throttled = await signInThrottled(pool, buckets);
+      if (throttled) return send(signInView(visit.ctx, { email, error: throttled }), 429);
       const row = email ? await repo.findByEmail(pool, email) : undefined;
       // Unknown emails and accounts without a password still cost one scrypt: timing tells nothing.
       const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
@@ -84,7 +75,7 @@ export const signInPage: PageModule = ({ pool, logger, https }) => ({
         await repo.putChallenge(pool, preSession, row.accountId, CODE_STEP_SECONDS);
         return visit.res.redirect(303, SIGN_IN_CODE_PATH);
       }
-      await repo.clearFailures(pool, buckets[0]!);
+      await repo.clearFailures(pool, buckets[0]);
       // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
       await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
       await visit.startSession(row.accountId, { secondFactor: 'none' });
