@@ -85,11 +85,14 @@ export const hashRecoveryCode = (recoveryKey: Buffer, typed: string): Buffer =>
 export class TwoFactor {
   private readonly pool: Pool;
   private readonly credentialsKey: Buffer;
-  private readonly recoveryKey: Buffer;
+  private derivedRecoveryKey: Buffer | undefined;
   constructor(pool: Pool, credentialsKey: Buffer) {
     this.pool = pool;
     this.credentialsKey = credentialsKey;
-    this.recoveryKey = recoveryKeyFrom(credentialsKey);
+  }
+
+  private get recoveryKey(): Buffer {
+    return (this.derivedRecoveryKey ??= recoveryKeyFrom(this.credentialsKey));
   }
 
   state(accountId: string): Promise<repo.TwoFactorState> {
