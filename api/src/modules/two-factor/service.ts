@@ -111,7 +111,7 @@ export class TwoFactor {
 
   /** The secret's QR code (its otpauth URI) as inline SVG. */
   qr(secret: string, email: string): Promise<string> {
-    return qrSvg(otpauthUri(secret, email), 'QR code of the two-factor secret for an authenticator app');
+    return qrSvg(otpauthUri(secret, email), 'QR image of the two-factor secret, for an authenticator app');
   }
 
   /** The secret being confirmed, if turning on has started and is not finished. */

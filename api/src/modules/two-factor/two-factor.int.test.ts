@@ -4,10 +4,10 @@
 // codes once each, the throttle shared with passwords, turning off, the admin reset, the session
 // list with Sign out and Sign out everywhere else, and the audit entries, none with a secret.
 import { describe, expect, it } from '@jest/globals';
-import * as OTPAuth from 'otpauth';
 import { hashPassword } from '../dashboard/passwords.ts';
 import { adminCall } from '#test/dashboard.ts';
 import { useTestApi } from '#test/api.ts';
+import { freshCode as totpCode } from '#test/totp.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { unseal } from '#common/secrets.ts';
 
@@ -86,22 +86,7 @@ async function accountWithPassword() {
   return account;
 }
 
-const totpOf = (secret: string) =>
-  new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' });
-
-/** A code of a time step later than the last one accepted (and within the window of now). */
-async function freshCode(accountId: string, secret: string): Promise<string> {
-  const { rows } = await fixture.db.pool.query<{ last_step: string | null }>(
-    'SELECT last_step FROM dashboard_two_factor WHERE account_id = $1',
-    [accountId],
-  );
-  const totp = totpOf(secret);
-  const now = totp.counter();
-  const step = Math.max(now, Number(rows[0]?.last_step ?? -1) + 1);
-  // Two steps ahead of now would be outside the window: wait for the clock (at most 30 s).
-  while (totp.counter() < step - 1) await new Promise((r) => setTimeout(r, 500));
-  return totp.generate({ timestamp: step * 30_000 + 1_000 });
-}
+const freshCode = (accountId: string, secret: string) => totpCode(fixture.db.pool, accountId, secret);
 
 async function auditActions(
   accountId: string,

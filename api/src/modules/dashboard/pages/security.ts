@@ -277,7 +277,7 @@ function sessionsPart(ctx: PageContext, sessions: repo.SessionRow[]): Html {
   });
   return html`<p>Where you are signed in to this dashboard. A session ends after 30 minutes unused.</p>
     ${table({
-      label: 'Sessions',
+      label: 'Signed-in sessions',
       caption: 'Your signed-in sessions',
       columns: ['Started', 'Last seen', 'Address', 'Browser', { hidden: 'Action' }],
       rows,
