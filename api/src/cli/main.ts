@@ -294,6 +294,12 @@ export const COMMANDS: Record<string, Command> = {
     args: ['accountId'],
     request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/proxy-password/reset` }),
   },
+  'two-factor reset': {
+    usage: 'two-factor reset <accountId>',
+    summary: 'Turn off two-factor sign-in for a customer who lost their second factor (docs/security.md)',
+    args: ['accountId'],
+    request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/two-factor/reset` }),
+  },
   'isp-proxies add': {
     usage:
       'isp-proxies add <accountId> --host <host> --port <port> --username <u> --country <cc> [--password <p>] [--city <c>] [--isp <name>] [--expires-at <ISO time>]',

@@ -7,6 +7,8 @@ import { describe, expect, it } from '@jest/globals';
 import { hashPassword } from '../dashboard/passwords.ts';
 import { adminCall } from '#test/dashboard.ts';
 import { useTestApi } from '#test/api.ts';
+import { TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
+import { runCli } from '../../cli/main.ts';
 import { freshCode as totpCode } from '#test/totp.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { unseal } from '#common/secrets.ts';
@@ -322,6 +324,33 @@ describe('two-factor sign-in', () => {
         details: { wasEnabled: false },
       }),
     ]);
+  });
+});
+
+describe('npx proxyfleet admin two-factor reset', () => {
+  const cli = async (...argv: string[]) => {
+    let out = '';
+    let err = '';
+    const env = { PROXYFLEET_API_URL: fixture.api.url, PROXYFLEET_ADMIN_TOKEN: TEST_ADMIN_TOKEN };
+    const code = await runCli(argv, { out: (t) => (out += t), err: (t) => (err += t), fetch, env });
+    return { code, out, err };
+  };
+
+  it('resets a customer’s two-factor sign-in; an unknown account exits 1 with the API’s message', async () => {
+    const account = await accountWithPassword();
+    const b = new Browser();
+    await b.signIn(account.email);
+    await enrol(b, account.id);
+    const reset = await cli('admin', 'two-factor', 'reset', account.id);
+    expect(reset.code).toBe(0);
+    expect(JSON.parse(reset.out)).toEqual({
+      accountId: account.id,
+      twoFactorEnabled: false,
+      wasEnabled: true,
+    });
+    expect((await new Browser().signIn(account.email)).location).toBe('/');
+    const missing = await cli('admin', 'two-factor', 'reset', '00000000-0000-4000-8000-000000000000');
+    expect(missing).toMatchObject({ code: 1, err: expect.stringContaining('Account not found') });
   });
 });
 
