@@ -3,7 +3,6 @@
 // (behind as many reverse proxies as PROXYFLEET_TRUST_PROXY_HOPS says, never a header otherwise).
 import type { Request, Response } from 'express';
 import type { AuditActor } from '#common/audit/record.ts';
-import type { AuthKind } from './route.ts';
 
 /**
  * The admin API has one shared bearer token and no operator accounts, so every operator is this
@@ -36,10 +35,3 @@ export const dashboardActor = (req: Request, email: string): AuditActor => ({
   id: email,
   ip: req.ip ?? null,
 });
-
-/** The actor of a route that is declared for API keys or for the admin token. */
-export function routeActor(auth: AuthKind, req: Request, res: Response): AuditActor {
-  if (auth === 'admin') return adminActor(req);
-  if (auth === 'apiKey') return apiKeyActor(req, res);
-  throw new Error('an unauthenticated route changes no account');
-}

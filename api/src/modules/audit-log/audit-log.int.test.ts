@@ -27,6 +27,7 @@ async function newAccount(): Promise<Account> {
 }
 
 interface Entry {
+  id: string;
   at: string;
   actor: { kind: string; id: string; ip: string | null };
   action: string;
@@ -460,25 +461,33 @@ describe('reading the log', () => {
   }
 
   test('GET /api/v1/audit-log pages newest first with an opaque cursor, as the admin route', async () => {
-    const account = await accountWithEntries(4); // + account.created = 5 entries
+    // 12 entries, pages of 5: ids past 9 and 10 put a text order and a number order apart.
+    const account = await accountWithEntries(11); // + account.created
     const seen: Entry[] = [];
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const path: string = `/audit-log?limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+      const path: string = `/audit-log?limit=5${cursor ? `&cursor=${cursor}` : ''}`;
       const res = await api(account.apiKey, path);
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['entries', 'nextCursor']);
       seen.push(...(res.body.entries as Entry[]));
+      for (const e of res.body.entries as Entry[])
+        expect(Object.keys(e).sort()).toEqual(['action', 'actor', 'at', 'details', 'id', 'target']);
       cursor = res.body.nextCursor as string | null;
       if (cursor) expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
       pages++;
     } while (cursor);
     expect(pages).toBe(3);
-    expect(seen.map((e) => e.action)).toEqual([...Array(4).fill('target_stats.updated'), 'account.created']);
-    expect(seen.map((e) => e.details.enabled)).toEqual([false, true, false, true, undefined]);
+    expect(seen.map((e) => e.action)).toEqual([...Array(11).fill('target_stats.updated'), 'account.created']);
+    // Written with enabled = i % 2 === 0 for i = 0..10: newest first, 10 (true) down to 0 (true).
+    expect(seen.slice(0, 11).map((e) => e.details.enabled)).toEqual(
+      Array.from({ length: 11 }, (_, k) => (10 - k) % 2 === 0),
+    );
     const times = seen.map((e) => Date.parse(e.at));
     expect([...times].sort((a, b) => b - a)).toEqual(times);
+    const ids = seen.map((e) => BigInt(e.id));
+    expect([...ids].sort((a, b) => (a > b ? -1 : 1))).toEqual(ids); // newest (highest) first
     expect(await entries(account)).toEqual(seen);
   });
 
@@ -491,6 +500,10 @@ describe('reading the log', () => {
         body: { success: false, error: expect.stringMatching(/^Invalid request: limit: /) },
       });
     expect((await api(account.apiKey, '/audit-log?limit=200')).status).toBe(200);
+    expect(await api(account.apiKey, '/audit-log?limt=5')).toMatchObject({
+      status: 400,
+      body: { success: false, error: 'Invalid request: limt: unknown field' },
+    });
   });
 
   test('a cursor this API did not issue is 400 in the documented error format', async () => {
@@ -533,6 +546,18 @@ describe('reading the log', () => {
       (await call(fx.api.url, `/admin/v1/accounts/${theirs.id}/audit-log`, { key: mine.apiKey })).status,
     ).toBe(401);
     expect((await api('svc_live_' + '0'.repeat(48), '/audit-log')).status).toBe(401);
+  });
+
+  test('the OpenAPI document has both routes with limit and cursor, and the entry schema', async () => {
+    const doc = (await call(fx.api.url, '/api/v1/openapi.json')).body;
+    for (const path of ['/api/v1/audit-log', '/admin/v1/accounts/{id}/audit-log']) {
+      const op = doc.paths[path]?.get;
+      expect({ path, op: op !== undefined }).toEqual({ path, op: true });
+      const query = (op.parameters as { name: string; in: string }[]).filter((p) => p.in === 'query');
+      expect(query.map((p) => p.name)).toEqual(['limit', 'cursor']);
+      expect(JSON.stringify(op.responses['200'])).toContain('nextCursor');
+      expect(Object.keys(op.responses)).toContain('400');
+    }
   });
 
   test('the admin route answers 404 for an account that does not exist', async () => {

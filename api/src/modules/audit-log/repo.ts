@@ -25,12 +25,13 @@ export async function readAuditLog(
     `SELECT id::text AS id, at, actor_kind, actor_id, host(actor_ip) AS actor_ip, action, target_type, target_id, details
        FROM audit_log
       WHERE account_id = $1 AND ($2::bigint IS NULL OR id < $2)
-      ORDER BY id DESC LIMIT $3`,
+      ORDER BY audit_log.id DESC LIMIT $3`,
     [accountId, q.cursor ?? null, q.limit + 1],
   );
   const page = rows.slice(0, q.limit);
   return {
     entries: page.map((r) => ({
+      id: r.id,
       at: r.at.toISOString(),
       actor: { kind: r.actor_kind, id: r.actor_id, ip: r.actor_ip },
       action: r.action,

@@ -41,6 +41,7 @@ export const auditLogQuery = z.strictObject({
 export type AuditLogQuery = z.infer<typeof auditLogQuery>;
 
 export const auditEntrySchema = z.object({
+  id: z.string().describe("The entry's id (entries are numbered in the order they were written)"),
   at: z.string().describe('When, ISO 8601 UTC'),
   actor: z.object({
     kind: z.enum(['api_key', 'dashboard', 'admin', 'system']),

@@ -1,4 +1,4 @@
-// The IP allowlist (issue 16 item 2, docs/adr/0036): source ranges whose requests a product's
+// The IP allowlist (docs/adr/0036): source ranges whose requests a product's
 // gateways admit without credentials. The customer's routes (/api/v1/ip-allowlist) and the
 // operator's (/admin/v1/accounts/:id/ip-allowlist) share the repo and the schemas.
 import { z } from 'zod';

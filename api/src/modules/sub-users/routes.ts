@@ -1,4 +1,4 @@
-// Sub-users (issue 16 item 1, docs/adr/0037): named proxy users of an account, each with its own
+// Sub-users (docs/adr/0037): named proxy users of an account, each with its own
 // proxy credentials, traffic limits per product and caps. The customer's routes (/api/v1/sub-users)
 // and the operator's (/admin/v1/accounts/:id/sub-users) share the repo and the schemas. Gateways
 // learn every change from the database's triggers (change_log), nothing is called here.
