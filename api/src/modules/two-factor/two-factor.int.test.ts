@@ -327,6 +327,44 @@ describe('two-factor sign-in', () => {
   });
 });
 
+describe('forms and OpenAPI', () => {
+  it('refuses every new form without its CSRF token (403), signed in and at the code step', async () => {
+    const account = await accountWithPassword();
+    const b = new Browser();
+    await b.signIn(account.email);
+    await b.get('/security');
+    const token = b.csrf;
+    for (const path of [
+      '/security/two-factor/start',
+      '/security/two-factor/confirm',
+      '/security/two-factor/disable',
+      '/security/sessions/sign-out-others',
+      '/security/sessions/00000000-0000-4000-8000-000000000000/sign-out',
+    ]) {
+      b.csrf = 'x'.repeat(43); // a refused page carries a valid token: forge again each time
+      expect({ path, status: (await b.post(path, { code: '123456' })).status }).toEqual({
+        path,
+        status: 403,
+      });
+    }
+    b.csrf = token;
+    await enrol(b, account.id);
+    const c = new Browser();
+    await c.signIn(account.email);
+    c.csrf = 'x'.repeat(43);
+    expect((await c.post('/sign-in/code', { code: '123456' })).status).toBe(403);
+  });
+
+  it('the OpenAPI document has the admin reset', async () => {
+    const doc = (await (await fetch(`${fixture.api.url}/api/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const path = Object.keys(doc.paths).find((p) => p.includes('two-factor/reset'));
+    expect(path).toMatch(/^\/admin\/v1\/accounts\/\{id\}\/two-factor\/reset$/);
+    expect(Object.keys(doc.paths[path!]!)).toEqual(['post']);
+  });
+});
+
 describe('npx proxyfleet admin two-factor reset', () => {
   const cli = async (...argv: string[]) => {
     let out = '';
