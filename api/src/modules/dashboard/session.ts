@@ -3,7 +3,9 @@
 // sign-out ends one everywhere. CSRF follows OWASP's "signed double-submit cookie": the token in
 // every form is an HMAC of the session token (or, before sign-in, of a random pre-session cookie)
 // under a key derived from PROXYFLEET_CREDENTIALS_KEY, so every API process can check it and
-// nothing more is stored. A state-changing request without a valid token gets 403.
+// nothing more is stored. A state-changing request without a valid token gets 403. Each session
+// also keeps a public id, the address and the User-Agent it started from, for the Security page's
+// list (docs/adr/0077); sign-in and sign-out are audited in the session's own transaction.
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Pool } from '#common/db/pool.ts';
@@ -118,7 +120,11 @@ export class Sessions {
         hash: sha256(token),
         accountId,
         absoluteSeconds: SESSION_ABSOLUTE_SECONDS,
-        origin: { ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null },
+        origin: {
+          ip: req.ip ?? null,
+          // Shown on the Security page; no control character (PostgreSQL text refuses NUL) is kept.
+          userAgent: req.get('user-agent')?.replace(/\p{Cc}/gu, '') || null,
+        },
       },
       details,
     );

@@ -1,6 +1,8 @@
 // Signing in and out, "Forgot password?" and the one-time link that sets a password
 // (docs/adr/0050). Sign-in failures are throttled per email and per address; an unknown email
 // costs the same scrypt as a known one; the links are password-links/'s, shared with the admin API.
+// With two-factor sign-in on, a right password leads to the code step (pages/security.ts,
+// docs/adr/0077) instead of a session.
 import { z } from 'zod';
 import { createPasswordLink, hashToken, origin, SET_PASSWORD_PATH } from '../../password-links/service.ts';
 import { peekToken, setPasswordWithToken } from '../../password-links/repo.ts';
