@@ -5,7 +5,7 @@ import { AppError } from '../errors.ts';
 import { SQLSTATE, sqlState, withTransaction, type Pool } from '../db/pool.ts';
 import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '../secrets.ts';
 import { insertPrimaryKey } from './keys.ts';
-import { recordAudit, type AuditActor } from '../audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 
 export type AccountStatus = 'active' | 'suspended';
 
@@ -67,7 +67,9 @@ export async function setAccountStatus(
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<{ status: AccountStatus }>(
-      'SELECT status FROM accounts WHERE id = $1 FOR UPDATE',
+      // NO KEY UPDATE, as the UPDATE alone took: rows referencing the account (leases, usage, the
+      // audit entry) may still be written meanwhile.
+      'SELECT status FROM accounts WHERE id = $1 FOR NO KEY UPDATE',
       [accountId],
     );
     const before = rows[0]?.status;
@@ -97,6 +99,7 @@ export async function resetProxyPassword(
 ): Promise<string> {
   const password = newProxyPassword();
   return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
     const { rows } = await client.query<{ username: string }>(
       `UPDATE proxy_credentials SET password_enc = $2, password_sha256 = $3, updated_at = now() WHERE account_id = $1
        RETURNING username`,

@@ -4,7 +4,7 @@
 import { AppError } from '../errors.ts';
 import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { issueApiKey, type IssuedKey } from '../secrets.ts';
-import { recordAudit, type AuditActor } from '../audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 
 export const MAX_NAMED_KEYS = 10;
 
@@ -114,6 +114,7 @@ export async function revokeKey(
   actor?: AuditActor,
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
     const { rows } = await client.query<{ name: string; prefix: string }>(
       `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL
        RETURNING name, prefix`,

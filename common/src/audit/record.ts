@@ -31,6 +31,18 @@ export interface AuditEntry {
 /** A pg Pool, or a client inside the caller's transaction. */
 export type Queryable = Pool | PoolClient;
 
+/**
+ * Takes the account row's KEY SHARE lock, which the entry's foreign key takes when it is written.
+ * Call it first in a transaction that locks other rows of the account before it records: the lock
+ * order is then the account's row first, as the operations that lock it FOR UPDATE (key and
+ * sub-user creation, the allowlist) take it; taken last, a sub-user's deletion deadlocked with
+ * them (40P01, a 500; api/src/concurrency.int.test.ts). Returns whether the account exists.
+ */
+export async function lockAccountForAudit(db: Queryable, accountId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM accounts WHERE id = $1 FOR KEY SHARE', [accountId]);
+  return rowCount === 1;
+}
+
 /** `<resource>.<verb>`, as the table's CHECK has it. */
 const ACTION = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
 

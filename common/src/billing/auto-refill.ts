@@ -4,7 +4,7 @@
 // billing_refill; docs/adr/0073).
 import { z } from 'zod';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { recordAudit, type AuditActor } from '../audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 import { BYTES_PER_GB, type Product } from '../products.ts';
 
 /** A typo guard, as for purchases: 1 PB. */
@@ -101,6 +101,7 @@ export async function putAutoRefill(
 ): Promise<AutoRefillSettings> {
   if (actor)
     return withTransaction(pool, async (client) => {
+      await lockAccountForAudit(client, accountId);
       await writeAutoRefill(client, accountId, product, update, paymentMethod);
       await recordAudit(client, {
         accountId,

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { recordAudit, type AuditActor } from '../audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 
 /** A typo guard, not a business rule: 1,000,000,000.00 in any currency. */
 export const MAX_CREDIT_LIMIT = 1_000_000_000;
@@ -97,7 +97,10 @@ export async function setCreditLimit(
   actor?: AuditActor,
 ): Promise<Credit> {
   if (actor && !('release' in db))
-    return withTransaction(db, (client) => setCreditLimit(client, accountId, limitCents, actor));
+    return withTransaction(db, async (client) => {
+      if (!(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
+      return setCreditLimit(client, accountId, limitCents, actor);
+    });
   if (limitCents === null) {
     await db.query('DELETE FROM account_credit_limits WHERE account_id = $1', [accountId]);
   } else {

@@ -1,5 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
-import { recordAudit, type AuditActor } from '#common/audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import { BYTES_PER_GB, type Product } from '#common/products.ts';
 import type { AlertsUpdate } from './schemas.ts';
@@ -92,6 +92,7 @@ export async function updateAlerts(
   actor?: AuditActor,
 ): Promise<AlertsRow | undefined> {
   return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return undefined;
     const alerts = await writeAlerts(client, accountId, u);
     if (alerts && actor)
       await recordAudit(client, {

@@ -1,5 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
-import { recordAudit, type AuditActor } from '#common/audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import type { IspProxyRow } from '../proxies/repo.ts';
 import type { Product } from '#common/products.ts';
@@ -92,6 +92,7 @@ export async function deleteIspProxy(
   actor?: AuditActor,
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
     const { rows } = await client.query<{ host: string; port: number; username: string; country: string }>(
       'DELETE FROM isp_proxies WHERE id = $1 AND account_id = $2 RETURNING host, port, username, country',
       [proxyId, accountId],
@@ -120,6 +121,7 @@ export async function putThrottle(
   actor?: AuditActor,
 ): Promise<void> {
   await withTransaction(pool, async (client) => {
+    if (actor) await lockAccountForAudit(client, accountId);
     await writeThrottle(client, accountId, product, bytesPerSecond);
     if (actor)
       await recordAudit(client, {

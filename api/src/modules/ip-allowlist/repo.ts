@@ -4,7 +4,7 @@
 // product (migrations/0086) so that a lost race is a violation (409), not a deadlock (500).
 import { AppError } from '#common/errors.ts';
 import { sqlState, SQLSTATE, withTransaction, type Pool } from '#common/db/pool.ts';
-import { recordAudit, type AuditActor } from '#common/audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AllowlistCreate, AllowlistEntry } from './schemas.ts';
 
 const COLUMNS = `id, product, cidr::text AS cidr, targeting,
@@ -69,6 +69,7 @@ export async function removeAllowlistEntry(
   actor?: AuditActor,
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
     const { rows } = await client.query<{ product: string; cidr: string; targeting: unknown }>(
       'DELETE FROM ip_allowlist WHERE account_id = $1 AND id = $2 RETURNING product, cidr::text AS cidr, targeting',
       [accountId, id],

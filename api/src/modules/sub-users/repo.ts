@@ -6,7 +6,7 @@
 import { AppError } from '#common/errors.ts';
 import { sqlState, SQLSTATE, withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
 import { BYTES_PER_GB, PRODUCTS, type Product } from '#common/products.ts';
-import { recordAudit, type AuditActor } from '#common/audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '#common/secrets.ts';
 import type { SubUser, SubUserCreate, SubUserUpdate, SubUserUsage, SubUserUsageQuery } from './schemas.ts';
 
@@ -300,6 +300,7 @@ export function deleteSubUser(
   actor?: AuditActor,
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
     const found = await client.query<{ name: string; username: string }>(
       'SELECT name, username FROM sub_users WHERE account_id = $1 AND id = $2 FOR NO KEY UPDATE',
       [accountId, id],
