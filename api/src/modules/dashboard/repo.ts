@@ -3,7 +3,7 @@
 // hashed (sha256): the random values themselves are never stored.
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
-import { recordAudit, type AuditActor, type AuditEntry } from '#common/audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor, type AuditEntry } from '#common/audit/record.ts';
 
 export interface Person {
   accountId: string;
@@ -85,6 +85,12 @@ export async function readSession(
 /** Ends this session (a sign-out), audited as `session.signed_out` in the same transaction. */
 export async function deleteSession(pool: Pool, hash: Buffer, ip: string | null): Promise<void> {
   await withTransaction(pool, async (client) => {
+    // The account row first, then the session's (docs/adr/0079 "Lock order").
+    await client.query(
+      `SELECT 1 FROM dashboard_sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = $1
+         FOR KEY SHARE OF a`,
+      [hash],
+    );
     const { rows } = await client.query<{ id: string; accountId: string; email: string }>(
       `DELETE FROM dashboard_sessions s USING accounts a WHERE s.token_hash = $1 AND a.id = s.account_id
        RETURNING s.id, s.account_id AS "accountId", a.email`,
@@ -141,6 +147,7 @@ export async function revokeSessions(
   actor: AuditActor,
 ): Promise<string[]> {
   return withTransaction(pool, async (client) => {
+    await lockAccountForAudit(client, accountId);
     const { rows } = await client.query<{ id: string }>(
       `DELETE FROM dashboard_sessions
         WHERE account_id = $1 AND token_hash <> $2 AND ($3::uuid IS NULL OR id = $3::uuid) RETURNING id`,

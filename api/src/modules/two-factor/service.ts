@@ -8,7 +8,7 @@ import { createHmac, hkdfSync } from 'node:crypto';
 import * as OTPAuth from 'otpauth';
 import QRCode from 'qrcode';
 import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
-import { recordAudit, type AuditActor } from '#common/audit/record.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import { randomString, seal, unseal } from '#common/secrets.ts';
 import * as repo from './repo.ts';
 
@@ -126,6 +126,8 @@ export class TwoFactor {
    */
   async confirm(accountId: string, typed: string, actor: AuditActor): Promise<string[] | undefined> {
     return withTransaction(this.pool, async (client) => {
+      // The account row first, then the secret's (docs/adr/0079 "Lock order").
+      await lockAccountForAudit(client, accountId);
       const row = await repo.lockSecret(client, accountId);
       if (!row || row.enabledAt) return undefined;
       const step = codeStep(unseal(this.credentialsKey, row.secretEnc), normalise(typed));
@@ -180,6 +182,7 @@ export class TwoFactor {
   /** Turns off with a code (TOTP or recovery): true when the code was right. */
   async disable(accountId: string, typed: string, actor: AuditActor): Promise<boolean> {
     return withTransaction(this.pool, async (client) => {
+      await lockAccountForAudit(client, accountId);
       const kind = await this.use(client, accountId, typed);
       if (!kind) return false;
       await repo.remove(client, accountId);
