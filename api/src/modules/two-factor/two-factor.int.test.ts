@@ -236,6 +236,27 @@ describe('two-factor sign-in', () => {
     for (const s of [secret, code, ...codes, PASSWORD]) expect(text).not.toContain(s);
   });
 
+  it('one code sent from two browsers at once signs in only one of them', async () => {
+    const account = await accountWithPassword();
+    const b = new Browser();
+    await b.signIn(account.email);
+    const { secret } = await enrol(b, account.id);
+    for (let round = 0; round < 5; round++) {
+      // Each round's code fresh without waiting for the clock: the last used step forgotten.
+      await fixture.db.pool.query('UPDATE dashboard_two_factor SET last_step = NULL WHERE account_id = $1', [
+        account.id,
+      ]);
+      await fixture.db.pool.query('DELETE FROM dashboard_login_failures');
+      const [c, d] = [new Browser(), new Browser()];
+      await c.signIn(account.email);
+      await d.signIn(account.email);
+      const code = await freshCode(account.id, secret);
+      const results = await Promise.all([c, d].map((x) => x.post('/sign-in/code', { code })));
+      expect(results.map((r) => r.status).sort()).toEqual([303, 401]);
+      expect([c, d].filter((x) => x.signedIn)).toHaveLength(1);
+    }
+  });
+
   it('throttles wrong codes with the password failures: after 5 even a right code is refused, and the password alone does not reset the count', async () => {
     const account = await accountWithPassword();
     const b = new Browser();
