@@ -10,6 +10,7 @@ import { useTestApi } from '#test/api.ts';
 import { TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
 import { runCli } from '../../cli/main.ts';
 import { freshCode as totpCode } from '#test/totp.ts';
+import { hashRecoveryCode, recoveryKeyFrom } from './service.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { unseal } from '#common/secrets.ts';
 
@@ -221,10 +222,23 @@ describe('two-factor sign-in', () => {
     expect((await e.post('/sign-in/code', { code: codes[0]! })).status).toBe(401);
     expect((await e.get('/security')).location).toBe('/sign-in');
 
+    // Few codes left: the page says how to get new ones.
+    const keep = hashRecoveryCode(recoveryKeyFrom(TEST_CREDENTIALS_KEY), codes[9]!);
+    await fixture.db.pool.query(
+      `UPDATE dashboard_recovery_codes SET used_at = now() WHERE account_id = $1 AND code_hash IN
+         (SELECT code_hash FROM dashboard_recovery_codes WHERE account_id = $1 AND used_at IS NULL AND code_hash <> $2 LIMIT 6)`,
+      [account.id, keep],
+    );
+    await b.signIn(account.email);
+    await b.post('/sign-in/code', { code: codes[9]! });
+    const few = await b.get('/security');
+    expect(few.text).toContain('Only 2 recovery codes left.');
+
     const audit = await auditActions(account.id);
     expect(audit.filter((a) => a.action === 'session.signed_in').map((a) => a.details)).toEqual([
       { secondFactor: 'none' },
       { secondFactor: 'totp' },
+      { secondFactor: 'recovery_code' },
       { secondFactor: 'recovery_code' },
     ]);
     expect(audit.filter((a) => a.action === 'session.sign_in_failed').map((a) => a.details)).toEqual([

@@ -29,6 +29,8 @@ const NOTICES = new Map([
 ]);
 const CODE_HINT = 'The 6-digit code your authenticator app shows now, or one of your recovery codes.';
 const WRONG_CODE = 'Code: that code is not right. Type the code your app shows now.';
+/** At this many unused recovery codes or fewer, the page says how to get new ones. */
+const FEW_RECOVERY_CODES = 3;
 /** A code is 6 digits, a recovery code 12 letters and digits with dashes; anything longer is not one. */
 const MAX_CODE_LENGTH = 32;
 
@@ -216,7 +218,13 @@ function twoFactorPart(ctx: PageContext, s: SecurityState & { factor: Factor }):
       </ul>
       <p><a href="${PATH}">I have saved them</a></p>`;
   if (s.factor.enabledAt)
-    return html`<p>
+    return html`${message(
+        'notice',
+        s.factor.recoveryCodesLeft <= FEW_RECOVERY_CODES
+          ? `Only ${s.factor.recoveryCodesLeft} recovery codes left. To get ten new ones, turn two-factor authentication off and on again.`
+          : undefined,
+      )}
+      <p>
         Two-factor authentication is <strong>on</strong> since ${dateText(s.factor.enabledAt)}. Signing in
         asks for a code from your authenticator app after the password. Recovery codes left:
         ${s.factor.recoveryCodesLeft}.
