@@ -129,11 +129,13 @@ describeInChromium('customer dashboard in Chromium: two-factor sign-in and sessi
     await signIn(other, account.email, STRONG);
     await other.waitForURL(`${run.api.url}/sign-in/code`);
     await axe(other, 'sign-in code (375 px)');
+    await expect(other.evaluate<number>('document.documentElement.scrollWidth')).resolves.toBe(375);
     await other.getByLabel('Code').fill(recoveryCodes[1]!);
     await other.getByRole('button', { name: 'Sign in' }).click();
     await other.waitForURL(`${run.api.url}/`);
     await other.goto('/security');
     await axe(other, 'security (375 px)');
+    await expect(other.evaluate<number>('document.documentElement.scrollWidth')).resolves.toBe(375);
     await shot(other, 'security-375');
 
     await page.goto('/security');
