@@ -522,6 +522,28 @@ const CASES: Race<unknown>[] = [
       ],
     ],
   }),
+  // ---- two-factor sign-in ----
+  race({
+    name: "two-factor: an operator's reset sent twice at once on an account with it on",
+    covers: ['POST /admin/v1/accounts/:id/two-factor/reset'],
+    setup: async () => {
+      const a = await account();
+      await fx.db.pool.query(
+        `INSERT INTO dashboard_two_factor (account_id, secret_enc, enabled_at, last_step) VALUES ($1, '\\x01', now(), 1)`,
+        [a.id],
+      );
+      return a;
+    },
+    racers: (a) => [
+      [[200], () => admin(`/accounts/${a.id}/two-factor/reset`, { method: 'POST' })],
+      [[200], () => admin(`/accounts/${a.id}/two-factor/reset`, { method: 'POST' })],
+    ],
+    check: async (a, results) => {
+      expect(results.map((r) => r.body.wasEnabled).sort()).toEqual([false, true]);
+      const left = await fx.db.pool.query('SELECT 1 FROM dashboard_two_factor WHERE account_id = $1', [a.id]);
+      expect(left.rowCount).toBe(0);
+    },
+  }),
 ];
 
 describe('mutating routes raced over HTTP', () => {

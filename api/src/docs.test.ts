@@ -6,6 +6,7 @@ import { ERRORS } from '#common/errors.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
+import { adminTwoFactorRoutes } from './modules/two-factor/routes.ts';
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -47,6 +48,7 @@ describe('docs/api.md', () => {
     ...adminAllowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
     ...subUserRoutes(subUsers).map((r) => `${r.method.toUpperCase()} /api/v1${r.path}`),
     ...adminSubUserRoutes(subUsers).map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
+    ...adminTwoFactorRoutes(stub).map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
   ];
   test.each(routes)('documents %s with a curl example', (route) => {
     const [method, path] = route.split(' ') as [string, string];

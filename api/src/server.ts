@@ -27,6 +27,7 @@ import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/ro
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
+import { adminTwoFactorRoutes } from './modules/two-factor/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 import { dashboardRouter } from './modules/dashboard/router.ts';
 import { linkBaseFrom } from './modules/password-links/service.ts';
@@ -139,6 +140,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...adminAllowlistRoutes(allowlist),
       ...adminSubUserRoutes(subUsers),
       ...adminAuditLogRoutes(pool),
+      ...adminTwoFactorRoutes(pool),
     ],
     dashboard: dashboardRouter({
       pool,

@@ -86,6 +86,14 @@ const capArgument = (value: string | undefined): number => {
   return n;
 };
 
+/** `<thing> reset <accountId>`: POST /accounts/<accountId>/<thing>/reset, no body. */
+const reset = (thing: string, summary: string): Command => ({
+  usage: `${thing} reset <accountId>`,
+  summary,
+  args: ['accountId'],
+  request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/${thing}/reset` }),
+});
+
 export const COMMANDS: Record<string, Command> = {
   'accounts create': {
     usage: 'accounts create --email <email>',
@@ -289,12 +297,8 @@ export const COMMANDS: Record<string, Command> = {
       body: { bytesPerSecond: a.bytesPerSecond === 'none' ? null : capArgument(a.bytesPerSecond) },
     }),
   },
-  'proxy-password reset': {
-    usage: 'proxy-password reset <accountId>',
-    summary: 'Issue a new proxy password',
-    args: ['accountId'],
-    request: (a) => ({ method: 'POST', path: `/accounts/${a.accountId}/proxy-password/reset` }),
-  },
+  'proxy-password reset': reset('proxy-password', 'Issue a new proxy password'),
+  'two-factor reset': reset('two-factor', 'Turn off two-factor sign-in for a customer locked out of it'),
   'isp-proxies add': {
     usage:
       'isp-proxies add <accountId> --host <host> --port <port> --username <u> --country <cc> [--password <p>] [--city <c>] [--isp <name>] [--expires-at <ISO time>]',

@@ -97,6 +97,7 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
       [`API key primary (${prefix}…${account.apiKey.slice(-4)})`, '127.0.0.1', 'Target statistics updated'],
       [account.email, '127.0.0.1', 'API key revoked'],
       [account.email, '127.0.0.1', 'API key created'],
+      [account.email, '127.0.0.1', 'Session signed in'],
       // The invite link used in beforeAll (docs/security.md, "Audit log": password.set).
       [account.email, '127.0.0.1', 'Password set'],
       ['Operator', '127.0.0.1', 'Account created'],
@@ -126,15 +127,16 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
     await page.getByRole('link', { name: 'Older' }).click();
     await page.waitForURL(/\/activity\?cursor=/);
     const second = await rows(page);
-    expect(second.map((c) => c[3]).slice(-6)).toEqual([
+    expect(second.map((c) => c[3]).slice(-7)).toEqual([
       'Throttle updated',
       'Target statistics updated',
       'API key revoked',
       'API key created',
+      'Session signed in',
       'Password set',
       'Account created',
     ]);
-    expect(second).toHaveLength(56 - 50);
+    expect(second).toHaveLength(57 - 50);
     await expect(page.getByRole('link', { name: 'Older' }).count()).resolves.toBe(0);
     await axe(page, 'activity, older page');
     await page.getByRole('link', { name: 'Newest' }).click();

@@ -44,8 +44,8 @@ export interface Visit {
   readonly ctx: PageContext;
   /** Answers with a page: HTML, never cached. */
   send: (page: Html, status?: number) => void;
-  /** Sign-in: a new session for the account. */
-  startSession: (accountId: string) => Promise<void>;
+  /** Sign-in: a new session for the account; `details` (how) go to its audit entry. */
+  startSession: (accountId: string, details?: Record<string, unknown>) => Promise<void>;
   /** Sign-out: this session ends everywhere. */
   endSession: () => Promise<void>;
 }

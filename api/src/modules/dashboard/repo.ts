@@ -1,8 +1,9 @@
 // SQL of the dashboard's sign-in tables (migrations/0070_dashboard.sql): passwords, sessions and
 // failed sign-ins; the one-time links' are in password-links/repo.ts. Tokens arrive here already
 // hashed (sha256): the random values themselves are never stored.
-import type { Pool } from '#common/db/pool.ts';
+import { withTransaction, type Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor, type AuditEntry } from '#common/audit/record.ts';
 
 export interface Person {
   accountId: string;
@@ -25,14 +26,35 @@ export async function findByEmail(pool: Pool, email: string): Promise<SignInRow 
 
 // --- sessions ---
 
+/** Where a session started: the address and the browser's User-Agent (cut to 512 characters). */
+export interface SessionOrigin {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** A new session, audited as `session.signed_in` in the same transaction. */
 export async function insertSession(
   pool: Pool,
-  s: { hash: Buffer; accountId: string; absoluteSeconds: number },
+  s: { hash: Buffer; accountId: string; absoluteSeconds: number; origin?: SessionOrigin },
+  details: Record<string, unknown> = {},
 ): Promise<void> {
-  await pool.query(
-    `INSERT INTO dashboard_sessions (token_hash, account_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))`,
-    [s.hash, s.accountId, s.absoluteSeconds],
-  );
+  const origin = s.origin ?? { ip: null, userAgent: null };
+  await withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ id: string; email: string }>(
+      `INSERT INTO dashboard_sessions (token_hash, account_id, expires_at, ip, user_agent)
+       VALUES ($1, $2, now() + make_interval(secs => $3), $4, left($5, 512))
+       RETURNING id, (SELECT email FROM accounts WHERE id = $2) AS email`,
+      [s.hash, s.accountId, s.absoluteSeconds, origin.ip, origin.userAgent],
+    );
+    const row = rows[0]!;
+    await recordAudit(client, {
+      accountId: s.accountId,
+      actor: { kind: 'dashboard', id: row.email, ip: origin.ip },
+      action: 'session.signed_in',
+      target: { type: 'session', id: row.id },
+      details,
+    });
+  });
 }
 
 /**
@@ -60,8 +82,87 @@ export async function readSession(
   return { accountId: row.accountId, email: row.email, status: row.status };
 }
 
-export async function deleteSession(pool: Pool, hash: Buffer): Promise<void> {
-  await pool.query('DELETE FROM dashboard_sessions WHERE token_hash = $1', [hash]);
+/** Ends this session (a sign-out), audited as `session.signed_out` in the same transaction. */
+export async function deleteSession(pool: Pool, hash: Buffer, ip: string | null): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    // The account row first, then the session's (docs/adr/0079 "Lock order").
+    await client.query(
+      `SELECT 1 FROM dashboard_sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = $1
+         FOR KEY SHARE OF a`,
+      [hash],
+    );
+    const { rows } = await client.query<{ id: string; accountId: string; email: string }>(
+      `DELETE FROM dashboard_sessions s USING accounts a WHERE s.token_hash = $1 AND a.id = s.account_id
+       RETURNING s.id, s.account_id AS "accountId", a.email`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row) return;
+    await recordAudit(client, {
+      accountId: row.accountId,
+      actor: { kind: 'dashboard', id: row.email, ip },
+      action: 'session.signed_out',
+      target: { type: 'session', id: row.id },
+    });
+  });
+}
+
+export interface SessionRow {
+  id: string;
+  createdAt: Date;
+  lastSeenAt: Date;
+  ip: string | null;
+  userAgent: string | null;
+  /** The session of the request that asks. */
+  current: boolean;
+}
+
+/** The account's live sessions, most recently seen first. */
+export async function listSessions(
+  pool: Pool,
+  accountId: string,
+  currentHash: Buffer | undefined,
+  idleSeconds: number,
+): Promise<SessionRow[]> {
+  const { rows } = await pool.query<SessionRow>(
+    `SELECT id, created_at AS "createdAt", last_seen_at AS "lastSeenAt", host(ip) AS ip,
+            user_agent AS "userAgent", token_hash = $2 AS current
+       FROM dashboard_sessions
+      WHERE account_id = $1 AND expires_at > now() AND last_seen_at > now() - make_interval(secs => $3)
+      ORDER BY (token_hash = $2) DESC, last_seen_at DESC, created_at DESC`,
+    [accountId, currentHash ?? Buffer.alloc(32), idleSeconds],
+  );
+  return rows;
+}
+
+/**
+ * Ends the account's other sessions: the one named by `sessionId`, or all but the current one when
+ * it is null. Each is audited as `session.revoked`. The ids ended.
+ */
+export async function revokeSessions(
+  pool: Pool,
+  accountId: string,
+  currentHash: Buffer,
+  sessionId: string | null,
+  actor: AuditActor,
+): Promise<string[]> {
+  return withTransaction(pool, async (client) => {
+    await lockAccountForAudit(client, accountId);
+    const { rows } = await client.query<{ id: string }>(
+      `DELETE FROM dashboard_sessions
+        WHERE account_id = $1 AND token_hash <> $2 AND ($3::uuid IS NULL OR id = $3::uuid) RETURNING id`,
+      [accountId, currentHash, sessionId],
+    );
+    for (const { id } of rows)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'session.revoked',
+        target: { type: 'session', id },
+        details: { scope: sessionId ? 'one' : 'all_others' },
+      });
+    return rows.map((r) => r.id);
+  });
 }
 
 export async function deleteExpiredSessions(pool: Pool, idleSeconds: number): Promise<void> {
@@ -87,15 +188,59 @@ export async function countFailures(
   return new Map(rows.map((r) => [r.bucket, r.n]));
 }
 
-export async function recordFailure(pool: Pool, buckets: string[], windowSeconds: number): Promise<void> {
-  await pool.query(
-    `WITH old AS (DELETE FROM dashboard_login_failures
-                   WHERE bucket = ANY($1::text[]) AND failed_at <= now() - make_interval(secs => $2))
-     INSERT INTO dashboard_login_failures (bucket) SELECT unnest($1::text[])`,
-    [buckets, windowSeconds],
-  );
+/**
+ * One failure in each bucket; with an audit entry (a known account's failed sign-in), written in
+ * the same transaction.
+ */
+export async function recordFailure(
+  pool: Pool,
+  buckets: string[],
+  windowSeconds: number,
+  audit?: AuditEntry,
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    await client.query(
+      `WITH old AS (DELETE FROM dashboard_login_failures
+                     WHERE bucket = ANY($1::text[]) AND failed_at <= now() - make_interval(secs => $2))
+       INSERT INTO dashboard_login_failures (bucket) SELECT unnest($1::text[])`,
+      [buckets, windowSeconds],
+    );
+    if (audit) await recordAudit(client, audit);
+  });
 }
 
 export async function clearFailures(pool: Pool, bucket: string): Promise<void> {
   await pool.query('DELETE FROM dashboard_login_failures WHERE bucket = $1', [bucket]);
+}
+
+// --- the second sign-in step (two-factor) ---
+
+/** A sign-in whose password was right waits for its code, in this browser, for `seconds`. */
+export async function putChallenge(
+  pool: Pool,
+  preSessionHash: Buffer,
+  accountId: string,
+  seconds: number,
+): Promise<void> {
+  await pool.query(
+    `WITH old AS (DELETE FROM dashboard_sign_in_challenges WHERE expires_at <= now())
+     INSERT INTO dashboard_sign_in_challenges (pre_session_hash, account_id, expires_at)
+     VALUES ($1, $2, now() + make_interval(secs => $3))
+     ON CONFLICT (pre_session_hash) DO UPDATE SET account_id = EXCLUDED.account_id, expires_at = EXCLUDED.expires_at`,
+    [preSessionHash, accountId, seconds],
+  );
+}
+
+/** The person whose sign-in waits for a code in this browser. */
+export async function readChallenge(pool: Pool, preSessionHash: Buffer): Promise<Person | undefined> {
+  const { rows } = await pool.query<Person>(
+    `SELECT a.id AS "accountId", a.email, a.status FROM dashboard_sign_in_challenges c
+       JOIN accounts a ON a.id = c.account_id WHERE c.pre_session_hash = $1 AND c.expires_at > now()`,
+    [preSessionHash],
+  );
+  return rows[0];
+}
+
+export async function deleteChallenge(pool: Pool, preSessionHash: Buffer): Promise<void> {
+  await pool.query('DELETE FROM dashboard_sign_in_challenges WHERE pre_session_hash = $1', [preSessionHash]);
 }

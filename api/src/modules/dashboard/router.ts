@@ -16,6 +16,7 @@ import { activityPage } from './pages/activity.ts';
 import { keysPage } from './pages/keys.ts';
 import { overviewPage } from './pages/overview.ts';
 import { proxiesPage } from './pages/proxies.ts';
+import { securityPage } from './pages/security.ts';
 import { signInPage, signInView } from './pages/sign-in.ts';
 import { subUsersPage } from './pages/sub-users.ts';
 import type { Person } from './repo.ts';
@@ -30,6 +31,7 @@ export const PAGES: PageModule[] = [
   keysPage,
   alertsPage,
   billingPage,
+  securityPage,
   activityPage,
 ];
 
@@ -148,7 +150,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         return who?.ctx ?? anon(req, res);
       },
       send: (page, status) => send(res, page, status),
-      startSession: (accountId) => sessions.start(res, accountId),
+      startSession: (accountId, details) => sessions.start(req, res, accountId, details),
       endSession: () => sessions.end(req, res),
     };
   };

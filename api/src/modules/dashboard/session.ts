@@ -3,7 +3,9 @@
 // sign-out ends one everywhere. CSRF follows OWASP's "signed double-submit cookie": the token in
 // every form is an HMAC of the session token (or, before sign-in, of a random pre-session cookie)
 // under a key derived from PROXYFLEET_CREDENTIALS_KEY, so every API process can check it and
-// nothing more is stored. A state-changing request without a valid token gets 403.
+// nothing more is stored. A state-changing request without a valid token gets 403. Each session
+// also keeps a public id, the address and the User-Agent it started from, for the Security page's
+// list (docs/adr/0077); sign-in and sign-out are audited in the session's own transaction.
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Pool } from '#common/db/pool.ts';
@@ -54,6 +56,21 @@ export function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
+/** The sha256 of this request's session cookie (which session is "this session"), if any. */
+export function sessionHashOf(req: Request, https: boolean): Buffer | undefined {
+  const token = readCookie(req, cookieNames(https).session);
+  return token ? sha256(token) : undefined;
+}
+
+/**
+ * The sha256 of this request's pre-session cookie: a sign-in waiting for its second step is kept
+ * under it, so the code step works only in the browser that typed the password.
+ */
+export function preSessionHashOf(req: Request, https: boolean): Buffer | undefined {
+  const value = readCookie(req, cookieNames(https).preSession);
+  return value ? sha256(value) : undefined;
+}
+
 export class Sessions {
   readonly names: CookieNames;
   private readonly config: SessionConfig;
@@ -86,13 +103,31 @@ export class Sessions {
     return person ? { person, token } : undefined;
   }
 
-  async start(res: Response, accountId: string): Promise<void> {
+  /**
+   * Sign-in: a new session for the account, with the address and browser it started from, audited
+   * as `session.signed_in` with `details` (how the person signed in).
+   */
+  async start(
+    req: Request,
+    res: Response,
+    accountId: string,
+    details: Record<string, unknown> = {},
+  ): Promise<void> {
     const token = randomBytes(32).toString('base64url');
-    await insertSession(this.config.pool, {
-      hash: sha256(token),
-      accountId,
-      absoluteSeconds: SESSION_ABSOLUTE_SECONDS,
-    });
+    await insertSession(
+      this.config.pool,
+      {
+        hash: sha256(token),
+        accountId,
+        absoluteSeconds: SESSION_ABSOLUTE_SECONDS,
+        origin: {
+          ip: req.ip ?? null,
+          // Shown on the Security page; no control character (PostgreSQL text refuses NUL) is kept.
+          userAgent: req.get('user-agent')?.replace(/\p{Cc}/gu, '') || null,
+        },
+      },
+      details,
+    );
     res.cookie(this.names.session, token, this.cookieOptions(SESSION_ABSOLUTE_SECONDS));
     res.clearCookie(this.names.preSession, {
       path: '/',
@@ -104,7 +139,7 @@ export class Sessions {
 
   async end(req: Request, res: Response): Promise<void> {
     const token = readCookie(req, this.names.session);
-    if (token) await deleteSession(this.config.pool, sha256(token));
+    if (token) await deleteSession(this.config.pool, sha256(token), req.ip ?? null);
     res.clearCookie(this.names.session, {
       path: '/',
       secure: this.config.https,

@@ -1,6 +1,8 @@
 // Signing in and out, "Forgot password?" and the one-time link that sets a password
 // (docs/adr/0050). Sign-in failures are throttled per email and per address; an unknown email
 // costs the same scrypt as a known one; the links are password-links/'s, shared with the admin API.
+// With two-factor sign-in on, a right password leads to the code step (pages/security.ts,
+// docs/adr/0077) instead of a session.
 import { z } from 'zod';
 import { hashToken, SET_PASSWORD_PATH } from '../../password-links/service.ts';
 import { peekToken, setPasswordWithToken } from '../../password-links/repo.ts';
@@ -16,17 +18,21 @@ import {
   verifyPassword,
 } from '../passwords.ts';
 import * as repo from '../repo.ts';
-import { SESSION_IDLE_SECONDS } from '../session.ts';
-
-/** Sign-in failures allowed per email and per source address within the window. */
-export const LOGIN_WINDOW_SECONDS = 15 * 60;
-export const LOGIN_FAILURES_PER_EMAIL = 5;
-export const LOGIN_FAILURES_PER_ADDRESS = 20;
+import { preSessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
+import {
+  CODE_STEP_SECONDS,
+  LOGIN_FAILURES_PER_ADDRESS,
+  LOGIN_WINDOW_SECONDS,
+  signInBuckets,
+  signInThrottled,
+  SIGN_IN_CODE_PATH,
+} from '../sign-in-rules.ts';
+import { isEnabled as twoFactorEnabled } from '../../two-factor/repo.ts';
 
 const formString = (max: number) => z.string().max(max).optional().default('');
 const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
 
-export const signInPage: PageModule = ({ pool, logger, resetRequests }) => ({
+export const signInPage: PageModule = ({ pool, logger, resetRequests, https }) => ({
   routes: [
     signedOut.get('/sign-in', ({ req, res, person, ctx, send }) => {
       if (person) return res.redirect(303, '/');
@@ -39,31 +45,42 @@ export const signInPage: PageModule = ({ pool, logger, resetRequests }) => ({
       const form = signInForm.safeParse(req.body);
       const email = form.success ? form.data.email.trim() : '';
       const password = form.success ? form.data.password : '';
-      const buckets = [`email:${email.toLowerCase()}`, `ip:${req.ip ?? 'unknown'}`];
-      const counts = await repo.countFailures(pool, buckets, LOGIN_WINDOW_SECONDS);
-      if (
-        (counts.get(buckets[0]!) ?? 0) >= LOGIN_FAILURES_PER_EMAIL ||
-        (counts.get(buckets[1]!) ?? 0) >= LOGIN_FAILURES_PER_ADDRESS
-      ) {
-        const minutes = LOGIN_WINDOW_SECONDS / 60;
-        const error = `Too many failed sign-in attempts. Try again in ${minutes} minutes.`;
-        return send(signInView(visit.ctx, { email, error }), 429);
-      }
+      const buckets = signInBuckets(email, req.ip);
+      const throttled = await signInThrottled(pool, buckets);
+      if (throttled) return send(signInView(visit.ctx, { email, error: throttled }), 429);
       const row = email ? await repo.findByEmail(pool, email) : undefined;
       // Unknown emails and accounts without a password still cost one scrypt: timing tells nothing.
       const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
       if (!row?.passwordHash || !ok) {
-        await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS);
+        await repo.recordFailure(
+          pool,
+          buckets,
+          LOGIN_WINDOW_SECONDS,
+          row && {
+            accountId: row.accountId,
+            actor: { kind: 'dashboard', id: row.email, ip: req.ip ?? null },
+            action: 'session.sign_in_failed',
+            details: { reason: 'password' },
+          },
+        );
         return send(signInView(visit.ctx, { email, error: 'The email or password is not right.' }), 401);
       }
       if (row.status !== 'active') {
         const error = 'This account is suspended. Contact support.';
         return send(signInView(visit.ctx, { email, error }), 403);
       }
-      await repo.clearFailures(pool, buckets[0]!);
+      if (await twoFactorEnabled(pool, row.accountId)) {
+        // The failures are cleared only once the code is right too: a password alone resets nothing.
+        // The CSRF check let this POST in, so the pre-session cookie is there.
+        const preSession = preSessionHashOf(req, https);
+        if (!preSession) return visit.res.redirect(303, '/sign-in');
+        await repo.putChallenge(pool, preSession, row.accountId, CODE_STEP_SECONDS);
+        return visit.res.redirect(303, SIGN_IN_CODE_PATH);
+      }
+      await repo.clearFailures(pool, buckets[0]);
       // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
       await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
-      await visit.startSession(row.accountId);
+      await visit.startSession(row.accountId, { secondFactor: 'none' });
       visit.res.redirect(303, '/');
     }),
 
