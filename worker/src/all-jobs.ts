@@ -11,6 +11,7 @@ import { targetRetentionJob } from './jobs/target-retention.ts';
 import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
 import { autoRefillJob, balanceSweepJob, billingConfigJob } from './jobs/auto-refill.ts';
+import { renewalJob } from './jobs/renewals.ts';
 import { ispHealthJob } from './jobs/isp-health.ts';
 import { paymentMethods, type PaymentMethods } from '#common/billing/payment.ts';
 
@@ -22,6 +23,7 @@ export interface AllJobsOptions {
     | 'PROXYFLEET_PRICES_PER_GB'
     | 'PROXYFLEET_CURRENCY'
     | 'PROXYFLEET_CREDIT_LIMIT'
+    | 'PROXYFLEET_SUBSCRIPTION_GRACE_DAYS'
     | 'PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS'
     | 'PROXYFLEET_ISP_HEALTH_URL'
   >;
@@ -29,7 +31,7 @@ export interface AllJobsOptions {
   credentialsKey?: Buffer | undefined;
   logger: Logger;
   registry: Registry;
-  /** Auto-refill payment methods; default: the built-in "invoice" only. */
+  /** Auto-refill and renewal payment methods; default: the built-in "invoice" only. */
   payments?: PaymentMethods;
 }
 
@@ -47,6 +49,10 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     }),
     balanceSweepJob,
     autoRefillJob(payments ?? paymentMethods()),
+    renewalJob({
+      methods: payments ?? paymentMethods(),
+      graceDays: config.PROXYFLEET_SUBSCRIPTION_GRACE_DAYS,
+    }),
     ...healthJobs(),
     ...emailJobs(),
   ];

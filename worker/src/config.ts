@@ -19,6 +19,8 @@ export const emailEnv = {
   PROXYFLEET_CURRENCY: currency,
   /** Bill-later credit per account and calendar month, in PROXYFLEET_CURRENCY (docs/api.md "Credit limit"). */
   PROXYFLEET_CREDIT_LIMIT: creditLimitEnv,
+  /** Days a subscription whose renewal failed stays past_due before it expires (docs/billing.md). */
+  PROXYFLEET_SUBSCRIPTION_GRACE_DAYS: positiveInt(3).pipe(z.number().max(90)),
   /** Server alerts: how often each ISP proxy is checked, and what is fetched through it. */
   PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS: positiveInt(60).pipe(z.number().max(86_400)),
   PROXYFLEET_ISP_HEALTH_URL: z.url({ protocol: /^https?$/ }).default('http://example.com/'),

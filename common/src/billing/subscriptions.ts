@@ -1,0 +1,224 @@
+// Subscriptions (docs/billing.md, docs/adr/0080): ISP proxy rentals and bandwidth plans that
+// renew monthly. The worker renews them (renewals.ts); this module creates, changes, cancels and
+// lists them for the admin API, the customer API, the CLI and the dashboard.
+import { z } from 'zod';
+import { AppError } from '../errors.ts';
+import type { Pool, PoolClient } from '../db/pool.ts';
+import { PRODUCTS, type Product } from '../products.ts';
+
+export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'cancelled', 'expired'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('isp_proxy'),
+    country: z
+      .string()
+      .regex(/^[a-z]{2}$/, 'must be a two-letter country code in lower case')
+      .describe('The country of the rented proxies (its price per proxy-month)'),
+    proxyCount: z.number().int().min(1).max(1000).default(1),
+    ispProxyIds: z
+      .array(z.uuid())
+      .max(1000)
+      .default([])
+      .describe("The account's ISP proxies this rental pays for (they show its status and paidUntil)"),
+    autoRenew: z.boolean().default(true),
+    startAt: z.iso.datetime().optional().describe('Default: now; periods start on its anniversary (UTC)'),
+  }),
+  z.object({
+    kind: z.literal('bandwidth_plan'),
+    product: z.enum(PRODUCTS),
+    gbPerPeriod: z.number().int().min(1).max(100_000).describe('GB added at every renewal'),
+    autoRenew: z.boolean().default(true),
+    startAt: z.iso.datetime().optional().describe('Default: now; periods start on its anniversary (UTC)'),
+  }),
+]);
+export type SubscriptionCreate = z.infer<typeof subscriptionCreateSchema>;
+
+export const subscriptionChangeSchema = z
+  .object({
+    proxyCount: z.number().int().min(1).max(1000).optional(),
+    gbPerPeriod: z.number().int().min(1).max(100_000).optional(),
+    autoRenew: z.boolean().optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, 'give at least one of proxyCount, gbPerPeriod, autoRenew');
+export type SubscriptionChange = z.infer<typeof subscriptionChangeSchema>;
+
+export const subscriptionViewSchema = z.object({
+  id: z.string(),
+  kind: z.enum(['isp_proxy', 'bandwidth_plan']),
+  country: z.string().nullable(),
+  proxyCount: z.number().int().nullable(),
+  product: z.enum(PRODUCTS).nullable(),
+  gbPerPeriod: z.number().int().nullable(),
+  status: z.enum(SUBSCRIPTION_STATUSES),
+  autoRenew: z.boolean(),
+  startedAt: z.string(),
+  paidUntil: z.string(),
+  nextRenewalAt: z
+    .string()
+    .nullable()
+    .describe('null when it will not renew (renewal off, cancelled, expired)'),
+  price: z.number().describe('Per period, in currency units, from the price table now'),
+  currency: z.string(),
+  period: z.literal('month'),
+  unusedGb: z.literal('roll_over').nullable().describe("A plan's unused GB stay (remaining = bought - used)"),
+  lastError: z.string().nullable(),
+  graceEndsAt: z.string().nullable().describe('past_due only: when it expires unless paid'),
+});
+export type SubscriptionView = z.infer<typeof subscriptionViewSchema>;
+
+interface Row {
+  id: string;
+  kind: 'isp_proxy' | 'bandwidth_plan';
+  country: string | null;
+  proxy_count: number | null;
+  product: Product | null;
+  gb_per_period: number | null;
+  status: SubscriptionStatus;
+  auto_renew: boolean;
+  started_at: Date;
+  paid_until: Date;
+  next_renewal_at: Date;
+  cents: number;
+  currency: string;
+  last_error: string | null;
+  grace_ends_at: Date | null;
+}
+
+const SELECT = `SELECT s.id, s.kind, s.country, s.proxy_count, s.product, s.gb_per_period, s.status, s.auto_renew,
+       s.started_at, s.paid_until, s.next_renewal_at, p.cents, p.currency, s.last_error,
+       CASE WHEN s.status = 'past_due' THEN s.next_renewal_at + make_interval(days => $2) END AS grace_ends_at
+  FROM subscriptions s
+  CROSS JOIN LATERAL subscription_price(s.kind, s.country, s.proxy_count, s.product, s.gb_per_period) p`;
+
+function toView(r: Row): SubscriptionView {
+  const renews = r.auto_renew && (r.status === 'active' || r.status === 'past_due');
+  return {
+    id: r.id,
+    kind: r.kind,
+    country: r.country,
+    proxyCount: r.proxy_count,
+    product: r.product,
+    gbPerPeriod: r.gb_per_period,
+    status: r.status,
+    autoRenew: r.auto_renew,
+    startedAt: r.started_at.toISOString(),
+    paidUntil: r.paid_until.toISOString(),
+    nextRenewalAt: renews ? r.next_renewal_at.toISOString() : null,
+    price: r.cents / 100,
+    currency: r.currency,
+    period: 'month',
+    unusedGb: r.kind === 'bandwidth_plan' ? 'roll_over' : null,
+    lastError: r.last_error,
+    graceEndsAt: r.grace_ends_at?.toISOString() ?? null,
+  };
+}
+
+/** The grace period of a failed renewal, in days (PROXYFLEET_SUBSCRIPTION_GRACE_DAYS). */
+export const DEFAULT_GRACE_DAYS = 3;
+
+export async function listSubscriptions(
+  db: Pool | PoolClient,
+  accountId: string,
+  graceDays = DEFAULT_GRACE_DAYS,
+): Promise<SubscriptionView[]> {
+  const { rows } = await db.query<Row>(`${SELECT} WHERE s.account_id = $1 ORDER BY s.created_at, s.id`, [
+    accountId,
+    graceDays,
+  ]);
+  return rows.map(toView);
+}
+
+export async function readSubscription(
+  db: Pool | PoolClient,
+  accountId: string,
+  id: string,
+  graceDays = DEFAULT_GRACE_DAYS,
+): Promise<SubscriptionView> {
+  const { rows } = await db.query<Row>(`${SELECT} WHERE s.account_id = $1 AND s.id = $3`, [
+    accountId,
+    graceDays,
+    id,
+  ]);
+  if (!rows[0]) throw new AppError('SUBSCRIPTION_NOT_FOUND');
+  return toView(rows[0]);
+}
+
+/** Starts a subscription; its first period is invoiced by the worker's next renewal pass. */
+export async function createSubscription(
+  client: PoolClient,
+  accountId: string,
+  input: SubscriptionCreate,
+): Promise<SubscriptionView> {
+  const account = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR SHARE', [accountId]);
+  if (account.rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
+  const isp = input.kind === 'isp_proxy' ? input : null;
+  const plan = input.kind === 'bandwidth_plan' ? input : null;
+  const count = isp ? Math.max(isp.proxyCount, isp.ispProxyIds.length) : null;
+  const { rows } = await client.query<{ id: string }>(
+    `INSERT INTO subscriptions (account_id, kind, country, proxy_count, product, gb_per_period, auto_renew,
+                                started_at, paid_until, next_renewal_at)
+     SELECT $1, $2, $3, $4, $5, $6, $7, t, t, t FROM coalesce($8::timestamptz, billing_now()) t
+     RETURNING id`,
+    [
+      accountId,
+      input.kind,
+      isp?.country ?? null,
+      count,
+      plan?.product ?? null,
+      plan?.gbPerPeriod ?? null,
+      input.autoRenew,
+      input.startAt ?? null,
+    ],
+  );
+  const id = rows[0]!.id;
+  if (isp && isp.ispProxyIds.length > 0) {
+    const linked = await client.query(
+      `UPDATE isp_proxies SET subscription_id = $3 WHERE account_id = $1 AND id = ANY($2::uuid[])`,
+      [accountId, isp.ispProxyIds, id],
+    );
+    if (linked.rowCount !== new Set(isp.ispProxyIds).size) throw new AppError('ISP_PROXY_NOT_FOUND');
+  }
+  return readSubscription(client, accountId, id);
+}
+
+/** Changes what the next renewals buy (the paid period is not re-billed) or whether it renews. */
+export async function changeSubscription(
+  client: PoolClient,
+  accountId: string,
+  id: string,
+  change: SubscriptionChange,
+): Promise<{ before: SubscriptionView; after: SubscriptionView }> {
+  const before = await readSubscription(client, accountId, id);
+  if (change.proxyCount !== undefined && before.kind !== 'isp_proxy')
+    throw new AppError('VALIDATION_FAILED', {
+      detail: 'proxyCount: only an ISP proxy rental has a proxy count',
+    });
+  if (change.gbPerPeriod !== undefined && before.kind !== 'bandwidth_plan')
+    throw new AppError('VALIDATION_FAILED', {
+      detail: 'gbPerPeriod: only a bandwidth plan has GB per period',
+    });
+  await client.query(
+    `UPDATE subscriptions SET proxy_count = coalesce($3, proxy_count), gb_per_period = coalesce($4, gb_per_period),
+            auto_renew = coalesce($5, auto_renew), updated_at = now()
+      WHERE account_id = $1 AND id = $2`,
+    [accountId, id, change.proxyCount ?? null, change.gbPerPeriod ?? null, change.autoRenew ?? null],
+  );
+  return { before, after: await readSubscription(client, accountId, id) };
+}
+
+/** Cancels at once: no more renewals; what was paid stays paid until paidUntil. */
+export async function cancelSubscription(
+  client: PoolClient,
+  accountId: string,
+  id: string,
+): Promise<SubscriptionView> {
+  const { rowCount } = await client.query(
+    `UPDATE subscriptions SET status = 'cancelled', auto_renew = false, next_attempt_at = NULL, updated_at = now()
+      WHERE account_id = $1 AND id = $2 AND status IN ('active', 'past_due')`,
+    [accountId, id],
+  );
+  if (rowCount !== 1) await readSubscription(client, accountId, id); // 404 when absent; else already ended
+  return readSubscription(client, accountId, id);
+}

@@ -1,0 +1,21 @@
+-- Ends a subscription (docs/adr/0081): its paid time is over and it will not renew (renewal
+-- turned off, or the grace period of a failed renewal passed). ISP proxies of the rental stay
+-- listed with status 'expired'; a plan adds no more GB (what was bought stays). Queues the
+-- "subscription expired" email, once per subscription and period.
+CREATE OR REPLACE FUNCTION subscription_expire(p_sub uuid, p_reason text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  s subscriptions%ROWTYPE;
+BEGIN
+  UPDATE subscriptions SET status = 'expired', last_error = coalesce(p_reason, last_error), next_attempt_at = NULL,
+         updated_at = now()
+   WHERE id = p_sub AND status IN ('active', 'past_due')
+  RETURNING * INTO s;
+  IF s.id IS NULL THEN
+    RETURN false;
+  END IF;
+  UPDATE isp_proxies SET status = 'expired', expires_at = s.paid_until WHERE subscription_id = p_sub AND status <> 'suspended';
+  PERFORM email_enqueue(s.account_id, 'subscription_expired', p_sub || ':' || s.periods_paid,
+                        jsonb_build_object('subscriptionId', p_sub));
+  RETURN true;
+END $$;
