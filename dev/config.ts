@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '#common/config.ts';
 import { apiTuningEnv } from '../api/src/config.ts';
-import { emailEnv } from '../worker/src/config.ts';
+import { auditEnv, emailEnv } from '../worker/src/config.ts';
 
 // `npm start`: everything in one process. The secrets that production requires are optional
 // here: unset, they are generated once and kept in the data directory.
@@ -21,5 +21,6 @@ export const devSchema = z.object({
     .default('true')
     .transform((v) => v === 'true'),
   ...emailEnv,
+  ...auditEnv,
 });
 export const loadDevConfig = (env?: Env) => parseConfig(devSchema, env);

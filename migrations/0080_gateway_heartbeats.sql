@@ -50,65 +50,9 @@ BEGIN
   RETURN n;
 END $$;
 
--- The worker's reaper (every 10 s): expired leases, and now also the leases of dead gateways.
-CREATE OR REPLACE FUNCTION lease_reap(p_limit integer) RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_ids uuid[];
-BEGIN
-  SELECT array_agg(x.id ORDER BY x.id) INTO v_ids FROM (
-    SELECT l.id FROM bandwidth_leases l
-     WHERE l.released_at IS NULL
-       AND (l.expires_at < now()
-            OR l.gateway_id IN (SELECT h.gateway_id FROM gateway_heartbeats h WHERE h.beat_at < now() - gateway_dead_after()))
-     ORDER BY l.id LIMIT p_limit FOR UPDATE OF l) x;
-  IF v_ids IS NULL THEN
-    RETURN 0;
-  END IF;
-  RETURN lease_reclaim(v_ids);
-END $$;
+-- lease_reap: changed here when this migration was written; its one definition is now migrations/functions/lease_reap.sql (docs/adr/0074), so the restatement is gone.
 
--- As in 0020, after first reclaiming the leases of dead gateways on this balance: a customer whose
--- gateway crashed holding most of the balance is served by the next gateway that asks once the
--- crashed one's heartbeat is gateway_dead_after() old. Lease rows are locked before the balance
--- row (the order of usage_record and usage_fold).
-CREATE OR REPLACE FUNCTION lease_acquire(p_account uuid, p_product text, p_gateway text, p_wanted bigint, p_min bigint, p_ttl_seconds integer)
-RETURNS TABLE (out_lease_id uuid, out_granted bigint, out_expires_at timestamptz, out_free bigint, out_held bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_free bigint;
-  v_held bigint;
-  v_pods integer;
-  v_grant bigint;
-  v_id uuid;
-  v_expires timestamptz;
-  v_dead uuid[];
-BEGIN
-  SELECT array_agg(x.id ORDER BY x.id) INTO v_dead FROM (
-    SELECT l.id FROM bandwidth_leases l JOIN gateway_heartbeats h ON h.gateway_id = l.gateway_id
-     WHERE l.account_id = p_account AND l.product = p_product AND l.released_at IS NULL
-       AND h.beat_at < now() - gateway_dead_after()
-     ORDER BY l.id FOR UPDATE OF l) x;
-  IF v_dead IS NOT NULL THEN
-    PERFORM lease_reclaim(v_dead);
-  END IF;
-
-  SELECT greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes), b.leased_bytes INTO v_free, v_held
-    FROM balances b WHERE b.account_id = p_account AND b.product = p_product FOR UPDATE;
-  IF v_free IS NULL OR v_free = 0 THEN
-    -- out_held > 0: nothing is free now, but other gateways hold leases they may give back.
-    RETURN QUERY SELECT NULL::uuid, 0::bigint, NULL::timestamptz, 0::bigint, coalesce(v_held, 0::bigint);
-    RETURN;
-  END IF;
-  SELECT count(DISTINCT l.gateway_id) INTO v_pods FROM bandwidth_leases l
-   WHERE l.account_id = p_account AND l.product = p_product AND l.released_at IS NULL AND l.gateway_id <> p_gateway;
-  v_grant := least(p_wanted, greatest(p_min, v_free / (2 * (v_pods + 1))), v_free);
-  UPDATE balances SET leased_bytes = leased_bytes + v_grant WHERE account_id = p_account AND product = p_product;
-  INSERT INTO bandwidth_leases (account_id, product, gateway_id, granted_bytes, expires_at)
-  VALUES (p_account, p_product, p_gateway, v_grant, now() + make_interval(secs => p_ttl_seconds))
-  RETURNING id, expires_at INTO v_id, v_expires;
-  RETURN QUERY SELECT v_id, v_grant, v_expires, v_free - v_grant, v_held + v_grant;
-END $$;
+-- lease_acquire: changed here when this migration was written; its one definition is now migrations/functions/lease_acquire.sql (docs/adr/0074), so the restatement is gone.
 
 -- A gateway process starts: any lease still open under its id belongs to an earlier process of
 -- that id (a pod whose container restarted keeps its name; this process has drawn nothing yet),

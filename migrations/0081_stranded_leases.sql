@@ -2,7 +2,7 @@
 -- are not yet judged dead (docs/adr/0025): a gateway whose row is older than two heartbeats (10 s)
 -- has most likely crashed, and its leases come back at gateway_dead_after(). The ledger asks this
 -- only after a denial while leases are held, to answer 503 "held, retry shortly" instead of 402
--- "buy bandwidth" to a customer who paid (issue 10: 402 only when the balance is gone).
+-- "buy bandwidth" to a customer who paid (402 only when the balance is gone: docs/adr/0025).
 CREATE FUNCTION lease_stranded(p_account uuid, p_product text) RETURNS bigint
 LANGUAGE sql STABLE AS $$
   SELECT coalesce(sum(l.granted_bytes - l.charged_bytes), 0)::bigint

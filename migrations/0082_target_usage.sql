@@ -1,4 +1,4 @@
--- Target statistics (issue 16 item 3, docs/adr/0026): bytes and requests per registrable domain
+-- Target statistics (docs/adr/0026): bytes and requests per registrable domain
 -- (never a path, a query or a full host name) per account, product and UTC day, kept 30 days by the
 -- worker. Gateways tally in memory and add their rows with target_usage_record() on their usage
 -- flush; billing never reads this table.

@@ -1,4 +1,4 @@
--- Bandwidth throttling (issue 16 item 5, docs/adr/0035): a cap in bytes per second per account
+-- Bandwidth throttling (docs/adr/0035): a cap in bytes per second per account
 -- and product, overriding the plan's default from the ProxyGateway spec. No row: the plan's
 -- default (none when the spec sets none). The bounds are common/src/throttle.ts's.
 --

@@ -1,4 +1,4 @@
--- IP allowlist (issue 16 item 2, docs/adr/0036): source addresses or ranges that authenticate to a
+-- IP allowlist (docs/adr/0036): source addresses or ranges that authenticate to a
 -- product's gateways without a password, each with the targeting it stands for (the plan's
 -- credential suffix grammar, docs/adr/0003; NULL = rotating, any country).
 --

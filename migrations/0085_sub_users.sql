@@ -1,4 +1,4 @@
--- Sub-users (issue 16 item 1, docs/adr/0037): named proxy users of an account, each with its own
+-- Sub-users (docs/adr/0037): named proxy users of an account, each with its own
 -- proxy username and password in the plan's credential grammar, an optional traffic limit per
 -- product, an optional cap on concurrent connections and on bandwidth, and a status.
 --
@@ -238,127 +238,13 @@ BEGIN
   RETURN true;
 END $$;
 
--- As in 0020, then the batches' sub-user lines into sub_user_products (used, requests) and
--- sub_user_usage_hourly, after the balances: the lock order of lease_acquire (balance row, then
--- the sub-user's).
-CREATE OR REPLACE FUNCTION usage_fold(p_limit integer) RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_ids bigint[];
-BEGIN
-  SELECT array_agg(id) INTO v_ids FROM (
-    SELECT id FROM usage_batches WHERE folded_at IS NULL ORDER BY id LIMIT p_limit FOR UPDATE SKIP LOCKED
-  ) s;
-  IF v_ids IS NULL THEN
-    RETURN 0;
-  END IF;
-  PERFORM 1 FROM bandwidth_leases
-   WHERE id IN (SELECT lease_id FROM usage_batch_lease_spend WHERE batch_id = ANY (v_ids))
-   ORDER BY id FOR UPDATE;
+-- usage_fold: changed here when this migration was written; its one definition is now migrations/functions/usage_fold.sql (docs/adr/0074), so the restatement is gone.
 
-  WITH spend AS (
-    SELECT lease_id, sum(bytes)::bigint AS bytes FROM usage_batch_lease_spend WHERE batch_id = ANY (v_ids) GROUP BY lease_id
-  ), charge AS (
-    SELECT l.id, l.account_id, l.product,
-           least(s.bytes, CASE WHEN l.released_at IS NULL THEN l.granted_bytes - l.charged_bytes
-                               ELSE greatest(0, least(l.spent_bytes, l.granted_bytes) - l.charged_bytes) END) AS bytes
-      FROM spend s JOIN bandwidth_leases l ON l.id = s.lease_id
-  ), charged AS (
-    UPDATE bandwidth_leases l SET charged_bytes = l.charged_bytes + c.bytes FROM charge c WHERE l.id = c.id AND c.bytes > 0
-    RETURNING l.id
-  ), lines AS (
-    SELECT account_id, product, sum(bytes_up + bytes_down)::bigint AS bytes, sum(requests)::bigint AS requests
-      FROM usage_batch_lines WHERE batch_id = ANY (v_ids) GROUP BY account_id, product
-  ), charges AS (
-    SELECT account_id, product, sum(bytes)::bigint AS bytes FROM charge GROUP BY account_id, product
-  ), delta AS (
-    SELECT coalesce(li.account_id, ch.account_id) AS account_id, coalesce(li.product, ch.product) AS product,
-           coalesce(li.bytes, 0) AS used, coalesce(li.requests, 0) AS requests, coalesce(ch.bytes, 0) AS unleased
-      FROM lines li FULL JOIN charges ch ON ch.account_id = li.account_id AND ch.product = li.product
-  )
-  INSERT INTO balances AS b (account_id, product, used_bytes, requests_count, leased_bytes)
-  SELECT account_id, product, used, requests, unleased FROM delta ORDER BY account_id, product
-  ON CONFLICT (account_id, product) DO UPDATE
-     SET used_bytes = b.used_bytes + EXCLUDED.used_bytes,
-         requests_count = b.requests_count + EXCLUDED.requests_count,
-         leased_bytes = b.leased_bytes - EXCLUDED.leased_bytes,
-         updated_at = now();
-
-  INSERT INTO usage_hourly AS h (account_id, product, hour, bytes_up, bytes_down, requests)
-  SELECT li.account_id, li.product, date_trunc('hour', ub.created_at), sum(li.bytes_up), sum(li.bytes_down), sum(li.requests)
-    FROM usage_batch_lines li JOIN usage_batches ub ON ub.id = li.batch_id
-   WHERE li.batch_id = ANY (v_ids)
-   GROUP BY 1, 2, 3
-  ON CONFLICT (account_id, product, hour) DO UPDATE
-     SET bytes_up = h.bytes_up + EXCLUDED.bytes_up,
-         bytes_down = h.bytes_down + EXCLUDED.bytes_down,
-         requests = h.requests + EXCLUDED.requests;
-
-  INSERT INTO sub_user_products AS p (sub_user_id, account_id, product, used_bytes, requests_count)
-  SELECT sub_user_id, account_id, product, sum(bytes_up + bytes_down)::bigint, sum(requests)::bigint
-    FROM usage_batch_sub_user_lines WHERE batch_id = ANY (v_ids)
-   GROUP BY sub_user_id, account_id, product
-   ORDER BY sub_user_id, product
-  ON CONFLICT (sub_user_id, product) DO UPDATE
-     SET used_bytes = p.used_bytes + EXCLUDED.used_bytes,
-         requests_count = p.requests_count + EXCLUDED.requests_count,
-         updated_at = now();
-
-  INSERT INTO sub_user_usage_hourly AS h (sub_user_id, account_id, product, hour, bytes_up, bytes_down, requests)
-  SELECT li.sub_user_id, li.account_id, li.product, date_trunc('hour', ub.created_at),
-         sum(li.bytes_up), sum(li.bytes_down), sum(li.requests)
-    FROM usage_batch_sub_user_lines li JOIN usage_batches ub ON ub.id = li.batch_id
-   WHERE li.batch_id = ANY (v_ids)
-   GROUP BY 1, 2, 3, 4
-  ON CONFLICT (sub_user_id, product, hour) DO UPDATE
-     SET bytes_up = h.bytes_up + EXCLUDED.bytes_up,
-         bytes_down = h.bytes_down + EXCLUDED.bytes_down,
-         requests = h.requests + EXCLUDED.requests;
-
-  UPDATE usage_batches SET folded_at = now() WHERE id = ANY (v_ids);
-  RETURN array_length(v_ids, 1);
-END $$;
-
--- Target statistics per sub-user (issue 16 item 3): '' is the account's own credentials (and IP
+-- Target statistics per sub-user (docs/adr/0026): '' is the account's own credentials (and IP
 -- allowlist), else the sub-user's id. The per-day cap on tracked domains stays per (account,
 -- product, day), whoever sent the traffic, so sub-users do not multiply it.
 ALTER TABLE target_usage ADD COLUMN sub_user text NOT NULL DEFAULT '' CHECK (sub_user = '' OR sub_user ~ '^[0-9a-f-]{36}$');
 ALTER TABLE target_usage DROP CONSTRAINT target_usage_pkey;
 ALTER TABLE target_usage ADD PRIMARY KEY (account_id, product, day, sub_user, domain);
 
-CREATE OR REPLACE FUNCTION target_usage_record(p_rows jsonb, p_cap integer) RETURNS integer
-LANGUAGE plpgsql SET lock_timeout = '2s' AS $$
-DECLARE
-  r record;
-  v_domain text;
-  n integer := 0;
-BEGIN
-  PERFORM 1 FROM accounts a
-   WHERE a.id IN (SELECT (x ->> 'account_id')::uuid FROM jsonb_array_elements(p_rows) x)
-   ORDER BY a.id FOR NO KEY UPDATE;
-  FOR r IN
-    SELECT (x ->> 'account_id')::uuid AS account_id, x ->> 'product' AS product, (x ->> 'day')::date AS day,
-           coalesce(x ->> 'sub_user', '') AS sub_user,
-           x ->> 'domain' AS domain, (x ->> 'bytes')::bigint AS bytes, (x ->> 'requests')::bigint AS requests
-      FROM jsonb_array_elements(p_rows) x
-      JOIN accounts a ON a.id = (x ->> 'account_id')::uuid AND a.target_stats
-     -- Bigger first: when the cap is reached in this batch, the smaller domains fold into '(other)'.
-     ORDER BY 1, 2, 3, (x ->> 'bytes')::bigint DESC
-  LOOP
-    v_domain := r.domain;
-    IF v_domain <> '(other)' AND NOT EXISTS (
-         SELECT 1 FROM target_usage t
-          WHERE t.account_id = r.account_id AND t.product = r.product AND t.day = r.day AND t.domain = v_domain)
-       AND (SELECT count(DISTINCT t.domain) FROM target_usage t
-             WHERE t.account_id = r.account_id AND t.product = r.product AND t.day = r.day
-               AND t.domain <> '(other)') >= p_cap THEN
-      v_domain := '(other)';
-    END IF;
-    INSERT INTO target_usage AS t (account_id, product, day, sub_user, domain, bytes, requests)
-    VALUES (r.account_id, r.product, r.day, r.sub_user, v_domain, r.bytes, r.requests)
-    ON CONFLICT (account_id, product, day, sub_user, domain)
-    DO UPDATE SET bytes = t.bytes + EXCLUDED.bytes, requests = t.requests + EXCLUDED.requests;
-    n := n + 1;
-  END LOOP;
-  RETURN n;
-END $$;
+-- target_usage_record: changed here when this migration was written; its one definition is now migrations/functions/target_usage_record.sql (docs/adr/0074), so the restatement is gone.

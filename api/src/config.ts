@@ -35,7 +35,7 @@ export const apiTuningEnv = {
   // ranges may be listed (dev and tests, whose clients are on 127.0.0.0/8; never in production).
   PROXYFLEET_IP_ALLOWLIST_MAX: z.coerce.number().int().min(0).max(1000).default(DEFAULT_ALLOWLIST_MAX),
   PROXYFLEET_IP_ALLOWLIST_PRIVATE: bool(false),
-  /** Sub-users per account (issue 16 item 1, docs/adr/0037). */
+  /** Sub-users per account (docs/adr/0037). */
   PROXYFLEET_SUB_USERS_MAX: z.coerce.number().int().min(0).max(10_000).default(50),
   PROXYFLEET_INSTANCE_ID: z.string().min(1).max(200).optional(),
   /** The dashboard is reached over HTTPS (directly or through a TLS-terminating proxy): Secure, __Host- cookies, HSTS. */

@@ -39,6 +39,8 @@ describe('docs/api.md', () => {
     'GET /api/v1/usage',
     'GET /api/v1/proxies/list',
     'POST /api/v1/proxies/generate',
+    'GET /api/v1/audit-log',
+    'GET /admin/v1/accounts/:id/audit-log',
     ...admin.map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
     ...allowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /api/v1${r.path}`),
     ...adminAllowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),

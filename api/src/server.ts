@@ -26,6 +26,7 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
+import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 import { dashboardRouter } from './modules/dashboard/router.ts';
 
@@ -111,6 +112,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...subUserRoutes(subUsers),
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
+      ...auditLogRoutes(pool),
     ],
     adminRoutes: [
       ...adminRoutes({
@@ -124,6 +126,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...adminTargetRoutes(pool),
       ...adminAllowlistRoutes(allowlist),
       ...adminSubUserRoutes(subUsers),
+      ...adminAuditLogRoutes(pool),
     ],
     dashboard: dashboardRouter({
       pool,

@@ -165,7 +165,7 @@ export class GatewayProcess {
         if (c.kind === 'account') for (const ledger of p.ledgers) ledger.throttleChanged(c.accountId);
       }
       // A suspension or a credential change ends the account's live connections at once: they
-      // were admitted with credentials that no longer hold (finding 5 of issue 10).
+      // were admitted with credentials that no longer hold (docs/adr/0023).
       for (const accountId of revoked)
         p.cut({ account: accountId }, 'live connections cut: account suspended or credentials changed', (l) =>
           l.revoke(accountId),

@@ -1,4 +1,4 @@
-// Many short tunnels through a gateway exit that binds a source address (finding 10 of issue 10),
+// Many short tunnels through a gateway exit that binds a source address (docs/gateway.md, "Exits with a source address under load"),
 // for exit-ports.int.test.ts, which runs this in a network namespace of its own with a narrow
 // ephemeral port range (never the machine's). One process: an origin, the gateway, the load.
 // Each tunnel: CONNECT, 4 bytes up, 4 bytes back, then the customer closes first, as browsers and

@@ -1,4 +1,4 @@
-// Issue 13, finding 9 and the platform conventions, proven on a real kube-apiserver: the chart is
+// The operator's least privilege (docs/adr/0034) and the platform conventions, proven on a real kube-apiserver: the chart is
 // installed with `helm install` (namespaced mode, then cluster-wide mode as a second release),
 // the operator runs with a token of the chart's own ServiceAccount, and `kubectl auth can-i --as`
 // shows what that ServiceAccount cannot do. Also: aggregated ClusterRoles for namespace users, the

@@ -1,4 +1,4 @@
-// Issue 13 on a real kube-apiserver: the operator (as the user bound only to the chart's RBAC)
+// Operator tenancy (docs/adr/0034) on a real kube-apiserver: the operator (as the user bound only to the chart's RBAC)
 // is safe with many tenants. One owner per plan endpoint; status from the observed Deployment even
 // when an apply fails; objects and Secrets it did not create are never adopted, overwritten or
 // deleted; every kind of child is watched; an autoscaled gateway starts at minReplicas; unknown
@@ -24,7 +24,7 @@ type Obj = KubeObject & {
 };
 type Condition = { type: string; status: string; reason: string; message: string };
 
-describeKube('operator safety with many tenants (issue 13)', () => {
+describeKube('operator safety with many tenants (docs/adr/0034)', () => {
   let kube: KubeEnv;
   let db: TestDatabase;
   let operator: Operator;

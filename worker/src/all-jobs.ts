@@ -8,6 +8,7 @@ import { maintenanceJob } from './jobs/maintenance.ts';
 import { leaseReaperJob, usageFoldJob } from './jobs/usage.ts';
 import { rateLimitCleanupJob } from './jobs/rate-limit-cleanup.ts';
 import { targetRetentionJob } from './jobs/target-retention.ts';
+import { auditRetentionJob } from './jobs/audit-retention.ts';
 import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
 import { autoRefillJob, balanceSweepJob, billingConfigJob } from './jobs/auto-refill.ts';
@@ -26,6 +27,7 @@ export interface AllJobsOptions {
     | 'PROXYFLEET_SUBSCRIPTION_GRACE_DAYS'
     | 'PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS'
     | 'PROXYFLEET_ISP_HEALTH_URL'
+    | 'PROXYFLEET_AUDIT_RETENTION_DAYS'
   >;
   /** Decrypts ISP proxy passwords for the server-alert checks; without it they do not run. */
   credentialsKey?: Buffer | undefined;
@@ -43,6 +45,7 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     leaseReaperJob,
     rateLimitCleanupJob,
     targetRetentionJob,
+    auditRetentionJob({ retentionDays: config.PROXYFLEET_AUDIT_RETENTION_DAYS }),
     billingConfigJob({
       prices: { currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB },
       creditLimitCents: config.PROXYFLEET_CREDIT_LIMIT,

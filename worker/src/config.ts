@@ -26,11 +26,22 @@ export const emailEnv = {
   PROXYFLEET_ISP_HEALTH_URL: z.url({ protocol: /^https?$/ }).default('http://example.com/'),
 };
 
+/** How long audit log entries are kept (docs/security.md "Audit log"); dev reads it too. */
+export const auditEnv = {
+  PROXYFLEET_AUDIT_RETENTION_DAYS: positiveInt(400).pipe(z.number().max(36_500)),
+};
+
 /** The worker decrypts ISP proxy passwords for the server-alert checks; unset: no checks. */
 export const workerSecretsEnv = {
   PROXYFLEET_CREDENTIALS_KEY: encryptionKey.optional(),
 };
 
-export const workerSchema = z.object({ ...baseEnv, ...workerEnv, ...emailEnv, ...workerSecretsEnv });
+export const workerSchema = z.object({
+  ...baseEnv,
+  ...workerEnv,
+  ...emailEnv,
+  ...auditEnv,
+  ...workerSecretsEnv,
+});
 export type WorkerConfig = z.infer<typeof workerSchema>;
 export const loadWorkerConfig = (env?: Env) => parseConfig(workerSchema, env);

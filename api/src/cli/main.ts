@@ -37,6 +37,12 @@ const num = (value: OptionValue, name: string): number | undefined => {
 };
 
 class UsageError extends Error {}
+/** A GET of `path` with the string options named in `keys` as its query. */
+const getWith = (path: string, o: Record<string, OptionValue>, keys: string[]) => {
+  const q = new URLSearchParams();
+  for (const k of keys) if (typeof o[k] === 'string') q.set(k, o[k]);
+  return { method: 'GET', path: q.size ? `${path}?${q.toString()}` : path };
+};
 /** A number, or null for `none` (a cap removed). */
 const numOrNone = (value: OptionValue, name: string): number | null | undefined =>
   value === 'none' ? null : num(value, name);
@@ -97,11 +103,7 @@ export const COMMANDS: Record<string, Command> = {
       limit: { type: 'string', help: 'Page size (default 100)' },
       offset: { type: 'string', help: 'Skip this many' },
     },
-    request: (_a, o) => {
-      const q = new URLSearchParams();
-      for (const k of ['email', 'limit', 'offset']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts${q.size ? `?${q.toString()}` : ''}` };
-    },
+    request: (_a, o) => getWith('/accounts', o, ['email', 'limit', 'offset']),
   },
   'accounts get': {
     usage: 'accounts get <accountId>',
@@ -244,11 +246,17 @@ export const COMMANDS: Record<string, Command> = {
       limit: { type: 'string', help: 'Page size, 1-100 (default 20)' },
       before: { type: 'string', help: 'Only invoices numbered below this (nextBefore of the previous page)' },
     },
-    request: (a, o) => {
-      const q = new URLSearchParams();
-      for (const k of ['limit', 'before']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return { method: 'GET', path: `/accounts/${a.accountId}/invoices${q.size ? `?${q.toString()}` : ''}` };
+    request: (a, o) => getWith(`/accounts/${a.accountId}/invoices`, o, ['limit', 'before']),
+  },
+  'audit-log': {
+    usage: 'audit-log <accountId> [--limit <n>] [--cursor <nextCursor>]',
+    summary: 'Who changed what on an account, newest first (docs/security.md, "Audit log")',
+    args: ['accountId'],
+    options: {
+      limit: { type: 'string', help: 'Page size, 1-200 (default 50)' },
+      cursor: { type: 'string', help: 'Older entries: nextCursor of the previous page' },
     },
+    request: (a, o) => getWith(`/accounts/${a.accountId}/audit-log`, o, ['limit', 'cursor']),
   },
   'usage targets': {
     usage: 'usage targets <accountId> [--date <YYYY-MM-DD>] [--product <plan>]',
@@ -258,14 +266,7 @@ export const COMMANDS: Record<string, Command> = {
       date: { type: 'string', help: 'UTC day of the last 30, YYYY-MM-DD (default today)' },
       product: { type: 'string', help: 'Only this product' },
     },
-    request: (a, o) => {
-      const q = new URLSearchParams();
-      for (const k of ['date', 'product']) if (typeof o[k] === 'string') q.set(k, o[k]);
-      return {
-        method: 'GET',
-        path: `/accounts/${a.accountId}/usage/targets${q.size ? `?${q.toString()}` : ''}`,
-      };
-    },
+    request: (a, o) => getWith(`/accounts/${a.accountId}/usage/targets`, o, ['date', 'product']),
   },
   'target-stats set': {
     usage: 'target-stats set <accountId> --enabled on|off',
@@ -496,12 +497,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.err(`unknown area: ${area}\n\n${helpText()}`);
     return 2;
   }
+  // A command of one word (audit-log) takes its arguments from the second word on.
+  const single = COMMANDS[rest[0]!] ? rest[0]! : undefined;
   const group = HELP.has(rest[0]!) ? rest[1]! : rest[0]!;
-  if (GROUPS.has(group) && (HELP.has(rest[0]!) || rest[1] === undefined || HELP.has(rest[1]))) {
+  if (!single && GROUPS.has(group) && (HELP.has(rest[0]!) || rest[1] === undefined || HELP.has(rest[1]))) {
     io.out(groupHelp(group));
     return 0;
   }
-  const name = `${rest[0]} ${rest[1] ?? ''}`.trim();
+  const name = single ?? `${rest[0]} ${rest[1] ?? ''}`.trim();
   const command = COMMANDS[name];
   if (!command) {
     io.err(`unknown command: ${name}\n\n${helpText()}`);
@@ -509,7 +512,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   try {
     const { values, positionals } = parseArgs({
-      args: rest.slice(2),
+      args: rest.slice(single ? 1 : 2),
       allowPositionals: true,
       strict: true,
       options: {

@@ -23,7 +23,7 @@ describe('HTTP hygiene', () => {
       status: 404,
       body: { success: false, error: 'Not found' },
     });
-    // `/` is the customer dashboard (issue 12): signed out, its sign-in page.
+    // `/` is the customer dashboard (docs/adr/0050): signed out, its sign-in page.
     expect(await call(api.url, '/')).toMatchObject({
       status: 200,
       body: expect.stringContaining('<h1>Sign in</h1>'),

@@ -5,6 +5,7 @@ import { AppError } from '../errors.ts';
 import { SQLSTATE, sqlState, withTransaction, type Pool } from '../db/pool.ts';
 import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '../secrets.ts';
 import { insertPrimaryKey } from './keys.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 
 export type AccountStatus = 'active' | 'suspended';
 
@@ -21,6 +22,7 @@ export async function createAccount(
   pool: Pool,
   input: { email: string },
   credentialsKey: Buffer,
+  actor?: AuditActor,
 ): Promise<NewAccount> {
   try {
     return await withTransaction(pool, async (client) => {
@@ -37,6 +39,14 @@ export async function createAccount(
         [account.id, proxyUsername, seal(credentialsKey, proxyPassword), sha256(proxyPassword)],
       );
       await client.query('INSERT INTO alert_settings (account_id) VALUES ($1)', [account.id]);
+      if (actor)
+        await recordAudit(client, {
+          accountId: account.id,
+          actor,
+          action: 'account.created',
+          target: { type: 'account', id: account.id },
+          details: { email: account.email, primaryKeyPrefix: key.prefix },
+        });
       return { ...account, apiKey: key.apiKey, proxyUsername, proxyPassword };
     });
   } catch (err) {
@@ -45,17 +55,39 @@ export async function createAccount(
   }
 }
 
-/** Suspends or reactivates; false when the account does not exist. */
+/**
+ * Suspends or reactivates; false when the account does not exist. With an actor, the change goes
+ * to the audit log (account.suspended, account.reactivated) when the status changed.
+ */
 export async function setAccountStatus(
   pool: Pool,
   accountId: string,
   status: AccountStatus,
+  actor?: AuditActor,
 ): Promise<boolean> {
-  const { rowCount } = await pool.query('UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1', [
-    accountId,
-    status,
-  ]);
-  return rowCount === 1;
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ status: AccountStatus }>(
+      // NO KEY UPDATE, as the UPDATE alone took: rows referencing the account (leases, usage, the
+      // audit entry) may still be written meanwhile.
+      'SELECT status FROM accounts WHERE id = $1 FOR NO KEY UPDATE',
+      [accountId],
+    );
+    const before = rows[0]?.status;
+    if (before === undefined) return false;
+    await client.query('UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1', [
+      accountId,
+      status,
+    ]);
+    if (actor && before !== status)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: status === 'suspended' ? 'account.suspended' : 'account.reactivated',
+        target: { type: 'account', id: accountId },
+        details: { from: before, to: status },
+      });
+    return true;
+  });
 }
 
 /** Issues a new proxy password; the old one stops working on every gateway within a second. */
@@ -63,14 +95,26 @@ export async function resetProxyPassword(
   pool: Pool,
   accountId: string,
   credentialsKey: Buffer,
+  actor?: AuditActor,
 ): Promise<string> {
   const password = newProxyPassword();
-  const { rowCount } = await pool.query(
-    `UPDATE proxy_credentials SET password_enc = $2, password_sha256 = $3, updated_at = now() WHERE account_id = $1`,
-    [accountId, seal(credentialsKey, password), sha256(password)],
-  );
-  if (rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
-  return password;
+  return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
+    const { rows } = await client.query<{ username: string }>(
+      `UPDATE proxy_credentials SET password_enc = $2, password_sha256 = $3, updated_at = now() WHERE account_id = $1
+       RETURNING username`,
+      [accountId, seal(credentialsKey, password), sha256(password)],
+    );
+    if (!rows[0]) throw new AppError('ACCOUNT_NOT_FOUND');
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'proxy_password.reset',
+        target: { type: 'proxy_credentials', id: rows[0].username },
+      });
+    return password;
+  });
 }
 
 export async function readProxyCredentials(

@@ -4,6 +4,7 @@
 import { AppError } from '../errors.ts';
 import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { issueApiKey, type IssuedKey } from '../secrets.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 
 export const MAX_NAMED_KEYS = 10;
 
@@ -39,19 +40,33 @@ export async function insertPrimaryKey(
   return { id: rows[0]!.id, name: 'primary', apiKey: issued.key, prefix: issued.prefix };
 }
 
-/** Replaces the primary key: the old one is revoked in the same transaction. */
+/**
+ * Replaces the primary key: the old one is revoked in the same transaction. `actor`: who did it,
+ * for the audit log (docs/security.md "Audit log"), in the same transaction.
+ */
 export async function regeneratePrimaryKey(
   pool: Pool,
   accountId: string,
   issued: IssuedKey = issueApiKey(),
+  actor?: AuditActor,
 ): Promise<CreatedKey> {
   return withTransaction(pool, async (client) => {
     await lockAccount(client, accountId);
-    await client.query(
-      `UPDATE api_keys SET revoked_at = now() WHERE account_id = $1 AND kind = 'primary' AND revoked_at IS NULL`,
+    const { rows: old } = await client.query<{ prefix: string }>(
+      `UPDATE api_keys SET revoked_at = now() WHERE account_id = $1 AND kind = 'primary' AND revoked_at IS NULL
+       RETURNING prefix`,
       [accountId],
     );
-    return insertPrimaryKey(client, accountId, issued);
+    const created = await insertPrimaryKey(client, accountId, issued);
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'api_key.regenerated',
+        target: { type: 'api_key', id: created.id },
+        details: { name: 'primary', prefix: created.prefix, replacedPrefix: old[0]?.prefix ?? null },
+      });
+    return created;
   });
 }
 
@@ -61,32 +76,61 @@ export async function createNamedKey(
   accountId: string,
   name: string,
   issued: IssuedKey = issueApiKey(),
+  actor?: AuditActor,
 ): Promise<CreatedKey> {
   return withTransaction(pool, async (client) => {
     await lockAccount(client, accountId);
+    let id: string;
     try {
       const { rows } = await client.query<{ id: string }>(
         `INSERT INTO api_keys (account_id, kind, name, key_hash, prefix, last4)
          VALUES ($1, 'named', $2, $3, $4, $5) RETURNING id`,
         [accountId, name, issued.hash, issued.prefix, issued.last4],
       );
-      return { id: rows[0]!.id, name, apiKey: issued.key, prefix: issued.prefix };
+      id = rows[0]!.id;
     } catch (err) {
       if (sqlState(err) === SQLSTATE.NAMED_KEY_LIMIT)
         throw new AppError('NAMED_KEY_LIMIT', { limit: MAX_NAMED_KEYS });
       if (sqlState(err) === SQLSTATE.UNIQUE_VIOLATION) throw new AppError('KEY_NAME_TAKEN');
       throw err;
     }
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'api_key.created',
+        target: { type: 'api_key', id },
+        details: { name, prefix: issued.prefix },
+      });
+    return { id, name, apiKey: issued.key, prefix: issued.prefix };
   });
 }
 
 /** Revokes one key of the account; false when it does not exist or was already revoked. */
-export async function revokeKey(pool: Pool, accountId: string, keyId: string): Promise<boolean> {
-  const { rowCount } = await pool.query(
-    `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL`,
-    [keyId, accountId],
-  );
-  return rowCount === 1;
+export async function revokeKey(
+  pool: Pool,
+  accountId: string,
+  keyId: string,
+  actor?: AuditActor,
+): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
+    const { rows } = await client.query<{ name: string; prefix: string }>(
+      `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL
+       RETURNING name, prefix`,
+      [keyId, accountId],
+    );
+    const revoked = rows[0];
+    if (revoked && actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'api_key.revoked',
+        target: { type: 'api_key', id: keyId },
+        details: { name: revoked.name, prefix: revoked.prefix },
+      });
+    return revoked !== undefined;
+  });
 }
 
 export async function listKeys(pool: Pool, accountId: string): Promise<KeyRecord[]> {

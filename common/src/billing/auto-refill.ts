@@ -3,7 +3,8 @@
 // decided in SQL on remaining = bought - used, once per crossing of the threshold (billing_check,
 // billing_refill; docs/adr/0073).
 import { z } from 'zod';
-import type { Pool, PoolClient } from '../db/pool.ts';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 import { BYTES_PER_GB, type Product } from '../products.ts';
 
 /** A typo guard, as for purchases: 1 PB. */
@@ -70,7 +71,7 @@ export async function refillVerdict(
 }
 
 export async function getAutoRefill(
-  pool: Pool,
+  pool: Pool | PoolClient,
   accountId: string,
   product: Product,
 ): Promise<AutoRefillSettings> {
@@ -96,8 +97,33 @@ export async function putAutoRefill(
   product: Product,
   update: AutoRefillUpdate,
   paymentMethod?: string,
+  actor?: AuditActor,
 ): Promise<AutoRefillSettings> {
-  await pool.query(
+  if (actor)
+    return withTransaction(pool, async (client) => {
+      await lockAccountForAudit(client, accountId);
+      await writeAutoRefill(client, accountId, product, update, paymentMethod);
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'auto_refill.updated',
+        target: { type: 'product', id: product },
+        details: { ...update, ...(paymentMethod ? { paymentMethod } : {}) },
+      });
+      return getAutoRefill(client, accountId, product);
+    });
+  await writeAutoRefill(pool, accountId, product, update, paymentMethod);
+  return getAutoRefill(pool, accountId, product);
+}
+
+async function writeAutoRefill(
+  db: Pool | PoolClient,
+  accountId: string,
+  product: Product,
+  update: AutoRefillUpdate,
+  paymentMethod: string | undefined,
+): Promise<void> {
+  await db.query(
     `INSERT INTO auto_refill_settings (account_id, product, enabled, threshold_bytes, refill_bytes, max_refills_per_month, payment_method)
      VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, 'invoice'))
      ON CONFLICT (account_id, product) DO UPDATE SET enabled = EXCLUDED.enabled, threshold_bytes = EXCLUDED.threshold_bytes,
@@ -113,5 +139,4 @@ export async function putAutoRefill(
       paymentMethod ?? null,
     ],
   );
-  return getAutoRefill(pool, accountId, product);
 }

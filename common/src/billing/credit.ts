@@ -7,7 +7,8 @@
 // it writes the prices); an operator sets an account's own limit.
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
-import { SQLSTATE, sqlState, type Pool, type PoolClient } from '../db/pool.ts';
+import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 
 /** A typo guard, not a business rule: 1,000,000,000.00 in any currency. */
 export const MAX_CREDIT_LIMIT = 1_000_000_000;
@@ -86,13 +87,20 @@ export async function readCredit(db: Queryable, accountId: string): Promise<Cred
 
 /**
  * Sets an account's own limit (cents), or returns it to the default (null). Pass the transaction
- * of the change: the audit log's entry for it belongs in the same one (docs/adr/0075).
+ * of the change: the audit log's entry for it belongs in the same one (docs/adr/0075). With a
+ * pool and an actor, the change and its entry (credit_limit.updated) are one transaction here.
  */
 export async function setCreditLimit(
   db: Queryable,
   accountId: string,
   limitCents: number | null,
+  actor?: AuditActor,
 ): Promise<Credit> {
+  if (actor && !('release' in db))
+    return withTransaction(db, async (client) => {
+      if (!(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
+      return setCreditLimit(client, accountId, limitCents, actor);
+    });
   if (limitCents === null) {
     await db.query('DELETE FROM account_credit_limits WHERE account_id = $1', [accountId]);
   } else {
@@ -107,7 +115,16 @@ export async function setCreditLimit(
       throw err;
     }
   }
-  return readCredit(db, accountId);
+  const credit = await readCredit(db, accountId);
+  if (actor)
+    await recordAudit(db, {
+      accountId,
+      actor,
+      action: 'credit_limit.updated',
+      target: { type: 'account', id: accountId },
+      details: { limit: credit.default ? null : credit.limit, currency: credit.currency },
+    });
+  return credit;
 }
 
 /** The worker writes the configured default at start (credit_status reads it). */

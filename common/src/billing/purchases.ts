@@ -7,6 +7,7 @@
 import { AppError } from '../errors.ts';
 import { SQLSTATE, sqlState, withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import type { Product } from '../products.ts';
+import { recordAudit, type AuditActor } from '../audit/record.ts';
 
 export interface Invoice {
   id: string;
@@ -34,6 +35,12 @@ export interface PurchaseInput {
   /** How it is paid: billed later (default), or charged by `paymentMethod` before this call. */
   settlement?: 'deferred' | 'charged';
   paymentMethod?: string;
+  /**
+   * Who bought it, for the audit log (purchase.created, once per purchase: a retry under the same
+   * idempotency key records nothing more). Auto-refills are recorded by their callers instead
+   * (auto_refill.bought).
+   */
+  actor?: AuditActor;
 }
 
 /** Buys bandwidth: purchase, invoice (priced), balance and (if on) the new-invoice email, atomically. */
@@ -64,11 +71,41 @@ export async function recordPurchaseIn(client: PoolClient, input: PurchaseInput)
     // A retry must be the same purchase: another body under the same key is a client bug.
     if (input.idempotencyKey && (row.product !== input.product || row.bytes !== input.bytes))
       throw new AppError('IDEMPOTENCY_KEY_REUSED');
-    return toInvoice(row);
+    const invoice = toInvoice(row);
+    if (input.actor) await auditPurchase(client, invoice, input.actor);
+    return invoice;
   } catch (err) {
     if (sqlState(err) === SQLSTATE.FOREIGN_KEY_VIOLATION) throw new AppError('ACCOUNT_NOT_FOUND');
     throw err;
   }
+}
+
+/**
+ * purchase.created, unless this invoice has its entry (a retry under the same idempotency key
+ * returned the first call's invoice; a concurrent retry waited on the key's unique index until the
+ * first committed, so it sees that entry).
+ */
+async function auditPurchase(client: PoolClient, invoice: Invoice, actor: AuditActor): Promise<void> {
+  const { rowCount } = await client.query(
+    `SELECT 1 FROM audit_log WHERE account_id = $1 AND action = 'purchase.created' AND target_type = 'invoice'
+        AND target_id = $2`,
+    [invoice.accountId, invoice.id],
+  );
+  if (rowCount) return;
+  await recordAudit(client, {
+    accountId: invoice.accountId,
+    actor,
+    action: 'purchase.created',
+    target: { type: 'invoice', id: invoice.id },
+    details: {
+      product: invoice.product,
+      bytes: invoice.bytes,
+      invoiceNumber: invoice.number,
+      amountCents: invoice.amountCents,
+      currency: invoice.currency,
+      settlement: invoice.settlement,
+    },
+  });
 }
 
 interface InvoiceRow {

@@ -10,6 +10,10 @@ import type { Product } from '../products.ts';
 import { charge } from './charge.ts';
 import type { PaymentMethods } from './payment.ts';
 import { recordPurchaseIn } from './purchases.ts';
+import { recordAudit, type AuditActor } from '../audit/record.ts';
+
+/** The audit log's actor of every auto-refill, bought in SQL (billing_refill) or here. */
+const AUTO_REFILL: AuditActor = { kind: 'system', id: 'auto-refill' };
 
 /** Temporary charge failures (exceptions, timeouts) before the refill is marked failed. */
 export const CHARGE_MAX_ATTEMPTS = 5;
@@ -76,6 +80,20 @@ export async function payPendingRefill(
           WHERE id = $1`,
         [refill.id, invoice.purchaseId],
       );
+      await recordAudit(client, {
+        accountId: refill.account_id,
+        actor: AUTO_REFILL,
+        action: 'auto_refill.bought',
+        target: { type: 'invoice', id: invoice.id },
+        details: {
+          product: refill.product,
+          bytes: refill.bytes,
+          invoiceNumber: invoice.number,
+          amountCents: invoice.amountCents,
+          currency: invoice.currency,
+          paymentMethod: refill.payment_method,
+        },
+      });
       logger.info({ refill: refill.id, invoice: invoice.number }, 'auto-refill paid and bought');
       return true;
     }
@@ -88,6 +106,13 @@ export async function payPendingRefill(
       `SELECT email_enqueue($1, 'auto_refill_failed', $2, jsonb_build_object('refillId', $2::text))`,
       [refill.account_id, refill.id],
     );
+    await recordAudit(client, {
+      accountId: refill.account_id,
+      actor: AUTO_REFILL,
+      action: 'auto_refill.failed',
+      target: { type: 'auto_refill', id: refill.id },
+      details: { product: refill.product, bytes: refill.bytes, paymentMethod: refill.payment_method, reason },
+    });
     logger.warn({ refill: refill.id, reason }, 'auto-refill failed; nothing bought');
     return true;
   });

@@ -1,4 +1,5 @@
-import { mkdtemp, writeFile, cp } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, writeFile, cp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -47,6 +48,41 @@ describe('migrate', () => {
     } finally {
       await fresh.drop();
     }
+  });
+
+  it('accepts a trimmed migration applied with a checksum that former-checksums.json lists, and records the new one', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'pf-migrations-'));
+    const before = '-- a restated function, and a table\nCREATE TABLE kept (id int);\nSELECT 1;\n';
+    await writeFile(path.join(dir, '0001_kept.sql'), before);
+    const fresh = await createEmptyDatabase();
+    try {
+      expect(await migrate(fresh.url, dir)).toEqual([1]);
+      const after = '-- the restatement is gone\nCREATE TABLE kept (id int);\n';
+      await writeFile(path.join(dir, '0001_kept.sql'), after);
+      await expect(migrate(fresh.url, dir)).rejects.toThrow(/changed after it was applied/);
+      const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+      await writeFile(
+        path.join(dir, 'former-checksums.json'),
+        JSON.stringify({ '0001_kept.sql': [sha(before)] }),
+      );
+      expect(await migrate(fresh.url, dir)).toEqual([]);
+      const client = new pg.Client({ connectionString: fresh.url });
+      await client.connect();
+      const { rows } = await client.query('SELECT checksum FROM schema_migrations WHERE version = 1');
+      await client.end();
+      expect(rows[0].checksum).toBe(sha(after));
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('lists former checksums only for migration files that exist', async () => {
+    const listed = Object.keys(
+      JSON.parse(await readFile(path.join(MIGRATIONS_DIR, 'former-checksums.json'), 'utf8')),
+    );
+    const files = new Set((await loadMigrations()).map((m) => m.file));
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.filter((f) => !files.has(f))).toEqual([]);
   });
 
   it('rolls back a failing migration and names it', async () => {

@@ -27,6 +27,8 @@ export interface Migration {
   file: string;
   sql: string;
   checksum: string;
+  /** Checksums this file had when databases applied it before it was trimmed (docs/adr/0084). */
+  formerChecksums: readonly string[];
 }
 
 /** One function file: `name` is the function it defines (the file name without .sql). */
@@ -41,12 +43,21 @@ const checksum = (sql: string) => createHash('sha256').update(sql).digest('hex')
 
 export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
+  const former = await loadFormerChecksums(dir);
   const migrations: Migration[] = [];
   for (const file of files) {
     const match = /^(\d{4})_([a-z0-9_]+)\.sql$/.exec(file);
     if (!match) throw new Error(`migration file name must be NNNN_name.sql: ${file}`);
     const sql = await readFile(path.join(dir, file), 'utf8');
-    migrations.push({ version: Number(match[1]), name: match[2]!, file, sql, checksum: checksum(sql) });
+    const formerChecksums = former[file] ?? [];
+    migrations.push({
+      version: Number(match[1]),
+      name: match[2]!,
+      file,
+      sql,
+      checksum: checksum(sql),
+      formerChecksums,
+    });
   }
   const versions = new Set<number>();
   for (const m of migrations) {
@@ -54,6 +65,19 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
     versions.add(m.version);
   }
   return migrations;
+}
+
+/** migrations/former-checksums.json: file name -> checksums it was applied with before a trim. */
+async function loadFormerChecksums(dir: string): Promise<Record<string, string[]>> {
+  try {
+    return JSON.parse(await readFile(path.join(dir, 'former-checksums.json'), 'utf8')) as Record<
+      string,
+      string[]
+    >;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw err;
+  }
 }
 
 /** The function files of a migrations folder, in name order (none when it has no functions/ folder). */
@@ -113,9 +137,14 @@ export async function migrateSchema(databaseUrl: string, dir = MIGRATIONS_DIR): 
     for (const m of migrations) {
       const applied = done.get(m.version);
       if (applied !== undefined) {
-        if (applied !== m.checksum) {
+        if (applied === m.checksum) continue;
+        if (!m.formerChecksums.includes(applied)) {
           throw new Error(`migration ${m.file} changed after it was applied; add a new migration instead`);
         }
+        await client.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1', [
+          m.version,
+          m.checksum,
+        ]);
         continue;
       }
       await inTransaction(client, `migration ${m.file}`, async () => {

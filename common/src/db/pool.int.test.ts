@@ -36,7 +36,7 @@ describe('withTransaction', () => {
   });
 });
 
-// Finding 8 of issue 10: with statement_timeout only, a query on a connection that hangs (the
+// The client-side query timeout (docs/adr/0025): with statement_timeout only, a query on a connection that hangs (the
 // database unreachable, packets dropped) never answered. The pool bounds every query on its side.
 describe('client-side query timeout', () => {
   const QUERY_TIMEOUT_MS = 2_000;

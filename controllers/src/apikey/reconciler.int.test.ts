@@ -329,7 +329,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
       'NoReadyPods',
       'basic.proxy.example.com:12321',
     ]);
-    // One NAME column; READY and its reason from the Ready condition (issue 13, finding 8).
+    // One NAME column; READY and its reason from the Ready condition (docs/adr/0031).
     const akHeader = lines.find((l) => l[1] === 'ACCOUNT');
     expect(akHeader).toEqual(['NAME', 'ACCOUNT', 'KEY', 'READY', 'REASON', 'REVOKED', 'AGE']);
     expect(lines.find((l) => l[0] === 'apikey.proxyfleet.io/ci')?.slice(1, 6)).toEqual([

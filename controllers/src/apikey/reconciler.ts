@@ -6,6 +6,7 @@
 // gateway processes whose cache version has reached the change (cache_acks, decisions.md).
 import { AppError } from '#common/errors.ts';
 import { createNamedKey, regeneratePrimaryKey, revokeKey, type CreatedKey } from '#common/accounts/keys.ts';
+import type { AuditActor } from '#common/audit/record.ts';
 import { countCacheAcks } from '#common/db/changes.ts';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
@@ -63,6 +64,11 @@ export interface ApiKeyReconcilerDeps {
 
 const keyName = (ak: ApiKey) => (ak.spec.primary ? 'primary' : ak.spec.name!);
 const fingerprint = (hash: Buffer) => `sha256:${hash.toString('hex').slice(0, 16)}`;
+/** The audit log's actor of what this controller does to keys (docs/security.md "Audit log"). */
+const controllerActor = (ak: ApiKey): AuditActor => ({
+  kind: 'system',
+  id: `apikey-controller ${ak.metadata.namespace ?? ''}/${ak.metadata.name ?? ''}`,
+});
 
 export function apiKeyReconciler(
   deps: ApiKeyReconcilerDeps,
@@ -77,7 +83,8 @@ export function apiKeyReconciler(
     if (cached.metadata.deletionTimestamp) {
       if (hasFinalizer(cached, APIKEY_FINALIZER)) {
         const mapping = await readMapping(pool, uid);
-        if (mapping?.apiKeyId) await revokeKey(pool, cached.spec.accountId, mapping.apiKeyId);
+        if (mapping?.apiKeyId)
+          await revokeKey(pool, cached.spec.accountId, mapping.apiKeyId, controllerActor(cached));
         await deleteOwnSecret(cached);
         await deleteMapping(pool, uid);
         await removeFinalizer(client, API_KEY, cached, APIKEY_FINALIZER);
@@ -100,7 +107,7 @@ export function apiKeyReconciler(
 
     if (ak.spec.revoked) {
       if (mapping?.apiKeyId && mapping.key && !mapping.key.revokedAt) {
-        await revokeKey(pool, ak.spec.accountId, mapping.apiKeyId);
+        await revokeKey(pool, ak.spec.accountId, mapping.apiKeyId, controllerActor(ak));
         await setMappingChange(pool, uid, await changeLogHead(pool));
         await recorder.record(
           ak,
@@ -165,11 +172,11 @@ export function apiKeyReconciler(
       if (existing && existing.accountId === ak.spec.accountId && !existing.revokedAt) {
         created = { id: existing.id }; // issued by an earlier attempt that stopped before the mapping
       } else if (ak.spec.primary) {
-        created = await regeneratePrimaryKey(pool, ak.spec.accountId, issued);
+        created = await regeneratePrimaryKey(pool, ak.spec.accountId, issued, controllerActor(ak));
       } else {
         if (mapping?.apiKeyId && mapping.key && !mapping.key.revokedAt)
-          await revokeKey(pool, ak.spec.accountId, mapping.apiKeyId);
-        created = await createNamedKey(pool, ak.spec.accountId, keyName(ak), issued);
+          await revokeKey(pool, ak.spec.accountId, mapping.apiKeyId, controllerActor(ak));
+        created = await createNamedKey(pool, ak.spec.accountId, keyName(ak), issued, controllerActor(ak));
       }
     } catch (err) {
       if (err instanceof AppError && BLOCKING_ERRORS[err.code]) {

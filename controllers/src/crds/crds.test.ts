@@ -94,7 +94,7 @@ describe('crds/ is the single source of truth', () => {
     const columns = (kind: string) =>
       byKind[kind]!.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
     expect(columns('ProxyGateway')).toEqual(['Plan', 'Port', 'Ready', 'Status', 'Endpoint', 'Age']);
-    // Issue 13 finding 8: one NAME column, READY from the Ready condition, the cache counts named CACHES.
+    // docs/adr/0031: one NAME column, READY from the Ready condition, the cache counts named CACHES.
     expect(columns('ApiKey')).toEqual([
       'Account',
       'Key',
@@ -112,7 +112,7 @@ describe('crds/ is the single source of truth', () => {
     }
   });
 
-  test('issue 13 finding 10: strict schemas, no node keeps unknown fields', async () => {
+  test('strict schemas, no node keeps unknown fields', async () => {
     const loose: string[] = [];
     const walk = (node: unknown, at: string): void => {
       if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${at}[${i}]`));

@@ -134,7 +134,7 @@ describe('desiredObjects invariants', () => {
     expect((await readAsGateway(gateway)).parsed.spec.throttle).toEqual({ bytesPerSecond: 1_048_576 });
   });
 
-  test('issue 13 finding 4: upstream credentials go into a Secret the pod mounts, never into the ConfigMap', async () => {
+  test('upstream credentials go into a Secret the pod mounts, never into the ConfigMap', async () => {
     const gateway = CASES['advanced-fixed-loadbalancer']!;
     expect(JSON.stringify(gateway.spec.exits)).toContain('user:pass@');
     const { parsed, configMap } = await readAsGateway(gateway);

@@ -1,4 +1,4 @@
-// A gateway process SIGKILLed while it holds a lease of most of a customer's balance (issue 10,
+// A gateway process SIGKILLed while it holds a lease of most of a customer's balance (docs/adr/0025,
 // finding 6): another gateway serves the customer again once the dead one's heartbeat is 30 s old
 // (docs/adr/0025), not after the lease TTL (300 s), and the balance stays consistent.
 import { describe, expect, it } from '@jest/globals';

@@ -1,4 +1,4 @@
-// Finding 7 of issue 10, with the real wiring: three gateway PROCESSES (gateway/src/main.ts) on one
+// The outage credit (docs/adr/0021), with the real wiring: three gateway PROCESSES (gateway/src/main.ts) on one
 // database, each learning the fleet size from its heartbeat (accounting/heartbeat.ts) and handing
 // it to its ledger, as in production. They reach PostgreSQL through a relay the test cuts; the test
 // keeps its own direct connection. A customer served by all three pushes downloads through all

@@ -1,4 +1,4 @@
-// Finding 7 of issue 10: during a database outage the credit a known customer gets is bounded
+// The outage credit (docs/adr/0021): during a database outage the credit a known customer gets is bounded
 // fleet-wide, not per gateway. Three gateways on one database, which they reach through a relay
 // the test cuts; a customer who was served by all three pushes downloads through all three until
 // refused. What the database bills afterwards stays within the documented fleet-wide bound

@@ -147,7 +147,7 @@ export class Budget {
   /**
    * Pauses every stream of the budget for `reason` (0: only the streams not yet held, under the
    * reasons already standing), also those already paused by back-pressure: a 'drain' must not
-   * resume them meanwhile (finding 9 of issue 10).
+   * resume them meanwhile (docs/adr/0024).
    */
   hold(reason: number): void {
     this.holds |= reason;

@@ -139,7 +139,7 @@ export function canAdmit(s: BudgetState): boolean {
 /**
  * Recomputes what the leases hold and the trigger: after a denial, all of it (then cut); while a
  * grant is pending, all of it plus HOLD_AT_BYTES (then hold); otherwise down to `drawAt` (then
- * draw the next lease: prefetch, finding 9 of issue 10).
+ * draw the next lease: prefetch, docs/adr/0024).
  */
 export function recompute(s: BudgetState): void {
   let available = 0;
@@ -342,7 +342,7 @@ export function overspendBound(
 
 /**
  * A gateway's share of the fleet-wide outage credit: the fleet together gives at most
- * min(OUTAGE_CREDIT_BYTES, what the database last said was free) (finding 7 of issue 10).
+ * min(OUTAGE_CREDIT_BYTES, what the database last said was free) (docs/adr/0021).
  */
 export function outageCredit(lastFree: number, fleetSize: number): number {
   const size = Number.isFinite(fleetSize) && fleetSize >= 1 ? Math.floor(fleetSize) : 1;

@@ -1,4 +1,4 @@
-// Finding 9 of issue 10: a customer with plenty of bandwidth downloading at full loopback speed on
+// Lease prefetch (docs/adr/0024): a customer with plenty of bandwidth downloading at full loopback speed on
 // many connections at once must never be cut while the next lease is drawn, also when the
 // database answers slowly (the bench's bulk phase saw 10-12 such cuts). A real gateway process, a real origin, raw sockets that count every
 // byte they move. Before the fix the plain downloads were cut (streams paused by back-pressure

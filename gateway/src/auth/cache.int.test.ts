@@ -49,7 +49,7 @@ async function status(pod: GatewayProcess, user: string, password: string): Prom
     return responses[0]!.status;
   } catch {
     // A probe in flight when the change arrived: a password reset or suspension cuts the
-    // account's live connections (issue 10, finding 5).
+    // account's live connections (docs/adr/0023).
     return 0;
   }
 }

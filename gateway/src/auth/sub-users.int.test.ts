@@ -1,4 +1,4 @@
-// Sub-users end to end (issue 16 item 1, docs/adr/0037): rows written straight into sub_users and
+// Sub-users end to end (docs/adr/0037): rows written straight into sub_users and
 // sub_user_products reach a real gateway through the change feed; the sub-user's own credentials
 // (in the plan's grammar, targeting included) are served on the account's balance, under the
 // sub-user's limit, connection cap and status; its bytes are the account's bytes and its own.

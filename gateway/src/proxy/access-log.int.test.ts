@@ -1,4 +1,4 @@
-// Finding 15 of issue 10: one access-log line per request, tunnel and refusal, and never a
+// The access log (docs/adr/0023): one access-log line per request, tunnel and refusal, and never a
 // credential in any log. A real gateway process logs at debug; its whole output is searched for
 // every secret the test sent (passwords right and wrong, the Proxy-Authorization values, their
 // base64, username:password, a query-string token), and its access lines are checked against the

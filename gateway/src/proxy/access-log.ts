@@ -1,4 +1,4 @@
-// The access log (finding 15 of issue 10): one line per completed request, per completed tunnel and
+// The access log (docs/adr/0023): one line per completed request, per completed tunnel and
 // per refusal, with plan, kind, status, reason (the refusal table's label), bytes up and down on the
 // customer's connection, milliseconds, exit, account id, method and destination host:port.
 // Never a path or query, never a header, never credentials: the line is built here from fields

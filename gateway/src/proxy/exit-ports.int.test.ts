@@ -1,4 +1,4 @@
-// Finding 10 of issue 10: CONNECT errors under load. An exit with a source address bound port 0
+// Exits with a source address (docs/gateway.md, "Exits with a source address under load"): CONNECT errors under load. An exit with a source address bound port 0
 // before connect, so every connection, and every TIME_WAIT the gateway kept after its customer
 // closed first, held a port of the exit's address for any destination: after one ephemeral range
 // worth of short tunnels within a minute, every connect failed with EADDRINUSE (502 exit_failed).

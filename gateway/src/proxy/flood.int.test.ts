@@ -1,4 +1,4 @@
-// Finding 1 of issue 10: 25,000 idle connections from one address. Before the caps the process
+// Caps at accept (docs/adr/0023): 25,000 idle connections from one address. Before the caps the process
 // ran out of file descriptors and reset everyone; now the flood's source is capped at accept and
 // a customer from another address, and the health endpoint, are answered at once.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -1,4 +1,4 @@
-// Findings 1, 2, 5, 11 and 14 of issue 10: caps at accept, request-head timeout, revocation of
+// docs/adr/0023: caps at accept, request-head timeout, revocation of
 // live tunnels, Proxy-Status on the parser's own refusals, counters exported at zero.
 import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';

@@ -1,4 +1,4 @@
-// Source ports of exits that bind a source address (finding 10 of issue 10).
+// Source ports of exits that bind a source address (docs/gateway.md, "Exits with a source address under load").
 //
 // `bind(address, 0)` before `connect()` makes the kernel pick a port that no other socket on that
 // address holds, whatever the destination, and the port stays held through the connection's

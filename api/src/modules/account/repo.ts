@@ -1,4 +1,5 @@
-import type { Pool } from '#common/db/pool.ts';
+import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import { BYTES_PER_GB, type Product } from '#common/products.ts';
 import type { AlertsUpdate } from './schemas.ts';
@@ -86,6 +87,27 @@ export async function readAlerts(pool: Pool, accountId: string): Promise<AlertsR
 /** Updates the given switches; undefined when the account does not exist. */
 export async function updateAlerts(
   pool: Pool,
+  accountId: string,
+  u: AlertsUpdate,
+  actor?: AuditActor,
+): Promise<AlertsRow | undefined> {
+  return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return undefined;
+    const alerts = await writeAlerts(client, accountId, u);
+    if (alerts && actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'alerts.updated',
+        target: { type: 'account', id: accountId },
+        details: { ...u },
+      });
+    return alerts;
+  });
+}
+
+async function writeAlerts(
+  pool: Pool | PoolClient,
   accountId: string,
   u: AlertsUpdate,
 ): Promise<AlertsRow | undefined> {

@@ -1,4 +1,5 @@
-import type { Pool } from '#common/db/pool.ts';
+import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import type { IspProxyRow } from '../proxies/repo.ts';
 import type { Product } from '#common/products.ts';
@@ -44,32 +45,68 @@ export async function insertIspProxy(
     status: string;
     expiresAt?: string | undefined;
   },
+  actor?: AuditActor,
 ): Promise<IspProxyRow> {
-  const { rows } = await pool.query<IspProxyRow>(
-    `INSERT INTO isp_proxies (account_id, host, port, username, password_enc, country, city, isp, status, expires_at)
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<IspProxyRow>(
+      `INSERT INTO isp_proxies (account_id, host, port, username, password_enc, country, city, isp, status, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${ISP_COLUMNS}`,
-    [
-      accountId,
-      p.host,
-      p.port,
-      p.username,
-      p.passwordEnc,
-      p.country,
-      p.city ?? null,
-      p.isp ?? null,
-      p.status,
-      p.expiresAt ?? null,
-    ],
-  );
-  return rows[0]!;
+      [
+        accountId,
+        p.host,
+        p.port,
+        p.username,
+        p.passwordEnc,
+        p.country,
+        p.city ?? null,
+        p.isp ?? null,
+        p.status,
+        p.expiresAt ?? null,
+      ],
+    );
+    const row = rows[0]!;
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'isp_proxy.added',
+        target: { type: 'isp_proxy', id: row.id },
+        details: ispProxyDetails(row),
+      });
+    return row;
+  });
 }
 
-export async function deleteIspProxy(pool: Pool, accountId: string, proxyId: string): Promise<boolean> {
-  const { rowCount } = await pool.query('DELETE FROM isp_proxies WHERE id = $1 AND account_id = $2', [
-    proxyId,
-    accountId,
-  ]);
-  return rowCount === 1;
+/** What the audit log says of an ISP proxy: where it is, never its password. */
+const ispProxyDetails = (r: { host: string; port: number; username: string; country: string }) => ({
+  host: r.host,
+  port: r.port,
+  username: r.username,
+  country: r.country,
+});
+
+export async function deleteIspProxy(
+  pool: Pool,
+  accountId: string,
+  proxyId: string,
+  actor?: AuditActor,
+): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
+    const { rows } = await client.query<{ host: string; port: number; username: string; country: string }>(
+      'DELETE FROM isp_proxies WHERE id = $1 AND account_id = $2 RETURNING host, port, username, country',
+      [proxyId, accountId],
+    );
+    if (rows[0] && actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'isp_proxy.removed',
+        target: { type: 'isp_proxy', id: proxyId },
+        details: ispProxyDetails(rows[0]),
+      });
+    return rows.length === 1;
+  });
 }
 
 /**
@@ -78,6 +115,27 @@ export async function deleteIspProxy(pool: Pool, accountId: string, proxyId: str
  */
 export async function putThrottle(
   pool: Pool,
+  accountId: string,
+  product: Product,
+  bytesPerSecond: number | null,
+  actor?: AuditActor,
+): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    if (actor) await lockAccountForAudit(client, accountId);
+    await writeThrottle(client, accountId, product, bytesPerSecond);
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'throttle.updated',
+        target: { type: 'product', id: product },
+        details: { product, bytesPerSecond },
+      });
+  });
+}
+
+async function writeThrottle(
+  pool: PoolClient,
   accountId: string,
   product: Product,
   bytesPerSecond: number | null,

@@ -15,6 +15,7 @@ import { createNamedKey, listKeys, regeneratePrimaryKey, revokeKey } from '#comm
 import { recordPurchase } from '#common/billing/purchases.ts';
 import { gbToBytes } from '#common/products.ts';
 import { newProxyPassword, seal } from '#common/secrets.ts';
+import { adminActor } from '../../http/actor.ts';
 import { defineRoute, validationError, type RouteDef, type RouteResult } from '../../http/route.ts';
 import { toIspProxy } from '../proxies/service.ts';
 import { listIspProxies } from '../proxies/repo.ts';
@@ -69,8 +70,13 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       response: s.newAccountSchema,
       status: 201,
       errors: ['VALIDATION_FAILED', 'EMAIL_TAKEN'],
-      handler: async ({ body }) => {
-        const created = await createAccount(pool, { email: body.email }, deps.credentialsKey);
+      handler: async ({ body, req }) => {
+        const created = await createAccount(
+          pool,
+          { email: body.email },
+          deps.credentialsKey,
+          adminActor(req),
+        );
         return { status: 201, body: created };
       },
     }),
@@ -128,6 +134,7 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
           product: body.product,
           bytes: gbToBytes(body.gb),
           ...(idempotencyKey ? { idempotencyKey } : {}),
+          actor: adminActor(req),
         });
         await deleteSnapshot(pool, params.id);
         return synced({
@@ -184,8 +191,8 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       ...account,
       response: s.createdKeySchema,
       errors: ['ACCOUNT_NOT_FOUND'],
-      handler: async ({ params }) => {
-        const key = await regeneratePrimaryKey(pool, params.id);
+      handler: async ({ params, req }) => {
+        const key = await regeneratePrimaryKey(pool, params.id, undefined, adminActor(req));
         return synced({ body: key });
       },
     }),
@@ -200,8 +207,8 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       response: s.createdKeySchema,
       status: 201,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND', 'NAMED_KEY_LIMIT', 'KEY_NAME_TAKEN'],
-      handler: async ({ params, body }) => {
-        const key = await createNamedKey(pool, params.id, body.name);
+      handler: async ({ params, body, req }) => {
+        const key = await createNamedKey(pool, params.id, body.name, undefined, adminActor(req));
         return { status: 201, body: key };
       },
     }),
@@ -215,11 +222,12 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       paramsError: 'KEY_NOT_FOUND',
       status: 204,
       errors: ['KEY_NOT_FOUND', 'PRIMARY_KEY_NOT_REVOCABLE'],
-      handler: async ({ params }) => {
+      handler: async ({ params, req }) => {
         const kind = await activeKeyKind(pool, params.id, params.keyId);
         if (!kind) throw new AppError('KEY_NOT_FOUND');
         if (kind === 'primary') throw new AppError('PRIMARY_KEY_NOT_REVOCABLE');
-        if (!(await revokeKey(pool, params.id, params.keyId))) throw new AppError('KEY_NOT_FOUND');
+        if (!(await revokeKey(pool, params.id, params.keyId, adminActor(req))))
+          throw new AppError('KEY_NOT_FOUND');
         return synced({ status: 204 });
       },
     }),
@@ -236,9 +244,10 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
         ...account,
         response: s.statusSchema,
         errors: ['ACCOUNT_NOT_FOUND'],
-        handler: async ({ params }) => {
+        handler: async ({ params, req }) => {
           const status = action === 'suspend' ? 'suspended' : 'active';
-          if (!(await setAccountStatus(pool, params.id, status))) throw new AppError('ACCOUNT_NOT_FOUND');
+          if (!(await setAccountStatus(pool, params.id, status, adminActor(req))))
+            throw new AppError('ACCOUNT_NOT_FOUND');
           return synced({ body: { id: params.id, status } });
         },
       }),
@@ -253,8 +262,8 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       body: alertsUpdateSchema,
       response: alertsSchema,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
-      handler: async ({ params, body }) => {
-        const alerts = await updateAlerts(pool, params.id, body);
+      handler: async ({ params, body, req }) => {
+        const alerts = await updateAlerts(pool, params.id, body, adminActor(req));
         if (!alerts) throw new AppError('ACCOUNT_NOT_FOUND');
         return synced({ body: alerts });
       },
@@ -268,9 +277,9 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       params: s.autoRefillParams,
       body: autoRefillUpdateSchema,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
-      handler: async ({ params, body }) => {
+      handler: async ({ params, body, req }) => {
         await mustExist(params.id);
-        await putAutoRefill(pool, params.id, params.product, body);
+        await putAutoRefill(pool, params.id, params.product, body, undefined, adminActor(req));
         return synced({ body: { product: params.product, ...body } });
       },
     }),
@@ -287,9 +296,9 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       body: s.throttleUpdateSchema,
       response: s.throttleResponseSchema,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
-      handler: async ({ params, body }) => {
+      handler: async ({ params, body, req }) => {
         await mustExist(params.id);
-        await putThrottle(pool, params.id, params.product, body.bytesPerSecond);
+        await putThrottle(pool, params.id, params.product, body.bytesPerSecond, adminActor(req));
         return synced({ body: { product: params.product, bytesPerSecond: body.bytesPerSecond } });
       },
     }),
@@ -302,8 +311,8 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       ...account,
       response: s.proxyPasswordSchema,
       errors: ['ACCOUNT_NOT_FOUND'],
-      handler: async ({ params }) => {
-        const proxyPassword = await resetProxyPassword(pool, params.id, deps.credentialsKey);
+      handler: async ({ params, req }) => {
+        const proxyPassword = await resetProxyPassword(pool, params.id, deps.credentialsKey, adminActor(req));
         const { username } = await readProxyCredentials(pool, params.id, deps.credentialsKey);
         return synced({ body: { proxyUsername: username, proxyPassword } });
       },
@@ -319,14 +328,16 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       response: ispProxySchema,
       status: 201,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND', 'ISP_PROXY_EXISTS'],
-      handler: async ({ params, body }) => {
+      handler: async ({ params, body, req }) => {
         await mustExist(params.id);
         const { password, ...rest } = body;
         try {
-          const row = await insertIspProxy(pool, params.id, {
-            ...rest,
-            passwordEnc: seal(deps.credentialsKey, password ?? newProxyPassword()),
-          });
+          const row = await insertIspProxy(
+            pool,
+            params.id,
+            { ...rest, passwordEnc: seal(deps.credentialsKey, password ?? newProxyPassword()) },
+            adminActor(req),
+          );
           return { status: 201, body: toIspProxy(row, deps.credentialsKey) };
         } catch (err) {
           if (sqlState(err) === SQLSTATE.UNIQUE_VIOLATION) throw new AppError('ISP_PROXY_EXISTS');
@@ -360,8 +371,8 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       paramsError: 'ISP_PROXY_NOT_FOUND',
       status: 204,
       errors: ['ISP_PROXY_NOT_FOUND'],
-      handler: async ({ params }) => {
-        if (!(await deleteIspProxy(pool, params.id, params.proxyId)))
+      handler: async ({ params, req }) => {
+        if (!(await deleteIspProxy(pool, params.id, params.proxyId, adminActor(req))))
           throw new AppError('ISP_PROXY_NOT_FOUND');
         return { status: 204 };
       },

@@ -196,7 +196,7 @@ describe('failed authentications per source address', () => {
       });
       expect((await call(limited.url, '/admin/v1/accounts', { admin: 'y'.repeat(40) })).status).toBe(429);
       // Failures are counted and throttled, but the address's customers and operator are not
-      // locked out by someone else's guessing (issue 9, finding 6).
+      // locked out by someone else's guessing (docs/adr/0008).
       expect((await call(limited.url, '/api/v1/usage', { key: keys.valid! })).status).toBe(200);
       expect((await call(limited.url, '/admin/v1/accounts', { admin: TEST_ADMIN_TOKEN })).status).toBe(200);
     } finally {

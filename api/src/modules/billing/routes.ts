@@ -23,6 +23,7 @@ import {
 import { PRODUCTS } from '#common/products.ts';
 import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
+import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams } from '../../http/schemas.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 
@@ -65,8 +66,15 @@ export function billingRoutes(pool: Pool): RouteDef[] {
       body: autoRefillUpdateSchema,
       response: autoRefillSettingsSchema,
       errors: ['VALIDATION_FAILED'],
-      handler: async ({ params, body, res }) => ({
-        body: await putAutoRefill(pool, principal(res).accountId, params.product, body),
+      handler: async ({ params, body, req, res }) => ({
+        body: await putAutoRefill(
+          pool,
+          principal(res).accountId,
+          params.product,
+          body,
+          undefined,
+          apiKeyActor(req, res),
+        ),
       }),
     }),
     defineRoute({
@@ -137,12 +145,13 @@ export function adminBillingRoutes(pool: Pool, waitForApiCaches: WaitForApiCache
       body: creditLimitUpdateSchema,
       response: creditSchema,
       errors: ['ACCOUNT_NOT_FOUND', 'VALIDATION_FAILED'],
-      handler: async ({ params, body }) => {
+      handler: async ({ params, body, req }) => {
         await mustExist(params.id);
         const credit = await setCreditLimit(
           pool,
           params.id,
           body.limit === null ? null : toCents(body.limit),
+          adminActor(req),
         );
         const sync = await waitForApiCaches();
         return { body: credit, headers: { 'Proxyfleet-Cache-Sync': `${sync.synced}/${sync.total}` } };

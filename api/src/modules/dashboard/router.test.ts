@@ -37,7 +37,7 @@ describe('the dashboard path list', () => {
     ])
       expect({ path, dashboard: paths.test(path) }).toEqual({ path, dashboard: false });
     const nav = pages.flatMap((p) => (p.nav ? [p.nav.href] : []));
-    expect(nav).toEqual(['/', '/proxies', '/sub-users', '/keys', '/alerts', '/billing']);
+    expect(nav).toEqual(['/', '/proxies', '/sub-users', '/keys', '/alerts', '/billing', '/activity']);
     for (const href of nav) expect(paths.test(href)).toBe(true);
   });
 });

@@ -11,6 +11,7 @@ import { forbiddenPage, type PageContext } from './layout.ts';
 import type { DashboardDeps, Page, PageModule, PageRoute, Visit } from './page.ts';
 import { alertsPage } from './pages/alerts.ts';
 import { billingPage } from './pages/billing.ts';
+import { activityPage } from './pages/activity.ts';
 import { keysPage } from './pages/keys.ts';
 import { overviewPage } from './pages/overview.ts';
 import { proxiesPage } from './pages/proxies.ts';
@@ -28,6 +29,7 @@ export const PAGES: PageModule[] = [
   keysPage,
   alertsPage,
   billingPage,
+  activityPage,
 ];
 
 const BODY_LIMIT = '16kb';

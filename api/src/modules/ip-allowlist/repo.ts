@@ -4,6 +4,7 @@
 // product (migrations/0086) so that a lost race is a violation (409), not a deadlock (500).
 import { AppError } from '#common/errors.ts';
 import { sqlState, SQLSTATE, withTransaction, type Pool } from '#common/db/pool.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AllowlistCreate, AllowlistEntry } from './schemas.ts';
 
 const COLUMNS = `id, product, cidr::text AS cidr, targeting,
@@ -25,6 +26,7 @@ export function addAllowlistEntry(
   accountId: string,
   entry: AllowlistCreate,
   limit: number,
+  actor?: AuditActor,
 ): Promise<AllowlistEntry> {
   return withTransaction(pool, async (client) => {
     const locked = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
@@ -34,26 +36,52 @@ export function addAllowlistEntry(
       [accountId],
     );
     if ((count[0]?.n ?? 0) >= limit) throw new AppError('ALLOWLIST_LIMIT', { limit });
+    let added: AllowlistEntry;
     try {
       const { rows } = await client.query<AllowlistEntry>(
         `INSERT INTO ip_allowlist (account_id, product, cidr, targeting) VALUES ($1, $2, $3, $4)
          RETURNING ${COLUMNS}`,
         [accountId, entry.product, entry.cidr, entry.targeting ?? null],
       );
-      return rows[0]!;
+      added = rows[0]!;
     } catch (err) {
       if (sqlState(err) === SQLSTATE.UNIQUE_VIOLATION) throw new AppError('ALLOWLIST_ENTRY_EXISTS');
       if (sqlState(err) === SQLSTATE.EXCLUSION_VIOLATION) throw new AppError('ALLOWLIST_OVERLAP');
       throw err;
     }
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'ip_allowlist.added',
+        target: { type: 'ip_allowlist_entry', id: added.id },
+        details: { product: added.product, cidr: added.cidr, targeting: added.targeting },
+      });
+    return added;
   });
 }
 
 /** Removes one entry of the account; false when there is none with that id. */
-export async function removeAllowlistEntry(pool: Pool, accountId: string, id: string): Promise<boolean> {
-  const { rowCount } = await pool.query('DELETE FROM ip_allowlist WHERE account_id = $1 AND id = $2', [
-    accountId,
-    id,
-  ]);
-  return rowCount === 1;
+export async function removeAllowlistEntry(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  actor?: AuditActor,
+): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
+    const { rows } = await client.query<{ product: string; cidr: string; targeting: unknown }>(
+      'DELETE FROM ip_allowlist WHERE account_id = $1 AND id = $2 RETURNING product, cidr::text AS cidr, targeting',
+      [accountId, id],
+    );
+    if (rows[0] && actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'ip_allowlist.removed',
+        target: { type: 'ip_allowlist_entry', id },
+        details: { ...rows[0] },
+      });
+    return rows.length === 1;
+  });
 }

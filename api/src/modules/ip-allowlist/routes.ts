@@ -1,4 +1,4 @@
-// The IP allowlist (issue 16 item 2, docs/adr/0036): source ranges whose requests a product's
+// The IP allowlist (docs/adr/0036): source ranges whose requests a product's
 // gateways admit without credentials. The customer's routes (/api/v1/ip-allowlist) and the
 // operator's (/admin/v1/accounts/:id/ip-allowlist) share the repo and the schemas.
 import { z } from 'zod';
@@ -6,6 +6,7 @@ import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
+import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams, uuid } from '../../http/schemas.ts';
 import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from './repo.ts';
 import {
@@ -64,14 +65,18 @@ export function allowlistRoutes(deps: AllowlistDeps): RouteDef[] {
       response: allowlistEntrySchema,
       status: 201,
       errors: [...CREATE_ERRORS],
-      handler: async ({ res, body }) => {
-        const entry = await addAllowlistEntry(deps.pool, principal(res).accountId, body, deps.limit).catch(
-          (err: unknown) => {
-            throw err instanceof AppError && err.code === 'ACCOUNT_NOT_FOUND'
-              ? new AppError('INVALID_API_KEY')
-              : err;
-          },
-        );
+      handler: async ({ req, res, body }) => {
+        const entry = await addAllowlistEntry(
+          deps.pool,
+          principal(res).accountId,
+          body,
+          deps.limit,
+          apiKeyActor(req, res),
+        ).catch((err: unknown) => {
+          throw err instanceof AppError && err.code === 'ACCOUNT_NOT_FOUND'
+            ? new AppError('INVALID_API_KEY')
+            : err;
+        });
         return { status: 201, body: entry };
       },
     }),
@@ -85,8 +90,9 @@ export function allowlistRoutes(deps: AllowlistDeps): RouteDef[] {
       paramsError: 'ALLOWLIST_ENTRY_NOT_FOUND',
       status: 204,
       errors: ['ALLOWLIST_ENTRY_NOT_FOUND'],
-      handler: async ({ res, params }) => {
-        if (!(await removeAllowlistEntry(deps.pool, principal(res).accountId, params.entryId)))
+      handler: async ({ req, res, params }) => {
+        const actor = apiKeyActor(req, res);
+        if (!(await removeAllowlistEntry(deps.pool, principal(res).accountId, params.entryId, actor)))
           throw new AppError('ALLOWLIST_ENTRY_NOT_FOUND');
         return { status: 204 };
       },
@@ -125,9 +131,9 @@ export function adminAllowlistRoutes(deps: AllowlistDeps): RouteDef[] {
       response: allowlistEntrySchema,
       status: 201,
       errors: [...CREATE_ERRORS, 'ACCOUNT_NOT_FOUND'],
-      handler: async ({ params, body }) => ({
+      handler: async ({ params, body, req }) => ({
         status: 201,
-        body: await addAllowlistEntry(deps.pool, params.id, body, deps.limit),
+        body: await addAllowlistEntry(deps.pool, params.id, body, deps.limit, adminActor(req)),
       }),
     }),
     defineRoute<undefined, z.infer<typeof adminEntryParams>>({
@@ -140,8 +146,8 @@ export function adminAllowlistRoutes(deps: AllowlistDeps): RouteDef[] {
       paramsError: 'ALLOWLIST_ENTRY_NOT_FOUND',
       status: 204,
       errors: ['ALLOWLIST_ENTRY_NOT_FOUND'],
-      handler: async ({ params }) => {
-        if (!(await removeAllowlistEntry(deps.pool, params.id, params.entryId)))
+      handler: async ({ params, req }) => {
+        if (!(await removeAllowlistEntry(deps.pool, params.id, params.entryId, adminActor(req))))
           throw new AppError('ALLOWLIST_ENTRY_NOT_FOUND');
         return { status: 204 };
       },

@@ -6,6 +6,7 @@
 import { AppError } from '#common/errors.ts';
 import { sqlState, SQLSTATE, withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
 import { BYTES_PER_GB, PRODUCTS, type Product } from '#common/products.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import { newProxyPassword, newProxyUsername, seal, sha256, unseal } from '#common/secrets.ts';
 import type { SubUser, SubUserCreate, SubUserUpdate, SubUserUsage, SubUserUsageQuery } from './schemas.ts';
 
@@ -155,6 +156,7 @@ export function createSubUser(
   input: SubUserCreate,
   limit: number,
   credentialsKey: Buffer,
+  actor?: AuditActor,
 ): Promise<SubUser> {
   return withTransaction(pool, async (client) => {
     const locked = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
@@ -187,8 +189,30 @@ export function createSubUser(
       throw clash(err);
     }
     await setLimits(client, accountId, id, input.trafficLimits ?? {});
-    return (await getSubUser(client, accountId, id, credentialsKey))!;
+    const created = (await getSubUser(client, accountId, id, credentialsKey))!;
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'sub_user.created',
+        target: { type: 'sub_user', id },
+        details: subUserDetails({ ...input, name: created.name, username: created.username }),
+      });
+    return created;
   });
+}
+
+/**
+ * What the audit log says of a sub-user change: the fields given, never a password (only that one
+ * was set or reset).
+ */
+function subUserDetails(input: SubUserCreate | SubUserUpdate): Record<string, unknown> {
+  const { password, ...rest } = input as SubUserUpdate;
+  const details: Record<string, unknown> = { ...rest };
+  delete details.resetPassword;
+  if (password !== undefined) details.passwordChanged = true;
+  if ((input as SubUserUpdate).resetPassword) details.passwordChanged = true;
+  return details;
 }
 
 /**
@@ -204,6 +228,7 @@ export function updateSubUser(
   id: string,
   patch: SubUserUpdate,
   credentialsKey: Buffer,
+  actor?: AuditActor,
 ): Promise<SubUser | undefined> {
   return withTransaction(pool, async (client) => {
     const account = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE', [accountId]);
@@ -246,7 +271,16 @@ export function updateSubUser(
         throw clash(err);
       }
     }
-    return getSubUser(client, accountId, id, credentialsKey);
+    const updated = await getSubUser(client, accountId, id, credentialsKey);
+    if (updated && actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'sub_user.updated',
+        target: { type: 'sub_user', id },
+        details: subUserDetails(patch),
+      });
+    return updated;
   });
 }
 
@@ -259,10 +293,16 @@ export function updateSubUser(
  * key lock (that serialises it with updateSubUser and lets the writers' key share through), its
  * leases by id, its product rows, and only then the key lock that the DELETE takes.
  */
-export function deleteSubUser(pool: Pool, accountId: string, id: string): Promise<boolean> {
+export function deleteSubUser(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  actor?: AuditActor,
+): Promise<boolean> {
   return withTransaction(pool, async (client) => {
-    const found = await client.query(
-      'SELECT 1 FROM sub_users WHERE account_id = $1 AND id = $2 FOR NO KEY UPDATE',
+    if (actor && !(await lockAccountForAudit(client, accountId))) return false;
+    const found = await client.query<{ name: string; username: string }>(
+      'SELECT name, username FROM sub_users WHERE account_id = $1 AND id = $2 FOR NO KEY UPDATE',
       [accountId, id],
     );
     if (found.rowCount !== 1) return false;
@@ -274,6 +314,14 @@ export function deleteSubUser(pool: Pool, accountId: string, id: string): Promis
       accountId,
       id,
     ]);
+    if (rowCount === 1 && actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'sub_user.deleted',
+        target: { type: 'sub_user', id },
+        details: { name: found.rows[0]!.name, username: found.rows[0]!.username },
+      });
     return rowCount === 1;
   });
 }

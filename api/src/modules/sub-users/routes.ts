@@ -1,4 +1,4 @@
-// Sub-users (issue 16 item 1, docs/adr/0037): named proxy users of an account, each with its own
+// Sub-users (docs/adr/0037): named proxy users of an account, each with its own
 // proxy credentials, traffic limits per product and caps. The customer's routes (/api/v1/sub-users)
 // and the operator's (/admin/v1/accounts/:id/sub-users) share the repo and the schemas. Gateways
 // learn every change from the database's triggers (change_log), nothing is called here.
@@ -7,6 +7,7 @@ import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
+import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams, uuid } from '../../http/schemas.ts';
 import {
   createSubUser,
@@ -84,11 +85,16 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
       response: subUserSchema,
       status: 201,
       errors: [...CREATE_ERRORS],
-      handler: async ({ res, body }) => ({
+      handler: async ({ req, res, body }) => ({
         status: 201,
-        body: await createSubUser(pool, principal(res).accountId, body, deps.limit, credentialsKey).catch(
-          keyGone,
-        ),
+        body: await createSubUser(
+          pool,
+          principal(res).accountId,
+          body,
+          deps.limit,
+          credentialsKey,
+          apiKeyActor(req, res),
+        ).catch(keyGone),
       }),
     }),
     defineRoute<undefined, SubUserParams>({
@@ -117,13 +123,14 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
       body: subUserUpdate,
       response: subUserSchema,
       errors: ['VALIDATION_FAILED', 'SUB_USER_NOT_FOUND', 'SUB_USER_NAME_TAKEN', 'PROXY_USERNAME_TAKEN'],
-      handler: async ({ res, params, body }) => {
+      handler: async ({ req, res, params, body }) => {
         const found = await updateSubUser(
           pool,
           principal(res).accountId,
           params.subUserId,
           body,
           credentialsKey,
+          apiKeyActor(req, res),
         );
         if (!found) throw new AppError('SUB_USER_NOT_FOUND');
         return { body: found };
@@ -138,8 +145,8 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
       ...one,
       status: 204,
       errors: ['SUB_USER_NOT_FOUND'],
-      handler: async ({ res, params }) => {
-        if (!(await deleteSubUser(pool, principal(res).accountId, params.subUserId)))
+      handler: async ({ req, res, params }) => {
+        if (!(await deleteSubUser(pool, principal(res).accountId, params.subUserId, apiKeyActor(req, res))))
           throw new AppError('SUB_USER_NOT_FOUND');
         return { status: 204 };
       },
@@ -199,9 +206,9 @@ export function adminSubUserRoutes(deps: SubUsersDeps): RouteDef[] {
       response: subUserSchema,
       status: 201,
       errors: [...CREATE_ERRORS, 'ACCOUNT_NOT_FOUND'],
-      handler: async ({ params, body }) => ({
+      handler: async ({ params, body, req }) => ({
         status: 201,
-        body: await createSubUser(pool, params.id, body, deps.limit, credentialsKey),
+        body: await createSubUser(pool, params.id, body, deps.limit, credentialsKey, adminActor(req)),
       }),
     }),
     defineRoute<SubUserUpdate, AdminSubUserParams>({
@@ -214,8 +221,15 @@ export function adminSubUserRoutes(deps: SubUsersDeps): RouteDef[] {
       body: subUserUpdate,
       response: subUserSchema,
       errors: ['VALIDATION_FAILED', 'SUB_USER_NOT_FOUND', 'SUB_USER_NAME_TAKEN', 'PROXY_USERNAME_TAKEN'],
-      handler: async ({ params, body }) => {
-        const found = await updateSubUser(pool, params.id, params.subUserId, body, credentialsKey);
+      handler: async ({ params, body, req }) => {
+        const found = await updateSubUser(
+          pool,
+          params.id,
+          params.subUserId,
+          body,
+          credentialsKey,
+          adminActor(req),
+        );
         if (!found) throw new AppError('SUB_USER_NOT_FOUND');
         return { body: found };
       },
@@ -229,8 +243,8 @@ export function adminSubUserRoutes(deps: SubUsersDeps): RouteDef[] {
       ...one,
       status: 204,
       errors: ['SUB_USER_NOT_FOUND'],
-      handler: async ({ params }) => {
-        if (!(await deleteSubUser(pool, params.id, params.subUserId)))
+      handler: async ({ params, req }) => {
+        if (!(await deleteSubUser(pool, params.id, params.subUserId, adminActor(req))))
           throw new AppError('SUB_USER_NOT_FOUND');
         return { status: 204 };
       },

@@ -1,4 +1,4 @@
-// Sub-users' input and answers (issue 16 item 1, docs/adr/0037). Every bound is the database's
+// Sub-users' input and answers (docs/adr/0037). Every bound is the database's
 // CHECK (migrations/0085) or the gateways' credential grammar (common/src/credentials.ts), so a
 // request the API accepts is one the database stores and a gateway reads the same way.
 import { z } from 'zod';

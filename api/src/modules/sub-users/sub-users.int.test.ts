@@ -1,4 +1,4 @@
-// Sub-users over the API (issue 16 item 1, docs/adr/0037): create, list, read, change, delete as
+// Sub-users over the API (docs/adr/0037): create, list, read, change, delete as
 // the customer and as the operator; every refusal with its message (unknown field, bad product,
 // bounds, name and username clashes, the per-account cap, also when two creations race for the
 // last place); isolation between accounts; usage per sub-user from the rows the worker's folding

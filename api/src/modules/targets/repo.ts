@@ -1,6 +1,7 @@
 // target_usage (migrations/0082): read per day, and the account's opt-out switch.
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import type { Product } from '#common/products.ts';
+import { recordAudit, type AuditActor } from '#common/audit/record.ts';
 
 export interface TargetRow {
   domain: string;
@@ -53,7 +54,12 @@ export async function readTargetStatsEnabled(pool: Pool, accountId: string): Pro
  * lock makes a gateway flush in progress finish first (target_usage_record locks it too), so
  * nothing it wrote survives. Returns false when the account does not exist.
  */
-export function setTargetStats(pool: Pool, accountId: string, enabled: boolean): Promise<boolean> {
+export function setTargetStats(
+  pool: Pool,
+  accountId: string,
+  enabled: boolean,
+  actor?: AuditActor,
+): Promise<boolean> {
   return withTransaction(pool, async (client) => {
     const { rowCount } = await client.query('UPDATE accounts SET target_stats = $2 WHERE id = $1', [
       accountId,
@@ -61,6 +67,14 @@ export function setTargetStats(pool: Pool, accountId: string, enabled: boolean):
     ]);
     if (!rowCount) return false;
     if (!enabled) await client.query('DELETE FROM target_usage WHERE account_id = $1', [accountId]);
+    if (actor)
+      await recordAudit(client, {
+        accountId,
+        actor,
+        action: 'target_stats.updated',
+        target: { type: 'account', id: accountId },
+        details: { enabled },
+      });
     return true;
   });
 }

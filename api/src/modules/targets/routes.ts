@@ -4,6 +4,7 @@ import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
+import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams } from '../../http/schemas.ts';
 import { subUserExists } from '../sub-users/repo.ts';
 import { readTargets, setTargetStats } from './repo.ts';
@@ -61,8 +62,8 @@ export function targetRoutes(pool: Pool): RouteDef[] {
       body: targetStatsUpdate,
       response: targetStatsSchema,
       errors: ['VALIDATION_FAILED'],
-      handler: async ({ res, body }) => {
-        if (!(await setTargetStats(pool, principal(res).accountId, body.enabled)))
+      handler: async ({ req, res, body }) => {
+        if (!(await setTargetStats(pool, principal(res).accountId, body.enabled, apiKeyActor(req, res))))
           throw new AppError('INVALID_API_KEY');
         return { body: { enabled: body.enabled } };
       },
@@ -100,8 +101,9 @@ export function adminTargetRoutes(pool: Pool): RouteDef[] {
       body: targetStatsUpdate,
       response: targetStatsSchema,
       errors: ['VALIDATION_FAILED', 'ACCOUNT_NOT_FOUND'],
-      handler: async ({ params, body }) => {
-        if (!(await setTargetStats(pool, params.id, body.enabled))) throw new AppError('ACCOUNT_NOT_FOUND');
+      handler: async ({ params, body, req }) => {
+        if (!(await setTargetStats(pool, params.id, body.enabled, adminActor(req))))
+          throw new AppError('ACCOUNT_NOT_FOUND');
         return { body: { enabled: body.enabled } };
       },
     }),

@@ -6,6 +6,7 @@ import { AppError } from '#common/errors.ts';
 import { readAlerts, updateAlerts, type AlertsRow } from '../../account/repo.ts';
 import { readTargetStatsEnabled, setTargetStats } from '../../targets/repo.ts';
 import { doneNotice, formProblem } from '../forms.ts';
+import { dashboardActor } from '../../../http/actor.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, layout, message, type PageContext } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
@@ -49,12 +50,17 @@ export const alertsPage: PageModule = ({ pool, waitForApiCaches }) => {
       post('/alerts', async (visit) => {
         const form = alertsForm.safeParse(visit.req.body);
         if (!form.success) return render(visit, { error: formProblem(form.error, LABELS) }, 422);
-        await updateAlerts(pool, visit.person.accountId, {
-          lowBandwidth: form.data.lowBandwidth === 'on',
-          newInvoice: form.data.newInvoice === 'on',
-          serverAlerts: form.data.serverAlerts === 'on',
-          lowBandwidthPercent: form.data.lowBandwidthPercent,
-        });
+        await updateAlerts(
+          pool,
+          visit.person.accountId,
+          {
+            lowBandwidth: form.data.lowBandwidth === 'on',
+            newInvoice: form.data.newInvoice === 'on',
+            serverAlerts: form.data.serverAlerts === 'on',
+            lowBandwidthPercent: form.data.lowBandwidthPercent,
+          },
+          dashboardActor(visit.req, visit.person.email),
+        );
         await waitForApiCaches();
         visit.res.redirect(303, '/alerts?done=saved');
       }),
@@ -62,7 +68,12 @@ export const alertsPage: PageModule = ({ pool, waitForApiCaches }) => {
       // Target statistics on or off (docs/adr/0026): an unticked box is absent from the form.
       post('/target-stats', async ({ req, res, person }) => {
         const body = (req.body ?? {}) as Record<string, unknown>;
-        await setTargetStats(pool, person.accountId, body.targetStats === 'on');
+        await setTargetStats(
+          pool,
+          person.accountId,
+          body.targetStats === 'on',
+          dashboardActor(req, person.email),
+        );
         res.redirect(303, '/alerts?done=privacy');
       }),
     ],

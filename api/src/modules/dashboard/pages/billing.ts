@@ -16,6 +16,7 @@ import type { Pool } from '#common/db/pool.ts';
 import { BYTES_PER_GB, PRODUCTS, type Product } from '#common/products.ts';
 import { productBalances } from '../../usage/service.ts';
 import { formProblem, formValues, type FieldWords } from '../forms.ts';
+import { dashboardActor } from '../../../http/actor.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, dateText, gbText, layout, message, table, type PageContext } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
@@ -102,7 +103,14 @@ export const billingPage: PageModule = ({ pool, usage }) => {
             422,
           );
         }
-        await putAutoRefill(pool, visit.person.accountId, p.data, update.data);
+        await putAutoRefill(
+          pool,
+          visit.person.accountId,
+          p.data,
+          update.data,
+          undefined,
+          dashboardActor(visit.req, visit.person.email),
+        );
         visit.res.redirect(303, '/billing?done=refill');
       }),
     ],

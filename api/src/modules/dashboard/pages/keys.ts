@@ -12,6 +12,7 @@ import {
 import { activeKeyKind } from '../../account/repo.ts';
 import { createKeySchema } from '../../account/schemas.ts';
 import { attempt, formProblem, formValues, pathId } from '../forms.ts';
+import { dashboardActor } from '../../../http/actor.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,
@@ -77,7 +78,12 @@ export const keysPage: PageModule = ({ pool, waitForApiCaches }) => {
       get(REGENERATE.action, ({ ctx, send }) => send(confirmPage(ctx, REGENERATE))),
 
       post(REGENERATE.action, async (visit) => {
-        const key = await regeneratePrimaryKey(pool, visit.person.accountId);
+        const key = await regeneratePrimaryKey(
+          pool,
+          visit.person.accountId,
+          undefined,
+          dashboardActor(visit.req, visit.person.email),
+        );
         // As the admin API: shown only once every API process refuses the old key.
         await waitForApiCaches();
         await render(visit, { newKey: { apiKey: key.apiKey, label: 'Your new primary key' } });
@@ -90,7 +96,14 @@ export const keysPage: PageModule = ({ pool, waitForApiCaches }) => {
           return render(visit, { error: formProblem(parsed.error, { name: 'Key name' }) }, 422);
         const { name } = parsed.data;
         const created = await attempt(
-          () => createNamedKey(pool, visit.person.accountId, name),
+          () =>
+            createNamedKey(
+              pool,
+              visit.person.accountId,
+              name,
+              undefined,
+              dashboardActor(visit.req, visit.person.email),
+            ),
           (err) => err.code === 'NAMED_KEY_LIMIT' || err.code === 'KEY_NAME_TAKEN',
         );
         if (!created.ok) return render(visit, { error: created.refusal.message }, 409);
@@ -110,7 +123,15 @@ export const keysPage: PageModule = ({ pool, waitForApiCaches }) => {
 
       post('/keys/:keyId/revoke', async (visit) => {
         const keyId = await pathKey(visit);
-        if (!keyId || !(await revokeKey(pool, visit.person.accountId, keyId)))
+        if (
+          !keyId ||
+          !(await revokeKey(
+            pool,
+            visit.person.accountId,
+            keyId,
+            dashboardActor(visit.req, visit.person.email),
+          ))
+        )
           return render(visit, { error: NO_SUCH_KEY }, 404);
         await waitForApiCaches();
         visit.res.redirect(303, '/keys?done=revoked');

@@ -9,6 +9,7 @@ import { generateRequestSchema, type IspProxy } from '../../proxies/schemas.ts';
 import { generateProxies, ispProxies } from '../../proxies/service.ts';
 import { subUserNames } from '../../sub-users/repo.ts';
 import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
+import { dashboardActor } from '../../../http/actor.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,
@@ -122,7 +123,13 @@ export const proxiesPage: PageModule = (deps) => {
           return render(visit, { allowlistForm: form, allowlistError }, 422);
         }
         const added = await attempt(() =>
-          addAllowlistEntry(pool, visit.person.accountId, parsed.data, deps.allowlist.limit),
+          addAllowlistEntry(
+            pool,
+            visit.person.accountId,
+            parsed.data,
+            deps.allowlist.limit,
+            dashboardActor(visit.req, visit.person.email),
+          ),
         );
         if (!added.ok)
           return render(visit, { allowlistForm: form, allowlistError: added.refusal.message }, 409);
@@ -131,7 +138,14 @@ export const proxiesPage: PageModule = (deps) => {
 
       post('/proxies/allowlist/:entryId/remove', async (visit) => {
         const entryId = pathId(visit.req, 'entryId');
-        const removed = entryId && (await removeAllowlistEntry(pool, visit.person.accountId, entryId));
+        const removed =
+          entryId &&
+          (await removeAllowlistEntry(
+            pool,
+            visit.person.accountId,
+            entryId,
+            dashboardActor(visit.req, visit.person.email),
+          ));
         if (!removed) {
           const allowlistError = 'That entry does not exist or is already removed.';
           return render(visit, { allowlistError }, 404);
@@ -141,8 +155,8 @@ export const proxiesPage: PageModule = (deps) => {
 
       get(RESET.action, ({ ctx, send }) => send(confirmPage(ctx, RESET))),
 
-      post(RESET.action, async ({ person, res }) => {
-        await resetProxyPassword(pool, person.accountId, credentialsKey);
+      post(RESET.action, async ({ person, req, res }) => {
+        await resetProxyPassword(pool, person.accountId, credentialsKey, dashboardActor(req, person.email));
         await deps.waitForApiCaches();
         res.redirect(303, '/proxies?done=password');
       }),

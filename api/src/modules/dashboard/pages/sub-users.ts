@@ -12,6 +12,7 @@ import {
 } from '../../sub-users/repo.ts';
 import { subUserCreate, subUserUpdate, type SubUser } from '../../sub-users/schemas.ts';
 import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
+import { dashboardActor } from '../../../http/actor.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,
@@ -150,7 +151,14 @@ export const subUsersPage: PageModule = (deps) => {
         });
         if (!parsed.success) return render(visit, { form, error: formProblem(parsed.error, LABELS) }, 422);
         const created = await attempt(() =>
-          createSubUser(pool, visit.person.accountId, parsed.data, deps.subUsers.limit, credentialsKey),
+          createSubUser(
+            pool,
+            visit.person.accountId,
+            parsed.data,
+            deps.subUsers.limit,
+            credentialsKey,
+            dashboardActor(visit.req, visit.person.email),
+          ),
         );
         if (!created.ok) return render(visit, { form, error: created.refusal.message }, 409);
         visit.res.redirect(303, '/sub-users?done=created');
@@ -172,7 +180,14 @@ export const subUsersPage: PageModule = (deps) => {
           visit.send(subUserEditView(visit.ctx, { subUser, form, error }), status);
         if (!parsed.success) return again(formProblem(parsed.error, LABELS), 422);
         const saved = await attempt(() =>
-          updateSubUser(pool, visit.person.accountId, subUser.id, parsed.data, credentialsKey),
+          updateSubUser(
+            pool,
+            visit.person.accountId,
+            subUser.id,
+            parsed.data,
+            credentialsKey,
+            dashboardActor(visit.req, visit.person.email),
+          ),
         );
         if (!saved.ok) return again(saved.refusal.message, 409);
         if (!saved.value) return missing(visit);
@@ -191,6 +206,7 @@ export const subUsersPage: PageModule = (deps) => {
           subUser.id,
           { status: status.data },
           credentialsKey,
+          dashboardActor(visit.req, visit.person.email),
         );
         visit.res.redirect(303, `/sub-users?done=${status.data}`);
       }),
@@ -206,6 +222,7 @@ export const subUsersPage: PageModule = (deps) => {
           subUser.id,
           { resetPassword: true },
           credentialsKey,
+          dashboardActor(visit.req, visit.person.email),
         );
         visit.res.redirect(303, '/sub-users?done=password');
       }),
@@ -214,7 +231,16 @@ export const subUsersPage: PageModule = (deps) => {
 
       post('/sub-users/:subUserId/delete', async (visit) => {
         const id = pathId(visit.req, 'subUserId');
-        if (!id || !(await deleteSubUser(pool, visit.person.accountId, id))) return missing(visit);
+        if (
+          !id ||
+          !(await deleteSubUser(
+            pool,
+            visit.person.accountId,
+            id,
+            dashboardActor(visit.req, visit.person.email),
+          ))
+        )
+          return missing(visit);
         visit.res.redirect(303, '/sub-users?done=deleted');
       }),
     ],
