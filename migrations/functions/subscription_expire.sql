@@ -1,7 +1,7 @@
 -- Ends a subscription (docs/adr/0081): its paid time is over and it will not renew (renewal
 -- turned off, or the grace period of a failed renewal passed). ISP proxies of the rental stay
 -- listed with status 'expired'; a plan adds no more GB (what was bought stays). Queues the
--- "subscription expired" email, once per subscription and period.
+-- "subscription expired" email, once per subscription and period, and the audit entry (subscription.expired).
 CREATE OR REPLACE FUNCTION subscription_expire(p_sub uuid, p_reason text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -15,6 +15,8 @@ BEGIN
     RETURN false;
   END IF;
   UPDATE isp_proxies SET status = 'expired', expires_at = s.paid_until WHERE subscription_id = p_sub AND status <> 'suspended';
+  PERFORM audit_record(s.account_id, 'system', 'renewals', NULL, 'subscription.expired', 'subscription', p_sub::text,
+                       jsonb_build_object('paidUntil', s.paid_until, 'reason', p_reason));
   PERFORM email_enqueue(s.account_id, 'subscription_expired', p_sub || ':' || s.periods_paid,
                         jsonb_build_object('subscriptionId', p_sub));
   RETURN true;

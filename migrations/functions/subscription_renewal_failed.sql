@@ -1,7 +1,8 @@
 -- Records that the renewal of period p_period failed (docs/adr/0081): the payment was refused,
 -- the credit limit would be exceeded, or the account is suspended. The subscription turns
 -- past_due (the paid time ends; ISP proxies stay listed until it expires) and is tried again
--- after p_retry during grace; the first failure of a period queues the "payment failed" email.
+-- after p_retry during grace; the first failure of a period queues the "payment failed" email. Each
+-- attempt is audited (subscription.renewal_failed, actor system 'renewals').
 CREATE OR REPLACE FUNCTION subscription_renewal_failed(p_sub uuid, p_period integer, p_reason text, p_retry interval)
 RETURNS void
 LANGUAGE plpgsql AS $$
@@ -31,6 +32,9 @@ BEGIN
   UPDATE subscriptions SET status = 'past_due', past_due_since = coalesce(past_due_since, billing_now()),
          last_error = left(p_reason, 500), next_attempt_at = billing_now() + p_retry, updated_at = now()
    WHERE id = p_sub;
+  PERFORM audit_record(s.account_id, 'system', 'renewals', NULL, 'subscription.renewal_failed', 'subscription',
+                       p_sub::text, jsonb_build_object('period', p_period, 'reason', left(p_reason, 500),
+                                                      'amountCents', v_price.cents, 'retry', NOT v_first));
   IF v_first THEN
     PERFORM email_enqueue(s.account_id, 'subscription_past_due', v_renewal::text, jsonb_build_object('renewalId', v_renewal));
   END IF;

@@ -3,7 +3,8 @@
 -- (unique per subscription and period: a second call for the period returns NULL and changes
 -- nothing), the invoice (source 'renewal'), the plan's GB (a purchase with source 'renewal': its
 -- GB add to what remains, unused GB roll over), the new-invoice email when that alert is on, and
--- the next period. Returns the invoice id.
+-- the next period, and the audit entry (subscription.renewed, actor system 'renewals'). Returns the
+-- invoice id.
 CREATE OR REPLACE FUNCTION subscription_renewed(p_sub uuid, p_period integer, p_settlement text, p_method text)
 RETURNS uuid
 LANGUAGE plpgsql AS $$
@@ -57,6 +58,10 @@ BEGIN
     UPDATE isp_proxies SET status = 'active', expires_at = v_end WHERE subscription_id = p_sub AND status <> 'suspended';
   END IF;
   UPDATE subscription_renewals SET invoice_id = v_invoice WHERE id = v_renewal;
+  PERFORM audit_record(s.account_id, 'system', 'renewals', NULL, 'subscription.renewed', 'subscription', p_sub::text,
+                       jsonb_build_object('period', p_period, 'periodStart', v_start, 'periodEnd', v_end,
+                                          'invoiceId', v_invoice, 'amountCents', v_price.cents, 'currency', v_price.currency,
+                                          'paymentMethod', p_method));
   UPDATE subscriptions SET periods_paid = p_period + 1, paid_until = v_end, next_renewal_at = v_end,
          status = 'active', past_due_since = NULL, last_error = NULL, next_attempt_at = NULL, updated_at = now()
    WHERE id = p_sub;

@@ -63,7 +63,7 @@ export async function renewOne(
     // is renewed now, one renewal per missed period.
     if (!s.auto_renew || (s.status === 'past_due' && s.grace_over)) {
       const reason = !s.auto_renew ? 'renewal turned off' : `not paid within ${graceDays} days`;
-      await client.query('SELECT subscription_expire($1, $2)', [s.id, s.auto_renew ? reason : null]);
+      await client.query('SELECT subscription_expire($1, $2)', [s.id, reason]);
       logger.info({ ...log, reason }, 'subscription expired');
       return 'expired';
     }

@@ -298,6 +298,25 @@ describe('subscription renewals', () => {
     );
     expect(emails.map((e) => e.kind)).toEqual(['subscription_past_due', 'subscription_expired']);
     expect((await renewals(s.id)).map((r) => r.status)).toEqual(['paid', 'failed']);
+    // Every renewal decision is in the audit log, by the system actor 'renewals'.
+    const { rows: audit } = await db.pool.query<{
+      action: string;
+      actor: string;
+      details: Record<string, unknown>;
+    }>(
+      `SELECT action, actor_kind || ':' || actor_id AS actor, details FROM audit_log
+        WHERE account_id = $1 AND target_id = $2 ORDER BY id`,
+      [account, s.id],
+    );
+    expect(audit.map((a) => [a.action, a.actor])).toEqual([
+      ['subscription.renewed', 'system:renewals'],
+      ['subscription.renewal_failed', 'system:renewals'], // 1 July
+      ['subscription.renewal_failed', 'system:renewals'], // 2 July, retried
+      ['subscription.renewal_failed', 'system:renewals'], // 3 July 23:59, retried
+      ['subscription.expired', 'system:renewals'], // 4 July
+    ]);
+    expect(audit[1]!.details).toMatchObject({ period: 1, reason: 'card declined', retry: false });
+    expect(audit[4]!.details).toMatchObject({ reason: 'not paid within 3 days' });
     // Nothing renews any more, however far the clock moves.
     await clockAt('2027-12-01T00:00:00Z');
     await job.run(ctx);
