@@ -33,6 +33,8 @@ CREATE TABLE subscriptions (
   auto_renew boolean NOT NULL DEFAULT true,
   status text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'past_due', 'cancelled', 'expired')),
   past_due_since timestamptz,
+  -- past_due: when it expires unless paid (the due time plus PROXYFLEET_SUBSCRIPTION_GRACE_DAYS).
+  grace_ends_at timestamptz,
   -- Why the last renewal failed (payment refused, credit limit, account suspended).
   last_error text,
   payment_method text NOT NULL DEFAULT 'invoice',

@@ -1,9 +1,10 @@
 -- Records that the renewal of period p_period failed (docs/adr/0081): the payment was refused,
 -- the credit limit would be exceeded, or the account is suspended. The subscription turns
 -- past_due (the paid time ends; ISP proxies stay listed until it expires) and is tried again
--- after p_retry during grace; the first failure of a period queues the "payment failed" email. Each
+-- after p_retry until p_grace after the due time; the first failure of a period queues the "payment failed" email. Each
 -- attempt is audited (subscription.renewal_failed, actor system 'renewals').
-CREATE OR REPLACE FUNCTION subscription_renewal_failed(p_sub uuid, p_period integer, p_reason text, p_retry interval)
+CREATE OR REPLACE FUNCTION subscription_renewal_failed(p_sub uuid, p_period integer, p_reason text, p_retry interval,
+                                                       p_grace interval)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -30,6 +31,7 @@ BEGIN
     RETURN;
   END IF;
   UPDATE subscriptions SET status = 'past_due', past_due_since = coalesce(past_due_since, billing_now()),
+         grace_ends_at = coalesce(grace_ends_at, next_renewal_at + p_grace),
          last_error = left(p_reason, 500), next_attempt_at = billing_now() + p_retry, updated_at = now()
    WHERE id = p_sub;
   PERFORM audit_record(s.account_id, 'system', 'renewals', NULL, 'subscription.renewal_failed', 'subscription',

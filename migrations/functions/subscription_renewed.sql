@@ -63,7 +63,7 @@ BEGIN
                                           'invoiceId', v_invoice, 'amountCents', v_price.cents, 'currency', v_price.currency,
                                           'paymentMethod', p_method));
   UPDATE subscriptions SET periods_paid = p_period + 1, paid_until = v_end, next_renewal_at = v_end,
-         status = 'active', past_due_since = NULL, last_error = NULL, next_attempt_at = NULL, updated_at = now()
+         status = 'active', past_due_since = NULL, grace_ends_at = NULL, last_error = NULL, next_attempt_at = NULL, updated_at = now()
    WHERE id = p_sub;
   RETURN v_invoice;
 END $$;

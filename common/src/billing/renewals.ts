@@ -25,7 +25,7 @@ interface DueRow {
   auto_renew: boolean;
   payment_method: string;
   account_status: string;
-  grace_over: boolean;
+  grace_over: boolean | null;
   cents: number;
   currency: string;
 }
@@ -47,33 +47,30 @@ export async function renewOne(
     const { rows } = await client.query<DueRow>(
       `SELECT s.id, s.account_id, s.kind, s.product, s.gb_per_period, s.periods_paid, s.status, s.auto_renew,
               s.payment_method, a.status AS account_status,
-              billing_now() >= s.next_renewal_at + make_interval(days => $1) AS grace_over, p.cents, p.currency
+              billing_now() >= s.grace_ends_at AS grace_over, p.cents, p.currency
          FROM subscriptions s JOIN accounts a ON a.id = s.account_id
         CROSS JOIN LATERAL subscription_price(s.kind, s.country, s.proxy_count, s.product, s.gb_per_period) p
         WHERE s.status IN ('active', 'past_due') AND s.next_renewal_at <= billing_now()
           AND (s.next_attempt_at IS NULL OR s.next_attempt_at <= billing_now()
-               OR billing_now() >= s.next_renewal_at + make_interval(days => $1))
+               OR billing_now() >= s.grace_ends_at)
         ORDER BY s.next_renewal_at, s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED`,
-      [graceDays],
     );
     const s = rows[0];
     if (!s) return 'none';
     const log = { subscription: s.id, period: s.periods_paid };
     // Only a failed renewal expires after grace: a period merely missed (the worker was stopped)
     // is renewed now, one renewal per missed period.
-    if (!s.auto_renew || (s.status === 'past_due' && s.grace_over)) {
+    if (!s.auto_renew || (s.status === 'past_due' && s.grace_over === true)) {
       const reason = !s.auto_renew ? 'renewal turned off' : `not paid within ${graceDays} days`;
       await client.query('SELECT subscription_expire($1, $2)', [s.id, reason]);
       logger.info({ ...log, reason }, 'subscription expired');
       return 'expired';
     }
     const fail = async (reason: string) => {
-      await client.query(`SELECT subscription_renewal_failed($1, $2, $3, $4::interval)`, [
-        s.id,
-        s.periods_paid,
-        reason,
-        RENEWAL_RETRY,
-      ]);
+      await client.query(
+        `SELECT subscription_renewal_failed($1, $2, $3, $4::interval, make_interval(days => $5))`,
+        [s.id, s.periods_paid, reason, RENEWAL_RETRY, graceDays],
+      );
       logger.warn({ ...log, reason }, 'subscription renewal failed; past due');
       return 'failed' as const;
     };

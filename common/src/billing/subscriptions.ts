@@ -3,7 +3,8 @@
 // lists them for the admin API, the customer API, the CLI and the dashboard.
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
-import type { Pool, PoolClient } from '../db/pool.ts';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
 import { PRODUCTS, type Product } from '../products.ts';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'cancelled', 'expired'] as const;
@@ -88,7 +89,7 @@ interface Row {
 
 const SELECT = `SELECT s.id, s.kind, s.country, s.proxy_count, s.product, s.gb_per_period, s.status, s.auto_renew,
        s.started_at, s.paid_until, s.next_renewal_at, p.cents, p.currency, s.last_error,
-       CASE WHEN s.status = 'past_due' THEN s.next_renewal_at + make_interval(days => $2) END AS grace_ends_at
+       CASE WHEN s.status = 'past_due' THEN s.grace_ends_at END AS grace_ends_at
   FROM subscriptions s
   CROSS JOIN LATERAL subscription_price(s.kind, s.country, s.proxy_count, s.product, s.gb_per_period) p`;
 
@@ -115,110 +116,165 @@ function toView(r: Row): SubscriptionView {
   };
 }
 
-/** The grace period of a failed renewal, in days (PROXYFLEET_SUBSCRIPTION_GRACE_DAYS). */
-export const DEFAULT_GRACE_DAYS = 3;
+type Db = Pool | PoolClient;
 
-export async function listSubscriptions(
-  db: Pool | PoolClient,
-  accountId: string,
-  graceDays = DEFAULT_GRACE_DAYS,
-): Promise<SubscriptionView[]> {
+export async function listSubscriptions(db: Db, accountId: string): Promise<SubscriptionView[]> {
   const { rows } = await db.query<Row>(`${SELECT} WHERE s.account_id = $1 ORDER BY s.created_at, s.id`, [
     accountId,
-    graceDays,
   ]);
   return rows.map(toView);
 }
 
-export async function readSubscription(
-  db: Pool | PoolClient,
-  accountId: string,
-  id: string,
-  graceDays = DEFAULT_GRACE_DAYS,
-): Promise<SubscriptionView> {
-  const { rows } = await db.query<Row>(`${SELECT} WHERE s.account_id = $1 AND s.id = $3`, [
-    accountId,
-    graceDays,
-    id,
-  ]);
+export async function readSubscription(db: Db, accountId: string, id: string): Promise<SubscriptionView> {
+  const { rows } = await db.query<Row>(`${SELECT} WHERE s.account_id = $1 AND s.id = $2`, [accountId, id]);
   if (!rows[0]) throw new AppError('SUBSCRIPTION_NOT_FOUND');
   return toView(rows[0]);
 }
 
-/** Starts a subscription; its first period is invoiced by the worker's next renewal pass. */
-export async function createSubscription(
+const audit = (
   client: PoolClient,
   accountId: string,
+  actor: AuditActor,
+  action: string,
+  id: string,
+  details: object,
+) =>
+  recordAudit(client, {
+    accountId,
+    actor,
+    action,
+    target: { type: 'subscription', id },
+    details: details as Record<string, unknown>,
+  });
+
+/** Starts a subscription (audited); its first period is invoiced by the worker's next renewal pass. */
+export async function createSubscription(
+  pool: Pool,
+  accountId: string,
   input: SubscriptionCreate,
+  actor: AuditActor,
 ): Promise<SubscriptionView> {
-  const account = await client.query('SELECT 1 FROM accounts WHERE id = $1 FOR SHARE', [accountId]);
-  if (account.rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
-  const isp = input.kind === 'isp_proxy' ? input : null;
-  const plan = input.kind === 'bandwidth_plan' ? input : null;
-  const count = isp ? Math.max(isp.proxyCount, isp.ispProxyIds.length) : null;
-  const { rows } = await client.query<{ id: string }>(
-    `INSERT INTO subscriptions (account_id, kind, country, proxy_count, product, gb_per_period, auto_renew,
-                                started_at, paid_until, next_renewal_at)
-     SELECT $1, $2, $3, $4, $5, $6, $7, t, t, t FROM coalesce($8::timestamptz, billing_now()) t
-     RETURNING id`,
-    [
-      accountId,
-      input.kind,
-      isp?.country ?? null,
-      count,
-      plan?.product ?? null,
-      plan?.gbPerPeriod ?? null,
-      input.autoRenew,
-      input.startAt ?? null,
-    ],
-  );
-  const id = rows[0]!.id;
-  if (isp && isp.ispProxyIds.length > 0) {
-    const linked = await client.query(
-      `UPDATE isp_proxies SET subscription_id = $3 WHERE account_id = $1 AND id = ANY($2::uuid[])`,
-      [accountId, isp.ispProxyIds, id],
+  return withTransaction(pool, async (client) => {
+    if (!(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
+    const isp = input.kind === 'isp_proxy' ? input : null;
+    const plan = input.kind === 'bandwidth_plan' ? input : null;
+    const count = isp ? Math.max(isp.proxyCount, isp.ispProxyIds.length) : null;
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO subscriptions (account_id, kind, country, proxy_count, product, gb_per_period, auto_renew,
+                                  started_at, paid_until, next_renewal_at)
+       SELECT $1, $2, $3, $4, $5, $6, $7, t, t, t FROM coalesce($8::timestamptz, billing_now()) t
+       RETURNING id`,
+      [
+        accountId,
+        input.kind,
+        isp?.country ?? null,
+        count,
+        plan?.product ?? null,
+        plan?.gbPerPeriod ?? null,
+        input.autoRenew,
+        input.startAt ?? null,
+      ],
     );
-    if (linked.rowCount !== new Set(isp.ispProxyIds).size) throw new AppError('ISP_PROXY_NOT_FOUND');
-  }
-  return readSubscription(client, accountId, id);
+    const id = rows[0]!.id;
+    if (isp && isp.ispProxyIds.length > 0) {
+      const linked = await client.query(
+        `UPDATE isp_proxies SET subscription_id = $3 WHERE account_id = $1 AND id = ANY($2::uuid[])`,
+        [accountId, isp.ispProxyIds, id],
+      );
+      if (linked.rowCount !== new Set(isp.ispProxyIds).size) throw new AppError('ISP_PROXY_NOT_FOUND');
+    }
+    const view = await readSubscription(client, accountId, id);
+    await audit(client, accountId, actor, 'subscription.created', id, {
+      kind: view.kind,
+      country: view.country,
+      proxyCount: view.proxyCount,
+      ispProxyIds: isp?.ispProxyIds ?? [],
+      product: view.product,
+      gbPerPeriod: view.gbPerPeriod,
+      autoRenew: view.autoRenew,
+      startedAt: view.startedAt,
+      price: view.price,
+      currency: view.currency,
+    });
+    return view;
+  });
 }
 
-/** Changes what the next renewals buy (the paid period is not re-billed) or whether it renews. */
+/**
+ * Changes what the next renewals buy (the paid period is not billed again) or whether it renews;
+ * audited as subscription.changed, or subscription.auto_renew_changed when only that changed.
+ */
 export async function changeSubscription(
-  client: PoolClient,
+  pool: Pool,
   accountId: string,
   id: string,
   change: SubscriptionChange,
-): Promise<{ before: SubscriptionView; after: SubscriptionView }> {
-  const before = await readSubscription(client, accountId, id);
-  if (change.proxyCount !== undefined && before.kind !== 'isp_proxy')
-    throw new AppError('VALIDATION_FAILED', {
-      detail: 'proxyCount: only an ISP proxy rental has a proxy count',
-    });
-  if (change.gbPerPeriod !== undefined && before.kind !== 'bandwidth_plan')
-    throw new AppError('VALIDATION_FAILED', {
-      detail: 'gbPerPeriod: only a bandwidth plan has GB per period',
-    });
-  await client.query(
-    `UPDATE subscriptions SET proxy_count = coalesce($3, proxy_count), gb_per_period = coalesce($4, gb_per_period),
-            auto_renew = coalesce($5, auto_renew), updated_at = now()
-      WHERE account_id = $1 AND id = $2`,
-    [accountId, id, change.proxyCount ?? null, change.gbPerPeriod ?? null, change.autoRenew ?? null],
-  );
-  return { before, after: await readSubscription(client, accountId, id) };
+  actor: AuditActor,
+): Promise<SubscriptionView> {
+  return withTransaction(pool, async (client) => {
+    if (!(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
+    const before = await readSubscription(client, accountId, id);
+    if (change.proxyCount !== undefined && before.kind !== 'isp_proxy')
+      throw new AppError('VALIDATION_FAILED', {
+        detail: 'proxyCount: only an ISP proxy rental has a proxy count',
+      });
+    if (change.gbPerPeriod !== undefined && before.kind !== 'bandwidth_plan')
+      throw new AppError('VALIDATION_FAILED', {
+        detail: 'gbPerPeriod: only a bandwidth plan has GB per period',
+      });
+    await client.query(
+      `UPDATE subscriptions SET proxy_count = coalesce($3, proxy_count), gb_per_period = coalesce($4, gb_per_period),
+              auto_renew = coalesce($5, auto_renew), updated_at = now()
+        WHERE account_id = $1 AND id = $2`,
+      [accountId, id, change.proxyCount ?? null, change.gbPerPeriod ?? null, change.autoRenew ?? null],
+    );
+    const after = await readSubscription(client, accountId, id);
+    const onlyRenewal = change.proxyCount === undefined && change.gbPerPeriod === undefined;
+    await audit(
+      client,
+      accountId,
+      actor,
+      onlyRenewal ? 'subscription.auto_renew_changed' : 'subscription.changed',
+      id,
+      {
+        before: {
+          proxyCount: before.proxyCount,
+          gbPerPeriod: before.gbPerPeriod,
+          autoRenew: before.autoRenew,
+          price: before.price,
+        },
+        after: {
+          proxyCount: after.proxyCount,
+          gbPerPeriod: after.gbPerPeriod,
+          autoRenew: after.autoRenew,
+          price: after.price,
+        },
+      },
+    );
+    return after;
+  });
 }
 
-/** Cancels at once: no more renewals; what was paid stays paid until paidUntil. */
+/** Cancels at once (audited): no more renewals; what was paid stays paid until paidUntil. */
 export async function cancelSubscription(
-  client: PoolClient,
+  pool: Pool,
   accountId: string,
   id: string,
+  actor: AuditActor,
 ): Promise<SubscriptionView> {
-  const { rowCount } = await client.query(
-    `UPDATE subscriptions SET status = 'cancelled', auto_renew = false, next_attempt_at = NULL, updated_at = now()
-      WHERE account_id = $1 AND id = $2 AND status IN ('active', 'past_due')`,
-    [accountId, id],
-  );
-  if (rowCount !== 1) await readSubscription(client, accountId, id); // 404 when absent; else already ended
-  return readSubscription(client, accountId, id);
+  return withTransaction(pool, async (client) => {
+    if (!(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
+    const before = await readSubscription(client, accountId, id);
+    const { rowCount } = await client.query(
+      `UPDATE subscriptions SET status = 'cancelled', auto_renew = false, next_attempt_at = NULL, updated_at = now()
+        WHERE account_id = $1 AND id = $2 AND status IN ('active', 'past_due')`,
+      [accountId, id],
+    );
+    if (rowCount === 1)
+      await audit(client, accountId, actor, 'subscription.cancelled', id, {
+        statusBefore: before.status,
+        paidUntil: before.paidUntil,
+      });
+    return readSubscription(client, accountId, id);
+  });
 }

@@ -13,7 +13,7 @@ import {
   listSubscriptions,
   type SubscriptionCreate,
 } from '#common/billing/subscriptions.ts';
-import { createPool, withTransaction, type Pool } from '#common/db/pool.ts';
+import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { billingAccount, setBillingClock } from '#test/billing.ts';
@@ -66,8 +66,14 @@ const clockAt = async (iso: string) => {
   await setBillingClock(db.pool, rows[0]!.o);
 };
 const subscribe = async (accountId: string, input: Record<string, unknown>, method = 'invoice') => {
-  const sub = await withTransaction(db.pool, (c) =>
-    createSubscription(c, accountId, { startAt: clock, ...input } as unknown as SubscriptionCreate),
+  const sub = await createSubscription(
+    db.pool,
+    accountId,
+    { startAt: clock, ...input } as unknown as SubscriptionCreate,
+    {
+      kind: 'admin',
+      id: 'test',
+    },
   );
   await db.pool.query('UPDATE subscriptions SET payment_method = $2 WHERE id = $1', [sub.id, method]);
   return sub;
@@ -309,14 +315,15 @@ describe('subscription renewals', () => {
       [account, s.id],
     );
     expect(audit.map((a) => [a.action, a.actor])).toEqual([
+      ['subscription.created', 'admin:test'],
       ['subscription.renewed', 'system:renewals'],
       ['subscription.renewal_failed', 'system:renewals'], // 1 July
       ['subscription.renewal_failed', 'system:renewals'], // 2 July, retried
       ['subscription.renewal_failed', 'system:renewals'], // 3 July 23:59, retried
       ['subscription.expired', 'system:renewals'], // 4 July
     ]);
-    expect(audit[1]!.details).toMatchObject({ period: 1, reason: 'card declined', retry: false });
-    expect(audit[4]!.details).toMatchObject({ reason: 'not paid within 3 days' });
+    expect(audit[2]!.details).toMatchObject({ period: 1, reason: 'card declined', retry: false });
+    expect(audit[5]!.details).toMatchObject({ reason: 'not paid within 3 days' });
     // Nothing renews any more, however far the clock moves.
     await clockAt('2027-12-01T00:00:00Z');
     await job.run(ctx);
