@@ -26,6 +26,7 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
+import { adminSubscriptionRoutes, subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
 import { dashboardRouter } from './modules/dashboard/router.ts';
@@ -112,6 +113,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...subUserRoutes(subUsers),
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
+      ...subscriptionRoutes(pool),
       ...auditLogRoutes(pool),
     ],
     adminRoutes: [
@@ -123,6 +125,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         dashboardUrl: config.PROXYFLEET_DASHBOARD_URL,
       }),
       ...adminBillingRoutes(pool, waitForApiCaches),
+      ...adminSubscriptionRoutes(pool),
       ...adminTargetRoutes(pool),
       ...adminAllowlistRoutes(allowlist),
       ...adminSubUserRoutes(subUsers),
