@@ -14,7 +14,7 @@ BEGIN
   IF s.id IS NULL THEN
     RETURN false;
   END IF;
-  UPDATE isp_proxies SET status = 'expired', expires_at = s.paid_until WHERE subscription_id = p_sub AND status <> 'suspended';
+  UPDATE isp_proxies SET status = 'expired' WHERE subscription_id = p_sub AND status = 'active';
   PERFORM audit_record(s.account_id, 'system', 'renewals', NULL, 'subscription.expired', 'subscription', p_sub::text,
                        jsonb_build_object('paidUntil', s.paid_until, 'reason', p_reason));
   PERFORM email_enqueue(s.account_id, 'subscription_expired', p_sub || ':' || s.periods_paid,

@@ -55,7 +55,7 @@ BEGIN
     IF v_new_invoice IS DISTINCT FROM false THEN
       PERFORM email_enqueue(s.account_id, 'new_invoice', v_invoice::text, jsonb_build_object('invoiceId', v_invoice));
     END IF;
-    UPDATE isp_proxies SET status = 'active', expires_at = v_end WHERE subscription_id = p_sub AND status <> 'suspended';
+    UPDATE isp_proxies SET status = 'active' WHERE subscription_id = p_sub AND status = 'expired';
   END IF;
   UPDATE subscription_renewals SET invoice_id = v_invoice WHERE id = v_renewal;
   PERFORM audit_record(s.account_id, 'system', 'renewals', NULL, 'subscription.renewed', 'subscription', p_sub::text,

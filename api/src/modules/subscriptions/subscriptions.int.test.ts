@@ -103,6 +103,42 @@ describe('subscriptions', () => {
     ]);
   });
 
+  test('GET /api/v1/proxies/list entries gain the rental: its status and paidUntil; existing fields unchanged', async () => {
+    const a = await newAccount();
+    const proxy = await admin(`/accounts/${a.id}/isp-proxies`, {
+      body: { host: '203.0.113.9', port: 8000, username: 'rent1', password: 'secret1', country: 'fr' },
+    });
+    expect(proxy.status).toBe(201);
+    const proxyId = (proxy.body as { id: string }).id;
+    const before = ((await a.me('/proxies/list')).body as { proxies: Record<string, unknown>[] }).proxies[0]!;
+    expect(before.rental).toBeNull();
+    const sub = await admin(`/accounts/${a.id}/subscriptions`, {
+      body: { kind: 'isp_proxy', country: 'fr', ispProxyIds: [proxyId] },
+    });
+    expect(sub.body).toMatchObject({ proxyCount: 1 });
+    await renewDue(fx.db.pool, {
+      methods: paymentMethods(),
+      graceDays: 3,
+      logger: createLogger('test', 'silent'),
+    });
+    const after = ((await a.me('/proxies/list')).body as { proxies: Record<string, unknown>[] }).proxies[0]!;
+    const { rental, ...rest } = after;
+    const { rental: _none, ...restBefore } = before;
+    expect(rest).toEqual(restBefore);
+    expect(rental).toEqual({
+      subscriptionId: (sub.body as { id: string }).id,
+      status: 'active',
+      paidUntil: (await a.me('/subscriptions')).body.subscriptions[0].paidUntil,
+    });
+    // Another account's proxy cannot be rented here.
+    const b = await newAccount();
+    expect(
+      await admin(`/accounts/${b.id}/subscriptions`, {
+        body: { kind: 'isp_proxy', country: 'fr', ispProxyIds: [proxyId] },
+      }),
+    ).toMatchObject({ status: 404, body: { error: 'ISP proxy not found' } });
+  });
+
   test('bad amounts, periods and kinds are 400 in the documented error format', async () => {
     const a = await newAccount();
     for (const body of [
