@@ -28,9 +28,11 @@ export async function renderRenewalInvoice(
     kind: string;
     paid_until: Date;
     auto_renew: boolean;
+    status: string;
     product: string | null;
   }>(
-    `SELECT i.number, i.amount_cents, i.currency, i.description, s.kind, r.period_end AS paid_until, s.auto_renew, s.product
+    `SELECT i.number, i.amount_cents, i.currency, i.description, s.kind, r.period_end AS paid_until, s.auto_renew,
+            s.status, s.product
        FROM invoices i JOIN subscriptions s ON s.id = i.subscription_id
        JOIN subscription_renewals r ON r.invoice_id = i.id
       WHERE i.id = $1`,
@@ -39,9 +41,11 @@ export async function renderRenewalInvoice(
   const inv = rows[0];
   if (!inv) return undefined;
   const what = inv.description ?? 'subscription';
-  const renews = inv.auto_renew
-    ? `It renews on ${day(inv.paid_until)}; turn renewal off on the Billing page or with PATCH /api/v1/subscriptions/:id.`
-    : `Renewal is off: it ends on ${day(inv.paid_until)}.`;
+  const renews = ['expired', 'cancelled'].includes(inv.status)
+    ? `It no longer renews (${inv.status}).`
+    : inv.auto_renew
+      ? `It renews on ${day(inv.paid_until)}; turn renewal off on the Billing page or with PATCH /api/v1/subscriptions/:id.`
+      : `Renewal is off: it ends on ${day(inv.paid_until)}.`;
   const got =
     inv.kind === 'bandwidth_plan'
       ? `The plan's GB were added to your ${inv.product} bandwidth; unused GB roll over.`

@@ -364,5 +364,10 @@ describe('subscription renewals', () => {
     expect((await pending()).map((e) => e.status)).toEqual(['sent', 'sent']);
     const subjects = server.messages.map((m) => m.subject);
     expect(subjects).toContain('Subscription expired: 5 GB mobile plan');
+    // The invoice email, sent late, says what holds when it is sent: the plan no longer renews.
+    const late = server.messages.find(
+      (m) => m.subject?.startsWith('Invoice #') && m.subject.includes('5 GB mobile'),
+    );
+    expect(late?.text).toContain('It no longer renews (expired).');
   });
 });
