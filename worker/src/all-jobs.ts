@@ -25,6 +25,7 @@ export interface AllJobsOptions {
     | 'PROXYFLEET_CURRENCY'
     | 'PROXYFLEET_CREDIT_LIMIT'
     | 'PROXYFLEET_SUBSCRIPTION_GRACE_DAYS'
+    | 'PROXYFLEET_ISP_PRICES'
     | 'PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS'
     | 'PROXYFLEET_ISP_HEALTH_URL'
     | 'PROXYFLEET_AUDIT_RETENTION_DAYS'
@@ -49,6 +50,7 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     billingConfigJob({
       prices: { currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB },
       creditLimitCents: config.PROXYFLEET_CREDIT_LIMIT,
+      ispPrices: config.PROXYFLEET_ISP_PRICES,
     }),
     balanceSweepJob,
     autoRefillJob(payments ?? paymentMethods()),

@@ -21,6 +21,8 @@ import { startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import type { JobContext } from '../jobs.ts';
 import { emailSenderJob } from './email.ts';
 import { renewalJob } from './renewals.ts';
+import { billingConfigJob } from './auto-refill.ts';
+import { DEFAULT_PRICES_PER_GB, ispPricesPerMonth } from '#common/billing/prices.ts';
 
 let db: TestDatabase;
 let ctx: JobContext;
@@ -103,6 +105,21 @@ describe('subscription renewals', () => {
          FROM generate_series(0, 3) n`,
     );
     expect(rows.map((r) => r.d)).toEqual(['2027-01-31', '2027-02-28', '2027-03-31', '2027-04-30']);
+  });
+
+  it('ISP prices come from PROXYFLEET_ISP_PRICES per country, * for the rest, written by billing-config', async () => {
+    const config = { prices: { currency: 'USD', perGb: DEFAULT_PRICES_PER_GB }, creditLimitCents: 100_000 };
+    await billingConfigJob({ ...config, ispPrices: ispPricesPerMonth.parse('us=6.5,*=4') }).run(ctx);
+    const price = async (country: string) =>
+      (
+        await db.pool.query<{ cents: string }>(
+          `SELECT cents::text FROM subscription_price('isp_proxy', $1, 3, NULL, NULL)`,
+          [country],
+        )
+      ).rows[0]!.cents;
+    expect([await price('us'), await price('fr')]).toEqual(['1950', '1200']);
+    await billingConfigJob({ ...config, ispPrices: ispPricesPerMonth.parse('') }).run(ctx);
+    expect([await price('us'), await price('fr')]).toEqual(['1500', '1500']);
   });
 
   it('a plan started on 31 January renews on 28 February, not a second earlier, adds its GB and mails the invoice', async () => {
