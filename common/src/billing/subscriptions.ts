@@ -24,6 +24,11 @@ export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
       .default([])
       .describe("The account's ISP proxies this rental pays for (they show its status and paidUntil)"),
     autoRenew: z.boolean().default(true),
+    paymentMethod: z
+      .string()
+      .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a payment method name')
+      .default('invoice')
+      .describe('As auto-refill: "invoice" (bill later, within the credit limit) or a configured method'),
     startAt: z.iso.datetime().optional().describe('Default: now; periods start on its anniversary (UTC)'),
   }),
   z.object({
@@ -31,6 +36,11 @@ export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
     product: z.enum(PRODUCTS),
     gbPerPeriod: z.number().int().min(1).max(100_000).describe('GB added at every renewal'),
     autoRenew: z.boolean().default(true),
+    paymentMethod: z
+      .string()
+      .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a payment method name')
+      .default('invoice')
+      .describe('As auto-refill: "invoice" (bill later, within the credit limit) or a configured method'),
     startAt: z.iso.datetime().optional().describe('Default: now; periods start on its anniversary (UTC)'),
   }),
 ]);
@@ -54,6 +64,7 @@ export const subscriptionViewSchema = z.object({
   gbPerPeriod: z.number().int().nullable(),
   status: z.enum(SUBSCRIPTION_STATUSES),
   autoRenew: z.boolean(),
+  paymentMethod: z.string(),
   startedAt: z.string(),
   paidUntil: z.string(),
   nextRenewalAt: z
@@ -78,6 +89,7 @@ interface Row {
   gb_per_period: number | null;
   status: SubscriptionStatus;
   auto_renew: boolean;
+  payment_method: string;
   started_at: Date;
   paid_until: Date;
   next_renewal_at: Date;
@@ -88,7 +100,7 @@ interface Row {
 }
 
 const SELECT = `SELECT s.id, s.kind, s.country, s.proxy_count, s.product, s.gb_per_period, s.status, s.auto_renew,
-       s.started_at, s.paid_until, s.next_renewal_at, p.cents, p.currency, s.last_error,
+       s.payment_method, s.started_at, s.paid_until, s.next_renewal_at, p.cents, p.currency, s.last_error,
        CASE WHEN s.status = 'past_due' THEN s.grace_ends_at END AS grace_ends_at
   FROM subscriptions s
   CROSS JOIN LATERAL subscription_price(s.kind, s.country, s.proxy_count, s.product, s.gb_per_period) p`;
@@ -104,6 +116,7 @@ function toView(r: Row): SubscriptionView {
     gbPerPeriod: r.gb_per_period,
     status: r.status,
     autoRenew: r.auto_renew,
+    paymentMethod: r.payment_method,
     startedAt: r.started_at.toISOString(),
     paidUntil: r.paid_until.toISOString(),
     nextRenewalAt: renews ? r.next_renewal_at.toISOString() : null,
@@ -161,8 +174,8 @@ export async function createSubscription(
     const count = isp ? Math.max(isp.proxyCount, isp.ispProxyIds.length) : null;
     const { rows } = await client.query<{ id: string }>(
       `INSERT INTO subscriptions (account_id, kind, country, proxy_count, product, gb_per_period, auto_renew,
-                                  started_at, paid_until, next_renewal_at)
-       SELECT $1, $2, $3, $4, $5, $6, $7, t, t, t FROM coalesce($8::timestamptz, billing_now()) t
+                                  started_at, paid_until, next_renewal_at, payment_method)
+       SELECT $1, $2, $3, $4, $5, $6, $7, t, t, t, $9 FROM coalesce($8::timestamptz, billing_now()) t
        RETURNING id`,
       [
         accountId,
@@ -173,6 +186,7 @@ export async function createSubscription(
         plan?.gbPerPeriod ?? null,
         input.autoRenew,
         input.startAt ?? null,
+        input.paymentMethod,
       ],
     );
     const id = rows[0]!.id;
@@ -192,6 +206,7 @@ export async function createSubscription(
       product: view.product,
       gbPerPeriod: view.gbPerPeriod,
       autoRenew: view.autoRenew,
+      paymentMethod: view.paymentMethod,
       startedAt: view.startedAt,
       price: view.price,
       currency: view.currency,

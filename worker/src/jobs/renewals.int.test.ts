@@ -11,7 +11,7 @@ import { renewDue, renewOne } from '#common/billing/renewals.ts';
 import {
   createSubscription,
   listSubscriptions,
-  type SubscriptionCreate,
+  subscriptionCreateSchema,
 } from '#common/billing/subscriptions.ts';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
@@ -71,13 +71,12 @@ const subscribe = async (accountId: string, input: Record<string, unknown>, meth
   const sub = await createSubscription(
     db.pool,
     accountId,
-    { startAt: clock, ...input } as unknown as SubscriptionCreate,
+    subscriptionCreateSchema.parse({ startAt: clock, paymentMethod: method, ...input }),
     {
       kind: 'admin',
       id: 'test',
     },
   );
-  await db.pool.query('UPDATE subscriptions SET payment_method = $2 WHERE id = $1', [sub.id, method]);
   return sub;
 };
 const renewals = async (id: string) =>

@@ -150,6 +150,7 @@ describe('subscriptions', () => {
       { kind: 'isp_proxy', country: 'de', proxyCount: 0 },
       { kind: 'isp_proxy', country: 'de', proxyCount: 1, startAt: 'tomorrow' },
       { kind: 'weekly', product: 'basic', gbPerPeriod: 1 },
+      { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: 1, paymentMethod: 'Bad Method' },
     ]) {
       const res = await admin(`/accounts/${a.id}/subscriptions`, { body });
       expect(res).toMatchObject({
