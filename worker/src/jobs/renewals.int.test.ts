@@ -196,7 +196,7 @@ describe('subscription renewals', () => {
     });
   });
 
-  it('a worker stopped for three months catches up one renewal per missed period, then nothing', async () => {
+  it('a worker stopped for three months catches up one renewal per missed period; a clock step back renews nothing', async () => {
     await clockAt('2027-05-15T12:00:00Z');
     const account = await billingAccount(db.pool, 1e9);
     const s = await subscribe(account, {
@@ -214,6 +214,19 @@ describe('subscription renewals', () => {
       '2027-06-15',
       '2027-07-15',
       '2027-08-15',
+    ]);
+    // The clock stepping back and forward again neither renews twice nor skips.
+    await clockAt('2027-06-01T00:00:00Z');
+    await job.run(ctx);
+    await clockAt('2027-09-15T12:00:00Z'); // period 4 starts at the start's time of day, 12:00 UTC
+    await job.run(ctx);
+    await job.run(ctx);
+    expect((await renewals(s.id)).map((r) => r.start)).toEqual([
+      '2027-05-15',
+      '2027-06-15',
+      '2027-07-15',
+      '2027-08-15',
+      '2027-09-15',
     ]);
   });
 
