@@ -75,6 +75,15 @@ export async function renewOne(
       return 'failed' as const;
     };
     if (s.account_status !== 'active') return fail('the account is suspended');
+    // The billing room's lock order is the balance row, then the account's credit lock (ADR 0075):
+    // a bill-later plan renewal takes its balance row before charge() takes the credit lock, as a
+    // gateway's draw does. Not for a method that charges first: no balance row is held while a
+    // payment provider answers (the draws would wait on it).
+    if (s.kind === 'bandwidth_plan' && methods.get(s.payment_method)?.settlement === 'deferred')
+      await client.query('SELECT 1 FROM balances WHERE account_id = $1 AND product = $2 FOR UPDATE', [
+        s.account_id,
+        s.product,
+      ]);
     const outcome = await charge(client, methods, {
       accountId: s.account_id,
       amountCents: s.cents,

@@ -18,6 +18,7 @@ import { createLogger } from '#common/logger.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { billingAccount, setBillingClock } from '#test/billing.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
+import { until } from '#test/process.ts';
 import type { JobContext } from '../jobs.ts';
 import { emailSenderJob } from './email.ts';
 import { renewalJob } from './renewals.ts';
@@ -288,6 +289,45 @@ describe('subscription renewals', () => {
     expect(await renewOne(db.pool, { methods, graceDays: 3, logger })).toBe('renewed');
     expect(await renewOne(db.pool, { methods, graceDays: 3, logger })).toBe('none');
     expect(card.calls.map((c) => c.idempotencyKey)).toEqual([`subscription:${s.id}:period:0`]);
+    expect(await renewals(s.id)).toHaveLength(1);
+  });
+
+  it("a plan's renewal takes the balance row before the credit lock, as a gateway's draw: no deadlock", async () => {
+    await clockAt('2027-04-01T00:00:00Z');
+    const account = await billingAccount(db.pool, 1e9, 'basic');
+    const s = await subscribe(account, {
+      kind: 'bandwidth_plan',
+      product: 'basic',
+      gbPerPeriod: 1,
+      autoRenew: true,
+    });
+    // A draw: the balance row first...
+    const draw = await db.pool.connect();
+    try {
+      await draw.query('BEGIN');
+      await draw.query(`SELECT 1 FROM balances WHERE account_id = $1 AND product = 'basic' FOR UPDATE`, [
+        account,
+      ]);
+      const drawPid = (await draw.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const renewing = renewOne(db.pool, { methods, graceDays: 3, logger });
+      await until(
+        async () =>
+          (
+            await db.pool.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
+              [drawPid],
+            )
+          ).rows[0]!.n === 1,
+        'the renewal to wait for a lock the draw holds',
+      );
+      // ...then the credit lock (billing_refill's credit check): the renewal does not hold it.
+      await draw.query('SELECT billing_credit_lock($1)', [account]);
+      await draw.query('COMMIT');
+      await expect(renewing).resolves.toBe('renewed');
+    } finally {
+      draw.release();
+    }
     expect(await renewals(s.id)).toHaveLength(1);
   });
 
