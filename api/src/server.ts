@@ -26,6 +26,7 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
+import { adminSubscriptionRoutes, subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
 import { adminTwoFactorRoutes } from './modules/two-factor/routes.ts';
 import { cacheSync } from './modules/sync/wait.ts';
@@ -125,6 +126,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...subUserRoutes(subUsers),
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
+      ...subscriptionRoutes(pool),
       ...auditLogRoutes(pool),
     ],
     adminRoutes: [
@@ -136,6 +138,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         linkBase,
       }),
       ...adminBillingRoutes(pool, waitForApiCaches),
+      ...adminSubscriptionRoutes(pool),
       ...adminTargetRoutes(pool),
       ...adminAllowlistRoutes(allowlist),
       ...adminSubUserRoutes(subUsers),

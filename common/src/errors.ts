@@ -41,6 +41,7 @@ export const ERRORS = {
     message: 'No TLS is served for {plan}; use scheme http',
   },
   SUB_USER_NOT_FOUND: { status: 404, message: 'Sub-user not found' },
+  SUBSCRIPTION_NOT_FOUND: { status: 404, message: 'Subscription not found' },
   SUB_USER_LIMIT: { status: 409, message: 'An account can have at most {limit} sub-users' },
   SUB_USER_NAME_TAKEN: { status: 409, message: 'A sub-user with this name already exists' },
   PROXY_USERNAME_TAKEN: { status: 409, message: 'This proxy username is taken; choose another' },

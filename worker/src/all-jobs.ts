@@ -12,6 +12,7 @@ import { auditRetentionJob } from './jobs/audit-retention.ts';
 import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
 import { autoRefillJob, balanceSweepJob, billingConfigJob } from './jobs/auto-refill.ts';
+import { renewalJob } from './jobs/renewals.ts';
 import { ispHealthJob } from './jobs/isp-health.ts';
 import { paymentMethods, type PaymentMethods } from '#common/billing/payment.ts';
 
@@ -23,6 +24,8 @@ export interface AllJobsOptions {
     | 'PROXYFLEET_PRICES_PER_GB'
     | 'PROXYFLEET_CURRENCY'
     | 'PROXYFLEET_CREDIT_LIMIT'
+    | 'PROXYFLEET_SUBSCRIPTION_GRACE_DAYS'
+    | 'PROXYFLEET_ISP_PRICES'
     | 'PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS'
     | 'PROXYFLEET_ISP_HEALTH_URL'
     | 'PROXYFLEET_AUDIT_RETENTION_DAYS'
@@ -31,7 +34,7 @@ export interface AllJobsOptions {
   credentialsKey?: Buffer | undefined;
   logger: Logger;
   registry: Registry;
-  /** Auto-refill payment methods; default: the built-in "invoice" only. */
+  /** Auto-refill and renewal payment methods; default: the built-in "invoice" only. */
   payments?: PaymentMethods;
 }
 
@@ -47,9 +50,14 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     billingConfigJob({
       prices: { currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB },
       creditLimitCents: config.PROXYFLEET_CREDIT_LIMIT,
+      ispPrices: config.PROXYFLEET_ISP_PRICES,
     }),
     balanceSweepJob,
     autoRefillJob(payments ?? paymentMethods()),
+    renewalJob({
+      methods: payments ?? paymentMethods(),
+      graceDays: config.PROXYFLEET_SUBSCRIPTION_GRACE_DAYS,
+    }),
     ...healthJobs(),
     ...emailJobs(),
   ];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
-import { currency, pricesPerGb } from '#common/billing/prices.ts';
+import { currency, ispPricesPerMonth, pricesPerGb } from '#common/billing/prices.ts';
 import { creditLimitEnv } from '#common/billing/credit.ts';
 
 export const workerEnv = {
@@ -17,8 +17,12 @@ export const emailEnv = {
   /** Price per GB per product, "basic=2.5,mobile=8" over the defaults (docs/api.md "Invoices"). */
   PROXYFLEET_PRICES_PER_GB: pricesPerGb,
   PROXYFLEET_CURRENCY: currency,
+  /** ISP proxy per month by country, "*=5,us=6" in currency units (docs/billing.md "Prices"). */
+  PROXYFLEET_ISP_PRICES: ispPricesPerMonth,
   /** Bill-later credit per account and calendar month, in PROXYFLEET_CURRENCY (docs/api.md "Credit limit"). */
   PROXYFLEET_CREDIT_LIMIT: creditLimitEnv,
+  /** Days a subscription whose renewal failed stays past_due before it expires (docs/billing.md). */
+  PROXYFLEET_SUBSCRIPTION_GRACE_DAYS: positiveInt(3).pipe(z.number().max(90)),
   /** Server alerts: how often each ISP proxy is checked, and what is fetched through it. */
   PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS: positiveInt(60).pipe(z.number().max(86_400)),
   PROXYFLEET_ISP_HEALTH_URL: z.url({ protocol: /^https?$/ }).default('http://example.com/'),

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { apiUrl, loadCliConfig } from './config.ts';
+import { SUBSCRIPTION_COMMANDS } from './subscriptions.ts';
 
 interface Command {
   usage: string;
@@ -437,6 +438,7 @@ export const COMMANDS: Record<string, Command> = {
     args: ['accountId', 'proxyId'],
     request: (a) => ({ method: 'DELETE', path: `/accounts/${a.accountId}/isp-proxies/${a.proxyId}` }),
   },
+  ...SUBSCRIPTION_COMMANDS,
 };
 
 const GLOBAL_HELP = `Global options:

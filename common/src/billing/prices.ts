@@ -68,3 +68,56 @@ export async function syncPrices(pool: Pool, table: PriceTable): Promise<void> {
     [PRODUCTS, PRODUCTS.map((p) => Math.round(table.perGb[p] * 100 * 1e6) / 1e6), table.currency],
   );
 }
+
+/** The default price of an ISP proxy per month, in currency units, for countries without their own. */
+export const DEFAULT_ISP_PRICE_PER_MONTH = 5;
+
+/**
+ * ISP proxy prices per proxy and month (docs/billing.md "Prices"): "*=5,us=6,de=5.5", in currency
+ * units; `*` is every country without its own (default 5). Every problem is reported.
+ */
+export const ispPricesPerMonth = z
+  .string()
+  .default('')
+  .transform((text, ctx) => {
+    const prices: Record<string, number> = { '*': DEFAULT_ISP_PRICE_PER_MONTH };
+    for (const part of text
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)) {
+      const [country, value, extra] = part.split('=').map((p) => p.trim().toLowerCase());
+      const price = Number(value);
+      if (
+        country === undefined ||
+        !/^([a-z]{2}|\*)$/.test(country) ||
+        extra !== undefined ||
+        value === undefined ||
+        value === '' ||
+        !Number.isFinite(price) ||
+        price < 0 ||
+        price > 1_000_000
+      ) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${part}": want country=price, country two letters or *, price 0..1000000`,
+        });
+        continue;
+      }
+      prices[country] = price;
+    }
+    return prices;
+  });
+
+/** Writes the ISP price table (renewals use it; issued invoices keep their amount). */
+export async function syncIspPrices(pool: Pool, prices: Readonly<Record<string, number>>, currency: string) {
+  const countries = Object.keys(prices);
+  await pool.query(
+    `WITH wanted AS (SELECT c, round(p * 100)::bigint AS cents FROM unnest($1::text[], $2::numeric[]) AS x (c, p)),
+          gone AS (DELETE FROM isp_proxy_prices WHERE country <> ALL($1::text[]))
+     INSERT INTO isp_proxy_prices (country, cents_per_month, currency) SELECT c, cents, $3 FROM wanted
+     ON CONFLICT (country) DO UPDATE SET cents_per_month = EXCLUDED.cents_per_month, currency = EXCLUDED.currency,
+        updated_at = now()
+      WHERE isp_proxy_prices.cents_per_month <> EXCLUDED.cents_per_month OR isp_proxy_prices.currency <> EXCLUDED.currency`,
+    [countries, countries.map((c) => prices[c]), currency],
+  );
+}

@@ -5,7 +5,7 @@
 // - auto-refill: pays refills left 'pending' by a method that must charge first (refills.ts);
 // - billing-config: writes the price table and the default credit limit to the database.
 import { syncCreditDefault } from '#common/billing/credit.ts';
-import { syncPrices, type PriceTable } from '#common/billing/prices.ts';
+import { syncIspPrices, syncPrices, type PriceTable } from '#common/billing/prices.ts';
 import type { PaymentMethods } from '#common/billing/payment.ts';
 import { payPendingRefill } from '#common/billing/refills.ts';
 import type { Job } from '../jobs.ts';
@@ -28,13 +28,19 @@ export const balanceSweepJob: Job = {
 };
 
 /** Writes the configured prices and default credit limit once, at start (then hourly, harmlessly). */
-export function billingConfigJob(config: { prices: PriceTable; creditLimitCents: number }): Job {
+export function billingConfigJob(config: {
+  prices: PriceTable;
+  creditLimitCents: number;
+  /** ISP proxy per month by country, '*' for the rest (docs/billing.md "Prices"). */
+  ispPrices?: Readonly<Record<string, number>>;
+}): Job {
   return {
     name: 'billing-config',
     intervalMs: 3_600_000,
     async run({ pool }) {
       await syncPrices(pool, config.prices);
       await syncCreditDefault(pool, config.creditLimitCents);
+      if (config.ispPrices) await syncIspPrices(pool, config.ispPrices, config.prices.currency);
     },
   };
 }

@@ -6,6 +6,13 @@ import type { Pool } from '#common/db/pool.ts';
 import { BYTES_PER_GB, BYTES_PER_MB } from '#common/products.ts';
 import { alertState } from '#common/billing/alerts.ts';
 import { refillVerdict } from '#common/billing/auto-refill.ts';
+import {
+  expiredPayload,
+  renderExpired,
+  renderPastDue,
+  renderRenewalInvoice,
+  renewalPayload,
+} from './render-subscriptions.ts';
 
 export interface RenderedEmail {
   subject: string;
@@ -61,12 +68,18 @@ export async function renderEmail(
       return renderRefillFailed(pool, refillPayload.parse(payload).refillId);
     case 'server_alert':
       return renderServerAlert(pool, accountId ?? '', serverPayload.parse(payload));
+    case 'subscription_past_due':
+      return renderPastDue(pool, renewalPayload.parse(payload).renewalId);
+    case 'subscription_expired':
+      return renderExpired(pool, expiredPayload.parse(payload).subscriptionId);
     default:
       return { drop: `no renderer for ${kind}` };
   }
 }
 
 async function renderInvoice(pool: Pool, invoiceId: string): Promise<Rendering> {
+  const renewal = await renderRenewalInvoice(pool, invoiceId);
+  if (renewal) return renewal;
   const { rows } = await pool.query<{
     number: number;
     product: string;

@@ -31,15 +31,21 @@ export interface IspProxyRow {
   health_state?: 'unknown' | 'online' | 'offline' | 'error' | null;
   health_checked_at?: Date | null;
   health_changed_at?: Date | null;
+  /** The subscription that rents it (docs/billing.md); null when none. */
+  rental_id?: string | null;
+  rental_status?: 'active' | 'past_due' | 'cancelled' | 'expired' | null;
+  rental_paid_until?: Date | null;
 }
 
 export async function listIspProxies(pool: Pool, accountId: string): Promise<IspProxyRow[]> {
   const { rows } = await pool.query<IspProxyRow>(
-    `SELECT id, host, port, username, password_enc, country, city, isp, status, expires_at, created_at,
-            (expires_at IS NOT NULL AND expires_at <= now()) AS expired,
-            h.state AS health_state, h.checked_at AS health_checked_at, h.changed_at AS health_changed_at
-       FROM isp_proxies LEFT JOIN isp_proxy_health h ON h.proxy_id = id
-      WHERE account_id = $1 ORDER BY created_at, id`,
+    `SELECT p.id, p.host, p.port, p.username, p.password_enc, p.country, p.city, p.isp, p.status, p.expires_at,
+            p.created_at, (p.expires_at IS NOT NULL AND p.expires_at <= now()) AS expired,
+            h.state AS health_state, h.checked_at AS health_checked_at, h.changed_at AS health_changed_at,
+            s.id AS rental_id, s.status AS rental_status, s.paid_until AS rental_paid_until
+       FROM isp_proxies p LEFT JOIN isp_proxy_health h ON h.proxy_id = p.id
+       LEFT JOIN subscriptions s ON s.id = p.subscription_id
+      WHERE p.account_id = $1 ORDER BY p.created_at, p.id`,
     [accountId],
   );
   return rows;

@@ -150,6 +150,17 @@ export const ispProxySchema = z.object({
     .describe(
       'Additive to the spec: the server-alert health check (docs/alerts.md); "unchecked" while server alerts are off',
     ),
+  rental: z
+    .object({
+      subscriptionId: z.string(),
+      status: z.enum(['active', 'past_due', 'cancelled', 'expired']),
+      paidUntil: z.string(),
+    })
+    .nullable()
+    .describe(
+      'Additive: the subscription renting this proxy (docs/billing.md); null when none. An expired rental leaves ' +
+        'the proxy listed with status "expired"',
+    ),
 });
 export type IspProxy = z.infer<typeof ispProxySchema>;
 

@@ -84,5 +84,13 @@ export function toIspProxy(row: IspProxyRow, credentialsKey: Buffer): IspProxy {
       checkedAt: row.health_checked_at?.toISOString() ?? null,
       since: row.health_changed_at?.toISOString() ?? null,
     },
+    rental:
+      row.rental_id && row.rental_status && row.rental_paid_until
+        ? {
+            subscriptionId: row.rental_id,
+            status: row.rental_status,
+            paidUntil: row.rental_paid_until.toISOString(),
+          }
+        : null,
   };
 }

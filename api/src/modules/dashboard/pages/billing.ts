@@ -15,16 +15,21 @@ import { listInvoices, type InvoiceView } from '#common/billing/invoices.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { BYTES_PER_GB, PRODUCTS, type Product } from '#common/products.ts';
 import { productBalances } from '../../usage/service.ts';
-import { formProblem, formValues, type FieldWords } from '../forms.ts';
+import { doneNotice, formProblem, formValues, type FieldWords } from '../forms.ts';
 import { dashboardActor } from '../../../http/actor.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, dateText, gbText, layout, message, table, type PageContext } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
+import { readSubscriptions, subscriptionRoutes, subscriptionsSection } from '../billing-subscriptions.ts';
 
 /** Invoices shown: one page of the API's listing, its largest. */
 const INVOICES_SHOWN = 100;
 const product = z.enum(PRODUCTS);
 const NO_SUCH_PRODUCT = 'There is no such product.';
+const NOTICES = new Map([
+  ['refill', 'Auto-refill saved.'],
+  ['renewal-off', 'Renewal turned off: the subscription ends when its paid time does.'],
+]);
 
 /** What the auto-refill form shows: the stored settings, or what was typed when it was refused. */
 interface AutoRefillForm {
@@ -33,6 +38,8 @@ interface AutoRefillForm {
   refillGb: string;
   maxRefillsPerMonth: string;
 }
+
+const SOURCES = { purchase: 'Purchase', 'auto-refill': 'Auto-refill', renewal: 'Renewal' } as const;
 
 const GB_RULE = 'a number of GB greater than 0 and at most 1,000,000';
 const REFILL_FIELDS = {
@@ -51,22 +58,26 @@ export const billingPage: PageModule = ({ pool, usage }) => {
     state: { notice?: string | undefined; error?: string },
     status = 200,
   ) => {
-    const [invoices, autoRefill, snapshot, credit] = await Promise.all([
+    const [invoices, autoRefill, snapshot, credit, subscriptions] = await Promise.all([
       listInvoices(pool, person.accountId, { limit: INVOICES_SHOWN }),
       configuredAutoRefill(pool, person.accountId),
       usage.snapshot(person.accountId),
       readCredit(pool, person.accountId),
+      readSubscriptions(pool, person.accountId),
     ]);
     const remaining = productBalances(snapshot.row);
-    send(billingView(ctx, { invoices: invoices.invoices, autoRefill, remaining, credit, ...state }), status);
+    const subs = subscriptionsSection(ctx, subscriptions);
+    send(
+      billingView(ctx, { invoices: invoices.invoices, autoRefill, remaining, credit, subs, ...state }),
+      status,
+    );
   };
 
   return {
     nav: { href: '/billing', label: 'Billing' },
     routes: [
-      get('/billing', (visit) =>
-        render(visit, { notice: visit.req.query.done === 'refill' ? 'Auto-refill saved.' : undefined }),
-      ),
+      get('/billing', (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
+      ...subscriptionRoutes(pool, (visit, error) => render(visit, { error }, 404)),
 
       get('/billing/auto-refill/:product', async (visit) => {
         const p = product.safeParse(visit.req.params.product);
@@ -157,6 +168,7 @@ function billingView(
     autoRefill: AutoRefillLine[];
     remaining: Record<Product, { remaining: number }>;
     credit: Credit;
+    subs: Html;
     notice?: string | undefined;
     error?: string;
   },
@@ -185,15 +197,16 @@ function billingView(
                     html`<tr>
                       <td>#${i.number}</td>
                       <td>${dateText(new Date(i.issuedAt))}</td>
-                      <td>${i.product}</td>
-                      <td class="num">${gbText(i.bytes)}</td>
-                      <td>${i.source === 'auto-refill' ? 'Auto-refill' : 'Purchase'}</td>
+                      <td>${i.product ?? i.description}</td>
+                      <td class="num">${i.product ? gbText(i.bytes) : '–'}</td>
+                      <td>${SOURCES[i.source]}</td>
                       <td>${i.status}</td>
                     </tr>`,
                 ),
               })
         }
       </section>
+      ${data.subs}
       <section class="card" aria-labelledby="refill-h">
         <h2 id="refill-h">Auto-refill</h2>
         ${table({

@@ -1,0 +1,15 @@
+import { describe, expect, it } from '@jest/globals';
+import { ispPricesPerMonth } from './prices.ts';
+
+describe('PROXYFLEET_ISP_PRICES', () => {
+  it('is 5 per proxy-month for every country by default; countries override, * sets the rest', () => {
+    expect(ispPricesPerMonth.parse(undefined)).toEqual({ '*': 5 });
+    expect(ispPricesPerMonth.parse('US=6.5, de=4, *=3')).toEqual({ '*': 3, us: 6.5, de: 4 });
+  });
+
+  it('reports every bad entry', () => {
+    const r = ispPricesPerMonth.safeParse('usa=1,de=-1,fr=,it=2=3,es=x');
+    expect(r.success).toBe(false);
+    expect(r.error?.issues).toHaveLength(5);
+  });
+});
