@@ -64,43 +64,7 @@ ALTER TABLE email_outbox DROP CONSTRAINT email_outbox_kind_check,
 ALTER TABLE email_outbox DROP CONSTRAINT email_outbox_status_check,
   ADD CONSTRAINT email_outbox_status_check CHECK (status IN ('pending', 'sent', 'failed', 'dropped'));
 
--- Buys bandwidth: purchase, invoice (amount from product_prices), balance, and the new-invoice
--- email when that alert is on, in the caller's transaction. A key already used on the account
--- returns that purchase's invoice and buys nothing more. Takes no account row lock (the unique
--- index serialises equal keys), so a draw holding a balance row lock may call it.
-CREATE FUNCTION purchase_record(p_account uuid, p_product text, p_bytes bigint, p_source text, p_key text)
-RETURNS SETOF invoices LANGUAGE plpgsql AS $$
-DECLARE
-  v_purchase uuid;
-  v_invoice invoices%ROWTYPE;
-  v_new_invoice boolean;
-BEGIN
-  INSERT INTO purchases (account_id, product, bytes, source, idempotency_key)
-  VALUES (p_account, p_product, p_bytes, p_source, p_key)
-  ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-  RETURNING id INTO v_purchase;
-  IF v_purchase IS NULL THEN
-    RETURN QUERY SELECT i.* FROM invoices i JOIN purchases p ON p.id = i.purchase_id
-                  WHERE p.account_id = p_account AND p.idempotency_key = p_key;
-    RETURN;
-  END IF;
-  INSERT INTO invoices (account_id, purchase_id, product, bytes, amount_cents, currency)
-  SELECT p_account, v_purchase, p_product, p_bytes,
-         coalesce(round(p_bytes * pp.cents_per_gb / 1000000000)::bigint, 0), coalesce(pp.currency, 'USD')
-    FROM (SELECT 1) one LEFT JOIN product_prices pp ON pp.product = p_product
-  RETURNING * INTO v_invoice;
-  INSERT INTO balances (account_id, product, total_bytes) VALUES (p_account, p_product, p_bytes)
-  ON CONFLICT (account_id, product) DO UPDATE SET total_bytes = balances.total_bytes + EXCLUDED.total_bytes, updated_at = now();
-  SELECT s.new_invoice INTO v_new_invoice FROM alert_settings s WHERE s.account_id = p_account;
-  IF v_new_invoice IS DISTINCT FROM false THEN
-    INSERT INTO email_outbox (account_id, kind, dedupe_key, to_address, payload, message_id)
-    SELECT p_account, 'new_invoice', 'new_invoice:' || v_invoice.id, a.email,
-           jsonb_build_object('invoiceId', v_invoice.id), '<invoice-' || v_invoice.id || '@proxyfleet>'
-      FROM accounts a WHERE a.id = p_account
-    ON CONFLICT (dedupe_key) DO NOTHING;
-  END IF;
-  RETURN NEXT v_invoice;
-END $$;
+-- purchase_record(): created here at first; its one definition is migrations/functions/purchase_record.sql (docs/adr/0084).
 
 -- Re-arms the low-bandwidth alert when a purchase lifts the remaining bandwidth above its
 -- threshold (the balance row is locked by the purchase's update).

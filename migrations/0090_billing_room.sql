@@ -88,5 +88,5 @@ DROP FUNCTION balance_sweep(integer);
 DROP TRIGGER low_bandwidth_rearm ON balances;
 DROP FUNCTION low_bandwidth_rearm();
 DROP TABLE low_bandwidth_state;
-DROP FUNCTION lease_acquire(uuid, text, text, bigint, bigint, integer, uuid);
-DROP FUNCTION purchase_record(uuid, text, bigint, text, text);
+DROP FUNCTION IF EXISTS lease_acquire(uuid, text, text, bigint, bigint, integer, uuid);
+DROP FUNCTION IF EXISTS purchase_record(uuid, text, bigint, text, text);
