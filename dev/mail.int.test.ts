@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { freePort } from '#test/ports.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { startEntrypoint, stopProcess, until, waitForHttp, type RunningProcess } from '#test/process.ts';
-import { runCli } from '../api/src/cli/main.ts';
+import { runCapturedCli } from '#test/cli.ts';
 
 describe('dev mail sink', () => {
   let proc: RunningProcess | undefined;
@@ -33,17 +33,8 @@ describe('dev mail sink', () => {
     const mailDir = path.join(dataDir, 'mail');
     expect(proc.lines.join('\n')).toContain(`emails are kept in ${mailDir}`);
 
-    const cli = async (...argv: string[]) => {
-      let out = '';
-      let err = '';
-      const code = await runCli(argv, {
-        out: (t) => (out += t),
-        err: (t) => (err += t),
-        fetch,
-        env: { PROXYFLEET_DATA_DIR: dataDir, PROXYFLEET_API_URL: `http://127.0.0.1:${port}` },
-      });
-      return { code, out, err };
-    };
+    const cli = (...argv: string[]) =>
+      runCapturedCli(argv, { PROXYFLEET_DATA_DIR: dataDir, PROXYFLEET_API_URL: `http://127.0.0.1:${port}` });
     const created = JSON.parse(
       (await cli('admin', 'accounts', 'create', '--email', 'mail-sink@example.test')).out,
     ) as { id: string };

@@ -1,22 +1,9 @@
 // `npx proxyfleet admin audit-log <accountId>`: the admin API's audit log from a shell.
 import { describe, expect, test } from '@jest/globals';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
-import { useTestApi } from '#test/api.ts';
-import { runCli } from './main.ts';
+import { exampleEmail } from '#test/fixtures.ts';
+import { useCli } from '#test/cli.ts';
 
-const fx = useTestApi();
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, {
-    out: (t) => (out += t),
-    err: (t) => (err += t),
-    fetch,
-    env: { PROXYFLEET_API_URL: fx.api.url, PROXYFLEET_ADMIN_TOKEN: TEST_ADMIN_TOKEN },
-  });
-  return { code, out, err };
-}
+const { cli } = useCli();
 
 interface Page {
   entries: { action: string; actor: { kind: string; id: string }; details: Record<string, unknown> }[];

@@ -6,22 +6,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
-import { call, useTestApi } from '#test/api.ts';
-import { runCli } from './main.ts';
+import { call } from '#test/api.ts';
+import { runCapturedCli, useCli } from '#test/cli.ts';
 
-const fx = useTestApi();
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, {
-    out: (t) => (out += t),
-    err: (t) => (err += t),
-    fetch,
-    env: { PROXYFLEET_API_URL: fx.api.url, PROXYFLEET_ADMIN_TOKEN: TEST_ADMIN_TOKEN },
-  });
-  return { code, out, err };
-}
+const { fx, cli } = useCli();
 const json = (r: { out: string }) => JSON.parse(r.out) as Record<string, unknown>;
 
 describe('proxyfleet admin', () => {
@@ -321,7 +309,7 @@ describe('proxyfleet admin', () => {
   });
 
   test('an unreachable API names the URL and what to do', async () => {
-    const r = await runCliWith(['admin', 'accounts', 'list'], {
+    const r = await runCapturedCli(['admin', 'accounts', 'list'], {
       PROXYFLEET_API_URL: 'http://127.0.0.1:9',
       PROXYFLEET_ADMIN_TOKEN: 'x'.repeat(24),
     });
@@ -337,7 +325,7 @@ describe('proxyfleet admin', () => {
     try {
       await writeFile(path.join(dataDir, 'admin-token'), `${TEST_ADMIN_TOKEN}\n`, { mode: 0o600 });
       const port = new URL(fx.api.url).port;
-      const r = await runCliWith(['admin', 'accounts', 'list', '--limit', '1'], {
+      const r = await runCapturedCli(['admin', 'accounts', 'list', '--limit', '1'], {
         PROXYFLEET_API_PORT: port,
         PROXYFLEET_DATA_DIR: dataDir,
       });
@@ -348,13 +336,3 @@ describe('proxyfleet admin', () => {
     }
   });
 });
-
-async function runCliWith(
-  argv: string[],
-  env: Record<string, string>,
-): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (t) => (out += t), err: (t) => (err += t), fetch, env });
-  return { code, out, err };
-}
