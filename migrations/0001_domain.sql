@@ -36,29 +36,8 @@ CREATE UNIQUE INDEX api_keys_one_primary ON api_keys (account_id) WHERE kind = '
 -- Named keys are told apart by name while active.
 CREATE UNIQUE INDEX api_keys_named_name ON api_keys (account_id, name) WHERE kind = 'named' AND revoked_at IS NULL;
 
--- At most 10 active named keys per account, also under concurrent inserts: the trigger takes the
--- account row lock first, so two transactions adding the 10th and 11th key serialise.
-CREATE FUNCTION api_keys_named_limit() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  active integer;
-BEGIN
-  IF NEW.kind <> 'named' OR NEW.revoked_at IS NOT NULL THEN
-    RETURN NEW;
-  END IF;
-  IF TG_OP = 'UPDATE' AND OLD.kind = 'named' AND OLD.revoked_at IS NULL THEN
-    RETURN NEW;
-  END IF;
-  PERFORM 1 FROM accounts WHERE id = NEW.account_id FOR UPDATE;
-  SELECT count(*) INTO active FROM api_keys
-   WHERE account_id = NEW.account_id AND kind = 'named' AND revoked_at IS NULL AND id <> NEW.id;
-  IF active >= 10 THEN
-    RAISE EXCEPTION 'account % already has 10 active named API keys', NEW.account_id
-      USING ERRCODE = 'PF001';
-  END IF;
-  RETURN NEW;
-END $$;
-CREATE TRIGGER api_keys_named_limit BEFORE INSERT OR UPDATE ON api_keys
-  FOR EACH ROW EXECUTE FUNCTION api_keys_named_limit();
+-- api_keys_named_limit(): created here at first; its one definition is migrations/functions/api_keys_named_limit.sql (docs/adr/0084).
+-- trigger api_keys_named_limit: created with its function, migrations/functions/api_keys_named_limit.sql (docs/adr/0084).
 
 -- Proxy credentials. The password must be retrievable (generated proxy strings contain it), so
 -- it is encrypted at rest (AES-256-GCM, key from configuration); gateways verify with the sha256
@@ -240,71 +219,20 @@ CREATE TABLE change_log (
 );
 CREATE INDEX change_log_created_idx ON change_log (created_at);
 
-CREATE FUNCTION change_log_record(p_kind text, p_account uuid, p_subject text) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-  new_id bigint;
-BEGIN
-  INSERT INTO change_log (kind, account_id, subject) VALUES (p_kind, p_account, p_subject)
-  RETURNING id INTO new_id;
-  PERFORM pg_notify('proxyfleet_changes', new_id::text);
-END $$;
+-- change_log_record(): created here at first; its one definition is migrations/functions/change_log_record.sql (docs/adr/0084).
 
-CREATE FUNCTION change_log_api_keys() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'DELETE' THEN
-    PERFORM change_log_record('api_key', OLD.account_id, encode(OLD.key_hash, 'hex'));
-    RETURN OLD;
-  END IF;
-  PERFORM change_log_record('api_key', NEW.account_id, encode(NEW.key_hash, 'hex'));
-  RETURN NEW;
-END $$;
-CREATE TRIGGER change_log_api_keys AFTER INSERT OR DELETE OR UPDATE OF revoked_at, key_hash ON api_keys
-  FOR EACH ROW EXECUTE FUNCTION change_log_api_keys();
+-- change_log_api_keys(): created here at first; its one definition is migrations/functions/change_log_api_keys.sql (docs/adr/0084).
+-- trigger change_log_api_keys: created with its function, migrations/functions/change_log_api_keys.sql (docs/adr/0084).
 
-CREATE FUNCTION change_log_proxy_credentials() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'DELETE' THEN
-    PERFORM change_log_record('proxy_credentials', OLD.account_id, OLD.username);
-    RETURN OLD;
-  END IF;
-  IF TG_OP = 'UPDATE' AND OLD.username <> NEW.username THEN
-    PERFORM change_log_record('proxy_credentials', OLD.account_id, OLD.username);
-  END IF;
-  PERFORM change_log_record('proxy_credentials', NEW.account_id, NEW.username);
-  RETURN NEW;
-END $$;
-CREATE TRIGGER change_log_proxy_credentials AFTER INSERT OR DELETE OR UPDATE ON proxy_credentials
-  FOR EACH ROW EXECUTE FUNCTION change_log_proxy_credentials();
+-- change_log_proxy_credentials(): created here at first; its one definition is migrations/functions/change_log_proxy_credentials.sql (docs/adr/0084).
+-- trigger change_log_proxy_credentials: created with its function, migrations/functions/change_log_proxy_credentials.sql (docs/adr/0084).
 
-CREATE FUNCTION change_log_accounts() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM change_log_record('account', NEW.id, NEW.status);
-  RETURN NEW;
-END $$;
-CREATE TRIGGER change_log_accounts AFTER UPDATE OF status ON accounts
-  FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION change_log_accounts();
+-- change_log_accounts(): created here at first; its one definition is migrations/functions/change_log_accounts.sql (docs/adr/0084).
+-- trigger change_log_accounts: created with its function, migrations/functions/change_log_accounts.sql (docs/adr/0084).
 
--- Only purchases (total_bytes) are announced: folding usage updates used_bytes constantly and
--- NOTIFY takes a global lock at commit, so the ingest path must stay silent.
-CREATE FUNCTION change_log_balances() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM change_log_record('balance', NEW.account_id, NEW.product);
-  RETURN NEW;
-END $$;
-CREATE TRIGGER change_log_balances_insert AFTER INSERT ON balances
-  FOR EACH ROW EXECUTE FUNCTION change_log_balances();
-CREATE TRIGGER change_log_balances_update AFTER UPDATE OF total_bytes ON balances
-  FOR EACH ROW WHEN (OLD.total_bytes IS DISTINCT FROM NEW.total_bytes) EXECUTE FUNCTION change_log_balances();
+-- change_log_balances(): created here at first; its one definition is migrations/functions/change_log_balances.sql (docs/adr/0084).
+-- trigger change_log_balances_insert: created with its function, migrations/functions/change_log_balances.sql (docs/adr/0084).
+-- trigger change_log_balances_update: created with its function, migrations/functions/change_log_balances.sql (docs/adr/0084).
 
-CREATE FUNCTION change_log_isp_proxies() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'DELETE' THEN
-    PERFORM change_log_record('isp_proxy', OLD.account_id, OLD.id::text);
-    RETURN OLD;
-  END IF;
-  PERFORM change_log_record('isp_proxy', NEW.account_id, NEW.id::text);
-  RETURN NEW;
-END $$;
-CREATE TRIGGER change_log_isp_proxies AFTER INSERT OR UPDATE OR DELETE ON isp_proxies
-  FOR EACH ROW EXECUTE FUNCTION change_log_isp_proxies();
+-- change_log_isp_proxies(): created here at first; its one definition is migrations/functions/change_log_isp_proxies.sql (docs/adr/0084).
+-- trigger change_log_isp_proxies: created with its function, migrations/functions/change_log_isp_proxies.sql (docs/adr/0084).

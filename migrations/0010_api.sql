@@ -24,17 +24,6 @@ CREATE TABLE api_usage_snapshots (
   computed_at timestamptz NOT NULL
 );
 
--- The account view (GET /api/v1/account) is cached by API processes; alert and auto-refill
--- settings changes must reach every cache. They are announced as an 'account' change carrying the
--- account's current status, so consumers that read the subject as the status see a correct value.
-CREATE FUNCTION change_log_account_settings() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  acct uuid := CASE WHEN TG_OP = 'DELETE' THEN OLD.account_id ELSE NEW.account_id END;
-BEGIN
-  PERFORM change_log_record('account', acct, (SELECT status FROM accounts WHERE id = acct));
-  RETURN NULL;
-END $$;
-CREATE TRIGGER change_log_alert_settings AFTER UPDATE ON alert_settings
-  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
-CREATE TRIGGER change_log_auto_refill_settings AFTER INSERT OR UPDATE OR DELETE ON auto_refill_settings
-  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
+-- change_log_account_settings(): created here at first; its one definition is migrations/functions/change_log_account_settings.sql (docs/adr/0084).
+-- trigger change_log_alert_settings: created with its function, migrations/functions/change_log_account_settings.sql (docs/adr/0084).
+-- trigger change_log_auto_refill_settings: created with its function, migrations/functions/change_log_account_settings.sql (docs/adr/0084).

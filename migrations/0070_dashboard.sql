@@ -58,12 +58,5 @@ BEGIN
   EXECUTE format('ALTER TABLE email_outbox ADD CONSTRAINT email_outbox_kind_check CHECK (kind = ANY (%L::text[]))', kinds);
 END $$;
 
--- A one-time link must not stay readable in the outbox once it has been handed to SMTP.
-CREATE FUNCTION email_outbox_redact_links() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  NEW.body_text := '[sent; the one-time link it carried is not kept]';
-  RETURN NEW;
-END $$;
-CREATE TRIGGER email_outbox_redact_links BEFORE UPDATE OF status ON email_outbox
-  FOR EACH ROW WHEN (NEW.status IN ('sent', 'failed') AND NEW.kind IN ('dashboard_invite', 'dashboard_reset'))
-  EXECUTE FUNCTION email_outbox_redact_links();
+-- email_outbox_redact_links(): created here at first; its one definition is migrations/functions/email_outbox_redact_links.sql (docs/adr/0084).
+-- trigger email_outbox_redact_links: created with its function, migrations/functions/email_outbox_redact_links.sql (docs/adr/0084).

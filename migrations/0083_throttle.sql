@@ -14,5 +14,4 @@ CREATE TABLE account_throttles (
 -- Gateways learn caps with the account's other facts: a change is announced as an 'account'
 -- change (as alert and auto-refill settings are, migrations/0010), so every gateway's credential
 -- cache reloads the account within a second and its ledger applies the cap on the next tick.
-CREATE TRIGGER change_log_account_throttles AFTER INSERT OR UPDATE OR DELETE ON account_throttles
-  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
+-- trigger change_log_account_throttles: created with its function, migrations/functions/change_log_account_settings.sql (docs/adr/0084).

@@ -26,5 +26,4 @@ CREATE INDEX ip_allowlist_account ON ip_allowlist (account_id);
 -- Gateways learn entries with the account's other facts: announced as an 'account' change (as
 -- throttles are, migrations/0083), so every credential cache reloads the account within a second
 -- and cuts live connections admitted through an entry that is gone.
-CREATE TRIGGER change_log_ip_allowlist AFTER INSERT OR UPDATE OR DELETE ON ip_allowlist
-  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
+-- trigger change_log_ip_allowlist: created with its function, migrations/functions/change_log_account_settings.sql (docs/adr/0084).

@@ -29,29 +29,14 @@ CREATE TABLE sub_users (
 );
 CREATE INDEX sub_users_account ON sub_users (account_id);
 
--- Usernames are unique across accounts' proxy credentials and sub-users. Checked under a
--- transaction-scoped advisory lock on the name, so two concurrent writers of the same name in the
--- two tables cannot both pass.
-CREATE FUNCTION proxy_username_free() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext('proxy_username'), hashtext(NEW.username));
-  IF (TG_TABLE_NAME = 'sub_users' AND EXISTS (SELECT 1 FROM proxy_credentials c WHERE c.username = NEW.username))
-     OR (TG_TABLE_NAME = 'proxy_credentials' AND EXISTS (SELECT 1 FROM sub_users s WHERE s.username = NEW.username)) THEN
-    RAISE EXCEPTION 'proxy username % is taken', NEW.username
-      USING ERRCODE = 'unique_violation', CONSTRAINT = 'proxy_username_taken';
-  END IF;
-  RETURN NEW;
-END $$;
-CREATE TRIGGER sub_users_username_free BEFORE INSERT OR UPDATE OF username ON sub_users
-  FOR EACH ROW EXECUTE FUNCTION proxy_username_free();
-CREATE TRIGGER proxy_credentials_username_free BEFORE INSERT OR UPDATE OF username ON proxy_credentials
-  FOR EACH ROW EXECUTE FUNCTION proxy_username_free();
+-- proxy_username_free(): created here at first; its one definition is migrations/functions/proxy_username_free.sql (docs/adr/0084).
+-- trigger sub_users_username_free: created with its function, migrations/functions/proxy_username_free.sql (docs/adr/0084).
+-- trigger proxy_credentials_username_free: created with its function, migrations/functions/proxy_username_free.sql (docs/adr/0084).
 
 -- Gateways learn sub-users with the account's other facts ('account' change: the credential cache
 -- reloads the account, with its sub-users, and cuts the live connections of a sub-user that was
 -- suspended, deleted or given a new password).
-CREATE TRIGGER change_log_sub_users AFTER INSERT OR UPDATE OR DELETE ON sub_users
-  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
+-- trigger change_log_sub_users: created with its function, migrations/functions/change_log_account_settings.sql (docs/adr/0084).
 
 -- Per sub-user and product: the traffic limit (NULL: none, the account's balance is the only
 -- ceiling) and what the sub-user has used, folded from its usage lines (lifetime of the sub-user:
@@ -68,22 +53,8 @@ CREATE TABLE sub_user_products (
 );
 CREATE INDEX sub_user_products_account ON sub_user_products (account_id);
 
--- A limit set, raised, lowered or removed is announced as a 'balance' change of the account (as a
--- purchase is): gateways forget a denial and ask again. used_bytes moving (every fold) is not.
-CREATE FUNCTION change_log_sub_user_limit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'DELETE' THEN
-    IF OLD.limit_bytes IS NOT NULL THEN
-      PERFORM change_log_record('balance', OLD.account_id, NULL);
-    END IF;
-  ELSIF TG_OP = 'INSERT' AND NEW.limit_bytes IS NOT NULL
-     OR TG_OP = 'UPDATE' AND NEW.limit_bytes IS DISTINCT FROM OLD.limit_bytes THEN
-    PERFORM change_log_record('balance', NEW.account_id, NULL);
-  END IF;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER change_log_sub_user_products AFTER INSERT OR UPDATE OR DELETE ON sub_user_products
-  FOR EACH ROW EXECUTE FUNCTION change_log_sub_user_limit();
+-- change_log_sub_user_limit(): created here at first; its one definition is migrations/functions/change_log_sub_user_limit.sql (docs/adr/0084).
+-- trigger change_log_sub_user_products: created with its function, migrations/functions/change_log_sub_user_limit.sql (docs/adr/0084).
 
 -- Usage over time per sub-user (the account's usage_hourly already includes these bytes).
 CREATE TABLE sub_user_usage_hourly (

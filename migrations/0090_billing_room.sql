@@ -57,8 +57,7 @@ CREATE TABLE account_credit_limits (
   updated_at timestamptz NOT NULL DEFAULT now()
 );
 -- The account view (GET /api/v1/account) shows the limit: its caches hear of a change.
-CREATE TRIGGER change_log_account_credit_limits AFTER INSERT OR UPDATE OR DELETE ON account_credit_limits
-  FOR EACH ROW EXECUTE FUNCTION change_log_account_settings();
+-- trigger change_log_account_credit_limits: created with its function, migrations/functions/change_log_account_settings.sql (docs/adr/0084).
 
 -- The low-bandwidth alert's optional floor: it also fires when remaining falls to this many bytes.
 ALTER TABLE alert_settings ADD COLUMN low_bandwidth_floor_bytes bigint CHECK (low_bandwidth_floor_bytes > 0);

@@ -19,3 +19,5 @@ BEGIN
   END IF;
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER api_keys_named_limit BEFORE INSERT OR UPDATE ON api_keys
+  FOR EACH ROW EXECUTE FUNCTION api_keys_named_limit();

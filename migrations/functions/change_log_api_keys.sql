@@ -8,3 +8,5 @@ BEGIN
   PERFORM change_log_record('api_key', NEW.account_id, encode(NEW.key_hash, 'hex'));
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER change_log_api_keys AFTER INSERT OR DELETE OR UPDATE OF revoked_at, key_hash ON api_keys
+  FOR EACH ROW EXECUTE FUNCTION change_log_api_keys();

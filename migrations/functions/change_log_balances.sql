@@ -5,3 +5,7 @@ BEGIN
   PERFORM change_log_record('balance', NEW.account_id, NEW.product);
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER change_log_balances_insert AFTER INSERT ON balances
+  FOR EACH ROW EXECUTE FUNCTION change_log_balances();
+CREATE OR REPLACE TRIGGER change_log_balances_update AFTER UPDATE OF total_bytes ON balances
+  FOR EACH ROW WHEN (OLD.total_bytes IS DISTINCT FROM NEW.total_bytes) EXECUTE FUNCTION change_log_balances();

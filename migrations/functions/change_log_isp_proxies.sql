@@ -8,3 +8,5 @@ BEGIN
   PERFORM change_log_record('isp_proxy', NEW.account_id, NEW.id::text);
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER change_log_isp_proxies AFTER INSERT OR UPDATE OR DELETE ON isp_proxies
+  FOR EACH ROW EXECUTE FUNCTION change_log_isp_proxies();

@@ -11,3 +11,5 @@ BEGIN
   PERFORM change_log_record('proxy_credentials', NEW.account_id, NEW.username);
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER change_log_proxy_credentials AFTER INSERT OR DELETE OR UPDATE ON proxy_credentials
+  FOR EACH ROW EXECUTE FUNCTION change_log_proxy_credentials();

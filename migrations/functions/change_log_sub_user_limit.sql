@@ -12,3 +12,5 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$;
+CREATE OR REPLACE TRIGGER change_log_sub_user_products AFTER INSERT OR UPDATE OR DELETE ON sub_user_products
+  FOR EACH ROW EXECUTE FUNCTION change_log_sub_user_limit();

@@ -4,3 +4,6 @@ BEGIN
   NEW.body_text := '[sent; the one-time link it carried is not kept]';
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER email_outbox_redact_links BEFORE UPDATE OF status ON email_outbox
+  FOR EACH ROW WHEN (NEW.status IN ('sent', 'failed') AND NEW.kind IN ('dashboard_invite', 'dashboard_reset'))
+  EXECUTE FUNCTION email_outbox_redact_links();

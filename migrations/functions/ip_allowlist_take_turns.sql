@@ -12,3 +12,5 @@ BEGIN
   PERFORM pg_advisory_xact_lock('ip_allowlist'::regclass::oid::integer, hashtext(NEW.product));
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER ip_allowlist_take_turns BEFORE INSERT OR UPDATE OF account_id, product, cidr ON ip_allowlist
+  FOR EACH ROW EXECUTE FUNCTION ip_allowlist_take_turns();

@@ -11,3 +11,7 @@ BEGIN
   END IF;
   RETURN NEW;
 END $$;
+CREATE OR REPLACE TRIGGER sub_users_username_free BEFORE INSERT OR UPDATE OF username ON sub_users
+  FOR EACH ROW EXECUTE FUNCTION proxy_username_free();
+CREATE OR REPLACE TRIGGER proxy_credentials_username_free BEFORE INSERT OR UPDATE OF username ON proxy_credentials
+  FOR EACH ROW EXECUTE FUNCTION proxy_username_free();
