@@ -82,18 +82,7 @@ ALTER TABLE invoices ALTER COLUMN purchase_id DROP NOT NULL,
   ADD COLUMN description text;
 ALTER TABLE subscription_renewals ADD FOREIGN KEY (invoice_id) REFERENCES invoices (id) ON DELETE SET NULL;
 
--- The renewal emails: payment failed (past due, with the grace period) and expired.
-DO $$
-DECLARE
-  def text;
-  kinds text[];
-BEGIN
-  SELECT pg_get_constraintdef(oid) INTO def FROM pg_constraint
-   WHERE conrelid = 'email_outbox'::regclass AND conname = 'email_outbox_kind_check';
-  SELECT coalesce(array_agg(DISTINCT m[1]), '{}') INTO kinds FROM regexp_matches(coalesce(def, ''), '[''{,]([a-z_]+)(?=[''},])', 'g') AS m;
-  kinds := kinds || ARRAY['subscription_past_due', 'subscription_expired'];
-  IF def IS NOT NULL THEN
-    ALTER TABLE email_outbox DROP CONSTRAINT email_outbox_kind_check;
-  END IF;
-  EXECUTE format('ALTER TABLE email_outbox ADD CONSTRAINT email_outbox_kind_check CHECK (kind = ANY (%L::text[]))', kinds);
-END $$;
+-- The renewal emails: payment failed (past due, with the grace period) and expired, beside the
+-- kinds the outbox took so far.
+ALTER TABLE email_outbox DROP CONSTRAINT email_outbox_kind_check,
+  ADD CONSTRAINT email_outbox_kind_check CHECK (kind = ANY ('{auto_refill_failed,dashboard_invite,dashboard_reset,low_bandwidth,new_invoice,server_alert,subscription_past_due,subscription_expired}'::text[]));
