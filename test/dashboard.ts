@@ -170,3 +170,23 @@ export function proxyLineSocksStatus(line: string, url: string): Promise<string>
   args.push('--proxy-user', `${user}:${rest.join(':')}`, '-o', '/dev/null', '-w', '%{http_code}', url);
   return new Promise((resolve) => execFile('curl', args, (_err, stdout) => resolve(stdout)));
 }
+
+/**
+ * The customer's first visit: an operator's invite link, "New password" set to STRONG, then signed
+ * in on `run.page` (the Overview open). Returns the invite link.
+ */
+export async function signInThroughInvite(
+  run: DashboardRun,
+  account: { id: string; email: string },
+): Promise<string> {
+  const { api, page } = run;
+  const invite = await adminCall(api, `/accounts/${account.id}/dashboard-invite`, { method: 'POST' });
+  const inviteUrl = (invite.body as { url: string }).url;
+  await page.goto(inviteUrl);
+  await page.getByLabel('New password').fill(STRONG);
+  await page.getByRole('button', { name: 'Set password' }).click();
+  await page.waitForURL(`${api.url}/sign-in?done=password`);
+  await signIn(page, account.email, STRONG);
+  await page.waitForURL(`${api.url}/`);
+  return inviteUrl;
+}

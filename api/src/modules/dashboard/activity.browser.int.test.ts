@@ -13,6 +13,7 @@ import {
   postForm,
   shot,
   signIn,
+  signInThroughInvite,
   startDashboardRun,
   STRONG,
   type DashboardRun,
@@ -45,15 +46,8 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
     expect(created.status).toBe(201);
     account = created.body as typeof account;
     secrets.push(account.apiKey, account.proxyPassword, STRONG);
-    const invite = await admin(`/accounts/${account.id}/dashboard-invite`, { method: 'POST' });
-    const inviteUrl = (invite.body as { url: string }).url;
+    const inviteUrl = await signInThroughInvite(run, account);
     secrets.push(new URL(inviteUrl).searchParams.get('token')!);
-    await page.goto(inviteUrl);
-    await page.getByLabel('New password').fill(STRONG);
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL(`${api.url}/sign-in?done=password`);
-    await signIn(page, account.email, STRONG);
-    await page.waitForURL(`${api.url}/`);
   }, 120_000);
 
   afterAll(async () => {

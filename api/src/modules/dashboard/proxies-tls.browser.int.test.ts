@@ -17,6 +17,7 @@ import {
   newContext,
   shot,
   signIn,
+  signInThroughInvite,
   startDashboardRun,
   STRONG,
   type DashboardRun,
@@ -91,13 +92,7 @@ describeInChromium('customer dashboard in Chromium: https:// proxies for plans s
       expect(
         (await adminCall(api, `/accounts/${account.id}/purchases`, { body: { product, gb: 1 } })).status,
       ).toBe(201);
-    const invite = await adminCall(api, `/accounts/${account.id}/dashboard-invite`, { method: 'POST' });
-    await page.goto((invite.body as { url: string }).url);
-    await page.getByLabel('New password').fill(STRONG);
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL(`${api.url}/sign-in?done=password`);
-    await signIn(page, account.email, STRONG);
-    await page.waitForURL(`${api.url}/`);
+    await signInThroughInvite(dash, account);
     await cacheSynced(db.pool, [gateway]);
   }, 120_000);
 

@@ -16,6 +16,7 @@ import {
   postForm,
   shot,
   signIn,
+  signInThroughInvite,
   startDashboardRun,
   STRONG,
   type DashboardRun,
@@ -64,13 +65,7 @@ describeInChromium('customer dashboard in Chromium: Billing subscriptions', () =
       graceDays: 3,
       logger: createLogger('test', 'silent'),
     });
-    const invite = await admin(`/accounts/${account.id}/dashboard-invite`, { method: 'POST' });
-    await page.goto((invite.body as { url: string }).url);
-    await page.getByLabel('New password').fill(STRONG);
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL(`${api.url}/sign-in?done=password`);
-    await signIn(page, account.email, STRONG);
-    await page.waitForURL(`${api.url}/`);
+    await signInThroughInvite(run, account);
   }, 120_000);
 
   afterAll(async () => {
