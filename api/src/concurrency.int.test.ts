@@ -522,6 +522,57 @@ const CASES: Race<unknown>[] = [
       ],
     ],
   }),
+  // ---- subscriptions ----
+  race({
+    name: 'subscriptions: an operator creates two plans at once',
+    covers: ['POST /admin/v1/accounts/:id/subscriptions'],
+    setup: () => account(),
+    racers: (a) => {
+      const body = { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: 10 };
+      return [
+        [[201], () => admin(`/accounts/${a.id}/subscriptions`, { body })],
+        [[201], () => admin(`/accounts/${a.id}/subscriptions`, { body })],
+      ];
+    },
+    check: async (a) => {
+      const { rows } = await fx.db.pool.query('SELECT 1 FROM subscriptions WHERE account_id = $1', [a.id]);
+      expect(rows).toHaveLength(2);
+    },
+  }),
+  race({
+    name: 'subscriptions: renewal turned off by the customer while the operator changes and cancels it',
+    covers: [
+      'PATCH /api/v1/subscriptions/:subscriptionId',
+      'PATCH /admin/v1/accounts/:id/subscriptions/:subscriptionId',
+      'POST /admin/v1/accounts/:id/subscriptions/:subscriptionId/cancel',
+    ],
+    setup: async () => {
+      const a = await account();
+      const created = await admin(`/accounts/${a.id}/subscriptions`, {
+        body: { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: 10 },
+      });
+      expect(created.status).toBe(201);
+      return { a, id: (created.body as { id: string }).id };
+    },
+    racers: ({ a, id }) => [
+      [
+        [200, 400, 409],
+        () => api(a.apiKey, `/subscriptions/${id}`, { method: 'PATCH', body: { autoRenew: false } }),
+      ],
+      [
+        [200, 400, 409],
+        () => admin(`/accounts/${a.id}/subscriptions/${id}`, { method: 'PATCH', body: { gbPerPeriod: 20 } }),
+      ],
+      [[200, 400, 409], () => admin(`/accounts/${a.id}/subscriptions/${id}/cancel`, { method: 'POST' })],
+    ],
+    check: async ({ id }) => {
+      const { rows } = await fx.db.pool.query<{ status: string; auto_renew: boolean }>(
+        'SELECT status, auto_renew FROM subscriptions WHERE id = $1',
+        [id],
+      );
+      expect(rows).toEqual([{ status: 'cancelled', auto_renew: false }]);
+    },
+  }),
   // ---- two-factor sign-in ----
   race({
     name: "two-factor: an operator's reset sent twice at once on an account with it on",
