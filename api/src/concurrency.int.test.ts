@@ -119,6 +119,7 @@ const withEntry = async (): Promise<WithEntry> => {
 const ispProxy = () => ({ host: '203.0.113.9', port: 8000, username: unique('u'), country: 'us' });
 const autoRefill = (thresholdGb: number) => ({ enabled: true, thresholdGb, refillGb: thresholdGb + 5 });
 
+const PLAN = { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: 10 };
 const CASES: Race<unknown>[] = [
   // ---- sub-users ----
   race({
@@ -524,53 +525,37 @@ const CASES: Race<unknown>[] = [
   }),
   // ---- subscriptions ----
   race({
-    name: 'subscriptions: an operator creates two plans at once',
-    covers: ['POST /admin/v1/accounts/:id/subscriptions'],
-    setup: () => account(),
-    racers: (a) => {
-      const body = { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: 10 };
-      return [
-        [[201], () => admin(`/accounts/${a.id}/subscriptions`, { body })],
-        [[201], () => admin(`/accounts/${a.id}/subscriptions`, { body })],
-      ];
-    },
-    check: async (a) => {
-      const { rows } = await fx.db.pool.query('SELECT 1 FROM subscriptions WHERE account_id = $1', [a.id]);
-      expect(rows).toHaveLength(2);
-    },
-  }),
-  race({
-    name: 'subscriptions: renewal turned off by the customer while the operator changes and cancels it',
+    name: 'subscriptions: renewal turned off by the customer while the operator changes, cancels and adds one',
     covers: [
       'PATCH /api/v1/subscriptions/:subscriptionId',
+      'POST /admin/v1/accounts/:id/subscriptions',
       'PATCH /admin/v1/accounts/:id/subscriptions/:subscriptionId',
       'POST /admin/v1/accounts/:id/subscriptions/:subscriptionId/cancel',
     ],
     setup: async () => {
       const a = await account();
-      const created = await admin(`/accounts/${a.id}/subscriptions`, {
-        body: { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: 10 },
-      });
+      const created = await admin(`/accounts/${a.id}/subscriptions`, { body: PLAN });
       expect(created.status).toBe(201);
       return { a, id: (created.body as { id: string }).id };
     },
-    racers: ({ a, id }) => [
-      [
-        [200, 400, 409],
-        () => api(a.apiKey, `/subscriptions/${id}`, { method: 'PATCH', body: { autoRenew: false } }),
-      ],
-      [
-        [200, 400, 409],
-        () => admin(`/accounts/${a.id}/subscriptions/${id}`, { method: 'PATCH', body: { gbPerPeriod: 20 } }),
-      ],
-      [[200, 400, 409], () => admin(`/accounts/${a.id}/subscriptions/${id}/cancel`, { method: 'POST' })],
-    ],
-    check: async ({ id }) => {
-      const { rows } = await fx.db.pool.query<{ status: string; auto_renew: boolean }>(
-        'SELECT status, auto_renew FROM subscriptions WHERE id = $1',
-        [id],
+    racers: ({ a, id }) => {
+      const [mine, theirs, plan] = [`/subscriptions/${id}`, `/accounts/${a.id}/subscriptions/${id}`, PLAN];
+      return [
+        [[200, 400, 409], () => api(a.apiKey, mine, { method: 'PATCH', body: { autoRenew: false } })],
+        [[200, 400, 409], () => admin(theirs, { method: 'PATCH', body: { gbPerPeriod: 20 } })],
+        [[200, 400, 409], () => admin(`${theirs}/cancel`, { method: 'POST' })],
+        [[201], () => admin(`/accounts/${a.id}/subscriptions`, { body: plan })],
+      ];
+    },
+    check: async ({ a, id }) => {
+      const { rows } = await fx.db.pool.query<{ id: string; status: string; auto_renew: boolean }>(
+        'SELECT id, status, auto_renew FROM subscriptions WHERE account_id = $1 ORDER BY id = $2 DESC',
+        [a.id, id],
       );
-      expect(rows).toEqual([{ status: 'cancelled', auto_renew: false }]);
+      expect(rows.map((r) => [r.status, r.auto_renew])).toEqual([
+        ['cancelled', false],
+        ['active', true],
+      ]);
     },
   }),
   // ---- two-factor sign-in ----
