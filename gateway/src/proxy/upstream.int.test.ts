@@ -36,6 +36,21 @@ const both = (requests: (auth: string) => (string | Buffer)[]) =>
 
 const request = requester(() => originPort);
 
+/** A chunked answer as its head, its decoded body and what follows the last chunk. */
+function dechunked(read: string): { head: string; body: string; rest: string } {
+  const headEnd = read.indexOf('\r\n\r\n') + 4;
+  let body = '';
+  let at = headEnd;
+  for (;;) {
+    const eol = read.indexOf('\r\n', at);
+    if (eol < 0) return { head: read.slice(0, headEnd), body, rest: read.slice(at) };
+    const size = parseInt(read.slice(at, eol), 16);
+    if (!size) return { head: read.slice(0, headEnd), body, rest: read.slice(eol + 2) };
+    body += read.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
+}
+
 describe('raw upstream client against node:http (same answers, same billing)', () => {
   const cases: [string, string, string?, string?][] = [
     ['content-length', '/cl'],
@@ -74,7 +89,11 @@ describe('raw upstream client against node:http (same answers, same billing)', (
       async () => {
         const body = extra.includes('Content-Length: 11') ? 'hello world' : '';
         const r = await both((auth) => [request(method, path, auth, extra, body)]);
-        expect(r.raw.reads).toEqual(r.node.reads);
+        if (path === '/chunked-split') {
+          // Written byte by byte, the body reaches each client in as many reads as TCP makes of it
+          // (timing), and both re-chunk per read: compared decoded, the head exactly.
+          expect(r.raw.reads.map(dechunked)).toEqual(r.node.reads.map(dechunked));
+        } else expect(r.raw.reads).toEqual(r.node.reads);
         expect(r.raw.usage).toEqual(r.node.usage);
         // A refusal after admission bills nothing (tab.refused()); answers relayed bill their bytes.
         if (!/refused|cut/.test(name)) expect(r.raw.usage.up).toBeGreaterThan(0);
