@@ -10,6 +10,17 @@ import { PRODUCTS, type Product } from '../products.ts';
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'cancelled', 'expired'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
+/** What every kind of subscription is created with: renewal, payment method and start. */
+const RENEWAL_TERMS = {
+  autoRenew: z.boolean().default(true),
+  paymentMethod: z
+    .string()
+    .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a payment method name')
+    .default('invoice')
+    .describe('As auto-refill: "invoice" (bill later, within the credit limit) or a configured method'),
+  startAt: z.iso.datetime().optional().describe('Default: now; periods start on its anniversary (UTC)'),
+};
+
 export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('isp_proxy'),
@@ -23,25 +34,13 @@ export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
       .max(1000)
       .default([])
       .describe("The account's ISP proxies this rental pays for (they show its status and paidUntil)"),
-    autoRenew: z.boolean().default(true),
-    paymentMethod: z
-      .string()
-      .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a payment method name')
-      .default('invoice')
-      .describe('As auto-refill: "invoice" (bill later, within the credit limit) or a configured method'),
-    startAt: z.iso.datetime().optional().describe('Default: now; periods start on its anniversary (UTC)'),
+    ...RENEWAL_TERMS,
   }),
   z.object({
     kind: z.literal('bandwidth_plan'),
     product: z.enum(PRODUCTS),
     gbPerPeriod: z.number().int().min(1).max(100_000).describe('GB added at every renewal'),
-    autoRenew: z.boolean().default(true),
-    paymentMethod: z
-      .string()
-      .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a payment method name')
-      .default('invoice')
-      .describe('As auto-refill: "invoice" (bill later, within the credit limit) or a configured method'),
-    startAt: z.iso.datetime().optional().describe('Default: now; periods start on its anniversary (UTC)'),
+    ...RENEWAL_TERMS,
   }),
 ]);
 export type SubscriptionCreate = z.infer<typeof subscriptionCreateSchema>;
