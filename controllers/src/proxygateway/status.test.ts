@@ -1,0 +1,316 @@
+// The ProxyGateway status rules as tables: what was observed in, conditions and columns out.
+import { describe, expect, test } from '@jest/globals';
+import type { Condition } from '../runtime/conditions.ts';
+import type { ProxyGateway } from '../crds/types.generated.ts';
+import {
+  gatewayConditions,
+  gatewayStatus,
+  statusEvents,
+  type ApplyOutcome,
+  type ObservedDeployment,
+  type StatusInputs,
+} from './status.ts';
+
+const T0 = new Date('2026-01-01T00:00:00Z');
+const T1 = new Date('2026-01-01T00:05:00Z');
+
+const gateway = (generation = 3, conditions?: Condition[]): StatusInputs['gateway'] => ({
+  metadata: { name: 'basic', namespace: 'gateways', generation },
+  spec: {
+    plan: 'basic',
+    port: 12321,
+    advertisedHost: 'basic.proxy.example.com',
+    exits: [{ name: 'us', country: 'us' }],
+    replicas: { min: 2, max: 6 },
+  } as ProxyGateway['spec'],
+  ...(conditions ? { status: { conditions } } : {}),
+});
+
+/** A Deployment at generation 5 observed by its controller, with `spec.replicas` desired pods. */
+const deployment = (
+  replicas: number | undefined,
+  status: NonNullable<ObservedDeployment['status']>,
+  generation = 5,
+): ObservedDeployment => ({
+  metadata: { generation },
+  ...(replicas === undefined ? {} : { spec: { replicas } }),
+  status: { observedGeneration: generation, ...status },
+});
+
+const applied: ApplyOutcome = { kind: 'applied' };
+/** [type, status, reason] of each condition, in order. */
+type Row = [string, string, string];
+
+describe('conditions from the observed Deployment, the apply and the endpoint', () => {
+  const cases: Array<{
+    name: string;
+    inputs: Omit<StatusInputs, 'gateway'>;
+    conditions: Row[];
+    ready: string;
+  }> = [
+    {
+      name: 'no Deployment yet',
+      inputs: { deployment: undefined, applied },
+      conditions: [
+        ['Ready', 'False', 'NoReadyPods'],
+        ['Progressing', 'True', 'RollingOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '0/0',
+    },
+    {
+      name: 'every pod updated and ready',
+      inputs: {
+        deployment: deployment(3, { replicas: 3, readyReplicas: 3, updatedReplicas: 3 }),
+        applied,
+      },
+      conditions: [
+        ['Ready', 'True', 'PodsReady'],
+        ['Progressing', 'False', 'RolledOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '3/3',
+    },
+    {
+      name: 'one pod ready of three: Ready, still rolling out',
+      inputs: {
+        deployment: deployment(3, { replicas: 3, readyReplicas: 1, updatedReplicas: 3 }),
+        applied,
+      },
+      conditions: [
+        ['Ready', 'True', 'PodsReady'],
+        ['Progressing', 'True', 'RollingOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '1/3',
+    },
+    {
+      name: "the Deployment's controller has not seen its new generation: still rolling out",
+      inputs: {
+        deployment: {
+          ...deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
+          metadata: { generation: 6 },
+        },
+        applied,
+      },
+      conditions: [
+        ['Ready', 'True', 'PodsReady'],
+        ['Progressing', 'True', 'RollingOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '2/2',
+    },
+    {
+      name: 'no spec.replicas (autoscaled, before the hand-off): desired pods from status.replicas',
+      inputs: {
+        deployment: deployment(undefined, { replicas: 4, readyReplicas: 4, updatedReplicas: 4 }),
+        applied,
+      },
+      conditions: [
+        ['Ready', 'True', 'PodsReady'],
+        ['Progressing', 'False', 'RolledOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '4/4',
+    },
+    {
+      name: 'a ReplicaFailure condition: Degraded with its reason',
+      inputs: {
+        deployment: deployment(2, {
+          replicas: 0,
+          conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'quota' }],
+        }),
+        applied,
+      },
+      conditions: [
+        ['Ready', 'False', 'NoReadyPods'],
+        ['Progressing', 'True', 'RollingOut'],
+        ['Degraded', 'True', 'FailedCreate'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '0/2',
+    },
+    {
+      name: 'the progress deadline passed: Degraded',
+      inputs: {
+        deployment: deployment(2, {
+          replicas: 2,
+          readyReplicas: 1,
+          updatedReplicas: 1,
+          conditions: [
+            { type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'stuck' },
+          ],
+        }),
+        applied,
+      },
+      conditions: [
+        ['Ready', 'True', 'PodsReady'],
+        ['Progressing', 'True', 'RollingOut'],
+        ['Degraded', 'True', 'ProgressDeadlineExceeded'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '1/2',
+    },
+    {
+      name: "another gateway owns the plan's endpoint: PlanConflict although pods are ready",
+      inputs: {
+        deployment: deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
+        applied,
+        planOwner: 'ProxyGateway/other/basic',
+      },
+      conditions: [
+        ['Ready', 'False', 'PlanConflict'],
+        ['Progressing', 'False', 'RolledOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'True', 'AsExpected'],
+      ],
+      ready: '2/2',
+    },
+    {
+      name: 'an object we did not create: Applied False, the running pods still described',
+      inputs: {
+        deployment: deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
+        applied: { kind: 'notOwned', objects: ['Service basic-gateway'] },
+      },
+      conditions: [
+        ['Ready', 'True', 'PodsReady'],
+        ['Progressing', 'False', 'RolledOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'False', 'ObjectNotOwned'],
+      ],
+      ready: '2/2',
+    },
+    {
+      name: 'the apply failed: Applied False, the running pods still described',
+      inputs: {
+        deployment: deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
+        applied: { kind: 'failed', error: 'admission webhook refused' },
+      },
+      conditions: [
+        ['Ready', 'True', 'PodsReady'],
+        ['Progressing', 'False', 'RolledOut'],
+        ['Degraded', 'False', 'AsExpected'],
+        ['Applied', 'False', 'ApplyFailed'],
+      ],
+      ready: '2/2',
+    },
+  ];
+
+  test.each(cases)('$name', ({ inputs, conditions, ready }) => {
+    const all = { gateway: gateway(), ...inputs };
+    expect(gatewayConditions(all).map((c): Row => [c.type, c.status, c.reason])).toEqual(conditions);
+    const status = gatewayStatus(all, T0);
+    expect(status).toMatchObject({ observedGeneration: 3, ready, endpoint: 'basic.proxy.example.com:12321' });
+    expect(status.ready).toBe(`${status.readyReplicas}/${status.replicas}`);
+  });
+
+  test('the messages a person reads in kubectl describe', () => {
+    const d = deployment(3, { replicas: 3, readyReplicas: 1, updatedReplicas: 2 });
+    const byType = (inputs: Omit<StatusInputs, 'gateway'>) =>
+      Object.fromEntries(
+        gatewayConditions({ gateway: gateway(), ...inputs }).map((c) => [c.type, c.message]),
+      );
+    expect(byType({ deployment: d, applied })).toEqual({
+      Ready: '1/3 gateway pods ready',
+      Progressing: '2/3 pods updated, 1 ready',
+      Degraded: 'the Deployment reports no failure',
+      Applied: 'every object applied',
+    });
+    expect(byType({ deployment: d, applied, planOwner: 'ProxyGateway/x/y' }).Ready).toBe(
+      "plan basic's public endpoint belongs to ProxyGateway/x/y; this gateway (1/3 pods ready) is not advertised",
+    );
+    expect(
+      byType({ deployment: d, applied: { kind: 'notOwned', objects: ['Deployment a', 'Service a'] } })
+        .Applied,
+    ).toBe('not created by this ProxyGateway, left untouched: Deployment a, Service a; delete or rename it');
+    expect(
+      byType({ deployment: d, applied: { kind: 'failed', error: 'x'.repeat(600) } }).Applied,
+    ).toHaveLength(512);
+  });
+});
+
+describe('merging into the conditions the CR already has', () => {
+  test('a transition time moves only when the status changes; the generation is the CR’s', () => {
+    const d = deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 });
+    const first = gatewayStatus({ gateway: gateway(3), deployment: d, applied }, T0);
+    const again = gatewayStatus({ gateway: gateway(4, first.conditions), deployment: d, applied }, T1);
+    expect(again.conditions!.every((c) => c.lastTransitionTime === '2026-01-01T00:00:00Z')).toBe(true);
+    expect(again.conditions!.every((c) => c.observedGeneration === 4)).toBe(true);
+    const lost = gatewayStatus(
+      { gateway: gateway(4, first.conditions), deployment: deployment(2, { replicas: 2 }), applied },
+      T1,
+    );
+    expect(lost.conditions!.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      lastTransitionTime: '2026-01-01T00:05:00Z',
+    });
+  });
+});
+
+describe('the Events a change of status records', () => {
+  const cond = (type: string, status: 'True' | 'False', reason: string): Condition => ({
+    type,
+    status,
+    reason,
+    message: `${type} ${reason}`,
+    lastTransitionTime: '2026-01-01T00:00:00Z',
+  });
+  const cases: Array<{ name: string; before?: Condition[]; after: Condition[]; events: string[] }> = [
+    {
+      name: 'created, not ready yet: nothing notable',
+      after: [cond('Ready', 'False', 'NoReadyPods'), cond('Degraded', 'False', 'AsExpected')],
+      events: [],
+    },
+    {
+      name: 'becomes ready',
+      before: [cond('Ready', 'False', 'NoReadyPods')],
+      after: [cond('Ready', 'True', 'PodsReady')],
+      events: ['Normal Ready'],
+    },
+    {
+      name: 'loses readiness',
+      before: [cond('Ready', 'True', 'PodsReady')],
+      after: [cond('Ready', 'False', 'NoReadyPods')],
+      events: ['Warning NotReady'],
+    },
+    {
+      name: 'a plan conflict at creation is told at once',
+      after: [cond('Ready', 'False', 'PlanConflict')],
+      events: ['Warning PlanConflict'],
+    },
+    {
+      name: 'a plan conflict after being ready',
+      before: [cond('Ready', 'True', 'PodsReady')],
+      after: [cond('Ready', 'False', 'PlanConflict')],
+      events: ['Warning PlanConflict'],
+    },
+    {
+      name: 'degraded and an object not owned, with their reasons',
+      before: [cond('Degraded', 'False', 'AsExpected'), cond('Applied', 'True', 'AsExpected')],
+      after: [cond('Degraded', 'True', 'FailedCreate'), cond('Applied', 'False', 'ObjectNotOwned')],
+      events: ['Warning FailedCreate', 'Warning ObjectNotOwned'],
+    },
+    {
+      name: 'no status change (only a message): no event',
+      before: [cond('Ready', 'True', 'PodsReady')],
+      after: [{ ...cond('Ready', 'True', 'PodsReady'), message: '3/3 gateway pods ready' }],
+      events: [],
+    },
+    {
+      name: 'recovering from degraded or a failed apply is not a warning',
+      before: [cond('Degraded', 'True', 'FailedCreate'), cond('Applied', 'False', 'ApplyFailed')],
+      after: [cond('Degraded', 'False', 'AsExpected'), cond('Applied', 'True', 'AsExpected')],
+      events: [],
+    },
+  ];
+  test.each(cases)('$name', ({ before, after, events }) => {
+    const got = statusEvents(before, after);
+    expect(got.map((e) => `${e.type} ${e.reason}`)).toEqual(events);
+    for (const e of got) expect(after.map((c) => c.message)).toContain(e.message);
+  });
+});
