@@ -38,106 +38,59 @@ const deployment = (
 });
 
 const applied: ApplyOutcome = { kind: 'applied' };
-/** [type, status, reason] of each condition, in order. */
-type Row = [string, string, string];
+const allUp = deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 });
 
-describe('conditions from the observed Deployment, the apply and the endpoint', () => {
-  const cases: Array<{
-    name: string;
-    inputs: Omit<StatusInputs, 'gateway'>;
-    conditions: Row[];
-    ready: string;
-  }> = [
-    {
-      name: 'no Deployment yet',
-      inputs: { deployment: undefined, applied },
-      conditions: [
-        ['Ready', 'False', 'NoReadyPods'],
-        ['Progressing', 'True', 'RollingOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '0/0',
-    },
-    {
-      name: 'every pod updated and ready',
-      inputs: {
-        deployment: deployment(3, { replicas: 3, readyReplicas: 3, updatedReplicas: 3 }),
-        applied,
-      },
-      conditions: [
-        ['Ready', 'True', 'PodsReady'],
-        ['Progressing', 'False', 'RolledOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '3/3',
-    },
-    {
-      name: 'one pod ready of three: Ready, still rolling out',
-      inputs: {
-        deployment: deployment(3, { replicas: 3, readyReplicas: 1, updatedReplicas: 3 }),
-        applied,
-      },
-      conditions: [
-        ['Ready', 'True', 'PodsReady'],
-        ['Progressing', 'True', 'RollingOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '1/3',
-    },
-    {
-      name: "the Deployment's controller has not seen its new generation: still rolling out",
-      inputs: {
-        deployment: {
-          ...deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
-          metadata: { generation: 6 },
-        },
-        applied,
-      },
-      conditions: [
-        ['Ready', 'True', 'PodsReady'],
-        ['Progressing', 'True', 'RollingOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '2/2',
-    },
-    {
-      name: 'no spec.replicas (autoscaled, before the hand-off): desired pods from status.replicas',
-      inputs: {
-        deployment: deployment(undefined, { replicas: 4, readyReplicas: 4, updatedReplicas: 4 }),
-        applied,
-      },
-      conditions: [
-        ['Ready', 'True', 'PodsReady'],
-        ['Progressing', 'False', 'RolledOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '4/4',
-    },
-    {
-      name: 'a ReplicaFailure condition: Degraded with its reason',
-      inputs: {
+/**
+ * One case a line: what was observed, then "status reason" of Ready, Progressing, Degraded and
+ * Applied (always in that order), then the Ready column.
+ */
+const cases: Array<[name: string, inputs: Omit<StatusInputs, 'gateway'>, conditions: string, ready: string]> =
+  [
+    [
+      'no Deployment yet',
+      { deployment: undefined, applied },
+      'False NoReadyPods, True RollingOut, False AsExpected, True AsExpected',
+      '0/0',
+    ],
+    [
+      'every pod updated and ready',
+      { deployment: deployment(3, { replicas: 3, readyReplicas: 3, updatedReplicas: 3 }), applied },
+      'True PodsReady, False RolledOut, False AsExpected, True AsExpected',
+      '3/3',
+    ],
+    [
+      'one pod ready of three: Ready, still rolling out',
+      { deployment: deployment(3, { replicas: 3, readyReplicas: 1, updatedReplicas: 3 }), applied },
+      'True PodsReady, True RollingOut, False AsExpected, True AsExpected',
+      '1/3',
+    ],
+    [
+      "the Deployment's controller has not seen its new generation: still rolling out",
+      { deployment: { ...allUp, metadata: { generation: 6 } }, applied },
+      'True PodsReady, True RollingOut, False AsExpected, True AsExpected',
+      '2/2',
+    ],
+    [
+      'no spec.replicas (autoscaled, before the hand-off): desired pods from status.replicas',
+      { deployment: deployment(undefined, { replicas: 4, readyReplicas: 4, updatedReplicas: 4 }), applied },
+      'True PodsReady, False RolledOut, False AsExpected, True AsExpected',
+      '4/4',
+    ],
+    [
+      'a ReplicaFailure condition: Degraded with its reason',
+      {
         deployment: deployment(2, {
           replicas: 0,
           conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'quota' }],
         }),
         applied,
       },
-      conditions: [
-        ['Ready', 'False', 'NoReadyPods'],
-        ['Progressing', 'True', 'RollingOut'],
-        ['Degraded', 'True', 'FailedCreate'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '0/2',
-    },
-    {
-      name: 'the progress deadline passed: Degraded',
-      inputs: {
+      'False NoReadyPods, True RollingOut, True FailedCreate, True AsExpected',
+      '0/2',
+    ],
+    [
+      'the progress deadline passed: Degraded',
+      {
         deployment: deployment(2, {
           replicas: 2,
           readyReplicas: 1,
@@ -148,62 +101,35 @@ describe('conditions from the observed Deployment, the apply and the endpoint', 
         }),
         applied,
       },
-      conditions: [
-        ['Ready', 'True', 'PodsReady'],
-        ['Progressing', 'True', 'RollingOut'],
-        ['Degraded', 'True', 'ProgressDeadlineExceeded'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '1/2',
-    },
-    {
-      name: "another gateway owns the plan's endpoint: PlanConflict although pods are ready",
-      inputs: {
-        deployment: deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
-        applied,
-        planOwner: 'ProxyGateway/other/basic',
-      },
-      conditions: [
-        ['Ready', 'False', 'PlanConflict'],
-        ['Progressing', 'False', 'RolledOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'True', 'AsExpected'],
-      ],
-      ready: '2/2',
-    },
-    {
-      name: 'an object we did not create: Applied False, the running pods still described',
-      inputs: {
-        deployment: deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
-        applied: { kind: 'notOwned', objects: ['Service basic-gateway'] },
-      },
-      conditions: [
-        ['Ready', 'True', 'PodsReady'],
-        ['Progressing', 'False', 'RolledOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'False', 'ObjectNotOwned'],
-      ],
-      ready: '2/2',
-    },
-    {
-      name: 'the apply failed: Applied False, the running pods still described',
-      inputs: {
-        deployment: deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 }),
-        applied: { kind: 'failed', error: 'admission webhook refused' },
-      },
-      conditions: [
-        ['Ready', 'True', 'PodsReady'],
-        ['Progressing', 'False', 'RolledOut'],
-        ['Degraded', 'False', 'AsExpected'],
-        ['Applied', 'False', 'ApplyFailed'],
-      ],
-      ready: '2/2',
-    },
+      'True PodsReady, True RollingOut, True ProgressDeadlineExceeded, True AsExpected',
+      '1/2',
+    ],
+    [
+      "another gateway owns the plan's endpoint: PlanConflict although pods are ready",
+      { deployment: allUp, applied, planOwner: 'ProxyGateway/other/basic' },
+      'False PlanConflict, False RolledOut, False AsExpected, True AsExpected',
+      '2/2',
+    ],
+    [
+      'an object we did not create: Applied False, the running pods still described',
+      { deployment: allUp, applied: { kind: 'notOwned', objects: ['Service basic-gateway'] } },
+      'True PodsReady, False RolledOut, False AsExpected, False ObjectNotOwned',
+      '2/2',
+    ],
+    [
+      'the apply failed: Applied False, the running pods still described',
+      { deployment: allUp, applied: { kind: 'failed', error: 'admission webhook refused' } },
+      'True PodsReady, False RolledOut, False AsExpected, False ApplyFailed',
+      '2/2',
+    ],
   ];
 
-  test.each(cases)('$name', ({ inputs, conditions, ready }) => {
+describe('conditions from the observed Deployment, the apply and the endpoint', () => {
+  test.each(cases)('%s', (_name, inputs, conditions, ready) => {
     const all = { gateway: gateway(), ...inputs };
-    expect(gatewayConditions(all).map((c): Row => [c.type, c.status, c.reason])).toEqual(conditions);
+    const got = gatewayConditions(all);
+    expect(got.map((c) => c.type)).toEqual(['Ready', 'Progressing', 'Degraded', 'Applied']);
+    expect(got.map((c) => `${c.status} ${c.reason}`).join(', ')).toBe(conditions);
     const status = gatewayStatus(all, T0);
     expect(status).toMatchObject({ observedGeneration: 3, ready, endpoint: 'basic.proxy.example.com:12321' });
     expect(status.ready).toBe(`${status.readyReplicas}/${status.replicas}`);
@@ -236,7 +162,7 @@ describe('conditions from the observed Deployment, the apply and the endpoint', 
 
 describe('merging into the conditions the CR already has', () => {
   test('a transition time moves only when the status changes; the generation is the CR’s', () => {
-    const d = deployment(2, { replicas: 2, readyReplicas: 2, updatedReplicas: 2 });
+    const d = allUp;
     const first = gatewayStatus({ gateway: gateway(3), deployment: d, applied }, T0);
     const again = gatewayStatus({ gateway: gateway(4, first.conditions), deployment: d, applied }, T1);
     expect(again.conditions!.every((c) => c.lastTransitionTime === '2026-01-01T00:00:00Z')).toBe(true);
