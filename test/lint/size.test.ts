@@ -4,8 +4,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { ESLint, type Linter } from 'eslint';
+import type { Linter } from 'eslint';
 import { REPO_ROOT } from '../process.ts';
+import { eslintWithRules } from './eslint.ts';
 
 const CONFIG = new URL('../../eslint.config.js', import.meta.url).href;
 
@@ -19,16 +20,7 @@ const config = async () => (await import(CONFIG)) as SizeConfig;
 
 /** The max-lines findings for a file of `lines` lines at `file` (a path in this repository). */
 async function sizeFindings(file: string, lines: number): Promise<string[]> {
-  const { lintConfig } = await config();
-  const eslint = new ESLint({
-    cwd: REPO_ROOT,
-    overrideConfigFile: true,
-    overrideConfig: [
-      ...lintConfig(REPO_ROOT),
-      { languageOptions: { parserOptions: { projectService: false } } },
-    ],
-    ruleFilter: ({ ruleId }) => ruleId === 'max-lines',
-  });
+  const eslint = await eslintWithRules(REPO_ROOT, ['max-lines']);
   const text = Array.from({ length: lines }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n';
   const [result] = await eslint.lintText(text, { filePath: path.join(REPO_ROOT, file) });
   return result!.messages.map((m) => `${m.ruleId}: ${m.message}`);

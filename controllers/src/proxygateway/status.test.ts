@@ -178,65 +178,57 @@ describe('merging into the conditions the CR already has', () => {
   });
 });
 
+/** Conditions written "Type Status Reason; ..." (the message is "Type Reason"); undefined for none. */
+const conds = (text: string): Condition[] | undefined =>
+  text === ''
+    ? undefined
+    : text.split('; ').map((c) => {
+        const [type, status, reason] = c.split(' ') as [string, 'True' | 'False', string];
+        return {
+          type,
+          status,
+          reason,
+          message: `${type} ${reason}`,
+          lastTransitionTime: '2026-01-01T00:00:00Z',
+        };
+      });
+
+/** One case a line: conditions before, after, and the events recorded ("Type Reason"). */
+const eventCases: Array<[name: string, before: string, after: string, events: string[]]> = [
+  ['created, not ready yet: nothing notable', '', 'Ready False NoReadyPods; Degraded False AsExpected', []],
+  ['becomes ready', 'Ready False NoReadyPods', 'Ready True PodsReady', ['Normal Ready']],
+  ['loses readiness', 'Ready True PodsReady', 'Ready False NoReadyPods', ['Warning NotReady']],
+  ['a plan conflict at creation is told at once', '', 'Ready False PlanConflict', ['Warning PlanConflict']],
+  [
+    'a plan conflict after being ready',
+    'Ready True PodsReady',
+    'Ready False PlanConflict',
+    ['Warning PlanConflict'],
+  ],
+  [
+    'degraded and an object not owned, with their reasons',
+    'Degraded False AsExpected; Applied True AsExpected',
+    'Degraded True FailedCreate; Applied False ObjectNotOwned',
+    ['Warning FailedCreate', 'Warning ObjectNotOwned'],
+  ],
+  ['no status change: no event', 'Ready True PodsReady', 'Ready True PodsReady', []],
+  [
+    'recovering from degraded or a failed apply is not a warning',
+    'Degraded True FailedCreate; Applied False ApplyFailed',
+    'Degraded False AsExpected; Applied True AsExpected',
+    [],
+  ],
+];
+
 describe('the Events a change of status records', () => {
-  const cond = (type: string, status: 'True' | 'False', reason: string): Condition => ({
-    type,
-    status,
-    reason,
-    message: `${type} ${reason}`,
-    lastTransitionTime: '2026-01-01T00:00:00Z',
-  });
-  const cases: Array<{ name: string; before?: Condition[]; after: Condition[]; events: string[] }> = [
-    {
-      name: 'created, not ready yet: nothing notable',
-      after: [cond('Ready', 'False', 'NoReadyPods'), cond('Degraded', 'False', 'AsExpected')],
-      events: [],
-    },
-    {
-      name: 'becomes ready',
-      before: [cond('Ready', 'False', 'NoReadyPods')],
-      after: [cond('Ready', 'True', 'PodsReady')],
-      events: ['Normal Ready'],
-    },
-    {
-      name: 'loses readiness',
-      before: [cond('Ready', 'True', 'PodsReady')],
-      after: [cond('Ready', 'False', 'NoReadyPods')],
-      events: ['Warning NotReady'],
-    },
-    {
-      name: 'a plan conflict at creation is told at once',
-      after: [cond('Ready', 'False', 'PlanConflict')],
-      events: ['Warning PlanConflict'],
-    },
-    {
-      name: 'a plan conflict after being ready',
-      before: [cond('Ready', 'True', 'PodsReady')],
-      after: [cond('Ready', 'False', 'PlanConflict')],
-      events: ['Warning PlanConflict'],
-    },
-    {
-      name: 'degraded and an object not owned, with their reasons',
-      before: [cond('Degraded', 'False', 'AsExpected'), cond('Applied', 'True', 'AsExpected')],
-      after: [cond('Degraded', 'True', 'FailedCreate'), cond('Applied', 'False', 'ObjectNotOwned')],
-      events: ['Warning FailedCreate', 'Warning ObjectNotOwned'],
-    },
-    {
-      name: 'no status change (only a message): no event',
-      before: [cond('Ready', 'True', 'PodsReady')],
-      after: [{ ...cond('Ready', 'True', 'PodsReady'), message: '3/3 gateway pods ready' }],
-      events: [],
-    },
-    {
-      name: 'recovering from degraded or a failed apply is not a warning',
-      before: [cond('Degraded', 'True', 'FailedCreate'), cond('Applied', 'False', 'ApplyFailed')],
-      after: [cond('Degraded', 'False', 'AsExpected'), cond('Applied', 'True', 'AsExpected')],
-      events: [],
-    },
-  ];
-  test.each(cases)('$name', ({ before, after, events }) => {
-    const got = statusEvents(before, after);
+  test.each(eventCases)('%s', (_name, before, after, events) => {
+    const got = statusEvents(conds(before), conds(after)!);
     expect(got.map((e) => `${e.type} ${e.reason}`)).toEqual(events);
-    for (const e of got) expect(after.map((c) => c.message)).toContain(e.message);
+    for (const e of got) expect(conds(after)!.map((c) => c.message)).toContain(e.message);
+  });
+
+  test('a message change alone records nothing', () => {
+    const after = conds('Ready True PodsReady')!.map((c) => ({ ...c, message: '3/3 gateway pods ready' }));
+    expect(statusEvents(conds('Ready True PodsReady'), after)).toEqual([]);
   });
 });
