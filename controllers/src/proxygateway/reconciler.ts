@@ -1,10 +1,10 @@
 // ProxyGateway reconciler: applies the desired objects with server-side apply (one field
 // manager), removes the HPA when scaling is fixed, publishes the plan's public endpoint in
 // gateway_endpoints (so generated proxy strings point at this gateway), and reports status from
-// the Deployment (the rules: status.ts). A finalizer removes the endpoint row again on deletion; the owned objects go
-// with the CR through their owner references. It never adopts, overwrites or deletes an object
-// it did not create (no controller owner reference to this ProxyGateway), and a plan's endpoint
-// has one owner (endpoint.ts).
+// the Deployment (the rules, pure: status.ts). A finalizer removes the endpoint row again on
+// deletion; the owned objects go with the CR through their owner references. It never adopts,
+// overwrites or deletes an object it did not create (no controller owner reference to this
+// ProxyGateway), and a plan's endpoint has one owner (endpoint.ts).
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
