@@ -80,12 +80,13 @@ ALTER TABLE change_log DROP CONSTRAINT change_log_kind_check,
 -- lease_acquire; billing_check), the sweep (billing_sweep_due, billing_sweep_one), the re-arm
 -- trigger (billing_rearm), and two functions whose signatures grow (lease_acquire: p_spent;
 -- purchase_record: p_settlement, p_method).
-DROP TRIGGER balance_check_on_draw ON balances;
-DROP FUNCTION balance_check_on_draw();
-DROP FUNCTION balance_check(uuid, text);
-DROP FUNCTION balance_sweep(integer);
-DROP TRIGGER low_bandwidth_rearm ON balances;
-DROP FUNCTION low_bandwidth_rearm();
+-- IF EXISTS: a database migrated since 0060 was trimmed never had them (docs/adr/0088).
+DROP TRIGGER IF EXISTS balance_check_on_draw ON balances;
+DROP FUNCTION IF EXISTS balance_check_on_draw();
+DROP FUNCTION IF EXISTS balance_check(uuid, text);
+DROP FUNCTION IF EXISTS balance_sweep(integer);
+DROP TRIGGER IF EXISTS low_bandwidth_rearm ON balances;
+DROP FUNCTION IF EXISTS low_bandwidth_rearm();
 DROP TABLE low_bandwidth_state;
 DROP FUNCTION IF EXISTS lease_acquire(uuid, text, text, bigint, bigint, integer, uuid);
 DROP FUNCTION IF EXISTS purchase_record(uuid, text, bigint, text, text);

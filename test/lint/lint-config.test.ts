@@ -5,25 +5,14 @@
 import { describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ESLint, type Linter } from 'eslint';
+import { eslintWithRules } from './eslint.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixture/', import.meta.url));
-const CONFIG = new URL('../../eslint.config.js', import.meta.url).href;
 const IMPORT_RULES = ['proxyfleet/no-cycle', 'import-x/no-restricted-paths', 'no-restricted-imports'];
 
 /** Each fixture file's findings, as "rule: message". */
 async function lintFixture(): Promise<Record<string, string[]>> {
-  const { lintConfig } = (await import(CONFIG)) as { lintConfig: (root: string) => Linter.Config[] };
-  const eslint = new ESLint({
-    cwd: FIXTURE,
-    overrideConfigFile: true,
-    overrideConfig: [
-      ...lintConfig(FIXTURE),
-      { languageOptions: { parserOptions: { projectService: false } } },
-    ],
-    ignore: false,
-    ruleFilter: ({ ruleId }) => IMPORT_RULES.includes(ruleId),
-  });
+  const eslint = await eslintWithRules(FIXTURE, IMPORT_RULES);
   const results = await eslint.lintFiles(['.']);
   return Object.fromEntries(
     results.map((r) => [

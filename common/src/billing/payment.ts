@@ -1,5 +1,5 @@
 // Payment methods for auto-refill (docs/adr/0040-auto-refill-in-the-draw.md). The refill is
-// decided in SQL, in the transaction of a gateway's draw (migrations/0060 balance_check). A
+// decided in SQL, in the transaction of a gateway's draw (billing_check, billing_refill). A
 // method that bills later ("invoice", built in) needs no call out, so SQL buys at once there: the
 // invoice it issues is the bill. A method that must charge before the bandwidth is granted
 // cannot run inside a draw; SQL records the refill as 'pending' and the worker calls charge()

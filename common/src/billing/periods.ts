@@ -1,7 +1,7 @@
 // Subscription periods (docs/billing.md "Periods"): monthly, on the start day's anniversary in
 // UTC. Period n starts at started + n months, the day clamped to the month's last day and always
 // computed from the start (31 Jan -> 28/29 Feb -> 31 Mar), the time of day kept. The SQL twin is
-// migrations/functions/subscription_period_start.sql; test/periods keep both equal.
+// migrations/functions/subscriptions/subscription_period_start.sql; test/periods keep both equal.
 
 /** The start of period n (0 = the subscription's start). */
 export function periodStart(started: Date, n: number): Date {

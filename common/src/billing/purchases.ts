@@ -1,5 +1,5 @@
 // Purchases: the billing room's one way to buy bandwidth (docs/adr/0075). Every purchase is
-// purchase_record in SQL (migrations/functions/purchase_record.sql): the purchase, the balance,
+// purchase_record in SQL (migrations/functions/billing/purchase_record.sql): the purchase, the balance,
 // the invoice priced by price_cents, the new-invoice email. Operator purchases bill later
 // (settlement 'deferred') and are not limited by the credit limit, but counted in it; auto-refills
 // buy through the same function (billing_refill in SQL for bill-later, refills.ts for methods that

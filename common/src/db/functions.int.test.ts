@@ -1,5 +1,6 @@
-// The function files (docs/adr/0074): one file per SQL function under migrations/functions/,
-// applied after the numbered migrations under the same lock, re-applied when a file changes.
+// The function files (docs/adr/0074): one file per SQL function under migrations/functions/, in a
+// folder per room (docs/adr/0088), applied after the numbered migrations under the same lock,
+// re-applied when a file changes.
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -54,6 +55,33 @@ describe('function files', () => {
     }
   });
 
+  it('reads one folder per room as well as files directly in functions/, and refuses a name in two rooms', async () => {
+    const dir = await folder({ 'answer.sql': answer(5) });
+    await mkdir(path.join(functionsDir(dir), 'maths'));
+    await writeFile(
+      path.join(functionsDir(dir), 'maths', 'aa_twice.sql'),
+      'CREATE OR REPLACE FUNCTION aa_twice() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 2 * answer() $$;\n',
+    );
+    expect((await loadFunctions(functionsDir(dir))).map((f) => [f.room, f.file])).toEqual([
+      ['maths', 'maths/aa_twice.sql'],
+      [undefined, 'answer.sql'],
+    ]);
+    const fresh = await createEmptyDatabase();
+    try {
+      expect(await migrateSchema(fresh.url, dir)).toEqual({
+        migrations: [1],
+        functions: ['aa_twice', 'answer'],
+      });
+      expect(await query(fresh.url, 'SELECT aa_twice() AS n')).toEqual([{ n: 10 }]);
+    } finally {
+      await fresh.drop();
+    }
+    await writeFile(path.join(functionsDir(dir), 'maths', 'answer.sql'), answer(6));
+    await expect(loadFunctions(functionsDir(dir))).rejects.toThrow(
+      'function answer has two files: answer.sql and maths/answer.sql',
+    );
+  });
+
   it('applies all changed files or none, and names the one that failed', async () => {
     const fresh = await createEmptyDatabase();
     try {
@@ -99,9 +127,9 @@ describe("the project's functions", () => {
     }
   });
 
-  it('no migration after 0089 defines a function: it would be overwritten by its file, or restate one', async () => {
-    const late = (await loadMigrations()).filter((m) => m.version >= 90);
-    for (const m of late)
+  it('no numbered migration defines a function: it would be overwritten by its file, or restate one, or be dead', async () => {
+    // The old ones were trimmed (docs/adr/0084), 0060's dead billing functions last (docs/adr/0088).
+    for (const m of await loadMigrations())
       expect([m.file, /CREATE\s+(OR\s+REPLACE\s+)?FUNCTION/i.test(m.sql)]).toEqual([m.file, false]);
   });
 });

@@ -2,13 +2,14 @@
 // apply each change exactly once (docs/adr/0074):
 // - forward-only numbered migrations, migrations/NNNN_name.sql, for tables and data: a file
 //   changed after it was applied is an error (its checksum no longer matches), never skipped;
-// - SQL functions, one file each, migrations/functions/<function>.sql (CREATE OR REPLACE, with the
-//   function's triggers if it has any): re-applied after the migrations whenever a file's content
+// - SQL functions, one file each, migrations/functions/<room>/<function>.sql (CREATE OR REPLACE,
+//   with the function's triggers if it has any; docs/adr/0088): re-applied after the migrations whenever a file's content
 //   changed, so a function is written in one place instead of being restated by every migration
 //   that changes it.
 // The lock is a session lock: `databaseUrl` must keep its session (never a transaction pool:
 // docs/adr/0068).
 import { createHash } from 'node:crypto';
+import type { Dirent } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +35,9 @@ export interface Migration {
 /** One function file: `name` is the function it defines (the file name without .sql). */
 export interface FunctionFile {
   name: string;
+  /** Its room's folder under functions/ (billing, leases, ...); undefined for a file directly in functions/. */
+  room: string | undefined;
+  /** Its path under functions/, used in messages: `billing/billing_check.sql`. */
   file: string;
   sql: string;
   checksum: string;
@@ -80,23 +84,39 @@ async function loadFormerChecksums(dir: string): Promise<Record<string, string[]
   }
 }
 
-/** The function files of a migrations folder, in name order (none when it has no functions/ folder). */
+/**
+ * The function files of a migrations folder, in function-name order (none when it has no
+ * functions/ folder). They sit in one folder per room (`functions/billing/billing_check.sql`,
+ * docs/adr/0088); a file directly in functions/ is read too. A function name is unique across rooms.
+ */
 export async function loadFunctions(dir = functionsDir(MIGRATIONS_DIR)): Promise<FunctionFile[]> {
-  let files: string[];
+  let entries: Dirent[];
   try {
-    files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
+    entries = await readdir(dir, { withFileTypes: true });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const out: FunctionFile[] = [];
-  for (const file of files) {
-    const match = /^([a-z][a-z0-9_]*)\.sql$/.exec(file);
-    if (!match) throw new Error(`function file name must be <function name>.sql: ${file}`);
-    const sql = await readFile(path.join(dir, file), 'utf8');
-    out.push({ name: match[1]!, file, sql, checksum: checksum(sql) });
+  const files: Array<{ room: string | undefined; file: string }> = [];
+  for (const e of entries) {
+    if (e.isFile() && e.name.endsWith('.sql')) files.push({ room: undefined, file: e.name });
+    if (!e.isDirectory()) continue;
+    if (!/^[a-z][a-z0-9-]*$/.test(e.name))
+      throw new Error(`function room folder name must be lowercase: ${e.name}`);
+    for (const f of await readdir(path.join(dir, e.name)))
+      if (f.endsWith('.sql')) files.push({ room: e.name, file: f });
   }
-  return out;
+  const out: FunctionFile[] = [];
+  for (const { room, file } of files) {
+    const shown = room === undefined ? file : `${room}/${file}`;
+    const match = /^([a-z][a-z0-9_]*)\.sql$/.exec(file);
+    if (!match) throw new Error(`function file name must be <function name>.sql: ${shown}`);
+    const twin = out.find((f) => f.name === match[1]);
+    if (twin) throw new Error(`function ${match[1]} has two files: ${twin.file} and ${shown}`);
+    const sql = await readFile(path.join(dir, shown), 'utf8');
+    out.push({ name: match[1]!, room, file: shown, sql, checksum: checksum(sql) });
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 export interface MigrateResult {

@@ -1,13 +1,12 @@
 // ProxyGateway reconciler: applies the desired objects with server-side apply (one field
 // manager), removes the HPA when scaling is fixed, publishes the plan's public endpoint in
 // gateway_endpoints (so generated proxy strings point at this gateway), and reports status from
-// the Deployment. A finalizer removes the endpoint row again on deletion; the owned objects go
-// with the CR through their owner references. It never adopts, overwrites or deletes an object
-// it did not create (no controller owner reference to this ProxyGateway), and a plan's endpoint
-// has one owner (endpoint.ts).
+// the Deployment (the rules, pure: status.ts). A finalizer removes the endpoint row again on
+// deletion; the owned objects go with the CR through their owner references. It never adopts,
+// overwrites or deletes an object it did not create (no controller owner reference to this
+// ProxyGateway), and a plan's endpoint has one owner (endpoint.ts).
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
-import { findCondition, setConditions, transitions, type ConditionInput } from '../runtime/conditions.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalizers.ts';
@@ -16,25 +15,18 @@ import type { KubeClient, KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
 import { applyStatus } from '../runtime/status.ts';
 import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
-import type { ProxyGateway, ProxyGatewayStatus } from '../crds/types.generated.ts';
+import type { ProxyGateway } from '../crds/types.generated.ts';
 import { childName, desiredObjects, type GatewayOptions } from './desired.ts';
 import { claimGatewayEndpoint, releaseGatewayEndpoints, type ClaimResult } from './endpoint.ts';
+import { gatewayStatus, statusEvents, type ObservedDeployment, type StatusInputs } from './status.ts';
 
 export const PGW_FINALIZER = 'proxyfleet.io/gateway-endpoint';
 /** Takes spec.replicas over from our field manager when an HPA starts owning it. */
 export const HANDOFF_FIELD_MANAGER = 'proxyfleet-handoff';
 
-interface Deployment extends KubeObject {
+interface Deployment extends KubeObject, ObservedDeployment {
   metadata: KubeObject['metadata'] & {
     managedFields?: Array<{ manager?: string; operation?: string; fieldsV1?: Record<string, unknown> }>;
-  };
-  spec?: { replicas?: number };
-  status?: {
-    observedGeneration?: number;
-    replicas?: number;
-    readyReplicas?: number;
-    updatedReplicas?: number;
-    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
   };
 }
 
@@ -111,25 +103,20 @@ export function proxyGatewayReconciler(
         endpointSource(pgw),
       );
     } catch (err) {
-      await writeStatus(pgw, observedDeployment(pgw), {
-        type: 'Applied',
-        status: 'False',
-        reason: 'ApplyFailed',
-        message: (err as Error).message.slice(0, 512),
+      await writeStatus({
+        gateway: pgw,
+        deployment: observedDeployment(pgw),
+        applied: { kind: 'failed', error: (err as Error).message },
       });
       throw err;
     }
-    const applied: ConditionInput =
-      notOwned.length > 0
-        ? {
-            type: 'Applied',
-            status: 'False',
-            reason: 'ObjectNotOwned',
-            message: `not created by this ProxyGateway, left untouched: ${notOwned.join(', ')}; delete or rename it`,
-          }
-        : { type: 'Applied', status: 'True', reason: 'AsExpected', message: 'every object applied' };
     const conflict = claim.claimed ? undefined : claim.owner;
-    await writeStatus(pgw, observedDeployment(pgw), applied, conflict);
+    await writeStatus({
+      gateway: pgw,
+      deployment: observedDeployment(pgw),
+      applied: notOwned.length > 0 ? { kind: 'notOwned', objects: notOwned } : { kind: 'applied' },
+      planOwner: conflict,
+    });
     if (conflict !== undefined) return { requeueAfterMs: PLAN_CONFLICT_RETRY_MS };
     if (notOwned.length > 0) return { requeueAfterMs: NOT_OWNED_RETRY_MS };
     return undefined;
@@ -190,103 +177,12 @@ export function proxyGatewayReconciler(
     );
   }
 
-  /**
-   * Status always describes the observed Deployment (a failed apply does not make running pods
-   * look absent); how applying went is its own condition, Applied. Ready is False with reason
-   * PlanConflict while another ProxyGateway owns the plan's public endpoint.
-   */
-  async function writeStatus(
-    pgw: ProxyGateway,
-    deployment: Deployment | undefined,
-    applied: ConditionInput,
-    planOwner?: string,
-  ): Promise<void> {
-    const ds = deployment?.status ?? {};
-    const replicas = deployment?.spec?.replicas ?? ds.replicas ?? 0;
-    const ready = ds.readyReplicas ?? 0;
-    const rolloutDone =
-      deployment !== undefined &&
-      (ds.observedGeneration ?? 0) >= (deployment.metadata.generation ?? 0) &&
-      (ds.updatedReplicas ?? 0) >= replicas &&
-      ready >= replicas;
-    const failed = ds.conditions?.find(
-      (c) =>
-        (c.type === 'ReplicaFailure' && c.status === 'True') ||
-        (c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
-    );
-    const updates: ConditionInput[] = [
-      planOwner !== undefined
-        ? {
-            type: 'Ready',
-            status: 'False',
-            reason: 'PlanConflict',
-            message: `plan ${pgw.spec.plan}'s public endpoint belongs to ${planOwner}; this gateway (${ready}/${replicas} pods ready) is not advertised`,
-          }
-        : ready > 0
-          ? {
-              type: 'Ready',
-              status: 'True',
-              reason: 'PodsReady',
-              message: `${ready}/${replicas} gateway pods ready`,
-            }
-          : {
-              type: 'Ready',
-              status: 'False',
-              reason: 'NoReadyPods',
-              message: `0/${replicas} gateway pods ready`,
-            },
-      rolloutDone
-        ? {
-            type: 'Progressing',
-            status: 'False',
-            reason: 'RolledOut',
-            message: 'every pod runs the current configuration',
-          }
-        : {
-            type: 'Progressing',
-            status: 'True',
-            reason: 'RollingOut',
-            message: `${ds.updatedReplicas ?? 0}/${replicas} pods updated, ${ready} ready`,
-          },
-      failed
-        ? {
-            type: 'Degraded',
-            status: 'True',
-            reason: failed.reason ?? failed.type,
-            message: failed.message ?? '',
-          }
-        : {
-            type: 'Degraded',
-            status: 'False',
-            reason: 'AsExpected',
-            message: 'the Deployment reports no failure',
-          },
-      applied,
-    ];
-    const conditions = setConditions(pgw.status?.conditions, updates, pgw.metadata.generation);
-    const status: ProxyGatewayStatus = {
-      observedGeneration: pgw.metadata.generation ?? 0,
-      replicas,
-      readyReplicas: ready,
-      ready: `${ready}/${replicas}`,
-      endpoint: `${pgw.spec.advertisedHost}:${pgw.spec.port}`,
-      conditions,
-    };
+  /** Computes the status from what was observed (status.ts), writes it, and records the transitions as Events. */
+  async function writeStatus(inputs: StatusInputs & { gateway: ProxyGateway }): Promise<void> {
+    const { gateway: pgw } = inputs;
+    const status = gatewayStatus(inputs);
     await applyStatus(client, PROXY_GATEWAY, pgw, status, FIELD_MANAGER);
-    for (const c of transitions(pgw.status?.conditions, conditions)) {
-      if (c.type === 'Ready' && c.status === 'True') await recorder.record(pgw, 'Normal', 'Ready', c.message);
-      // Not ready at creation is expected; losing readiness is the notable transition.
-      if (c.type === 'Ready' && c.reason === 'PlanConflict') {
-        await recorder.record(pgw, 'Warning', 'PlanConflict', c.message);
-      } else if (
-        c.type === 'Ready' &&
-        c.status === 'False' &&
-        findCondition(pgw.status?.conditions, 'Ready')
-      ) {
-        await recorder.record(pgw, 'Warning', 'NotReady', c.message);
-      }
-      if ((c.type === 'Degraded' && c.status === 'True') || (c.type === 'Applied' && c.status === 'False'))
-        await recorder.record(pgw, 'Warning', c.reason, c.message);
-    }
+    for (const e of statusEvents(pgw.status?.conditions, status.conditions ?? []))
+      await recorder.record(pgw, e.type, e.reason, e.message);
   }
 }
