@@ -174,39 +174,54 @@ export async function deleteExpiredSessions(pool: Pool, idleSeconds: number): Pr
 
 // --- sign-in throttling ---
 
-/** Failures of each bucket within the window. */
-export async function countFailures(
-  pool: Pool,
-  buckets: string[],
-  windowSeconds: number,
-): Promise<Map<string, number>> {
-  const { rows } = await pool.query<{ bucket: string; n: number }>(
-    `SELECT bucket, count(*)::int AS n FROM dashboard_login_failures
-      WHERE bucket = ANY($1::text[]) AND failed_at > now() - make_interval(secs => $2) GROUP BY bucket`,
-    [buckets, windowSeconds],
-  );
-  return new Map(rows.map((r) => [r.bucket, r.n]));
+/** A throttle's bucket ('email:<lower email>', 'ip:<address>', ...) and the attempts it allows in the window. */
+export interface BucketLimit {
+  bucket: string;
+  max: number;
 }
 
 /**
- * One failure in each bucket; with an audit entry (a known account's failed sign-in), written in
- * the same transaction.
+ * Reserves one attempt in every bucket before anything is checked (docs/security.md, "Throttles"):
+ * the ids of the rows written, or undefined when a bucket is full (nothing written). The buckets are
+ * locked (advisory, per bucket, in one order) for the count and the insert, so attempts released
+ * at once take turns and at most `max` of them get through. A reserved row is a failure unless
+ * `releaseAttempt` takes it back.
  */
-export async function recordFailure(
+export async function reserveAttempt(
   pool: Pool,
-  buckets: string[],
+  limits: BucketLimit[],
   windowSeconds: number,
-  audit?: AuditEntry,
-): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    await client.query(
+): Promise<string[] | undefined> {
+  const sorted = [...limits].sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
+  const buckets = sorted.map((l) => l.bucket);
+  return withTransaction(pool, async (client) => {
+    for (const bucket of buckets)
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`login:${bucket}`]);
+    const { rows } = await client.query<{ bucket: string; n: number }>(
       `WITH old AS (DELETE FROM dashboard_login_failures
                      WHERE bucket = ANY($1::text[]) AND failed_at <= now() - make_interval(secs => $2))
-       INSERT INTO dashboard_login_failures (bucket) SELECT unnest($1::text[])`,
+       SELECT bucket, count(*)::int AS n FROM dashboard_login_failures
+        WHERE bucket = ANY($1::text[]) AND failed_at > now() - make_interval(secs => $2) GROUP BY bucket`,
       [buckets, windowSeconds],
     );
-    if (audit) await recordAudit(client, audit);
+    const counts = new Map(rows.map((r) => [r.bucket, r.n]));
+    if (sorted.some((l) => (counts.get(l.bucket) ?? 0) >= l.max)) return undefined;
+    const inserted = await client.query<{ id: string }>(
+      'INSERT INTO dashboard_login_failures (bucket) SELECT unnest($1::text[]) RETURNING id',
+      [buckets],
+    );
+    return inserted.rows.map((r) => r.id);
   });
+}
+
+/** Takes back a reserved attempt that turned out not to be a failure (or was never checked). */
+export async function releaseAttempt(pool: Pool, ids: string[]): Promise<void> {
+  await pool.query('DELETE FROM dashboard_login_failures WHERE id = ANY($1::bigint[])', [ids]);
+}
+
+/** A known account's failed sign-in in its audit log. */
+export async function auditFailure(pool: Pool, audit: AuditEntry): Promise<void> {
+  await withTransaction(pool, (client) => recordAudit(client, audit));
 }
 
 export async function clearFailures(pool: Pool, bucket: string): Promise<void> {

@@ -12,7 +12,13 @@ import { csrfField, dateText, layout, message, table, type PageContext } from '.
 import { get, post, signedOut, type PageModule, type SignedInVisit, type Visit } from '../page.ts';
 import * as repo from '../repo.ts';
 import { preSessionHashOf, sessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
-import { LOGIN_WINDOW_SECONDS, signInBuckets, signInThrottled, SIGN_IN_CODE_PATH } from '../sign-in-rules.ts';
+import {
+  keptOnFailure,
+  reserveSignIn,
+  signInBuckets,
+  SIGN_IN_CODE_PATH,
+  SIGN_IN_THROTTLED,
+} from '../sign-in-rules.ts';
 import { browserText } from '../user-agent.ts';
 
 const PATH = '/security';
@@ -91,15 +97,16 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
 
       post(DISABLE, async (visit) => {
         const { person, req } = visit;
-        const buckets = signInBuckets(person.email, req.ip);
-        const throttled = await signInThrottled(pool, buckets);
-        if (throttled) return render(visit, { error: throttled }, 429);
         const { code, problem } = typedCode(visit);
         if (problem) return render(visit, { code, error: problem }, 422);
-        if (!(await twoFactor.disable(person.accountId, code, actor(visit)))) {
-          await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS);
-          return render(visit, { code, error: WRONG_CODE }, 422);
-        }
+        // Reserved before the check, as a sign-in's code (docs/security.md, "Throttles").
+        const attempt = await reserveSignIn(pool, signInBuckets(person.email, req.ip));
+        if (!attempt) return render(visit, { error: SIGN_IN_THROTTLED }, 429);
+        const off = await keptOnFailure(pool, attempt, () =>
+          twoFactor.disable(person.accountId, code, actor(visit)),
+        );
+        if (!off) return render(visit, { code, error: WRONG_CODE }, 422);
+        await repo.releaseAttempt(pool, attempt);
         visit.res.redirect(303, `${PATH}?done=off`);
       }),
 
@@ -133,14 +140,15 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
         const waiting = await waitingSignIn(visit);
         if (!waiting) return visit.res.redirect(303, '/sign-in');
         const view = (s: { code: string; error: string }) => codeStepView(visit.ctx, { ...s, ...waiting });
-        const buckets = signInBuckets(waiting.email, req.ip);
-        const throttled = await signInThrottled(pool, buckets);
-        if (throttled) return send(view({ code: '', error: throttled }), 429);
         const { code, problem } = typedCode(visit);
         if (problem) return send(view({ code, error: problem }), 422);
-        const used = await twoFactor.check(waiting.accountId, code);
+        // Reserved before the check: a burst released at once checks at most the throttle's number.
+        const buckets = signInBuckets(waiting.email, req.ip);
+        const attempt = await reserveSignIn(pool, buckets);
+        if (!attempt) return send(view({ code: '', error: SIGN_IN_THROTTLED }), 429);
+        const used = await keptOnFailure(pool, attempt, () => twoFactor.check(waiting.accountId, code));
         if (!used) {
-          await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS, {
+          await repo.auditFailure(pool, {
             accountId: waiting.accountId,
             actor: { kind: 'dashboard', id: waiting.email, ip: req.ip ?? null },
             action: 'session.sign_in_failed',
@@ -150,6 +158,7 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
         }
         if (waiting.status !== 'active')
           return send(view({ code: '', error: 'This account is suspended. Contact support.' }), 403);
+        await repo.releaseAttempt(pool, attempt);
         await repo.deleteChallenge(pool, preSessionHashOf(req, https)!);
         await repo.clearFailures(pool, buckets[0]);
         await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
