@@ -219,9 +219,29 @@ export async function releaseAttempt(pool: Pool, ids: string[]): Promise<void> {
   await pool.query('DELETE FROM dashboard_login_failures WHERE id = ANY($1::bigint[])', [ids]);
 }
 
-/** A known account's failed sign-in in its audit log. */
-export async function auditFailure(pool: Pool, audit: AuditEntry): Promise<void> {
-  await withTransaction(pool, (client) => recordAudit(client, audit));
+/**
+ * A known account's failed sign-in in its audit log: one entry per burst from one address for one
+ * reason. A failure within `burstSeconds` of the burst's first entry adds one to its `count` (and
+ * sets `lastAt`) instead of writing another entry (docs/security.md "Audit log").
+ */
+export async function auditFailure(pool: Pool, audit: AuditEntry, burstSeconds: number): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    // Failures of one account take turns here, so two of a burst never both write a new entry.
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+      `audit-failure:${audit.accountId}`,
+    ]);
+    const { rowCount } = await client.query(
+      `UPDATE audit_log
+          SET details = details || jsonb_build_object('count', coalesce((details->>'count')::int, 1) + 1,
+                                                      'lastAt', billing_now())
+        WHERE id = (SELECT id FROM audit_log
+                     WHERE account_id = $1 AND action = $2 AND actor_ip IS NOT DISTINCT FROM $3::inet
+                       AND details->>'reason' = $4 AND at > billing_now() - make_interval(secs => $5)
+                     ORDER BY id DESC LIMIT 1)`,
+      [audit.accountId, audit.action, audit.actor.ip, audit.details?.reason ?? null, burstSeconds],
+    );
+    if (!rowCount) await recordAudit(client, { ...audit, details: { ...audit.details, count: 1 } });
+  });
 }
 
 export async function clearFailures(pool: Pool, bucket: string): Promise<void> {

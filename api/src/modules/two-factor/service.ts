@@ -204,7 +204,9 @@ export async function resetTwoFactor(
   return withTransaction(pool, async (client) => {
     if (!(await repo.lockAccount(client, accountId))) return undefined;
     const wasEnabled = await repo.remove(client, accountId);
-    await recordAudit(client, { accountId, actor, action: 'two_factor.reset', details: { wasEnabled } });
+    // A reset while two-factor is off changed nothing: no entry (docs/security.md "Audit log").
+    if (wasEnabled)
+      await recordAudit(client, { accountId, actor, action: 'two_factor.reset', details: { wasEnabled } });
     return { wasEnabled };
   });
 }

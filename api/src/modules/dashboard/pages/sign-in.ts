@@ -22,6 +22,7 @@ import { preSessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
 import {
   CODE_STEP_SECONDS,
   keptOnFailure,
+  LOGIN_WINDOW_SECONDS,
   reserveForgot,
   reserveLinkLookup,
   reserveSignIn,
@@ -73,12 +74,16 @@ export const signInPage: PageModule = ({ pool, logger, resetRequests, https }) =
         const { row } = checked;
         if (!row || !checked.ok) {
           if (row)
-            await repo.auditFailure(pool, {
-              accountId: row.accountId,
-              actor: { kind: 'dashboard', id: row.email, ip: req.ip ?? null },
-              action: 'session.sign_in_failed',
-              details: { reason: 'password' },
-            });
+            await repo.auditFailure(
+              pool,
+              {
+                accountId: row.accountId,
+                actor: { kind: 'dashboard', id: row.email, ip: req.ip ?? null },
+                action: 'session.sign_in_failed',
+                details: { reason: 'password' },
+              },
+              LOGIN_WINDOW_SECONDS,
+            );
           return send(signInView(visit.ctx, { email, error: 'The email or password is not right.' }), 401);
         }
         // The right password is not a failure.
