@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startTestApi, type TestApi } from '#test/api.ts';
 import { adminCall, postForm, signedOutForm, STRONG } from '#test/dashboard.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { exampleEmail } from '#test/fixtures.ts';
+import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
+import { freshCode } from '#test/totp.ts';
+import { TwoFactor } from '../two-factor/service.ts';
 import { hashPassword } from './passwords.ts';
 
 // scrypt on a shared 2-core machine: generous limits; nothing here measures speed.
@@ -63,5 +65,37 @@ describe('dashboard sessions and two-factor changes', () => {
     expect(await signedInStatus(session.cookie)).toBe(303);
     // Signing in again works.
     expect(await signedInStatus((await signedIn(a.email)).cookie)).toBe(200);
+  });
+
+  it('turning two-factor on asks for the password: a session alone (no or a wrong password) starts nothing', async () => {
+    const a = await newAccount('enrol');
+    const s = await signedIn(a.email);
+    const start = (fields: Record<string, string>) =>
+      postForm(api.url, '/security/two-factor/start', { _csrf: s.csrf, ...fields }, s.cookie);
+    const pending = async () =>
+      (await db.pool.query('SELECT 1 FROM dashboard_two_factor WHERE account_id = $1', [a.id])).rowCount;
+    expect((await start({})).status).toBe(422);
+    const wrong = await start({ password: 'not the password' });
+    expect(wrong.status).toBe(422);
+    expect(await wrong.text()).toContain('Password: that is not your password.');
+    expect(await pending()).toBe(0);
+    expect((await start({ password: STRONG })).status).toBe(303);
+    expect(await pending()).toBe(1);
+  });
+
+  it('turning two-factor off asks for the password as well as a code', async () => {
+    const a = await newAccount('remove');
+    const s = await signedIn(a.email);
+    const tf = new TwoFactor(db.pool, TEST_CREDENTIALS_KEY);
+    const secret = (await tf.start(a.id))!;
+    const actor = { kind: 'dashboard' as const, id: a.email, ip: null };
+    const codes = (await tf.confirm(a.id, await freshCode(db.pool, a.id, secret), actor))!;
+    const disable = (fields: Record<string, string>) =>
+      postForm(api.url, '/security/two-factor/disable', { _csrf: s.csrf, ...fields }, s.cookie);
+    expect((await disable({ code: codes[0]! })).status).toBe(422);
+    expect((await disable({ password: 'not the password', code: codes[1]! })).status).toBe(422);
+    expect((await tf.state(a.id)).enabledAt).not.toBeNull();
+    expect((await disable({ password: STRONG, code: codes[2]! })).status).toBe(303);
+    expect((await tf.state(a.id)).enabledAt).toBeNull();
   });
 });

@@ -126,7 +126,7 @@ describe('dashboard throttles under a burst of requests released at once', () =>
     const requests = Array.from({ length: N }, (_, i) =>
       rawFormPost(
         '/security/two-factor/disable',
-        { _csrf: csrf, code: String(200000 + i) },
+        { _csrf: csrf, password: STRONG, code: String(200000 + i) },
         session,
         from(3),
       ),

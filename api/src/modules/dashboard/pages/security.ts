@@ -21,6 +21,7 @@ import {
   SIGN_IN_THROTTLED,
 } from '../sign-in-rules.ts';
 import { browserText } from '../user-agent.ts';
+import { decoyHash, MAX_PASSWORD_LENGTH, verifyPassword } from '../passwords.ts';
 
 const PATH = '/security';
 const START = '/security/two-factor/start';
@@ -36,6 +37,7 @@ const NOTICES = new Map([
 ]);
 const CODE_HINT = 'The 6-digit code your authenticator app shows now, or one of your recovery codes.';
 const WRONG_CODE = 'Code: that code is not right. Type the code your app shows now.';
+const WRONG_PASSWORD = 'Password: that is not your password.';
 /** At this many unused recovery codes or fewer, the page says how to get new ones. */
 const FEW_RECOVERY_CODES = 3;
 /** A code is 6 digits, a recovery code 12 letters and digits with dashes; anything longer is not one. */
@@ -83,8 +85,17 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
     routes: [
       get(PATH, (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
 
+      // Turning on and off ask for the password (docs/adr/0086): a session alone (a borrowed
+      // browser, a stolen cookie) cannot bind the account to an attacker's authenticator or take
+      // the second factor away.
       post(START, async (visit) => {
-        await twoFactor.start(visit.person.accountId);
+        const { person, req } = visit;
+        const attempt = await reserveSignIn(pool, signInBuckets(person.email, req.ip));
+        if (!attempt) return render(visit, { error: SIGN_IN_THROTTLED }, 429);
+        const problem = await keptOnFailure(pool, attempt, () => passwordProblem(visit));
+        if (problem) return render(visit, { error: problem }, 422);
+        await repo.releaseAttempt(pool, attempt);
+        await twoFactor.start(person.accountId);
         visit.res.redirect(303, PATH);
       }),
 
@@ -103,6 +114,8 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
         // Reserved before the check, as a sign-in's code (docs/security.md, "Throttles").
         const attempt = await reserveSignIn(pool, signInBuckets(person.email, req.ip));
         if (!attempt) return render(visit, { error: SIGN_IN_THROTTLED }, 429);
+        const wrongPassword = await keptOnFailure(pool, attempt, () => passwordProblem(visit));
+        if (wrongPassword) return render(visit, { code, error: wrongPassword }, 422);
         const off = await keptOnFailure(pool, attempt, () =>
           twoFactor.disable(person.accountId, code, actor(visit)),
         );
@@ -173,6 +186,16 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
     ],
   };
 
+  /** Why the typed "Password" does not confirm the signed-in person, or undefined when it does. */
+  async function passwordProblem(visit: SignedInVisit): Promise<string | undefined> {
+    const { password } = formValues(visit.req.body, ['password'], ['password']);
+    if (!password) return 'Password: enter your password.';
+    if (password.length > MAX_PASSWORD_LENGTH) return WRONG_PASSWORD;
+    const row = await repo.findByEmail(pool, visit.person.email);
+    const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
+    return ok && row?.passwordHash ? undefined : WRONG_PASSWORD;
+  }
+
   async function waitingSignIn(visit: Visit) {
     if (visit.person) return undefined;
     const preSession = preSessionHashOf(visit.req, https);
@@ -217,6 +240,11 @@ const codeField = (code: string | undefined, hint: string) =>
       value="${code ?? ''}"
     />`;
 
+/** The account's password, asked again before two-factor is turned on or off (never refilled). */
+const passwordField = () =>
+  html`<label for="password">Password</label>
+    <input id="password" name="password" type="password" autocomplete="current-password" required />`;
+
 /** The secret in groups of four, as authenticator apps accept it typed. */
 const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, '$1 ');
 
@@ -244,7 +272,7 @@ function twoFactorPart(ctx: PageContext, s: SecurityState & { factor: Factor }):
         ${s.factor.recoveryCodesLeft}.
       </p>
       <form method="post" action="${DISABLE}" novalidate>
-        ${csrfField(ctx)} ${codeField(s.code, CODE_HINT)}
+        ${csrfField(ctx)} ${passwordField()} ${codeField(s.code, CODE_HINT)}
         <button type="submit" class="danger">Turn off two-factor authentication</button>
       </form>`;
   if (s.enrolling)
@@ -266,8 +294,8 @@ function twoFactorPart(ctx: PageContext, s: SecurityState & { factor: Factor }):
       Two-factor authentication is <strong>off</strong>. With it on, signing in asks for a code from an
       authenticator app on your phone as well as your password.
     </p>
-    <form method="post" action="${START}">
-      ${csrfField(ctx)}<button type="submit">Turn on two-factor authentication</button>
+    <form method="post" action="${START}" novalidate>
+      ${csrfField(ctx)} ${passwordField()}<button type="submit">Turn on two-factor authentication</button>
     </form>`;
 }
 
