@@ -30,17 +30,6 @@ export function rawFormPost(
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
-/** A GET as raw HTTP/1.1 (Connection: close). */
-export function rawGet(pathName: string, headers: Record<string, string> = {}): string {
-  const lines = [
-    `GET ${pathName} HTTP/1.1`,
-    'Host: 127.0.0.1',
-    'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-  ];
-  return `${lines.join('\r\n')}\r\n\r\n`;
-}
-
 function parseAnswer(raw: Buffer): BurstAnswer {
   const text = raw.toString('utf8');
   const end = text.indexOf('\r\n\r\n');

@@ -4,6 +4,8 @@
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import { lockAccountForAudit, recordAudit, type AuditActor, type AuditEntry } from '#common/audit/record.ts';
+import { queueSecurityNotice } from '#common/accounts/security-notices.ts';
+import { browserText } from './user-agent.ts';
 
 export interface Person {
   accountId: string;
@@ -32,10 +34,20 @@ export interface SessionOrigin {
   userAgent: string | null;
 }
 
-/** A new session, audited as `session.signed_in` in the same transaction. */
+/**
+ * A new session, audited as `session.signed_in` in the same transaction. With `browserHash`, the
+ * browser is remembered for the account, and a browser new to an account that has signed in
+ * before queues the new-browser email (docs/alerts.md "Security notices").
+ */
 export async function insertSession(
   pool: Pool,
-  s: { hash: Buffer; accountId: string; absoluteSeconds: number; origin?: SessionOrigin },
+  s: {
+    hash: Buffer;
+    accountId: string;
+    absoluteSeconds: number;
+    origin?: SessionOrigin;
+    browserHash?: Buffer;
+  },
   details: Record<string, unknown> = {},
 ): Promise<void> {
   const origin = s.origin ?? { ip: null, userAgent: null };
@@ -54,6 +66,21 @@ export async function insertSession(
       target: { type: 'session', id: row.id },
       details,
     });
+    if (!s.browserHash) return;
+    const seen = await client.query<{ known: number; added: boolean }>(
+      `WITH known AS (SELECT count(*)::int AS n FROM dashboard_known_browsers WHERE account_id = $1),
+            added AS (INSERT INTO dashboard_known_browsers (account_id, browser_hash) VALUES ($1, $2)
+                      ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT (SELECT n FROM known) AS known, EXISTS (SELECT 1 FROM added) AS added`,
+      [s.accountId, s.browserHash],
+    );
+    // The first browser of an account (its first sign-in, after the invite) is not news.
+    if (seen.rows[0]!.added && seen.rows[0]!.known > 0)
+      await queueSecurityNotice(client, s.accountId, {
+        event: 'new_browser_sign_in',
+        ip: origin.ip,
+        browser: browserText(origin.userAgent),
+      });
   });
 }
 
