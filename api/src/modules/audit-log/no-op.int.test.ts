@@ -87,6 +87,16 @@ describe('audit log: no entry for a change that changed nothing', () => {
     expect(await thrice(a, 'subscription.auto_renew_changed', off)).toBe(1);
   });
 
+  test('sub_user.updated: the same settings three times is one entry', async () => {
+    const a = await newAccount();
+    const created = await api(a.apiKey, '/sub-users', { body: { name: 'team-a' } });
+    expect(created.status).toBe(201);
+    const id = (created.body as { id: string }).id;
+    const body = { status: 'suspended', maxConnections: 5, trafficLimits: { basic: 2 } };
+    const patch = () => api(a.apiKey, `/sub-users/${id}`, { method: 'PATCH', body });
+    expect(await thrice(a, 'sub_user.updated', patch)).toBe(1);
+  });
+
   test('two_factor.reset: a reset while two-factor is off writes nothing', async () => {
     const a = await newAccount();
     const reset = () => admin(`/accounts/${a.id}/two-factor/reset`, { method: 'POST' });
