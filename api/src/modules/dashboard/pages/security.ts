@@ -38,6 +38,9 @@ const NOTICES = new Map([
 const CODE_HINT = 'The 6-digit code your authenticator app shows now, or one of your recovery codes.';
 const WRONG_CODE = 'Code: that code is not right. Type the code your app shows now.';
 const WRONG_PASSWORD = 'Password: that is not your password.';
+const NO_PASSWORD = 'Password: enter your password.';
+/** The typed "Password", as typed (spaces are part of it). */
+const typedPassword = (visit: Visit) => formValues(visit.req.body, ['password'], ['password']).password;
 /** At this many unused recovery codes or fewer, the page says how to get new ones. */
 const FEW_RECOVERY_CODES = 3;
 /** A code is 6 digits, a recovery code 12 letters and digits with dashes; anything longer is not one. */
@@ -90,6 +93,7 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
       // the second factor away.
       post(START, async (visit) => {
         const { person, req } = visit;
+        if (!typedPassword(visit)) return render(visit, { error: NO_PASSWORD }, 422);
         const attempt = await reserveSignIn(pool, signInBuckets(person.email, req.ip));
         if (!attempt) return render(visit, { error: SIGN_IN_THROTTLED }, 429);
         const problem = await keptOnFailure(pool, attempt, () => passwordProblem(visit));
@@ -111,6 +115,7 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
         const { person, req } = visit;
         const { code, problem } = typedCode(visit);
         if (problem) return render(visit, { code, error: problem }, 422);
+        if (!typedPassword(visit)) return render(visit, { code, error: NO_PASSWORD }, 422);
         // Reserved before the check, as a sign-in's code (docs/security.md, "Throttles").
         const attempt = await reserveSignIn(pool, signInBuckets(person.email, req.ip));
         if (!attempt) return render(visit, { error: SIGN_IN_THROTTLED }, 429);
@@ -174,9 +179,10 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
           );
           return send(view({ code, error: WRONG_CODE }), 401);
         }
+        // The right code is not a failure.
+        await repo.releaseAttempt(pool, attempt);
         if (waiting.status !== 'active')
           return send(view({ code: '', error: 'This account is suspended. Contact support.' }), 403);
-        await repo.releaseAttempt(pool, attempt);
         await repo.deleteChallenge(pool, preSessionHashOf(req, https)!);
         await repo.clearFailures(pool, buckets[0]);
         await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
@@ -188,8 +194,8 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
 
   /** Why the typed "Password" does not confirm the signed-in person, or undefined when it does. */
   async function passwordProblem(visit: SignedInVisit): Promise<string | undefined> {
-    const { password } = formValues(visit.req.body, ['password'], ['password']);
-    if (!password) return 'Password: enter your password.';
+    const password = typedPassword(visit);
+    if (!password) return NO_PASSWORD;
     if (password.length > MAX_PASSWORD_LENGTH) return WRONG_PASSWORD;
     const row = await repo.findByEmail(pool, visit.person.email);
     const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
