@@ -54,11 +54,14 @@ export type ErrorCode = keyof typeof ERRORS;
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
+  /** Seconds to wait before retrying, sent as Retry-After (a `retryAfter` parameter). */
+  readonly retryAfter: number | undefined;
   constructor(code: ErrorCode, params: Record<string, string | number> = {}) {
     super(formatMessage(ERRORS[code].message, params));
     this.name = 'AppError';
     this.code = code;
     this.status = ERRORS[code].status;
+    this.retryAfter = typeof params.retryAfter === 'number' ? params.retryAfter : undefined;
   }
 }
 

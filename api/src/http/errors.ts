@@ -8,6 +8,7 @@ import type { Logger } from '#common/logger.ts';
 
 export function sendError(res: Response, err: AppError): void {
   res.locals.errorCode = err.code;
+  if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter));
   res.status(err.status).json({ success: false, error: err.message });
 }
 

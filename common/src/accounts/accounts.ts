@@ -56,7 +56,8 @@ export async function createAccount(
 }
 
 /**
- * Suspends or reactivates; false when the account does not exist. With an actor, the change goes
+ * Suspends or reactivates; false when the account does not exist. A suspension ends the account's
+ * dashboard sessions for good. With an actor, the change goes
  * to the audit log (account.suspended, account.reactivated) when the status changed.
  */
 export async function setAccountStatus(
@@ -78,6 +79,12 @@ export async function setAccountStatus(
       accountId,
       status,
     ]);
+    // A suspension ends the account's dashboard sessions and any sign-in waiting for its code:
+    // reactivating the account must not bring them back (docs/security.md, "Sessions").
+    if (status === 'suspended') {
+      await client.query('DELETE FROM dashboard_sessions WHERE account_id = $1', [accountId]);
+      await client.query('DELETE FROM dashboard_sign_in_challenges WHERE account_id = $1', [accountId]);
+    }
     if (actor && before !== status)
       await recordAudit(client, {
         accountId,

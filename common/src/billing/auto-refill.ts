@@ -2,6 +2,7 @@
 // dashboard, and whether a refill may be bought now (the email renderer). The refill itself is
 // decided in SQL on remaining = bought - used, once per crossing of the threshold (billing_check,
 // billing_refill; docs/adr/0073).
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
 import { lockAccountForAudit, recordAudit, type AuditActor } from '../audit/record.ts';
@@ -102,7 +103,11 @@ export async function putAutoRefill(
   if (actor)
     return withTransaction(pool, async (client) => {
       await lockAccountForAudit(client, accountId);
+      const before = await getAutoRefill(client, accountId, product);
       await writeAutoRefill(client, accountId, product, update, paymentMethod);
+      const after = await getAutoRefill(client, accountId, product);
+      // Only a change is audited (docs/security.md "Audit log").
+      if (isDeepStrictEqual(before, after)) return after;
       await recordAudit(client, {
         accountId,
         actor,
@@ -110,7 +115,7 @@ export async function putAutoRefill(
         target: { type: 'product', id: product },
         details: { ...update, ...(paymentMethod ? { paymentMethod } : {}) },
       });
-      return getAutoRefill(client, accountId, product);
+      return after;
     });
   await writeAutoRefill(pool, accountId, product, update, paymentMethod);
   return getAutoRefill(pool, accountId, product);

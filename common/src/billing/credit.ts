@@ -101,6 +101,7 @@ export async function setCreditLimit(
       if (!(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
       return setCreditLimit(client, accountId, limitCents, actor);
     });
+  const before = actor ? await readCredit(db, accountId) : undefined;
   if (limitCents === null) {
     await db.query('DELETE FROM account_credit_limits WHERE account_id = $1', [accountId]);
   } else {
@@ -116,7 +117,9 @@ export async function setCreditLimit(
     }
   }
   const credit = await readCredit(db, accountId);
-  if (actor)
+  // Only a change is audited: the same limit again, or the default when it is already the default, is not.
+  const unchanged = before && before.default === credit.default && before.limit === credit.limit;
+  if (actor && !unchanged)
     await recordAudit(db, {
       accountId,
       actor,

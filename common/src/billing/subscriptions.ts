@@ -1,6 +1,7 @@
 // Subscriptions (docs/billing.md, docs/adr/0080): ISP proxy rentals and bandwidth plans that
 // renew monthly. The worker renews them (renewals.ts); this module creates, changes, cancels and
 // lists them for the admin API, the customer API, the CLI and the dashboard.
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.ts';
@@ -244,6 +245,9 @@ export async function changeSubscription(
     );
     const after = await readSubscription(client, accountId, id);
     const onlyRenewal = change.proxyCount === undefined && change.gbPerPeriod === undefined;
+    const what = (v: SubscriptionView) => [v.proxyCount, v.gbPerPeriod, v.autoRenew, v.price];
+    // Only a change is audited: the same terms again write nothing (docs/security.md "Audit log").
+    if (isDeepStrictEqual(what(before), what(after))) return after;
     await audit(
       client,
       accountId,

@@ -13,6 +13,7 @@ import {
   renderRenewalInvoice,
   renewalPayload,
 } from './render-subscriptions.ts';
+import { renderSecurityNotice } from './render-security.ts';
 
 export interface RenderedEmail {
   subject: string;
@@ -72,6 +73,8 @@ export async function renderEmail(
       return renderPastDue(pool, renewalPayload.parse(payload).renewalId);
     case 'subscription_expired':
       return renderExpired(pool, expiredPayload.parse(payload).subscriptionId);
+    case 'security_notice':
+      return renderSecurityNotice(payload);
     default:
       return { drop: `no renderer for ${kind}` };
   }

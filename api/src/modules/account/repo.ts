@@ -1,4 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
+import { isDeepStrictEqual } from 'node:util';
 import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import { BYTES_PER_GB, type Product } from '#common/products.ts';
@@ -93,8 +94,10 @@ export async function updateAlerts(
 ): Promise<AlertsRow | undefined> {
   return withTransaction(pool, async (client) => {
     if (actor && !(await lockAccountForAudit(client, accountId))) return undefined;
+    // Compared under the settings row's lock (taken by a no-op UPDATE first): only a change is audited.
+    const before = actor ? await lockedAlerts(client, accountId) : undefined;
     const alerts = await writeAlerts(client, accountId, u);
-    if (alerts && actor)
+    if (alerts && actor && !isDeepStrictEqual(before, alerts))
       await recordAudit(client, {
         accountId,
         actor,
@@ -104,6 +107,14 @@ export async function updateAlerts(
       });
     return alerts;
   });
+}
+
+async function lockedAlerts(client: PoolClient, accountId: string): Promise<AlertsRow | undefined> {
+  const { rows } = await client.query<AlertsRow>(
+    `SELECT ${ALERT_COLUMNS} FROM alert_settings WHERE account_id = $1 FOR NO KEY UPDATE`,
+    [accountId],
+  );
+  return rows[0];
 }
 
 async function writeAlerts(

@@ -121,9 +121,19 @@ export async function putThrottle(
   actor?: AuditActor,
 ): Promise<void> {
   await withTransaction(pool, async (client) => {
-    if (actor) await lockAccountForAudit(client, accountId);
+    let before: number | null = null;
+    if (actor) {
+      await lockAccountForAudit(client, accountId);
+      // The throttle's rows are written only under the account's lock here and by operators:
+      // a second writer waits on the FOR UPDATE below, so the comparison holds.
+      const { rows } = await client.query<{ bps: string }>(
+        `SELECT bytes_per_second::text AS bps FROM account_throttles WHERE account_id = $1 AND product = $2 FOR UPDATE`,
+        [accountId, product],
+      );
+      before = rows[0] ? Number(rows[0].bps) : null;
+    }
     await writeThrottle(client, accountId, product, bytesPerSecond);
-    if (actor)
+    if (actor && before !== bytesPerSecond)
       await recordAudit(client, {
         accountId,
         actor,

@@ -153,8 +153,12 @@ export function adminRoutes(deps: AdminDeps): RouteDef[] {
       response: s.dashboardInviteSchema,
       status: 201,
       errors: ['ACCOUNT_NOT_FOUND'],
-      handler: async ({ params }) => {
-        const link = await createPasswordLink(pool, params.id, 'invite', deps.linkBase());
+      handler: async ({ params, req }) => {
+        // Audited: the link sets the account's password (never the link itself in the entry).
+        const link = await createPasswordLink(pool, params.id, 'invite', deps.linkBase(), {
+          actor: adminActor(req),
+          action: 'password.invited',
+        });
         return { status: 201, body: { url: link.url, expiresAt: link.expiresAt.toISOString() } };
       },
     }),

@@ -203,9 +203,10 @@ const CASES: Case[] = [
     action: 'target_stats.updated',
     by: 'admin',
     targetType: 'account',
-    details: { enabled: true },
+    details: { enabled: false },
     run: async (a) => {
-      ok(await admin(`/accounts/${a.id}/target-stats`, { method: 'PUT', body: { enabled: true } }));
+      // Off: the default is on, and a switch set to what it is writes no entry.
+      ok(await admin(`/accounts/${a.id}/target-stats`, { method: 'PUT', body: { enabled: false } }));
       return { targetId: a.id };
     },
   },
@@ -455,7 +456,8 @@ describe('reading the log', () => {
     const account = await newAccount();
     for (let i = 0; i < n; i++)
       ok(
-        await api(account.apiKey, '/account/target-stats', { method: 'PUT', body: { enabled: i % 2 === 0 } }),
+        // Off, on, off...: each a change (the default is on; an unchanged switch writes no entry).
+        await api(account.apiKey, '/account/target-stats', { method: 'PUT', body: { enabled: i % 2 === 1 } }),
       );
     return account;
   }
@@ -480,9 +482,9 @@ describe('reading the log', () => {
     } while (cursor);
     expect(pages).toBe(3);
     expect(seen.map((e) => e.action)).toEqual([...Array(11).fill('target_stats.updated'), 'account.created']);
-    // Written with enabled = i % 2 === 0 for i = 0..10: newest first, 10 (true) down to 0 (true).
+    // Written with enabled = i % 2 === 1 for i = 0..10: newest first, 10 (false) down to 0 (false).
     expect(seen.slice(0, 11).map((e) => e.details.enabled)).toEqual(
-      Array.from({ length: 11 }, (_, k) => (10 - k) % 2 === 0),
+      Array.from({ length: 11 }, (_, k) => (10 - k) % 2 === 1),
     );
     const times = seen.map((e) => Date.parse(e.at));
     expect([...times].sort((a, b) => b - a)).toEqual(times);

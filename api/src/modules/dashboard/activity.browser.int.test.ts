@@ -94,6 +94,8 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
       [account.email, '127.0.0.1', 'Session signed in'],
       // The invite link used in beforeAll (docs/security.md, "Audit log": password.set).
       [account.email, '127.0.0.1', 'Password set'],
+      // The operator's invite that sent the link.
+      ['Operator', '127.0.0.1', 'Password invited'],
       ['Operator', '127.0.0.1', 'Account created'],
     ]);
     expect(cells[2]![4]).toContain('name: deploy');
@@ -121,16 +123,17 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
     await page.getByRole('link', { name: 'Older' }).click();
     await page.waitForURL(/\/activity\?cursor=/);
     const second = await rows(page);
-    expect(second.map((c) => c[3]).slice(-7)).toEqual([
+    expect(second.map((c) => c[3]).slice(-8)).toEqual([
       'Throttle updated',
       'Target statistics updated',
       'API key revoked',
       'API key created',
       'Session signed in',
       'Password set',
+      'Password invited',
       'Account created',
     ]);
-    expect(second).toHaveLength(57 - 50);
+    expect(second).toHaveLength(58 - 50);
     await expect(page.getByRole('link', { name: 'Older' }).count()).resolves.toBe(0);
     await axe(page, 'activity, older page');
     await page.getByRole('link', { name: 'Newest' }).click();

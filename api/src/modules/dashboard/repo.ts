@@ -4,6 +4,8 @@
 import { withTransaction, type Pool } from '#common/db/pool.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import { lockAccountForAudit, recordAudit, type AuditActor, type AuditEntry } from '#common/audit/record.ts';
+import { queueSecurityNotice } from '#common/accounts/security-notices.ts';
+import { browserText } from './user-agent.ts';
 
 export interface Person {
   accountId: string;
@@ -32,10 +34,20 @@ export interface SessionOrigin {
   userAgent: string | null;
 }
 
-/** A new session, audited as `session.signed_in` in the same transaction. */
+/**
+ * A new session, audited as `session.signed_in` in the same transaction. With `browserHash`, the
+ * browser is remembered for the account, and a browser new to an account that has signed in
+ * before queues the new-browser email (docs/alerts.md "Security notices").
+ */
 export async function insertSession(
   pool: Pool,
-  s: { hash: Buffer; accountId: string; absoluteSeconds: number; origin?: SessionOrigin },
+  s: {
+    hash: Buffer;
+    accountId: string;
+    absoluteSeconds: number;
+    origin?: SessionOrigin;
+    browserHash?: Buffer;
+  },
   details: Record<string, unknown> = {},
 ): Promise<void> {
   const origin = s.origin ?? { ip: null, userAgent: null };
@@ -54,6 +66,21 @@ export async function insertSession(
       target: { type: 'session', id: row.id },
       details,
     });
+    if (!s.browserHash) return;
+    const seen = await client.query<{ known: number; added: boolean }>(
+      `WITH known AS (SELECT count(*)::int AS n FROM dashboard_known_browsers WHERE account_id = $1),
+            added AS (INSERT INTO dashboard_known_browsers (account_id, browser_hash) VALUES ($1, $2)
+                      ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT (SELECT n FROM known) AS known, EXISTS (SELECT 1 FROM added) AS added`,
+      [s.accountId, s.browserHash],
+    );
+    // The first browser of an account (its first sign-in, after the invite) is not news.
+    if (seen.rows[0]!.added && seen.rows[0]!.known > 0)
+      await queueSecurityNotice(client, s.accountId, {
+        event: 'new_browser_sign_in',
+        ip: origin.ip,
+        browser: browserText(origin.userAgent),
+      });
   });
 }
 
@@ -174,38 +201,73 @@ export async function deleteExpiredSessions(pool: Pool, idleSeconds: number): Pr
 
 // --- sign-in throttling ---
 
-/** Failures of each bucket within the window. */
-export async function countFailures(
-  pool: Pool,
-  buckets: string[],
-  windowSeconds: number,
-): Promise<Map<string, number>> {
-  const { rows } = await pool.query<{ bucket: string; n: number }>(
-    `SELECT bucket, count(*)::int AS n FROM dashboard_login_failures
-      WHERE bucket = ANY($1::text[]) AND failed_at > now() - make_interval(secs => $2) GROUP BY bucket`,
-    [buckets, windowSeconds],
-  );
-  return new Map(rows.map((r) => [r.bucket, r.n]));
+/** A throttle's bucket ('email:<lower email>', 'ip:<address>', ...) and the attempts it allows in the window. */
+export interface BucketLimit {
+  bucket: string;
+  max: number;
 }
 
 /**
- * One failure in each bucket; with an audit entry (a known account's failed sign-in), written in
- * the same transaction.
+ * Reserves one attempt in every bucket before anything is checked (docs/security.md, "Throttles"):
+ * the ids of the rows written, or undefined when a bucket is full (nothing written). The buckets are
+ * locked (advisory, per bucket, in one order) for the count and the insert, so attempts released
+ * at once take turns and at most `max` of them get through. A reserved row is a failure unless
+ * `releaseAttempt` takes it back.
  */
-export async function recordFailure(
+export async function reserveAttempt(
   pool: Pool,
-  buckets: string[],
+  limits: BucketLimit[],
   windowSeconds: number,
-  audit?: AuditEntry,
-): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    await client.query(
+): Promise<string[] | undefined> {
+  const sorted = [...limits].sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
+  const buckets = sorted.map((l) => l.bucket);
+  return withTransaction(pool, async (client) => {
+    for (const bucket of buckets)
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`login:${bucket}`]);
+    const { rows } = await client.query<{ bucket: string; n: number }>(
       `WITH old AS (DELETE FROM dashboard_login_failures
                      WHERE bucket = ANY($1::text[]) AND failed_at <= now() - make_interval(secs => $2))
-       INSERT INTO dashboard_login_failures (bucket) SELECT unnest($1::text[])`,
+       SELECT bucket, count(*)::int AS n FROM dashboard_login_failures
+        WHERE bucket = ANY($1::text[]) AND failed_at > now() - make_interval(secs => $2) GROUP BY bucket`,
       [buckets, windowSeconds],
     );
-    if (audit) await recordAudit(client, audit);
+    const counts = new Map(rows.map((r) => [r.bucket, r.n]));
+    if (sorted.some((l) => (counts.get(l.bucket) ?? 0) >= l.max)) return undefined;
+    const inserted = await client.query<{ id: string }>(
+      'INSERT INTO dashboard_login_failures (bucket) SELECT unnest($1::text[]) RETURNING id',
+      [buckets],
+    );
+    return inserted.rows.map((r) => r.id);
+  });
+}
+
+/** Takes back a reserved attempt that turned out not to be a failure (or was never checked). */
+export async function releaseAttempt(pool: Pool, ids: string[]): Promise<void> {
+  await pool.query('DELETE FROM dashboard_login_failures WHERE id = ANY($1::bigint[])', [ids]);
+}
+
+/**
+ * A known account's failed sign-in in its audit log: one entry per burst from one address for one
+ * reason. A failure within `burstSeconds` of the burst's first entry adds one to its `count` (and
+ * sets `lastAt`) instead of writing another entry (docs/security.md "Audit log").
+ */
+export async function auditFailure(pool: Pool, audit: AuditEntry, burstSeconds: number): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    // Failures of one account take turns here, so two of a burst never both write a new entry.
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+      `audit-failure:${audit.accountId}`,
+    ]);
+    const { rowCount } = await client.query(
+      `UPDATE audit_log
+          SET details = details || jsonb_build_object('count', coalesce((details->>'count')::int, 1) + 1,
+                                                      'lastAt', billing_now())
+        WHERE id = (SELECT id FROM audit_log
+                     WHERE account_id = $1 AND action = $2 AND actor_ip IS NOT DISTINCT FROM $3::inet
+                       AND details->>'reason' = $4 AND at > billing_now() - make_interval(secs => $5)
+                     ORDER BY id DESC LIMIT 1)`,
+      [audit.accountId, audit.action, audit.actor.ip, audit.details?.reason ?? null, burstSeconds],
+    );
+    if (!rowCount) await recordAudit(client, { ...audit, details: { ...audit.details, count: 1 } });
   });
 }
 

@@ -67,6 +67,7 @@ describeInChromium('customer dashboard in Chromium: two-factor sign-in and sessi
     await page.getByRole('navigation').getByRole('link', { name: 'Security', exact: true }).click();
     await page.waitForURL(`${run.api.url}/security`);
     await axe(page, 'security (off)');
+    await page.getByLabel('Password').fill(STRONG);
     await page.getByRole('button', { name: 'Turn on two-factor authentication' }).click();
     await expect(page.getByRole('img', { name: /^QR image/ }).isVisible()).resolves.toBe(true);
     secret = (await page.locator('#totp-secret').textContent())!.replace(/\s/g, '');

@@ -19,10 +19,13 @@ export const SESSION_ABSOLUTE_SECONDS = 12 * 3600;
 /** The idle clock is written at most this often (not on every request). */
 const SESSION_TOUCH_SECONDS = 60;
 const PRE_SESSION_SECONDS = 3600;
+/** The browser cookie: which browser signs in, for the new-browser email (docs/alerts.md "Security notices"). */
+const BROWSER_SECONDS = 400 * 24 * 3600;
 
 export interface CookieNames {
   session: string;
   preSession: string;
+  browser: string;
 }
 
 export interface SessionConfig {
@@ -38,8 +41,8 @@ export const csrfKeyFrom = (credentialsKey: Buffer): Buffer =>
 export function cookieNames(https: boolean): CookieNames {
   // RFC 6265bis 4.1.3.2: a __Host- cookie must be Secure, Path=/ and have no Domain.
   return https
-    ? { session: '__Host-pf_session', preSession: '__Host-pf_pre' }
-    : { session: 'pf_session', preSession: 'pf_pre' };
+    ? { session: '__Host-pf_session', preSession: '__Host-pf_pre', browser: '__Host-pf_browser' }
+    : { session: 'pf_session', preSession: 'pf_pre', browser: 'pf_browser' };
 }
 
 export function readCookie(req: Request, name: string): string | undefined {
@@ -114,12 +117,16 @@ export class Sessions {
     details: Record<string, unknown> = {},
   ): Promise<void> {
     const token = randomBytes(32).toString('base64url');
+    // The browser keeps one random id for 400 days; a sign-in from one the account has not seen
+    // before is emailed to the owner (insertSession).
+    const browser = readCookie(req, this.names.browser) ?? randomBytes(24).toString('base64url');
     await insertSession(
       this.config.pool,
       {
         hash: sha256(token),
         accountId,
         absoluteSeconds: SESSION_ABSOLUTE_SECONDS,
+        browserHash: sha256(browser),
         origin: {
           ip: req.ip ?? null,
           // Shown on the Security page; no control character (PostgreSQL text refuses NUL) is kept.
@@ -129,6 +136,7 @@ export class Sessions {
       details,
     );
     res.cookie(this.names.session, token, this.cookieOptions(SESSION_ABSOLUTE_SECONDS));
+    res.cookie(this.names.browser, browser, this.cookieOptions(BROWSER_SECONDS));
     res.clearCookie(this.names.preSession, {
       path: '/',
       secure: this.config.https,

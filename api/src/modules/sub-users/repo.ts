@@ -3,6 +3,7 @@
 // concurrent creations cannot both take the last place. Passwords are sealed as proxy_credentials'
 // are (readable again, with a sha256 for the gateways). A username clash with any account's proxy
 // credentials or sub-users is the database's (unique index and the proxy_username_free trigger).
+import { isDeepStrictEqual } from 'node:util';
 import { AppError } from '#common/errors.ts';
 import { sqlState, SQLSTATE, withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
 import { BYTES_PER_GB, PRODUCTS, type Product } from '#common/products.ts';
@@ -31,6 +32,18 @@ const SELECT = `SELECT s.id, s.name, s.username, s.password_enc, s.status, s.max
                   FROM sub_users s`;
 
 const gb = (bytes: number) => Number((bytes / BYTES_PER_GB).toFixed(3));
+
+/** What a sub-user's owner sets (not its usage or times): what an audited update compares. */
+const settingsOf = (u: SubUser | undefined) =>
+  u && {
+    name: u.name,
+    username: u.username,
+    password: u.password,
+    status: u.status,
+    maxConnections: u.maxConnections,
+    bytesPerSecond: u.bytesPerSecond,
+    limits: PRODUCTS.map((product) => u.products[product].limitBytes),
+  };
 
 function toSubUser(row: Row, credentialsKey: Buffer): SubUser {
   const products = {} as SubUser['products'];
@@ -260,6 +273,7 @@ export function updateSubUser(
       [accountId, id],
     );
     if (found.rowCount !== 1) return undefined;
+    const before = actor ? await getSubUser(client, accountId, id, credentialsKey) : undefined;
     await setLimits(client, accountId, id, patch.trafficLimits ?? {});
     if (sets.length) {
       try {
@@ -272,7 +286,8 @@ export function updateSubUser(
       }
     }
     const updated = await getSubUser(client, accountId, id, credentialsKey);
-    if (updated && actor)
+    // Only a change is audited (docs/security.md "Audit log"): the same settings again write nothing.
+    if (updated && actor && !isDeepStrictEqual(settingsOf(before), settingsOf(updated)))
       await recordAudit(client, {
         accountId,
         actor,

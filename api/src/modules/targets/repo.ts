@@ -61,13 +61,15 @@ export function setTargetStats(
   actor?: AuditActor,
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
-    const { rowCount } = await client.query('UPDATE accounts SET target_stats = $2 WHERE id = $1', [
-      accountId,
-      enabled,
-    ]);
-    if (!rowCount) return false;
+    // The old value under the row lock the UPDATE takes anyway: an unchanged switch is not audited.
+    const before = await client.query<{ target_stats: boolean }>(
+      'SELECT target_stats FROM accounts WHERE id = $1 FOR NO KEY UPDATE',
+      [accountId],
+    );
+    if (!before.rowCount) return false;
+    await client.query('UPDATE accounts SET target_stats = $2 WHERE id = $1', [accountId, enabled]);
     if (!enabled) await client.query('DELETE FROM target_usage WHERE account_id = $1', [accountId]);
-    if (actor)
+    if (actor && before.rows[0]!.target_stats !== enabled)
       await recordAudit(client, {
         accountId,
         actor,

@@ -4,6 +4,7 @@
 // proxy passwords; the recovery codes are kept as HMAC-SHA256 under a key derived from the same
 // credentials key. A code is accepted only for a time step later than the last accepted one, so
 // a code seen once cannot be replayed within its window.
+import { queueSecurityNotice } from '#common/accounts/security-notices.ts';
 import { createHmac, hkdfSync } from 'node:crypto';
 import * as OTPAuth from 'otpauth';
 import QRCode from 'qrcode';
@@ -145,6 +146,8 @@ export class TwoFactor {
         action: 'two_factor.enabled',
         details: { recoveryCodesIssued: codes.length },
       });
+      // Every two-factor change is emailed to the owner, in the change's transaction.
+      await queueSecurityNotice(client, accountId, { event: 'two_factor_enabled', ip: actor.ip ?? null });
       return codes;
     });
   }
@@ -187,6 +190,7 @@ export class TwoFactor {
       if (!kind) return false;
       await repo.remove(client, accountId);
       await recordAudit(client, { accountId, actor, action: 'two_factor.disabled', details: { with: kind } });
+      await queueSecurityNotice(client, accountId, { event: 'two_factor_disabled', ip: actor.ip ?? null });
       return true;
     });
   }
@@ -204,7 +208,11 @@ export async function resetTwoFactor(
   return withTransaction(pool, async (client) => {
     if (!(await repo.lockAccount(client, accountId))) return undefined;
     const wasEnabled = await repo.remove(client, accountId);
-    await recordAudit(client, { accountId, actor, action: 'two_factor.reset', details: { wasEnabled } });
+    // A reset while two-factor is off changed nothing: no entry (docs/security.md "Audit log").
+    if (wasEnabled) {
+      await recordAudit(client, { accountId, actor, action: 'two_factor.reset', details: { wasEnabled } });
+      await queueSecurityNotice(client, accountId, { event: 'two_factor_reset', ip: null });
+    }
     return { wasEnabled };
   });
 }

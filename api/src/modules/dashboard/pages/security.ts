@@ -12,8 +12,16 @@ import { csrfField, dateText, layout, message, table, type PageContext } from '.
 import { get, post, signedOut, type PageModule, type SignedInVisit, type Visit } from '../page.ts';
 import * as repo from '../repo.ts';
 import { preSessionHashOf, sessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
-import { LOGIN_WINDOW_SECONDS, signInBuckets, signInThrottled, SIGN_IN_CODE_PATH } from '../sign-in-rules.ts';
+import {
+  keptOnFailure,
+  LOGIN_WINDOW_SECONDS,
+  reserveSignIn,
+  signInBuckets,
+  SIGN_IN_CODE_PATH,
+  SIGN_IN_THROTTLED,
+} from '../sign-in-rules.ts';
 import { browserText } from '../user-agent.ts';
+import { decoyHash, MAX_PASSWORD_LENGTH, verifyPassword } from '../passwords.ts';
 
 const PATH = '/security';
 const START = '/security/two-factor/start';
@@ -29,6 +37,10 @@ const NOTICES = new Map([
 ]);
 const CODE_HINT = 'The 6-digit code your authenticator app shows now, or one of your recovery codes.';
 const WRONG_CODE = 'Code: that code is not right. Type the code your app shows now.';
+const WRONG_PASSWORD = 'Password: that is not your password.';
+const NO_PASSWORD = 'Password: enter your password.';
+/** The typed "Password", as typed (spaces are part of it). */
+const typedPassword = (visit: Visit) => formValues(visit.req.body, ['password'], ['password']).password;
 /** At this many unused recovery codes or fewer, the page says how to get new ones. */
 const FEW_RECOVERY_CODES = 3;
 /** A code is 6 digits, a recovery code 12 letters and digits with dashes; anything longer is not one. */
@@ -76,8 +88,18 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
     routes: [
       get(PATH, (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
 
+      // Turning on and off ask for the password (docs/adr/0086): a session alone (a borrowed
+      // browser, a stolen cookie) cannot bind the account to an attacker's authenticator or take
+      // the second factor away.
       post(START, async (visit) => {
-        await twoFactor.start(visit.person.accountId);
+        const { person, req } = visit;
+        if (!typedPassword(visit)) return render(visit, { error: NO_PASSWORD }, 422);
+        const attempt = await reserveSignIn(pool, signInBuckets(person.email, req.ip));
+        if (!attempt) return render(visit, { error: SIGN_IN_THROTTLED }, 429);
+        const problem = await keptOnFailure(pool, attempt, () => passwordProblem(visit));
+        if (problem) return render(visit, { error: problem }, 422);
+        await repo.releaseAttempt(pool, attempt);
+        await twoFactor.start(person.accountId);
         visit.res.redirect(303, PATH);
       }),
 
@@ -91,15 +113,19 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
 
       post(DISABLE, async (visit) => {
         const { person, req } = visit;
-        const buckets = signInBuckets(person.email, req.ip);
-        const throttled = await signInThrottled(pool, buckets);
-        if (throttled) return render(visit, { error: throttled }, 429);
         const { code, problem } = typedCode(visit);
         if (problem) return render(visit, { code, error: problem }, 422);
-        if (!(await twoFactor.disable(person.accountId, code, actor(visit)))) {
-          await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS);
-          return render(visit, { code, error: WRONG_CODE }, 422);
-        }
+        if (!typedPassword(visit)) return render(visit, { code, error: NO_PASSWORD }, 422);
+        // Reserved before the check, as a sign-in's code (docs/security.md, "Throttles").
+        const attempt = await reserveSignIn(pool, signInBuckets(person.email, req.ip));
+        if (!attempt) return render(visit, { error: SIGN_IN_THROTTLED }, 429);
+        const wrongPassword = await keptOnFailure(pool, attempt, () => passwordProblem(visit));
+        if (wrongPassword) return render(visit, { code, error: wrongPassword }, 422);
+        const off = await keptOnFailure(pool, attempt, () =>
+          twoFactor.disable(person.accountId, code, actor(visit)),
+        );
+        if (!off) return render(visit, { code, error: WRONG_CODE }, 422);
+        await repo.releaseAttempt(pool, attempt);
         visit.res.redirect(303, `${PATH}?done=off`);
       }),
 
@@ -133,21 +159,28 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
         const waiting = await waitingSignIn(visit);
         if (!waiting) return visit.res.redirect(303, '/sign-in');
         const view = (s: { code: string; error: string }) => codeStepView(visit.ctx, { ...s, ...waiting });
-        const buckets = signInBuckets(waiting.email, req.ip);
-        const throttled = await signInThrottled(pool, buckets);
-        if (throttled) return send(view({ code: '', error: throttled }), 429);
         const { code, problem } = typedCode(visit);
         if (problem) return send(view({ code, error: problem }), 422);
-        const used = await twoFactor.check(waiting.accountId, code);
+        // Reserved before the check: a burst released at once checks at most the throttle's number.
+        const buckets = signInBuckets(waiting.email, req.ip);
+        const attempt = await reserveSignIn(pool, buckets);
+        if (!attempt) return send(view({ code: '', error: SIGN_IN_THROTTLED }), 429);
+        const used = await keptOnFailure(pool, attempt, () => twoFactor.check(waiting.accountId, code));
         if (!used) {
-          await repo.recordFailure(pool, buckets, LOGIN_WINDOW_SECONDS, {
-            accountId: waiting.accountId,
-            actor: { kind: 'dashboard', id: waiting.email, ip: req.ip ?? null },
-            action: 'session.sign_in_failed',
-            details: { reason: 'second_factor' },
-          });
+          await repo.auditFailure(
+            pool,
+            {
+              accountId: waiting.accountId,
+              actor: { kind: 'dashboard', id: waiting.email, ip: req.ip ?? null },
+              action: 'session.sign_in_failed',
+              details: { reason: 'second_factor' },
+            },
+            LOGIN_WINDOW_SECONDS,
+          );
           return send(view({ code, error: WRONG_CODE }), 401);
         }
+        // The right code is not a failure.
+        await repo.releaseAttempt(pool, attempt);
         if (waiting.status !== 'active')
           return send(view({ code: '', error: 'This account is suspended. Contact support.' }), 403);
         await repo.deleteChallenge(pool, preSessionHashOf(req, https)!);
@@ -158,6 +191,16 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
       }),
     ],
   };
+
+  /** Why the typed "Password" does not confirm the signed-in person, or undefined when it does. */
+  async function passwordProblem(visit: SignedInVisit): Promise<string | undefined> {
+    const password = typedPassword(visit);
+    if (!password) return NO_PASSWORD;
+    if (password.length > MAX_PASSWORD_LENGTH) return WRONG_PASSWORD;
+    const row = await repo.findByEmail(pool, visit.person.email);
+    const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
+    return ok && row?.passwordHash ? undefined : WRONG_PASSWORD;
+  }
 
   async function waitingSignIn(visit: Visit) {
     if (visit.person) return undefined;
@@ -203,6 +246,11 @@ const codeField = (code: string | undefined, hint: string) =>
       value="${code ?? ''}"
     />`;
 
+/** The account's password, asked again before two-factor is turned on or off (never refilled). */
+const passwordField = () =>
+  html`<label for="password">Password</label>
+    <input id="password" name="password" type="password" autocomplete="current-password" required />`;
+
 /** The secret in groups of four, as authenticator apps accept it typed. */
 const grouped = (secret: string) => secret.replace(/(.{4})(?=.)/g, '$1 ');
 
@@ -230,7 +278,7 @@ function twoFactorPart(ctx: PageContext, s: SecurityState & { factor: Factor }):
         ${s.factor.recoveryCodesLeft}.
       </p>
       <form method="post" action="${DISABLE}" novalidate>
-        ${csrfField(ctx)} ${codeField(s.code, CODE_HINT)}
+        ${csrfField(ctx)} ${passwordField()} ${codeField(s.code, CODE_HINT)}
         <button type="submit" class="danger">Turn off two-factor authentication</button>
       </form>`;
   if (s.enrolling)
@@ -252,8 +300,8 @@ function twoFactorPart(ctx: PageContext, s: SecurityState & { factor: Factor }):
       Two-factor authentication is <strong>off</strong>. With it on, signing in asks for a code from an
       authenticator app on your phone as well as your password.
     </p>
-    <form method="post" action="${START}">
-      ${csrfField(ctx)}<button type="submit">Turn on two-factor authentication</button>
+    <form method="post" action="${START}" novalidate>
+      ${csrfField(ctx)} ${passwordField()}<button type="submit">Turn on two-factor authentication</button>
     </form>`;
 }
 

@@ -9,7 +9,7 @@ import { peekToken, setPasswordWithToken } from '../../password-links/repo.ts';
 import { formValues } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, layout, message, type PageContext } from '../layout.ts';
-import { post, signedOut, type PageModule } from '../page.ts';
+import { post, signedOut, type PageModule, type Visit } from '../page.ts';
 import {
   decoyHash,
   hashPassword,
@@ -21,118 +21,141 @@ import * as repo from '../repo.ts';
 import { preSessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
 import {
   CODE_STEP_SECONDS,
-  LOGIN_FAILURES_PER_ADDRESS,
+  keptOnFailure,
   LOGIN_WINDOW_SECONDS,
+  reserveForgot,
+  reserveLinkLookup,
+  reserveSignIn,
   signInBuckets,
-  signInThrottled,
   SIGN_IN_CODE_PATH,
+  SIGN_IN_THROTTLED,
+  TOO_MANY_REQUESTS,
 } from '../sign-in-rules.ts';
 import { isEnabled as twoFactorEnabled } from '../../two-factor/repo.ts';
 
 const formString = (max: number) => z.string().max(max).optional().default('');
 const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });
 
-export const signInPage: PageModule = ({ pool, logger, resetRequests, https }) => ({
-  routes: [
-    signedOut.get('/sign-in', ({ req, res, person, ctx, send }) => {
-      if (person) return res.redirect(303, '/');
-      const notice = req.query.done === 'password' ? 'Your password is set. Sign in with it.' : undefined;
-      send(signInView(ctx, { notice }));
-    }),
+export const signInPage: PageModule = ({ pool, logger, resetRequests, https }) => {
+  /**
+   * The usable link's owner; an unknown, used or expired link counts against the address (its
+   * reservation is kept), a usable one does not. 'throttled' past the address's number.
+   */
+  const lookUpLink = async (visit: Visit, token: string) => {
+    const attempt = await reserveLinkLookup(pool, visit.req.ip);
+    if (!attempt) return 'throttled' as const;
+    const owner = token ? await peekToken(pool, hashToken(token)) : undefined;
+    if (owner) await repo.releaseAttempt(pool, attempt);
+    return owner;
+  };
+  return {
+    routes: [
+      signedOut.get('/sign-in', ({ req, res, person, ctx, send }) => {
+        if (person) return res.redirect(303, '/');
+        const notice = req.query.done === 'password' ? 'Your password is set. Sign in with it.' : undefined;
+        send(signInView(ctx, { notice }));
+      }),
 
-    signedOut.post('/sign-in', async (visit) => {
-      const { req, send } = visit;
-      const form = signInForm.safeParse(req.body);
-      const email = form.success ? form.data.email.trim() : '';
-      const password = form.success ? form.data.password : '';
-      const buckets = signInBuckets(email, req.ip);
-      const throttled = await signInThrottled(pool, buckets);
-      if (throttled) return send(signInView(visit.ctx, { email, error: throttled }), 429);
-      const row = email ? await repo.findByEmail(pool, email) : undefined;
-      // Unknown emails and accounts without a password still cost one scrypt: timing tells nothing.
-      const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
-      if (!row?.passwordHash || !ok) {
-        await repo.recordFailure(
+      signedOut.post('/sign-in', async (visit) => {
+        const { req, send } = visit;
+        const form = signInForm.safeParse(req.body);
+        const email = form.success ? form.data.email.trim() : '';
+        const password = form.success ? form.data.password : '';
+        const buckets = signInBuckets(email, req.ip);
+        // Reserved before the check: a burst released at once checks at most the throttle's number.
+        const attempt = await reserveSignIn(pool, buckets);
+        if (!attempt) return send(signInView(visit.ctx, { email, error: SIGN_IN_THROTTLED }), 429);
+        const checked = await keptOnFailure(pool, attempt, async () => {
+          const row = email ? await repo.findByEmail(pool, email) : undefined;
+          // Unknown emails and accounts without a password still cost one scrypt: timing tells nothing.
+          const ok = await verifyPassword(password, row?.passwordHash ?? (await decoyHash()));
+          return { row, ok: ok && !!row?.passwordHash };
+        });
+        const { row } = checked;
+        if (!row || !checked.ok) {
+          if (row)
+            await repo.auditFailure(
+              pool,
+              {
+                accountId: row.accountId,
+                actor: { kind: 'dashboard', id: row.email, ip: req.ip ?? null },
+                action: 'session.sign_in_failed',
+                details: { reason: 'password' },
+              },
+              LOGIN_WINDOW_SECONDS,
+            );
+          return send(signInView(visit.ctx, { email, error: 'The email or password is not right.' }), 401);
+        }
+        // The right password is not a failure.
+        await repo.releaseAttempt(pool, attempt);
+        if (row.status !== 'active') {
+          const error = 'This account is suspended. Contact support.';
+          return send(signInView(visit.ctx, { email, error }), 403);
+        }
+        if (await twoFactorEnabled(pool, row.accountId)) {
+          // The failures are cleared only once the code is right too: a password alone resets nothing.
+          // The CSRF check let this POST in, so the pre-session cookie is there.
+          const preSession = preSessionHashOf(req, https);
+          if (!preSession) return visit.res.redirect(303, '/sign-in');
+          await repo.putChallenge(pool, preSession, row.accountId, CODE_STEP_SECONDS);
+          return visit.res.redirect(303, SIGN_IN_CODE_PATH);
+        }
+        await repo.clearFailures(pool, buckets[0]);
+        // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
+        await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
+        await visit.startSession(row.accountId, { secondFactor: 'none' });
+        visit.res.redirect(303, '/');
+      }),
+
+      signedOut.get('/forgot-password', ({ ctx, send }) => send(forgotView(ctx))),
+
+      signedOut.post('/forgot-password', async (visit) => {
+        const { req, send } = visit;
+        const email = signInForm.safeParse(req.body).data?.email.trim() ?? '';
+        // Each ask counts against the address and the email typed, reserved before anything else,
+        // so the form cannot be used to flood a mailbox, even by a burst.
+        if (!(await reserveForgot(pool, email, req.ip)))
+          return send(forgotView(visit.ctx, { error: TOO_MANY_REQUESTS }), 429);
+        // No lookup here: the job does it after the answer, so the answer takes the same work and
+        // says the same whether or not the email exists (docs/security.md, "Forgot password" under "Links in emails").
+        if (email) resetRequests.enqueue(email, req.ip ?? null);
+        send(forgotView(visit.ctx, { sent: true }));
+      }),
+
+      signedOut.get(SET_PASSWORD_PATH, async (visit) => {
+        const token = typeof visit.req.query.token === 'string' ? visit.req.query.token : '';
+        const owner = await lookUpLink(visit, token);
+        if (owner === 'throttled') return visit.send(linkThrottledView(visit.ctx), 429);
+        if (!owner) return visit.send(linkInvalidView(visit.ctx), 410);
+        visit.send(setPasswordView(visit.ctx, { token, email: owner.email }));
+      }),
+
+      signedOut.post(SET_PASSWORD_PATH, async (visit) => {
+        const { token, password } = formValues(visit.req.body, ['token', 'password'], ['token', 'password']);
+        const owner = await lookUpLink(visit, token);
+        if (owner === 'throttled') return visit.send(linkThrottledView(visit.ctx), 429);
+        if (!owner) return visit.send(linkInvalidView(visit.ctx), 410);
+        const problem = passwordProblem(password, [owner.email, ...owner.email.split(/[@.+_-]/)]);
+        if (problem)
+          return visit.send(setPasswordView(visit.ctx, { token, email: owner.email, error: problem }), 422);
+        const accountId = await setPasswordWithToken(
           pool,
-          buckets,
-          LOGIN_WINDOW_SECONDS,
-          row && {
-            accountId: row.accountId,
-            actor: { kind: 'dashboard', id: row.email, ip: req.ip ?? null },
-            action: 'session.sign_in_failed',
-            details: { reason: 'password' },
-          },
+          hashToken(token),
+          await hashPassword(password),
+          visit.req.ip ?? null,
         );
-        return send(signInView(visit.ctx, { email, error: 'The email or password is not right.' }), 401);
-      }
-      if (row.status !== 'active') {
-        const error = 'This account is suspended. Contact support.';
-        return send(signInView(visit.ctx, { email, error }), 403);
-      }
-      if (await twoFactorEnabled(pool, row.accountId)) {
-        // The failures are cleared only once the code is right too: a password alone resets nothing.
-        // The CSRF check let this POST in, so the pre-session cookie is there.
-        const preSession = preSessionHashOf(req, https);
-        if (!preSession) return visit.res.redirect(303, '/sign-in');
-        await repo.putChallenge(pool, preSession, row.accountId, CODE_STEP_SECONDS);
-        return visit.res.redirect(303, SIGN_IN_CODE_PATH);
-      }
-      await repo.clearFailures(pool, buckets[0]);
-      // Housekeeping without a job: sign-ins are rare, and the expiry index makes this cheap.
-      await repo.deleteExpiredSessions(pool, SESSION_IDLE_SECONDS);
-      await visit.startSession(row.accountId, { secondFactor: 'none' });
-      visit.res.redirect(303, '/');
-    }),
+        if (!accountId) return visit.send(linkInvalidView(visit.ctx), 410);
+        logger.info({ accountId }, 'dashboard password set');
+        visit.res.redirect(303, '/sign-in?done=password');
+      }),
 
-    signedOut.get('/forgot-password', ({ ctx, send }) => send(forgotView(ctx))),
-
-    signedOut.post('/forgot-password', async (visit) => {
-      const { req, send } = visit;
-      const email = signInForm.safeParse(req.body).data?.email.trim() ?? '';
-      const ipBucket = `ip:${req.ip ?? 'unknown'}`;
-      const counts = await repo.countFailures(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
-      if ((counts.get(ipBucket) ?? 0) >= LOGIN_FAILURES_PER_ADDRESS) {
-        return send(forgotView(visit.ctx, { error: 'Too many requests. Try again later.' }), 429);
-      }
-      // Each request counts against the address, so the form cannot be used to flood a mailbox.
-      await repo.recordFailure(pool, [ipBucket], LOGIN_WINDOW_SECONDS);
-      // No lookup here: the job does it after the answer, so the answer takes the same work and
-      // says the same whether or not the email exists (docs/security.md, "Forgot password" under "Links in emails").
-      if (email) resetRequests.enqueue(email, req.ip ?? null);
-      send(forgotView(visit.ctx, { sent: true }));
-    }),
-
-    signedOut.get(SET_PASSWORD_PATH, async (visit) => {
-      const token = typeof visit.req.query.token === 'string' ? visit.req.query.token : '';
-      const owner = token ? await peekToken(pool, hashToken(token)) : undefined;
-      if (!owner) return visit.send(linkInvalidView(visit.ctx), 410);
-      visit.send(setPasswordView(visit.ctx, { token, email: owner.email }));
-    }),
-
-    signedOut.post(SET_PASSWORD_PATH, async (visit) => {
-      const { token, password } = formValues(visit.req.body, ['token', 'password'], ['token', 'password']);
-      const owner = token ? await peekToken(pool, hashToken(token)) : undefined;
-      if (!owner) return visit.send(linkInvalidView(visit.ctx), 410);
-      const problem = passwordProblem(password, [owner.email, ...owner.email.split(/[@.+_-]/)]);
-      if (problem)
-        return visit.send(setPasswordView(visit.ctx, { token, email: owner.email, error: problem }), 422);
-      const accountId = await setPasswordWithToken(
-        pool,
-        hashToken(token),
-        await hashPassword(password),
-        visit.req.ip ?? null,
-      );
-      if (!accountId) return visit.send(linkInvalidView(visit.ctx), 410);
-      logger.info({ accountId }, 'dashboard password set');
-      visit.res.redirect(303, '/sign-in?done=password');
-    }),
-
-    post('/sign-out', async ({ res, endSession }) => {
-      await endSession();
-      res.redirect(303, '/sign-in');
-    }),
-  ],
-});
+      post('/sign-out', async ({ res, endSession }) => {
+        await endSession();
+        res.redirect(303, '/sign-in');
+      }),
+    ],
+  };
+};
 
 /** The sign-in form; also what a signed-out visitor sees at /. */
 export function signInView(
@@ -210,6 +233,10 @@ function setPasswordView(ctx: PageContext, state: { token: string; email: string
       </form>`,
     { narrow: true },
   );
+}
+
+function linkThrottledView(ctx: PageContext): Html {
+  return layout(ctx, 'Too many tries', html`${message('error', TOO_MANY_REQUESTS)}`, { narrow: true });
 }
 
 function linkInvalidView(ctx: PageContext): Html {
