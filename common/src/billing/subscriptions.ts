@@ -22,7 +22,7 @@ const RENEWAL_TERMS = {
 };
 
 export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
-  z.object({
+  z.strictObject({
     kind: z.literal('isp_proxy'),
     country: z
       .string()
@@ -36,7 +36,7 @@ export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
       .describe("The account's ISP proxies this rental pays for (they show its status and paidUntil)"),
     ...RENEWAL_TERMS,
   }),
-  z.object({
+  z.strictObject({
     kind: z.literal('bandwidth_plan'),
     product: z.enum(PRODUCTS),
     gbPerPeriod: z.number().int().min(1).max(100_000).describe('GB added at every renewal'),
@@ -46,7 +46,7 @@ export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
 export type SubscriptionCreate = z.infer<typeof subscriptionCreateSchema>;
 
 export const subscriptionChangeSchema = z
-  .object({
+  .strictObject({
     proxyCount: z.number().int().min(1).max(1000).optional(),
     gbPerPeriod: z.number().int().min(1).max(100_000).optional(),
     autoRenew: z.boolean().optional(),
