@@ -40,6 +40,10 @@ export const ERRORS = {
     status: 409,
     message: "This range overlaps another account's allowlist for this product",
   },
+  CLEAR_CREDENTIALS_REFUSED: {
+    status: 409,
+    message: 'The {plan} plan refuses credentials sent in clear; use scheme https',
+  },
   TLS_NOT_SERVED: {
     status: 409,
     message: 'No TLS is served for {plan}; use scheme http',

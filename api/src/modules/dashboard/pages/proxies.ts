@@ -118,7 +118,10 @@ export const proxiesPage: PageModule = (deps) => {
           return render(visit, { form, error: formProblem(parsed.error, GENERATE_LABELS) }, 422);
         const generated = await attempt(
           () => generateProxySet(deps.proxies, visit.person.accountId, parsed.data),
-          (err) => ['NO_BANDWIDTH', 'SUB_USER_NOT_FOUND', 'TLS_NOT_SERVED'].includes(err.code),
+          (err) =>
+            ['NO_BANDWIDTH', 'SUB_USER_NOT_FOUND', 'TLS_NOT_SERVED', 'CLEAR_CREDENTIALS_REFUSED'].includes(
+              err.code,
+            ),
         );
         if (!generated.ok)
           return render(visit, { form, error: generated.refusal.message }, generated.refusal.status);
