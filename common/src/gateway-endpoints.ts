@@ -9,7 +9,7 @@ export interface GatewayEndpoint {
   port: number;
   /** The plan's gateways serve TLS on the port (migrations/0115, docs/adr/0083); false when unset. */
   tls?: boolean;
-  /** They refuse credentials sent in clear (migrations/0125, docs/adr/0085); false when unset. */
+  /** They refuse credentials sent in clear (migrations/0125, docs/adr/0096); false when unset. */
   refuseCredentialsInClear?: boolean;
 }
 

@@ -335,7 +335,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
       (await fx.db.pool.query<{ tls: boolean }>("SELECT tls FROM gateway_endpoints WHERE plan = 'mobile'"))
         .rows[0]?.tls;
     await eventually(async () => (await endpointTls()) === true, 20_000, 'mobile endpoint with tls');
-    // refuseCredentialsInClear reaches the endpoint too: the API then gives https:// only (docs/adr/0085).
+    // refuseCredentialsInClear reaches the endpoint too: the API then gives https:// only (docs/adr/0096).
     const refuses = async () =>
       (
         await fx.db.pool.query<{ r: boolean }>(

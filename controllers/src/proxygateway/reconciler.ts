@@ -107,7 +107,7 @@ export function proxyGatewayReconciler(
           host: pgw.spec.advertisedHost,
           port: pgw.spec.port,
           tls: pgw.spec.tls !== undefined,
-          // docs/adr/0085: generate then hands out the https:// form only.
+          // docs/adr/0096: generate then hands out the https:// form only.
           refuseCredentialsInClear: pgw.spec.tls?.refuseCredentialsInClear ?? false,
         },
         endpointSource(pgw),

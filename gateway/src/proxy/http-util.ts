@@ -40,7 +40,7 @@ export interface Refusal {
   socks: number;
   /**
    * false: a 407 without the Basic challenge, on a plan that refuses credentials in clear when the
-   * connection is not TLS (docs/adr/0085): nothing invites the client to send them that way.
+   * connection is not TLS (docs/adr/0096): nothing invites the client to send them that way.
    */
   challenge?: false;
 }

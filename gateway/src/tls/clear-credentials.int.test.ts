@@ -3,7 +3,7 @@
 // (SOCKS: RFC 1929 status 0x01) whether the credentials are right or wrong, is not billed and does
 // not feed the login backoff; the same credentials inside TLS are served; a request without
 // credentials in clear is judged as before (the IP allowlist). No 407 in clear offers Basic
-// (docs/adr/0085): Proxy-Authenticate would invite the very credentials it refuses; inside TLS
+// (docs/adr/0096): Proxy-Authenticate would invite the very credentials it refuses; inside TLS
 // the challenge is as on every plan. Off by default.
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { SocksClient } from 'socks';
