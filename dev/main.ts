@@ -94,6 +94,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         host: gateway.spec.advertisedHost,
         port: gateway.spec.port,
         tls: tls !== undefined,
+        refuseCredentialsInClear: tls !== undefined && (gateway.spec.tls?.refuseCredentialsInClear ?? false),
       },
       'dev',
     );

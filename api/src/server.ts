@@ -13,6 +13,7 @@ import { ChangeFeed } from '#common/db/changes.ts';
 import type { ApiConfig } from './config.ts';
 import { createApp } from './app.ts';
 import { ApiMetrics } from './http/metrics.ts';
+import { answerClientError } from './http/plumbing.ts';
 import { KeyCache } from './modules/auth/key-cache.ts';
 import { KeyUsageRecorder } from './modules/auth/key-usage.ts';
 import { RateLimiter } from './modules/rate-limit/limiter.ts';
@@ -161,7 +162,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
 
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000; // above common load balancers' idle timeout (60 s)
-  server.on('clientError', (_err, socket) => socket.destroy());
+  server.on('clientError', answerClientError);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -2,6 +2,10 @@
 // docs/errors.md is checked against this table by a test.
 export const ERRORS = {
   INVALID_API_KEY: { status: 401, message: 'Invalid API key' },
+  CONFLICTING_API_KEYS: {
+    status: 400,
+    message: 'X-API-Key and the bearer token are different keys; send one',
+  },
   NO_BANDWIDTH: { status: 403, message: 'No {plan} bandwidth purchased. Buy {plan} bandwidth first.' },
   RATE_LIMITED: { status: 429, message: 'Too many requests, retry after {retryAfter|second}' },
   VALIDATION_FAILED: { status: 400, message: 'Invalid request: {detail}' },
@@ -35,6 +39,10 @@ export const ERRORS = {
   ALLOWLIST_OVERLAP: {
     status: 409,
     message: "This range overlaps another account's allowlist for this product",
+  },
+  CLEAR_CREDENTIALS_REFUSED: {
+    status: 409,
+    message: 'The {plan} plan refuses credentials sent in clear; use scheme https',
   },
   TLS_NOT_SERVED: {
     status: 409,

@@ -9,6 +9,8 @@ export interface GatewayEndpoint {
   port: number;
   /** The plan's gateways serve TLS on the port (migrations/0115, docs/adr/0083); false when unset. */
   tls?: boolean;
+  /** They refuse credentials sent in clear (migrations/0125, docs/adr/0096); false when unset. */
+  refuseCredentialsInClear?: boolean;
 }
 
 /** Default ports: basic and advanced from the spec (section 5); the rest chosen in docs/adr/0003. */
@@ -26,10 +28,19 @@ export async function upsertGatewayEndpoint(
   source: string,
 ): Promise<void> {
   await pool.query(
-    `INSERT INTO gateway_endpoints (plan, host, port, tls, source) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO gateway_endpoints (plan, host, port, tls, refuse_credentials_in_clear, source)
+     VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
+       refuse_credentials_in_clear = EXCLUDED.refuse_credentials_in_clear,
        source = EXCLUDED.source, updated_at = now()`,
-    [endpoint.plan, endpoint.host, endpoint.port, endpoint.tls ?? false, source],
+    [
+      endpoint.plan,
+      endpoint.host,
+      endpoint.port,
+      endpoint.tls ?? false,
+      endpoint.refuseCredentialsInClear ?? false,
+      source,
+    ],
   );
 }
 
@@ -38,7 +49,8 @@ export async function readGatewayEndpoint(
   plan: Product,
 ): Promise<Required<GatewayEndpoint> | undefined> {
   const { rows } = await pool.query<Required<GatewayEndpoint>>(
-    'SELECT plan, host, port, tls FROM gateway_endpoints WHERE plan = $1',
+    `SELECT plan, host, port, tls, refuse_credentials_in_clear AS "refuseCredentialsInClear"
+       FROM gateway_endpoints WHERE plan = $1`,
     [plan],
   );
   return rows[0];

@@ -58,7 +58,7 @@ export function openApiDocument(groups: RouteGroup[], version: string): Record<s
               },
       };
       const codes: ErrorCode[] = [...(route.errors ?? [])];
-      if (route.auth === 'apiKey') codes.push('INVALID_API_KEY', 'RATE_LIMITED');
+      if (route.auth === 'apiKey') codes.push('INVALID_API_KEY', 'CONFLICTING_API_KEYS', 'RATE_LIMITED');
       if (route.auth === 'admin') codes.push('INVALID_ADMIN_TOKEN');
       for (const code of codes) {
         const key = String(ERRORS[code].status);

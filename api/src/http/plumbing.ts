@@ -1,6 +1,7 @@
 // Per-request plumbing every route shares: request id, security headers, metrics and the access
 // log line (which never contains headers, bodies or query strings: keys travel in headers).
 import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '#common/errors.ts';
 import type { Logger } from '#common/logger.ts';
@@ -115,3 +116,27 @@ export const rejectNul: RequestHandler = (req, res, next) => {
   }
   next();
 };
+
+/**
+ * node's 'clientError': a request its HTTP parser cannot read (a malformed request line or
+ * header, a header block above the limit) is answered 400 BAD_REQUEST in the API's JSON format
+ * with the usual headers, then the connection closes (docs/security.md, "Malformed input"). A
+ * connection already reset, or one that timed out before a request, is only closed.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const error = new AppError('BAD_REQUEST');
+  const body = JSON.stringify({ success: false, error: error.message });
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+    'X-Request-Id': randomUUID(),
+    ...SECURITY_HEADERS,
+  };
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.end(`HTTP/1.1 ${error.status} Bad Request\r\n${head.join('')}\r\n${body}`);
+}

@@ -2,7 +2,7 @@
 // declaration validates requests (mount) and generates /api/v1/openapi.json (openapi.ts), so the
 // documentation cannot drift from what the server accepts.
 import type { Request, RequestHandler, Response, Router } from 'express';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { AppError, formatMessage, type ErrorCode } from '#common/errors.ts';
 
 export type AuthKind = 'apiKey' | 'admin' | 'none';
@@ -118,6 +118,13 @@ export function validationError(error: z.ZodError): AppError {
 }
 
 /**
+ * What a POST, PUT or PATCH route without a body schema takes: nothing, or `{}`. A field sent to
+ * it is refused as on every other route ("force: unknown field"), never ignored in silence.
+ */
+const NO_BODY = z.strictObject({});
+const TAKES_BODY = new Set<Method>(['post', 'put', 'patch']);
+
+/**
  * Mounts each route behind its authentication and only then the body parsers, so an
  * unauthenticated caller gets 401 whatever it sends, and no unauthenticated body is parsed.
  */
@@ -147,10 +154,11 @@ export function mountRoutes(
           query = parsed.data;
         }
         let body: unknown;
-        if (route.body) {
-          const parsed = route.body.safeParse(req.body ?? {});
+        const schema = route.body ?? (TAKES_BODY.has(route.method) ? NO_BODY : undefined);
+        if (schema) {
+          const parsed = schema.safeParse(req.body ?? {});
           if (!parsed.success) throw validationError(parsed.error);
-          body = parsed.data;
+          if (route.body) body = parsed.data;
         }
         const result =
           (await route.handler({

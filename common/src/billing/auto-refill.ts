@@ -18,7 +18,7 @@ const gbAmount = z
   .refine((gb) => Math.round(gb * BYTES_PER_GB) >= 1, 'must be at least one byte (1e-9 GB)');
 
 export const autoRefillUpdateSchema = z
-  .object({
+  .strictObject({
     enabled: z.boolean(),
     thresholdGb: gbAmount.describe('Refill when the remaining bandwidth drops below this many GB'),
     refillGb: gbAmount.describe('GB bought per refill; more than thresholdGb'),

@@ -30,7 +30,7 @@ export const creditLimitEnv = z
   .pipe(amount)
   .transform(toCents);
 
-export const creditLimitUpdateSchema = z.object({
+export const creditLimitUpdateSchema = z.strictObject({
   limit: amount
     .nullable()
     .describe(

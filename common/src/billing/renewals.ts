@@ -8,6 +8,7 @@
 import type { Logger } from '../logger.ts';
 import { withTransaction, type Pool } from '../db/pool.ts';
 import type { Product } from '../products.ts';
+import { countOf } from '../words.ts';
 import { charge } from './charge.ts';
 import type { PaymentMethods } from './payment.ts';
 
@@ -61,7 +62,7 @@ export async function renewOne(
     // Only a failed renewal expires after grace: a period merely missed (the worker was stopped)
     // is renewed now, one renewal per missed period.
     if (!s.auto_renew || (s.status === 'past_due' && s.grace_over === true)) {
-      const reason = !s.auto_renew ? 'renewal turned off' : `not paid within ${graceDays} days`;
+      const reason = !s.auto_renew ? 'renewal turned off' : `not paid within ${countOf(graceDays, 'day')}`;
       await client.query('SELECT subscription_expire($1, $2)', [s.id, reason]);
       logger.info({ ...log, reason }, 'subscription expired');
       return 'expired';

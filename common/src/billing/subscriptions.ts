@@ -23,7 +23,7 @@ const RENEWAL_TERMS = {
 };
 
 export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
-  z.object({
+  z.strictObject({
     kind: z.literal('isp_proxy'),
     country: z
       .string()
@@ -37,7 +37,7 @@ export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
       .describe("The account's ISP proxies this rental pays for (they show its status and paidUntil)"),
     ...RENEWAL_TERMS,
   }),
-  z.object({
+  z.strictObject({
     kind: z.literal('bandwidth_plan'),
     product: z.enum(PRODUCTS),
     gbPerPeriod: z.number().int().min(1).max(100_000).describe('GB added at every renewal'),
@@ -47,7 +47,7 @@ export const subscriptionCreateSchema = z.discriminatedUnion('kind', [
 export type SubscriptionCreate = z.infer<typeof subscriptionCreateSchema>;
 
 export const subscriptionChangeSchema = z
-  .object({
+  .strictObject({
     proxyCount: z.number().int().min(1).max(1000).optional(),
     gbPerPeriod: z.number().int().min(1).max(100_000).optional(),
     autoRenew: z.boolean().optional(),

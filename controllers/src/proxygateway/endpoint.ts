@@ -15,12 +15,20 @@ export async function claimGatewayEndpoint(
   source: string,
 ): Promise<ClaimResult> {
   const { rows } = await pool.query<{ source: string }>(
-    `INSERT INTO gateway_endpoints (plan, host, port, tls, source) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO gateway_endpoints (plan, host, port, tls, refuse_credentials_in_clear, source)
+     VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
-       updated_at = now()
+       refuse_credentials_in_clear = EXCLUDED.refuse_credentials_in_clear, updated_at = now()
        WHERE gateway_endpoints.source = EXCLUDED.source
      RETURNING source`,
-    [endpoint.plan, endpoint.host, endpoint.port, endpoint.tls ?? false, source],
+    [
+      endpoint.plan,
+      endpoint.host,
+      endpoint.port,
+      endpoint.tls ?? false,
+      endpoint.refuseCredentialsInClear ?? false,
+      source,
+    ],
   );
   if (rows.length > 0) return { claimed: true };
   const owner = await pool.query<{ source: string }>('SELECT source FROM gateway_endpoints WHERE plan = $1', [

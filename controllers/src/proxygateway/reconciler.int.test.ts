@@ -335,9 +335,21 @@ describeKube('ProxyGateway controller on a real API server', () => {
       (await fx.db.pool.query<{ tls: boolean }>("SELECT tls FROM gateway_endpoints WHERE plan = 'mobile'"))
         .rows[0]?.tls;
     await eventually(async () => (await endpointTls()) === true, 20_000, 'mobile endpoint with tls');
+    // refuseCredentialsInClear reaches the endpoint too: the API then gives https:// only (docs/adr/0096).
+    const refuses = async () =>
+      (
+        await fx.db.pool.query<{ r: boolean }>(
+          "SELECT refuse_credentials_in_clear AS r FROM gateway_endpoints WHERE plan = 'mobile'",
+        )
+      ).rows[0]?.r;
+    expect(await refuses()).toBe(false);
+    const strict = { secretName: 'mobile-tls', refuseCredentialsInClear: true };
+    await applyPgw('secure', { ...baseSpec, plan: 'mobile', port: 10081, tls: strict });
+    await eventually(async () => (await refuses()) === true, 20_000, 'mobile endpoint refusing clear');
     // Without spec.tls the pods serve no TLS: the endpoint stops offering the https:// form.
     await applyPgw('secure', { ...baseSpec, plan: 'mobile', port: 10081 });
     await eventually(async () => (await endpointTls()) === false, 20_000, 'mobile endpoint without tls');
+    expect(await refuses()).toBe(false);
     await fx.admin.delete(PROXY_GATEWAY, NS, 'secure');
     await eventually(async () => (await get(PROXY_GATEWAY, 'secure')) === undefined, 20_000, 'secure gone');
   });

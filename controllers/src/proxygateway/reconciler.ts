@@ -99,6 +99,8 @@ export function proxyGatewayReconciler(
           host: pgw.spec.advertisedHost,
           port: pgw.spec.port,
           tls: pgw.spec.tls !== undefined,
+          // docs/adr/0096: generate then hands out the https:// form only.
+          refuseCredentialsInClear: pgw.spec.tls?.refuseCredentialsInClear ?? false,
         },
         endpointSource(pgw),
       );

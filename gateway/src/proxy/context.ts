@@ -53,7 +53,7 @@ export interface Admitted {
 // Built once, like NO_EXIT (building it for every admitted request was 0.8 % of a CONNECT profile).
 const CONNECTION_LIMIT = refusalFor('connection_limit', { retryAfter: 1 });
 const SUB_USER_LIMIT = refusalFor('sub_user_limit');
-const CREDENTIALS_IN_CLEAR = refusalFor('credentials_in_clear');
+const CREDENTIALS_IN_CLEAR: Refusal = { ...refusalFor('credentials_in_clear'), challenge: false };
 
 /** Runs the admission steps; the connection is attached to the budget only when admitted. */
 export async function admit(
@@ -64,12 +64,14 @@ export async function admit(
   if (ctx.bare) return { accountId: '', credentials: undefined, tab: undefined };
   // A plan that refuses credentials sent in clear (docs/adr/0072) says so before checking them:
   // whoever read them on the way learns nothing about them from the answer.
-  if (header !== undefined && ctx.spec.tls?.refuseCredentialsInClear && !isTls(socket))
-    return CREDENTIALS_IN_CLEAR;
+  const inClear = ctx.spec.tls?.refuseCredentialsInClear === true && !isTls(socket);
+  if (header !== undefined && inClear) return CREDENTIALS_IN_CLEAR;
   const auth = ctx.auth.authenticate(header, socket.remoteAddress ?? '');
   if (!auth.ok) {
     ctx.metrics.authFailures.inc({ plan: ctx.plan, reason: auth.reason });
-    return refusalFor(auth.reason, { retryAfter: auth.retryAfter });
+    const refusal = refusalFor(auth.reason, { retryAfter: auth.retryAfter });
+    // In clear on such a plan no 407 offers Basic: the credentials it asks for would be refused.
+    return inClear && refusal.status === 407 ? { ...refusal, challenge: false } : refusal;
   }
   ctx.authenticated(socket);
   const sub = auth.account.subUser;

@@ -38,6 +38,11 @@ export interface Refusal {
   retryAfter?: number;
   /** The SOCKS5 reply code for a SOCKS client (refusals.ts). */
   socks: number;
+  /**
+   * false: a 407 without the Basic challenge, on a plan that refuses credentials in clear when the
+   * connection is not TLS (docs/adr/0096): nothing invites the client to send them that way.
+   */
+  challenge?: false;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -60,7 +65,7 @@ function refusalHeaders(r: Refusal): [string, string][] {
     ['Connection', 'close'],
     ['Content-Type', 'text/plain; charset=utf-8'],
   ];
-  if (r.status === 407) headers.push(['Proxy-Authenticate', REALM]);
+  if (r.status === 407 && r.challenge !== false) headers.push(['Proxy-Authenticate', REALM]);
   if (r.retryAfter) headers.push(['Retry-After', String(r.retryAfter)]);
   return headers;
 }

@@ -2,7 +2,9 @@
 // Proxy-Authorization or SOCKS5 username/password outside TLS gets 407 `credentials_in_clear`
 // (SOCKS: RFC 1929 status 0x01) whether the credentials are right or wrong, is not billed and does
 // not feed the login backoff; the same credentials inside TLS are served; a request without
-// credentials in clear is judged as before (the IP allowlist). Off by default.
+// credentials in clear is judged as before (the IP allowlist). No 407 in clear offers Basic
+// (docs/adr/0096): Proxy-Authenticate would invite the very credentials it refuses; inside TLS
+// the challenge is as on every plan. Off by default.
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { SocksClient } from 'socks';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
@@ -58,12 +60,13 @@ describe('credentials in clear refused', () => {
         const { responses } = await rawExchange(strict.port, [get(url('/peer'), auth)]);
         expect(responses[0]!.status).toBe(407);
         expect(responses[0]!.headers['proxy-status']).toBe(REFUSAL);
-        expect(responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
+        expect(responses[0]!.headers['proxy-authenticate']).toBeUndefined();
       }
     }
     const t = await openTunnel(strict.port, `127.0.0.1:${fx.origin.port}`, right());
     expect(t.status).toBe(407);
     expect(t.headers).toContain(REFUSAL.split('details=')[1]!);
+    expect(t.headers.toLowerCase()).not.toContain('proxy-authenticate');
     await new Promise((r) => (t.socket.destroyed ? r(null) : t.socket.once('close', r)));
     expect(counterDelta(await counterValues(strict, 'proxyfleet_gateway_refusals_total'), refusals)).toEqual({
       'credentials_in_clear 4xx': 25,
@@ -101,6 +104,16 @@ describe('credentials in clear refused', () => {
     const { responses } = await rawExchange(strict.port, [get(url('/peer'))]);
     expect(responses[0]!.status).toBe(407);
     expect(responses[0]!.headers['proxy-status']).toContain('proxy credentials required');
+    expect(responses[0]!.headers['proxy-authenticate']).toBeUndefined();
+    const tunnel = await openTunnel(strict.port, `127.0.0.1:${fx.origin.port}`);
+    expect(tunnel.status).toBe(407);
+    expect(tunnel.headers.toLowerCase()).not.toContain('proxy-authenticate');
+    tunnel.socket.destroy();
+    // Inside TLS, and on a plan that takes credentials in clear, the 407 offers Basic as always.
+    const inside = await rawExchange(strict.port, [get(url('/peer'))], overTls());
+    expect(inside.responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
+    const lenientAnswer = await rawExchange(lenient.port, [get(url('/peer'))]);
+    expect(lenientAnswer.responses[0]!.headers['proxy-authenticate']).toBe('Basic realm="proxyfleet"');
     const listed = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
     const body = allowlistCreate(true).parse({ product: 'basic', cidr: '127.31.0.0/24' });
     await addAllowlistEntry(fx.db.pool, listed.id, body, DEFAULT_ALLOWLIST_MAX);

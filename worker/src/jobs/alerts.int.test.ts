@@ -72,11 +72,11 @@ describe('low bandwidth', () => {
     await use(gw, 15 * MB);
     expect(await outbox(account.id)).toHaveLength(1);
     await sender.run(fx.ctx);
-    const left = `${(await remaining(account.id)) / MB} MB`;
-    expect(left).toBe('45 MB');
+    const left = `${(await remaining(account.id)) / GB} GB`;
+    expect(left).toBe('0.045 GB');
     const [mail] = mails(account.email);
-    expect(mail?.subject).toBe(`Low basic bandwidth: ${left} of 500 MB left`);
-    expect(mail?.text).toContain(`running low: ${left} of 500 MB left (9%; this alert is sent at 10%)`);
+    expect(mail?.subject).toBe(`Low basic bandwidth: ${left} of 0.5 GB left`);
+    expect(mail?.text).toContain(`running low: ${left} of 0.5 GB left (9%; this alert is sent at 10%)`);
     expect(mail?.text).toContain('turn on auto-refill');
     // No second email while it stays low; a purchase lifting it above re-arms it.
     await use(gw, 5 * MB);
@@ -134,7 +134,7 @@ describe('low bandwidth', () => {
     await use(gw, 20 * MB);
     expect(await outbox(account.id)).toHaveLength(1);
     await sender.run(fx.ctx);
-    expect(mails(account.email)[0]?.text).toContain('(19%; this alert is sent at 10% or 200 MB)');
+    expect(mails(account.email)[0]?.text).toContain('(19%; this alert is sent at 10% or 0.2 GB)');
   });
 
   it('"used up" only when nothing remains; no promise of auto-refill past its monthly cap', async () => {
@@ -147,8 +147,8 @@ describe('low bandwidth', () => {
     await use(gw, 9.2 * MB);
     await sender.run(fx.ctx);
     const low = mails(account.email);
-    expect(low.map((m) => m.subject)).toEqual(['Low basic bandwidth: 0.8 MB of 10 MB left']);
-    expect(low[0]!.text).toContain('Auto-refill is on: it buys 2 MB when less than 0.5 MB is left');
+    expect(low.map((m) => m.subject)).toEqual(['Low basic bandwidth: 0.0008 GB of 0.01 GB left']);
+    expect(low[0]!.text).toContain('Auto-refill is on: it buys 0.002 GB when less than 0.0005 GB is left');
     // The refill (its one for the month) lifts it to 12 MB; then everything is used.
     expect(await gw.relay(3 * MB, MB)).toBe(2.8 * MB);
     await gw.flush(true);
@@ -156,7 +156,7 @@ describe('low bandwidth', () => {
     await sender.run(fx.ctx);
     const usedUp = mails(account.email).filter((m) => m.subject === 'Your basic bandwidth is used up');
     expect(usedUp).toHaveLength(1);
-    expect(usedUp[0]!.text).toContain('is used up: 0 MB of 12 MB left');
+    expect(usedUp[0]!.text).toContain('is used up: 0 GB of 0.012 GB left');
     expect(usedUp[0]!.text).not.toMatch(/auto-refill/i);
   });
 

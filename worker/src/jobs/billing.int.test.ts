@@ -283,11 +283,11 @@ describe('auto-refill settings validation', () => {
     }
   });
 
-  it('formats remaining bandwidth in a unit that shows it', () => {
-    expect(formatBytes(0)).toBe('0 MB');
-    expect(formatBytes(1)).toBe('less than 0.1 MB');
-    expect(formatBytes(30 * MB)).toBe('30 MB');
-    expect(formatBytes(999_999_999)).toBe('999.99 MB');
+  it('formats remaining bandwidth as the API and the dashboard do (never 0 GB while bytes remain)', () => {
+    expect(formatBytes(0)).toBe('0 GB');
+    expect(formatBytes(1)).toBe('0.000000001 GB');
+    expect(formatBytes(30 * MB)).toBe('0.03 GB');
+    expect(formatBytes(999_999_999)).toBe('0.999 GB');
     expect(formatBytes(GB)).toBe('1 GB');
     expect(formatBytes(1.5 * GB)).toBe('1.5 GB');
   });

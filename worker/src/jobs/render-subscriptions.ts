@@ -69,8 +69,10 @@ export async function renderPastDue(
     description: string;
   }>(
     `SELECT r.status, r.period_start, r.amount_cents, r.currency, r.error,
-            CASE s.kind WHEN 'isp_proxy' THEN s.proxy_count || ' ISP proxies (' || upper(s.country) || ')'
-                        ELSE s.gb_per_period || ' GB ' || s.product || ' plan' END AS description
+            CASE s.kind WHEN 'isp_proxy'
+                 THEN s.proxy_count || ' ISP ' || CASE WHEN s.proxy_count = 1 THEN 'proxy' ELSE 'proxies' END
+                      || ' (' || upper(s.country) || ')'
+                 ELSE s.gb_per_period || ' GB ' || s.product || ' plan' END AS description
        FROM subscription_renewals r JOIN subscriptions s ON s.id = r.subscription_id WHERE r.id = $1`,
     [renewalId],
   );
@@ -92,8 +94,10 @@ export async function renderExpired(
 ): Promise<SubscriptionEmail | { drop: string }> {
   const { rows } = await pool.query<{ status: string; paid_until: Date; kind: string; description: string }>(
     `SELECT s.status, s.paid_until, s.kind,
-            CASE s.kind WHEN 'isp_proxy' THEN s.proxy_count || ' ISP proxies (' || upper(s.country) || ')'
-                        ELSE s.gb_per_period || ' GB ' || s.product || ' plan' END AS description
+            CASE s.kind WHEN 'isp_proxy'
+                 THEN s.proxy_count || ' ISP ' || CASE WHEN s.proxy_count = 1 THEN 'proxy' ELSE 'proxies' END
+                      || ' (' || upper(s.country) || ')'
+                 ELSE s.gb_per_period || ' GB ' || s.product || ' plan' END AS description
        FROM subscriptions s WHERE s.id = $1`,
     [subscriptionId],
   );

@@ -3,7 +3,7 @@
 // numbers, and an alert whose condition no longer holds is dropped instead of sent.
 import { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
-import { BYTES_PER_GB, BYTES_PER_MB } from '#common/products.ts';
+import { bandwidthText } from '#common/billing/remaining.ts';
 import { alertState } from '#common/billing/alerts.ts';
 import { refillVerdict } from '#common/billing/auto-refill.ts';
 import {
@@ -24,21 +24,10 @@ export interface RenderedEmail {
 export type Rendering = RenderedEmail | { drop: string };
 
 /**
- * Bytes in a unit that shows them: GB from 1 GB up, MB below (never "0 GB" while bytes remain),
- * "less than 0.1 MB" for a sliver, "0 MB" for none.
+ * Bytes as the API and the dashboard show them, by one rule (docs/api.md, "Remaining
+ * bandwidth"): GB rounded down, never "0 GB" while bytes remain.
  */
-export function formatBytes(bytes: number): string {
-  const b = Math.max(0, bytes);
-  if (b >= BYTES_PER_GB) return `${trim(b / BYTES_PER_GB)} GB`;
-  if (b === 0) return '0 MB';
-  if (b < BYTES_PER_MB / 10) return 'less than 0.1 MB';
-  return `${trim(b / BYTES_PER_MB)} MB`;
-}
-
-/** Two decimals at most, rounded down so "left" is never overstated. */
-function trim(value: number): string {
-  return (Math.floor(value * 100) / 100).toLocaleString('en-US', { maximumFractionDigits: 2 });
-}
+export const formatBytes = (bytes: number): string => bandwidthText(bytes);
 
 function money(cents: number | null, currency: string): string {
   return cents === null ? '' : `${(cents / 100).toFixed(2)} ${currency}`;

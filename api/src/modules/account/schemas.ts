@@ -20,7 +20,7 @@ export const alertsSchema = z.object({
 
 /** Alert switches an operator changes (fields not given keep their value). */
 export const alertsUpdateSchema = z
-  .object({
+  .strictObject({
     lowBandwidth: z.boolean().optional(),
     newInvoice: z.boolean().optional(),
     serverAlerts: z.boolean().optional(),
@@ -34,7 +34,7 @@ export const alertsUpdateSchema = z
 export type AlertsUpdate = z.infer<typeof alertsUpdateSchema>;
 
 /** A named key's name, as the admin API and the dashboard take it. */
-export const createKeySchema = z.object({
+export const createKeySchema = z.strictObject({
   name: z
     .string()
     .min(1)

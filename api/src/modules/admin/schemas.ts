@@ -20,7 +20,7 @@ export const throttleResponseSchema = z.object({
   bytesPerSecond: z.number().int().nullable(),
 });
 
-export const createAccountSchema = z.object({ email: z.email().max(254) });
+export const createAccountSchema = z.strictObject({ email: z.email().max(254) });
 export const newAccountSchema = z.object({
   id: z.string(),
   email: z.string(),
@@ -48,7 +48,7 @@ export const accountSummarySchema = z.object({
   createdAt: z.string(),
 });
 
-export const purchaseSchema = z.object({
+export const purchaseSchema = z.strictObject({
   product: z.enum(PRODUCTS, { error: `must be one of ${PRODUCTS.join(', ')}` }),
   gb: z
     .number()
@@ -96,7 +96,7 @@ export const keyRecordSchema = keySummarySchema.extend({
 
 export const statusSchema = z.object({ id: z.string(), status: z.enum(['active', 'suspended']) });
 
-export const createIspProxySchema = z.object({
+export const createIspProxySchema = z.strictObject({
   host: z
     .string()
     .min(1)

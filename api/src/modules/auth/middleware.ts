@@ -42,8 +42,21 @@ const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 export function presentedKey(req: Request): string | undefined {
   const header = req.headers['x-api-key'];
   if (typeof header === 'string' && header !== '') return header.trim();
+  return bearerToken(req);
+}
+
+const bearerToken = (req: Request) => {
   const authorization = req.headers.authorization;
   return authorization ? BEARER.exec(authorization)?.[1] : undefined;
+};
+
+/**
+ * X-API-Key and Authorization: Bearer naming two different keys: which account is meant cannot be
+ * known, so neither is looked up (docs/api.md, "Authentication"). The same key in both is one key.
+ */
+function conflictingKeys(req: Request): boolean {
+  const bearer = bearerToken(req);
+  return bearer !== undefined && presentedKey(req) !== bearer;
 }
 
 const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
@@ -62,6 +75,7 @@ function sendBlocked(deps: AuthDeps, res: Response, blockedFor: number): void {
 
 export function apiKeyAuth(deps: AuthDeps): RequestHandler {
   return async (req, res, next) => {
+    if (conflictingKeys(req)) return sendError(res, new AppError('CONFLICTING_API_KEYS'));
     const failures = failureBucket(deps, req);
     const key = presentedKey(req);
     let reason: AuthFailureReason | undefined;

@@ -20,6 +20,7 @@ import {
   type PageContext,
 } from './layout.ts';
 import { get, post, type PageRoute, type SignedInVisit } from './page.ts';
+import { countOf } from '#common/words.ts';
 
 export const readSubscriptions = listSubscriptions;
 
@@ -32,7 +33,7 @@ const STATUS: Record<SubscriptionView['status'], string> = {
 
 const what = (s: SubscriptionView) =>
   s.kind === 'isp_proxy'
-    ? `${s.proxyCount} ISP ${s.proxyCount === 1 ? 'proxy' : 'proxies'} (${(s.country ?? '').toUpperCase()})`
+    ? `${countOf(s.proxyCount ?? 0, 'ISP proxy', 'ISP proxies')} (${(s.country ?? '').toUpperCase()})`
     : `${s.gbPerPeriod} GB ${s.product} per month`;
 
 const renewalOff = (s: SubscriptionView): Confirmation => ({

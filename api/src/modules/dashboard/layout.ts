@@ -2,6 +2,7 @@
 // the confirmation of a destructive action (a dialog with JavaScript, a page without), the table
 // wrapper and the formatting of amounts and dates. Templates escape by default (html.ts).
 import { html, type Html, type HtmlValue } from './html.ts';
+import { bandwidthText } from '#common/billing/remaining.ts';
 
 export interface NavEntry {
   href: string;
@@ -198,9 +199,11 @@ export function table(t: { label: string; caption?: HtmlValue; columns: Column[]
   </div>`;
 }
 
-/** Decimal units throughout: GB = 10^9 bytes (docs/design.md "Units"). */
-export const gbText = (bytes: number) =>
-  `${(bytes / 1e9).toLocaleString('en-US', { maximumFractionDigits: 3 })} GB`;
+/**
+ * Decimal units throughout: GB = 10^9 bytes (docs/design.md "Units"), rounded by the one rule the
+ * API and the emails use (docs/api.md, "Remaining bandwidth"): never "0 GB" while bytes remain.
+ */
+export const gbText = (bytes: number) => bandwidthText(bytes);
 
 export const dateText = (d: Date | null) =>
   d ? d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : 'never';

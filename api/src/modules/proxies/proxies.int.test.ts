@@ -217,6 +217,33 @@ describe('POST /api/v1/proxies/generate', () => {
     );
   });
 
+  test('a plan refusing credentials in clear: only https:// is handed out (409 CLEAR_CREDENTIALS_REFUSED for http)', async () => {
+    const advanced = { plan: 'advanced', host: 'advanced.proxy.example.com', port: 61236 } as const;
+    await upsertGatewayEndpoint(db.pool, { ...advanced, tls: true, refuseCredentialsInClear: true }, 'test');
+    try {
+      const ask = (scheme: 'http' | 'https') =>
+        generate({ provider: 'advanced', country: 'us', sessionType: 'rotating', scheme });
+      expect(await ask('http')).toMatchObject({
+        status: 409,
+        body: {
+          success: false,
+          error: 'The advanced plan refuses credentials sent in clear; use scheme https',
+        },
+      });
+      const https = await ask('https');
+      expect(https.status).toBe(200);
+      expect((https.body as { urls: string[] }).urls[0]).toMatch(
+        /^https:\/\/.*@advanced\.proxy\.example\.com:61236$/,
+      );
+      // Only a plan that serves TLS can refuse credentials in clear (its gateways do not start otherwise).
+      await expect(
+        upsertGatewayEndpoint(db.pool, { ...advanced, tls: false, refuseCredentialsInClear: true }, 'test'),
+      ).rejects.toThrow(/gateway_endpoints_refuse_needs_tls/);
+    } finally {
+      await upsertGatewayEndpoint(db.pool, advanced, 'test');
+    }
+  });
+
   test('the OpenAPI document describes scheme and urls', async () => {
     const doc = (await call(api.url, '/api/v1/openapi.json')).body;
     const op = doc.paths['/api/v1/proxies/generate'].post;

@@ -31,7 +31,8 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
         'Sticky proxies each get a fresh random session id; rotating proxies are identical lines. ' +
         "With `subUser`, the strings carry that sub-user's username and password. " +
         'With `scheme` (`http` or `https`), also `urls`: the same proxies as URLs; `https` is TLS to the gateway, ' +
-        'refused (409 TLS_NOT_SERVED) for a plan whose gateways do not serve it.',
+        'refused (409 TLS_NOT_SERVED) for a plan whose gateways do not serve it; `http` is refused ' +
+        '(409 CLEAR_CREDENTIALS_REFUSED) for a plan that refuses credentials sent in clear.',
       auth: 'apiKey',
       body: generateRequestSchema,
       response: generateResponseSchema,
@@ -40,6 +41,7 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
         'NO_BANDWIDTH',
         'SUB_USER_NOT_FOUND',
         'TLS_NOT_SERVED',
+        'CLEAR_CREDENTIALS_REFUSED',
         'MALFORMED_JSON',
         'UNSUPPORTED_MEDIA_TYPE',
         'PAYLOAD_TOO_LARGE',

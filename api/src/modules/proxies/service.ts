@@ -37,9 +37,13 @@ export async function generateProxySet(
     host: deps.fallbackHost,
     port: DEFAULT_GATEWAY_PORTS[req.provider],
     tls: false,
+    refuseCredentialsInClear: false,
   };
   // An https:// URL to a port without TLS would fail in the customer's client (docs/adr/0083).
   if (req.scheme === 'https' && !endpoint.tls) throw new AppError('TLS_NOT_SERVED', { plan: req.provider });
+  // Its gateways would refuse an http:// URL's credentials (docs/adr/0096): only https:// is given.
+  if (req.scheme === 'http' && endpoint.refuseCredentialsInClear)
+    throw new AppError('CLEAR_CREDENTIALS_REFUSED', { plan: req.provider });
   const base = req.subUser
     ? await readSubUserCredentials(deps.pool, accountId, req.subUser, deps.credentialsKey)
     : await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);

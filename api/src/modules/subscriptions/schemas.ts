@@ -9,7 +9,7 @@ export type SubscriptionParams = z.infer<typeof subscriptionParams>;
 export const adminSubscriptionParams = z.object({ id: uuid, subscriptionId: uuid });
 export type AdminSubscriptionParams = z.infer<typeof adminSubscriptionParams>;
 
-export const autoRenewUpdate = z.object({
+export const autoRenewUpdate = z.strictObject({
   autoRenew: z.boolean().describe('false: it ends at paidUntil; true: it renews then'),
 });
 export type AutoRenewUpdate = z.infer<typeof autoRenewUpdate>;

@@ -4,7 +4,11 @@ import { PRODUCTS } from '#common/products.ts';
 export const balanceSchema = z.object({
   totalGb: z.number().describe('Purchased bandwidth, GB (10^9 bytes), 3 decimals'),
   usedGb: z.number().describe('Used bandwidth, GB, 3 decimals'),
-  remainingGb: z.number().describe('Remaining bandwidth, GB, 3 decimals; never negative'),
+  remainingGb: z
+    .number()
+    .describe(
+      'Remaining bandwidth, GB, rounded down to 3 decimals or 3 significant digits (never 0 while bytes remain); never negative',
+    ),
 });
 
 export const productsSchema = z.object(

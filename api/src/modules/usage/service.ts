@@ -4,6 +4,7 @@
 // account's balances (change feed 'balance').
 import type { Pool } from '#common/db/pool.ts';
 import type { Change, ChangeFeed } from '#common/db/changes.ts';
+import { bandwidthIn } from '#common/billing/remaining.ts';
 import { BYTES_PER_GB, BYTES_PER_MB, PRODUCTS, type Product } from '#common/products.ts';
 import { readFreshSnapshot, recomputeSnapshot, type SnapshotRow } from './repo.ts';
 import type { UsageResponse } from './schemas.ts';
@@ -81,14 +82,19 @@ export function toUsageResponse(row: SnapshotRow): UsageResponse {
     total += b.total;
     used += b.used;
     remaining += b.remaining;
-    products[product] = { totalGb: gb(b.total), usedGb: gb(b.used), remainingGb: gb(b.remaining) };
+    // Remaining by the one rule of pages and emails (rounded down, never 0 while bytes remain).
+    products[product] = {
+      totalGb: gb(b.total),
+      usedGb: gb(b.used),
+      remainingGb: bandwidthIn('GB', b.remaining),
+    };
   }
   return {
     success: true,
     products,
     dataUsedMb: mb(used),
     dataLimitMb: mb(total),
-    dataRemainingMb: mb(remaining),
+    dataRemainingMb: bandwidthIn('MB', remaining),
     percentUsed: total > 0 ? round((used / total) * 100, 2) : 0,
     requestsCount: row.requestsCount,
     updatedAt: row.computedAt.toISOString(),

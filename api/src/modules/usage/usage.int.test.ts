@@ -68,6 +68,17 @@ describe('GET /api/v1/usage', () => {
     expect(res.body.dataRemainingMb).toBe(0);
   });
 
+  test('remaining is rounded down, never to 0 while bytes remain (docs/api.md, "Remaining bandwidth")', async () => {
+    // 246,388 B left answered remainingGb 0 while traffic still flowed; 1,999,999,999 B answered 2.
+    const account = await accountWithBandwidth(db.pool, { basic: 1e9, advanced: 2e9 });
+    await use(account.id, 'basic', 1e9 - 246_388, 1);
+    await use(account.id, 'advanced', 1, 1);
+    const res = await call(api.url, '/api/v1/usage', { key: account.apiKey });
+    expect(res.body.products.basic.remainingGb).toBe(0.000246);
+    expect(res.body.products.advanced.remainingGb).toBe(1.999);
+    expect(res.body.dataRemainingMb).toBe(2000.24);
+  });
+
   test('one snapshot shared by every API process, not recomputed within the interval', async () => {
     const account = await accountWithBandwidth(db.pool, { basic: 1e9 });
     const first = await call(api.url, '/api/v1/usage', { key: account.apiKey });

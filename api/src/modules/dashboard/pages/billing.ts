@@ -174,8 +174,8 @@ function billingView(
   },
 ): Html {
   const c = data.credit;
-  const money = (amount: number) =>
-    `${amount.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} ${c.currency}`;
+  const money = (amount: number, currency = c.currency) =>
+    `${amount.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} ${currency}`;
   const refill = new Map(data.autoRefill.map((r) => [r.product, r]));
   const change = (p: string) =>
     html`<td><a href="/billing/auto-refill/${p}" aria-label="Change auto-refill of ${p}">Change</a></td>`;
@@ -191,7 +191,15 @@ function billingView(
             : table({
                 label: 'Invoices',
                 caption: 'Invoices, newest first',
-                columns: ['Invoice', 'Issued', 'Product', { num: 'Bandwidth' }, 'Source', 'Status'],
+                columns: [
+                  'Invoice',
+                  'Issued',
+                  'Product',
+                  { num: 'Bandwidth' },
+                  'Source',
+                  'Status',
+                  { num: 'Amount' },
+                ],
                 rows: data.invoices.map(
                   (i) =>
                     html`<tr>
@@ -201,6 +209,7 @@ function billingView(
                       <td class="num">${i.product ? gbText(i.bytes) : '–'}</td>
                       <td>${SOURCES[i.source]}</td>
                       <td>${i.status}</td>
+                      <td class="num">${i.amount === null ? '–' : money(i.amount, i.currency)}</td>
                     </tr>`,
                 ),
               })

@@ -26,6 +26,7 @@ import {
   type PageContext,
 } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
+import { countOf } from '#common/words.ts';
 
 const NOTICES: ReadonlyMap<string, string> = new Map([
   ['password', 'A new proxy password is in place.'],
@@ -117,7 +118,10 @@ export const proxiesPage: PageModule = (deps) => {
           return render(visit, { form, error: formProblem(parsed.error, GENERATE_LABELS) }, 422);
         const generated = await attempt(
           () => generateProxySet(deps.proxies, visit.person.accountId, parsed.data),
-          (err) => ['NO_BANDWIDTH', 'SUB_USER_NOT_FOUND', 'TLS_NOT_SERVED'].includes(err.code),
+          (err) =>
+            ['NO_BANDWIDTH', 'SUB_USER_NOT_FOUND', 'TLS_NOT_SERVED', 'CLEAR_CREDENTIALS_REFUSED'].includes(
+              err.code,
+            ),
         );
         if (!generated.ok)
           return render(visit, { form, error: generated.refusal.message }, generated.refusal.status);
@@ -373,8 +377,8 @@ function allowlistSection(
     <h2 id="allow-h">IP allowlist</h2>
     <p class="hint">
       Requests from these addresses use the product's gateways without a username or password (at most
-      ${String(list.limit)} entries; a range at most /24 or /48 wide). Requests that send credentials are
-      judged by them.
+      ${countOf(list.limit, 'entry', 'entries')}; a range at most /24 or /48 wide). Requests that send
+      credentials are judged by them.
     </p>
     ${message('error', error)}
     ${

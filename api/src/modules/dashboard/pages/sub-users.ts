@@ -28,6 +28,7 @@ import {
   type PageContext,
 } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
+import { countOf } from '#common/words.ts';
 
 const NOTICES: ReadonlyMap<string, string> = new Map([
   ['created', 'The sub-user is created; gateways accept its credentials within a second.'],
@@ -368,7 +369,7 @@ function subUsersView(
           Each sub-user has its own proxy username and password: use them in place of yours, with the same
           targeting (the Proxies page generates proxies for a sub-user). Its traffic is billed to your
           balance; a limit caps what it may use on a product since it was created. Changes reach the gateways
-          within a second. At most ${String(data.limit)} sub-users.
+          within a second. At most ${countOf(data.limit, 'sub-user')}.
         </p>
         ${
           data.subUsers.length === 0
