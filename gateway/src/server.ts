@@ -149,7 +149,7 @@ export class GatewayProcess {
       url: opts.databaseUrl,
       logger: opts.logger,
       component: 'gateway',
-      ack: { instance: opts.gatewayId, component: 'gateway' },
+      ack: { instance: opts.gatewayId, component: 'gateway', batched: true },
       registry: opts.registry,
     });
   }
