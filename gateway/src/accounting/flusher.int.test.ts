@@ -88,4 +88,22 @@ describe('UsageFlusher', () => {
     expect(await f.send()).toBeUndefined();
     expect(sent).toHaveLength(0);
   });
+  it('a queued batch that did land before (its answer lost) is not billed twice', async () => {
+    const account = await accountWithBandwidth(db.pool);
+    const line = (up: number) =>
+      JSON.stringify([
+        { account_id: account.id, product: 'basic', bytes_up: up, bytes_down: 0, requests: 1 },
+      ]);
+    // The first batch landed, but the gateway never heard (its connection died with the answer).
+    await db.pool.query("SELECT usage_record('landed-1', 'flusher-retry', $1, '[]', '[]')", [line(7)]);
+    const { rows } = await db.pool.query<{ n: number }>('SELECT usage_record_many($1, $2::jsonb) AS n', [
+      'flusher-retry',
+      JSON.stringify([
+        { key: 'landed-1', lines: JSON.parse(line(7)) },
+        { key: 'landed-2', lines: JSON.parse(line(11)) },
+      ]),
+    ]);
+    expect(rows[0]!.n).toBe(1);
+    expect(await recorded('flusher-retry')).toEqual({ batches: 2, bytes: 18 });
+  });
 });
