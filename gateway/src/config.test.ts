@@ -23,3 +23,20 @@ describe('gateway configuration: TLS files', () => {
     );
   });
 });
+
+describe('gateway configuration: flush interval', () => {
+  it('defaults to 2 s and takes fractions', () => {
+    expect(loadGatewayConfig(base).PROXYFLEET_GATEWAY_FLUSH_SECONDS).toBe(2);
+    expect(
+      loadGatewayConfig({ ...base, PROXYFLEET_GATEWAY_FLUSH_SECONDS: '0.5' })
+        .PROXYFLEET_GATEWAY_FLUSH_SECONDS,
+    ).toBe(0.5);
+  });
+
+  it('refuses an interval that would flush constantly or leave minutes unbilled, naming the variable', () => {
+    for (const value of ['0', '61', 'soon'])
+      expect(() => loadGatewayConfig({ ...base, PROXYFLEET_GATEWAY_FLUSH_SECONDS: value })).toThrow(
+        /PROXYFLEET_GATEWAY_FLUSH_SECONDS/,
+      );
+  });
+});

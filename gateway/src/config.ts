@@ -40,6 +40,11 @@ export const gatewayEnv = {
   PROXYFLEET_GATEWAY_TLS_CERT: z.string().min(1).optional(),
   PROXYFLEET_GATEWAY_TLS_KEY: z.string().min(1).optional(),
   PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+  /**
+   * Seconds between usage flushes (one round trip each, docs/gateway.md): a crash leaves up to
+   * this long of the pod's traffic unbilled; longer costs the database less per pod.
+   */
+  PROXYFLEET_GATEWAY_FLUSH_SECONDS: z.coerce.number().min(0.5).max(60).default(2),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
   PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
 };

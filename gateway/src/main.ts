@@ -48,6 +48,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     ...(config.PROXYFLEET_GATEWAY_PORT !== undefined ? { port: config.PROXYFLEET_GATEWAY_PORT } : {}),
     gatewayId,
     fleetSize: () => heartbeat.liveGateways(),
+    flushMs: config.PROXYFLEET_GATEWAY_FLUSH_SECONDS * 1000,
     allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     pool: db.pool,
     databaseUrl: db.sessionUrl,

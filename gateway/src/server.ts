@@ -81,6 +81,8 @@ export interface GatewayDeps {
    * credit is shared among them (docs/adr/0024). Default: 1.
    */
   fleetSize?: () => number;
+  /** Milliseconds between usage flushes (PROXYFLEET_GATEWAY_FLUSH_SECONDS). Default: FLUSH_MS (2 s). */
+  flushMs?: number;
   /** Connection caps of the process the gateway opens itself (ignored with `process`). */
   limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number; authFailuresPerAddress?: number };
   /** Target statistics caps (tests lower them; accounting/targets.ts has the defaults). */
@@ -149,7 +151,7 @@ export class GatewayProcess {
       url: opts.databaseUrl,
       logger: opts.logger,
       component: 'gateway',
-      ack: { instance: opts.gatewayId, component: 'gateway' },
+      ack: { instance: opts.gatewayId, component: 'gateway', batched: true },
       registry: opts.registry,
     });
   }
@@ -248,6 +250,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     idleMs: spec.timeouts.idleSeconds * 1000,
     maxLifetimeMs: spec.timeouts.maxLifetimeSeconds * 1000,
     ...(deps.fleetSize ? { fleetSize: deps.fleetSize } : {}),
+    ...(deps.flushMs ? { flushMs: deps.flushMs } : {}),
     // The account's override, else the plan's default (docs/adr/0035).
     throttle: (accountId) => proc.cache.throttle(accountId, plan) ?? spec.throttle?.bytesPerSecond ?? 0,
     // A sub-user's own cap (docs/adr/0037), under the account's above.

@@ -110,7 +110,7 @@ export class SimPod {
       url: env.sessionUrl,
       logger: env.logger,
       component: 'gateway',
-      ack: { instance: this.gatewayId, component: 'gateway' },
+      ack: { instance: this.gatewayId, component: 'gateway', batched: true },
     });
     const customers = [
       { accountId: env.hot, hot: true },

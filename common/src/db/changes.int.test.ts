@@ -142,4 +142,47 @@ describe('ChangeFeed', () => {
     await other.close();
     expect((await countCacheAcks(db.pool, 'gateway', 0)).total).toBe(1);
   });
+  it('with batched acks, writes the version it applied on the heartbeat, not on each change', async () => {
+    const ackOf = async (instance: string) =>
+      (
+        await db.pool.query<{ version: number }>('SELECT version FROM cache_acks WHERE instance = $1', [
+          instance,
+        ])
+      ).rows[0]?.version;
+    const quiet = new ChangeFeed({
+      url: db.url,
+      logger: createLogger('test', 'silent'),
+      component: 'test3',
+      heartbeatMs: 60_000,
+      ack: { instance: 'batched-quiet', component: 'gateway', batched: true },
+    });
+    const beating = new ChangeFeed({
+      url: db.url,
+      logger: createLogger('test', 'silent'),
+      component: 'test4',
+      heartbeatMs: 200,
+      ack: { instance: 'batched-beating', component: 'gateway', batched: true },
+    });
+    await quiet.start();
+    await beating.start();
+    try {
+      const started = await ackOf('batched-quiet');
+      const account = await accountWithBandwidth(db.pool);
+      await setAccountStatus(db.pool, account.id, 'suspended');
+      await setAccountStatus(db.pool, account.id, 'active');
+      const { rows } = await db.pool.query<{ head: number }>(
+        'SELECT max(id)::bigint AS head FROM change_log',
+      );
+      const head = rows[0]!.head;
+      // The feed applies its batches one after the other, each (unbatched) with its ack: once the
+      // last change is applied, an ack per change would have recorded the earlier ones.
+      await until(() => quiet.version >= head, 'the quiet feed to apply both changes');
+      expect(await ackOf('batched-quiet')).toBe(started);
+      // A heartbeat writes what was applied since.
+      await until(async () => ((await ackOf('batched-beating')) ?? 0) >= head, 'the heartbeat ack');
+    } finally {
+      await quiet.close();
+      await beating.close();
+    }
+  });
 });

@@ -54,9 +54,12 @@ export interface ChangeFeedOptions {
   catchUpOverlap?: number;
   /**
    * When set, the feed reports the version it applied in cache_acks (on change and on every
-   * heartbeat), so the ApiKey controller can count the processes that have a change.
+   * heartbeat), so the ApiKey controller can count the processes that have a change. With
+   * `batched`, only on the heartbeat: one write per heartbeat whatever the rate of changes, for
+   * the gateways, whose acks nothing waits on but the ApiKey's "Synced" (docs/adr/0090). The
+   * API's acks, which admin calls wait for, are written on every change.
    */
-  ack?: { instance: string; component: 'api' | 'gateway' };
+  ack?: { instance: string; component: 'api' | 'gateway'; batched?: boolean };
 }
 
 /** How recent a cache_acks row must be to count as a running process. */
@@ -337,7 +340,8 @@ export class ChangeFeed {
       for (const id of this.appliedIds) if (id <= floor) this.appliedIds.delete(id);
     }
     const client = this.client;
-    if (client) await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));
+    if (client && !this.opts.ack?.batched)
+      await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));
   }
 }
 

@@ -1,7 +1,9 @@
 // The usage flusher: insert-only usage batches (migrations/0020, docs/adr/0020) written with
-// usage_record, one round trip per batch (lines per account, spends per lease, leases returned).
-// A batch that was sent but not confirmed is retried with the same idempotency key (a retry of a
-// batch that did land is a no-op); new usage merges into the last batch never sent.
+// usage_record (lines per account, spends per lease, leases returned). Every flush is one round
+// trip: the batches queued after a failure go together through usage_record_many, in order, all or
+// none (docs/adr/0090). A batch that was sent but not confirmed is retried with the same
+// idempotency key (a retry of a batch that did land is a no-op); new usage merges into the last
+// batch never sent.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
@@ -116,24 +118,32 @@ export class UsageFlusher {
   }
 
   /**
-   * Sends the queued batches in order; stops at the first failure. Returns false on a failure,
+   * Sends the queued batches in order, in one round trip, all or none. Returns false on a failure,
    * true when batches went, undefined when there was nothing to send (the database was not asked).
    */
   async send(): Promise<boolean | undefined> {
     let ok: boolean | undefined;
-    while (this.queue.length) {
-      const batch = this.queue[0]!;
-      batch.attempted = true;
+    const batches = [...this.queue];
+    if (batches.length) {
+      for (const batch of batches) batch.attempted = true;
       try {
-        await this.opts.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
-          batch.key,
-          this.opts.gatewayId,
-          JSON.stringify([...batch.lines.values()]),
-          JSON.stringify([...batch.spends].map(([lease_id, bytes]) => ({ lease_id, bytes }))),
-          JSON.stringify([...batch.releases].map(([lease_id, spent]) => ({ lease_id, spent }))),
-          JSON.stringify([...batch.subLines.values()]),
-        ]);
-        this.queue.shift();
+        if (batches.length === 1) {
+          const b = wire(batches[0]!);
+          await this.opts.pool.query('SELECT usage_record($1, $2, $3, $4, $5, $6)', [
+            b.key,
+            this.opts.gatewayId,
+            JSON.stringify(b.lines),
+            JSON.stringify(b.spends),
+            JSON.stringify(b.releases),
+            JSON.stringify(b.sub_lines),
+          ]);
+        } else {
+          await this.opts.pool.query('SELECT usage_record_many($1, $2::jsonb)', [
+            this.opts.gatewayId,
+            JSON.stringify(batches.map(wire)),
+          ]);
+        }
+        this.queue.splice(0, batches.length);
         ok = true;
       } catch (err) {
         ok = false;
@@ -142,7 +152,6 @@ export class UsageFlusher {
           { err: (err as Error).message, pending: this.queue.length },
           'usage flush failed; will retry',
         );
-        break;
       }
     }
     const oldest = this.queue[0];
@@ -173,4 +182,15 @@ function add<L extends { bytes_up: number; bytes_down: number; requests: number 
   line.bytes_down += down;
   line.requests += requests;
   lines.set(key, line);
+}
+
+/** A batch as usage_record takes it (usage_record_many: an array of these). */
+function wire(batch: Batch) {
+  return {
+    key: batch.key,
+    lines: [...batch.lines.values()],
+    spends: [...batch.spends].map(([lease_id, bytes]) => ({ lease_id, bytes })),
+    releases: [...batch.releases].map(([lease_id, spent]) => ({ lease_id, spent })),
+    sub_lines: [...batch.subLines.values()],
+  };
 }

@@ -40,6 +40,8 @@ export interface LedgerOptions {
    * Default: 1.
    */
   fleetSize?: () => number;
+  /** Milliseconds between usage flushes (PROXYFLEET_GATEWAY_FLUSH_SECONDS). Default: FLUSH_MS. */
+  flushMs?: number;
   /** Target statistics, written after each usage batch in their own statement (docs/adr/0026). */
   targets?: TargetTally;
   /**
@@ -120,7 +122,7 @@ export class Ledger {
   start(): void {
     this.tickTimer = setInterval(() => this.tick(), TICK_MS);
     this.tickTimer.unref();
-    this.flushTimer = setInterval(() => void this.flush(), FLUSH_MS);
+    this.flushTimer = setInterval(() => void this.flush(), this.opts.flushMs ?? FLUSH_MS);
     this.flushTimer.unref();
   }
 
