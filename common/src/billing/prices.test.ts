@@ -13,7 +13,7 @@ describe('PROXYFLEET_ISP_PRICES', () => {
     expect(r.error?.issues).toHaveLength(5);
   });
 
-  it('is an amount in whole cents: a fraction of a cent is refused, not rounded (docs/adr/0085)', () => {
+  it('is an amount in whole cents: a fraction of a cent is refused, not rounded (docs/adr/0091)', () => {
     expect(ispPricesPerMonth.parse('us=6.99,de=0.01')).toEqual({ '*': 5, us: 6.99, de: 0.01 });
     const r = ispPricesPerMonth.safeParse('us=6.995,de=0.004');
     expect(r.error?.issues.map((i) => i.message)).toEqual([

@@ -59,7 +59,7 @@ export const currency = z
   .default('USD');
 
 /**
- * One currency for every amount (docs/adr/0085): once invoices exist, the price tables' currency is
+ * One currency for every amount (docs/adr/0091): once invoices exist, the price tables' currency is
  * fixed. A configured currency other than the invoices' one is refused (nothing is written, the old
  * table stays): converting amounts is a decision for an operator, not a relabelling. Holds new
  * invoices back (a share lock on invoices, for the few milliseconds of the write), so the very first
@@ -76,7 +76,7 @@ async function refuseCurrencyChange(client: PoolClient, currency: string): Promi
     throw new Error(
       `PROXYFLEET_CURRENCY=${currency} refused: ${rows
         .map((r) => `${r.accounts} account(s) have invoices in ${r.currency}`)
-        .join(', ')}; an account's currency is fixed at its first invoice (docs/adr/0085)`,
+        .join(', ')}; an account's currency is fixed at its first invoice (docs/adr/0091)`,
     );
 }
 

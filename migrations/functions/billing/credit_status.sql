@@ -3,7 +3,7 @@
 -- and what its bill-later invoices of the month add up to (operator purchases and auto-refills
 -- paid by invoice; void invoices and charged ones are not credit). In the price table's currency,
 -- and only the invoices in that currency are added: amounts in two currencies are never summed
--- (the worker refuses to change the currency once invoices exist, docs/adr/0085).
+-- (the worker refuses to change the currency once invoices exist, docs/adr/0091).
 CREATE OR REPLACE FUNCTION credit_status(p_account uuid)
 RETURNS TABLE (limit_cents bigint, used_cents bigint, currency text, own_limit boolean)
 LANGUAGE sql STABLE AS $$

@@ -1,6 +1,6 @@
 -- The one price formula (docs/api.md "Invoices"): bytes times the product's price per GB
 -- (product_prices, written by the worker from PROXYFLEET_PRICES_PER_GB), in cents of the table's
--- currency. The one rounding rule for money (docs/adr/0085): an amount is kept in whole cents
+-- currency. The one rounding rule for money (docs/adr/0091): an amount is kept in whole cents
 -- (bigint) and a fraction of a cent is rounded UP to the next cent, so any priced quantity costs at
 -- least one cent: nothing bought rounds to free. Invoices, auto-refill charges, renewals of
 -- bandwidth plans and the credit limit all use it.

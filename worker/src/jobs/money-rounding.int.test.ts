@@ -1,4 +1,4 @@
-// Money that cannot round to free (docs/adr/0085): one rounding rule, a fraction of a cent rounded
+// Money that cannot round to free (docs/adr/0091): one rounding rule, a fraction of a cent rounded
 // up, for auto-refills and operator purchases alike; one currency for every amount: a change of
 // PROXYFLEET_CURRENCY is refused once invoices exist, and the credit limit adds only the amounts in
 // its own currency.
