@@ -156,7 +156,9 @@ describe('low-bandwidth alerts state what /api/v1/usage says', () => {
   }
   /** The worker's email sender runs every 5 s: wait for two of its runs after the fold. */
   const twoSenderRuns = () => new Promise((r) => setTimeout(r, 11_000));
-  const stated = (text: string | undefined) => Number(/: ([\d.]+) MB of 20 MB left/.exec(text ?? '')?.[1]);
+  /** The email's figure (GB, the one rounding rule of common/src/billing/remaining.ts) in MB. */
+  const stated = (text: string | undefined) =>
+    Number(/: ([\d.]+) GB of 0\.02 GB left/.exec(text ?? '')?.[1]) * 1000;
 
   it('at 20 % of 20 MB: nothing after 10 and 14 MB used, "low" with the API\'s figure after 17 MB', async () => {
     const account = await customer(20);
@@ -173,7 +175,7 @@ describe('low-bandwidth alerts state what /api/v1/usage says', () => {
     await settled(account.id, 17 * MB);
     await until(() => mails(account.email).length > 0, 'the low-bandwidth email');
     const [mail] = mails(account.email);
-    expect(mail!.subject).toMatch(/^Low basic bandwidth: [\d.]+ MB of 20 MB left$/);
+    expect(mail!.subject).toMatch(/^Low basic bandwidth: [\d.]+ GB of 0\.02 GB left$/);
     expect(mail!.text).not.toContain('used up');
     const api = await apiRemainingMb(account.apiKey);
     expect(Math.abs(stated(mail!.text) - api)).toBeLessThanOrEqual(0.01);
