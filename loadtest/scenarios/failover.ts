@@ -334,9 +334,10 @@ async function listFailures(
   const failed: { at: number; [k: string]: unknown }[] = [];
   for (const mode of ['basic', 'advanced']) {
     const log = await readFile(path.join(report.dir, `k6-${phase}-${mode}.log`), 'utf8').catch(() => '');
-    for (const m of log.matchAll(/FAILED (\{.*?\})(?:"|$)/gm)) {
+    // k6 writes `msg="FAILED {...}"`, the JSON quoted as a string (a Proxy-Status holds quotes).
+    for (const m of log.matchAll(/msg="FAILED ((?:[^"\\]|\\.)*)"/g)) {
       try {
-        failed.push(JSON.parse(m[1]!.replace(/\\"/g, '"')) as { at: number });
+        failed.push(JSON.parse(JSON.parse(`"${m[1]!}"`) as string) as { at: number });
       } catch {
         // a line k6 cut: counted by the summaries anyway
       }
