@@ -194,7 +194,7 @@ ctr_() { ctr --address "${SOCK}" -n k8s.io "$@"; }
 # `ctr images ls -q | grep -qx REF` fails when grep exits at the match while ctr still writes
 # the names after it (CRI's sha256:<id> names sort after localhost/...): ctr dies of SIGPIPE,
 # status 141, and `up` reported "containerd did not take" an image it had taken
-# (docs/adr/0085-cluster-image-import-verified-by-digest.md).
+# (docs/adr/0093-cluster-image-import-verified-by-digest.md).
 image_problem() {
   local ref="$1" id="sha256:${2#sha256:}" checked row target manifest config names
   if ! checked="$(ctr_ images check "name==${ref}" 2>&1)"; then

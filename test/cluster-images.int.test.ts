@@ -1,5 +1,5 @@
 // How `npm run cluster -- up` loads an image into containerd (scripts/cluster.sh load_image) and
-// checks it by digest (docs/adr/0085). The script's own functions run in bash; podman and ctr are
+// checks it by digest (docs/adr/0093). The script's own functions run in bash; podman and ctr are
 // stand-ins on PATH that answer as containerd 1.6's ctr does, because the failure is an ordering
 // the real containerd produces only now and then (about one check in ten on a loaded machine):
 // the image's name listed with more names after it, written a moment later.

@@ -1,7 +1,7 @@
 // /healthz (the process is alive), /readyz (it can serve: every readiness check passes and it is
 // not draining) and /metrics, on a plain node:http server for the entrypoints that have no
 // Express app, and as a request handler the API mounts on its own port. /prestop, where an
-// entrypoint sets a wait (the gateway, docs/adr/0086), is the pod's preStop hook: readiness false
+// entrypoint sets a wait (the gateway, docs/adr/0094), is the pod's preStop hook: readiness false
 // at once, then the answer when the wait is over (the kubelet sends SIGTERM after it).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

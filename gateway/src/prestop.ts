@@ -1,4 +1,4 @@
-// The gateway pod's preStop (GET /prestop on the health port, docs/adr/0086): readiness goes
+// The gateway pod's preStop (GET /prestop on the health port, docs/adr/0094): readiness goes
 // false at once (common/src/health.ts), then the gateway keeps accepting until its Service
 // endpoint is gone from kube-proxy's rules, which it sees as no new connection for a while, and
 // only then lets the kubelet send SIGTERM, which closes the listener. A fixed `sleep 5` closed it

@@ -316,7 +316,7 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     expect(result.bytes - billed).toBeLessThanOrEqual(bound);
   }, 300_000);
 
-  // PROXYFLEET_E2E_ROLLOUTS=N rolls N times in a row under the same clients (docs/adr/0086 records
+  // PROXYFLEET_E2E_ROLLOUTS=N rolls N times in a row under the same clients (docs/adr/0094 records
   // 10); CI rolls once.
   const rollouts = Math.max(1, Number(process.env.PROXYFLEET_E2E_ROLLOUTS ?? 1));
   test(

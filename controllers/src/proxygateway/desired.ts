@@ -31,7 +31,7 @@ export const CONFIG_FILE = 'gateway.yaml';
 /**
  * The bound of the pod's preStop (GET /prestop: readiness false, then accepting until no new
  * connection comes, gateway/src/prestop.ts, which gives up at 15 s), counted in the termination
- * grace before the drain (docs/adr/0086).
+ * grace before the drain (docs/adr/0094).
  */
 export const PRE_STOP_SECONDS = 20;
 /** Upper bound on the time given to open tunnels to finish (tunnels may live up to maxLifetimeSeconds). */
