@@ -16,6 +16,8 @@
 #   down    stop everything and remove processes, mounts, network namespaces, the bridge and the
 #           iptables rules; keeps the caches (binaries, the containerd image store)
 #   status  what runs
+#   fresh   `down`, then remove the caches too (containerd's store, the image stamps, the pause
+#           image): the machine as if it never ran a cluster; the next `up` is a cold one
 #
 # Env: PROXYFLEET_CLUSTER_DIR (state, default /var/lib/proxyfleet-cluster), PROXYFLEET_IMAGE
 # (default localhost/proxyfleet:<package.json version>), PROXYFLEET_CLUSTER_SKIP_IMAGE=1 (load no
@@ -186,21 +188,59 @@ containerd_up() {
 
 ctr_() { ctr --address "${SOCK}" -n k8s.io "$@"; }
 
-# load_image REF: podman save | ctr import, skipped when containerd already has that image ID.
+# image_problem REF ID: nothing when containerd (namespace k8s.io) has REF as image ID (the
+# config digest podman reports), all its content present and unpacked; otherwise what is wrong,
+# in one sentence. Every ctr answer is read whole before it is matched: under pipefail,
+# `ctr images ls -q | grep -qx REF` fails when grep exits at the match while ctr still writes
+# the names after it (CRI's sha256:<id> names sort after localhost/...): ctr dies of SIGPIPE,
+# status 141, and `up` reported "containerd did not take" an image it had taken
+# (docs/adr/0093-cluster-image-import-verified-by-digest.md).
+image_problem() {
+  local ref="$1" id="sha256:${2#sha256:}" checked row target manifest config names
+  if ! checked="$(ctr_ images check "name==${ref}" 2>&1)"; then
+    printf 'ctr images check %s failed: %s' "${ref}" "${checked}"; return 0
+  fi
+  row="$(awk -v r="${ref}" '$1 == r' <<<"${checked}")"
+  if [ -z "${row}" ]; then
+    names="$(ctr_ images ls -q 2>/dev/null || true)"
+    printf 'containerd (namespace k8s.io) has no image %s; it lists: %s' "${ref}" "$(tr '\n' ' ' <<<"${names:-nothing}")"
+    return 0
+  fi
+  target="$(awk '{ print $3 }' <<<"${row}")"
+  manifest="$(ctr_ content get "${target}" 2>/dev/null || true)"
+  config="$(sed -n 's/.*"config":{[^}]*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p' <<<"${manifest}")"
+  if [ "${config}" != "${id}" ]; then
+    printf "containerd's %s is image %s (manifest %s), podman's is %s" "${ref}" "${config:-unknown}" "${target}" "${id}"
+    return 0
+  fi
+  # REF TYPE DIGEST STATUS... UNPACKED, STATUS as "complete (13/13)".
+  if [ "$(awk '{ print $4 }' <<<"${row}")" != complete ] || [ "$(awk '{ print $NF }' <<<"${row}")" != true ]; then
+    printf "containerd's %s (image %s) is not complete and unpacked: %s" "${ref}" "${id}" "$(awk '{ $1 = $2 = $3 = ""; print }' <<<"${row}" | sed 's/^ *//')"
+  fi
+}
+
+# load_image REF: podman save | ctr import, skipped when containerd already has that image ID,
+# complete; verified by digest after the import, once more imported if that fails.
 load_image() {
-  local ref="$1" id stamp
+  local ref="$1" id stamp problem
   id="$(podman image inspect --format '{{.Id}}' "${ref}")" || die "no image ${ref} (npm run image)"
   stamp="${KEEP}/images/$(printf '%s' "${ref}" | tr '/:' '__').id"
-  if [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${id}" ] && ctr_ images ls -q | grep -qx "${ref}"; then return 0; fi
+  if [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${id}" ] && [ -z "$(image_problem "${ref}" "${id}")" ]; then return 0; fi
   log "loading ${ref} into containerd"
   mkdir -p "${KEEP}/images"
   # A re-import under the same tag can race containerd's garbage collection of the replaced
   # image's layers ("parent snapshot ... does not exist"): a second attempt finds them settled.
-  if ! podman save --format docker-archive "${ref}" | ctr_ images import - >/dev/null; then
-    log "importing ${ref} again"
-    podman save --format docker-archive "${ref}" | ctr_ images import - >/dev/null
+  if podman save --format docker-archive "${ref}" | ctr_ images import - >/dev/null; then
+    problem="$(image_problem "${ref}" "${id}")"
+  else
+    problem="the import failed"
   fi
-  ctr_ images ls -q | grep -qx "${ref}" || die "containerd did not take ${ref}"
+  if [ -n "${problem}" ]; then
+    log "importing ${ref} again (${problem})"
+    podman save --format docker-archive "${ref}" | ctr_ images import - >/dev/null || die "importing ${ref} into containerd failed twice"
+    problem="$(image_problem "${ref}" "${id}")"
+    [ -z "${problem}" ] || die "containerd did not take ${ref} (podman's image sha256:${id#sha256:}): ${problem}"
+  fi
   echo "${id}" > "${stamp}"
 }
 
@@ -385,6 +425,25 @@ cmd_down() {
   log "down in $(elapsed)"
 }
 
+# fresh: the machine as if it never ran a cluster, so that a cold `up` (containerd's first start
+# on an empty store) can be tried at will: `down`, then the caches `down` keeps (containerd's
+# content and metadata, the image stamps, the pause binary), the state directory itself, the
+# pause image in podman's store, and what the runtime leaves outside the state directory (CNI's
+# result cache of this network; runc's state and the shim sockets under /run/containerd, the
+# kubelet's empty /var/lib/kubelet, both only when no other containerd or kubelet runs). The
+# proxyfleet image stays (`npm run image` made it), and so do the Go tools.
+cmd_fresh() {
+  cmd_down
+  rm -rf "${STATE}"
+  if podman image exists "${PAUSE_IMAGE}" 2>/dev/null; then podman image rm -f "${PAUSE_IMAGE}" >/dev/null; fi
+  rm -f /var/lib/cni/results/proxyfleet-cluster-* 2>/dev/null || true
+  if ! pgrep -x containerd >/dev/null 2>&1; then rm -rf /run/containerd/runc/k8s.io /run/containerd/s; fi
+  if ! pgrep -x kubelet >/dev/null 2>&1; then
+    rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || true
+  fi
+  log "fresh in $(elapsed): ${STATE} and ${PAUSE_IMAGE} removed; the next up is a first one"
+}
+
 # kube-proxy --cleanup removes its chains; this removes any KUBE-* chain and rule it or the
 # kubelet left (a crash, an older version), in every table.
 remove_kube_iptables() {
@@ -422,9 +481,13 @@ cmd_status() {
 # One up or down at a time.
 lock() { mkdir -p "${KEEP}"; exec 9>"${KEEP}/.lock"; if command -v flock >/dev/null 2>&1; then flock 9; fi; }
 
+# Sourced (the tests of load_image), it only defines the functions.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
+
 case "${1:-}" in
   up) lock; cmd_up ;;
   down) lock; cmd_down ;;
+  fresh) lock; cmd_fresh ;;
   status) cmd_status ;;
-  *) die "usage: npm run cluster -- up|down|status" ;;
+  *) die "usage: npm run cluster -- up|down|status|fresh" ;;
 esac

@@ -63,3 +63,32 @@ describe('health server', () => {
     expect((await get('/healthz')).status).toBe(200);
   });
 });
+
+describe('/prestop', () => {
+  it('makes the pod unready at once and answers when the wait set for it is over', async () => {
+    const health = new Health([new Registry()]);
+    let called!: () => void;
+    const waiting = new Promise<void>((r) => (called = r));
+    let finish!: (v: unknown) => void;
+    health.setPreStop(() => {
+      called();
+      return new Promise((r) => (finish = r));
+    });
+    const server = await startHealthServer(health, '127.0.0.1', 0);
+    try {
+      let answered = false;
+      const preStop = fetch(`http://127.0.0.1:${server.port}/prestop`).then(async (res) => {
+        answered = true;
+        return { status: res.status, body: await res.text() };
+      });
+      await waiting;
+      const ready = await fetch(`http://127.0.0.1:${server.port}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(answered).toBe(false);
+      finish({ waitedMs: 4200, ended: 'quiet' });
+      expect(await preStop).toEqual({ status: 200, body: '{"preStop":{"waitedMs":4200,"ended":"quiet"}}' });
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,6 +1,8 @@
 // /healthz (the process is alive), /readyz (it can serve: every readiness check passes and it is
 // not draining) and /metrics, on a plain node:http server for the entrypoints that have no
-// Express app, and as a request handler the API mounts on its own port.
+// Express app, and as a request handler the API mounts on its own port. /prestop, where an
+// entrypoint sets a wait (the gateway, docs/adr/0094), is the pod's preStop hook: readiness false
+// at once, then the answer when the wait is over (the kubelet sends SIGTERM after it).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -14,6 +16,7 @@ export class Health {
   private readonly info = new Map<string, () => unknown>();
 
   private readonly registries: Registry[];
+  private preStop: (() => Promise<unknown>) | undefined;
 
   constructor(registries: Registry[]) {
     this.registries = registries;
@@ -29,6 +32,11 @@ export class Health {
 
   addRegistry(registry: Registry): void {
     this.registries.push(registry);
+  }
+
+  /** What /prestop waits for after readiness went false (the gateway: its Service endpoint gone). */
+  setPreStop(wait: () => Promise<unknown>): void {
+    this.preStop = wait;
   }
 
   /** Called first on shutdown so load balancers stop sending new work while we drain. */
@@ -77,6 +85,14 @@ export class Health {
       this.readiness().then(
         (report) => send(res, report.ready ? 200 : 503, 'application/json', JSON.stringify(report)),
         () => send(res, 503, 'application/json', '{"ready":false}'),
+      );
+      return true;
+    }
+    if (path === '/prestop' && this.preStop) {
+      this.startDraining();
+      this.preStop().then(
+        (result) => send(res, 200, 'application/json', JSON.stringify({ preStop: result ?? 'done' })),
+        () => send(res, 500, 'application/json', '{"preStop":"failed"}'),
       );
       return true;
     }

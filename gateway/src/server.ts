@@ -97,6 +97,8 @@ export interface RunningGateway {
   targets: TargetTally;
   /** Change-feed version this process's credential cache has applied. */
   cacheVersion(): number;
+  /** performance.now() of the last connection accepted (the preStop waits for them to stop, prestop.ts). */
+  lastConnectionAt(): number;
   close(): Promise<void>;
 }
 
@@ -386,7 +388,9 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     }),
   });
   const open = new Set<net.Socket>();
+  let lastConnectionAt = performance.now();
   server.on('connection', (socket: net.Socket) => {
+    lastConnectionAt = performance.now();
     socket.on('error', () => socket.destroy());
     const refused = limiter.accept(socket);
     if (refused) {
@@ -453,6 +457,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     ledger,
     targets,
     cacheVersion: () => proc.feed.version,
+    lastConnectionAt: () => lastConnectionAt,
     close: () =>
       (closing ??= (async () => {
         // Stop accepting, let open connections finish (bounded), then bill and flush everything.

@@ -5,12 +5,15 @@
 // API polled with A's key), MODE=advanced through the advanced HAProxy (C, plain and TLS).
 // Every answer is counted by what it means: `served` (200), `refused_503`, `refused_402`,
 // `unexpected` (any other status, or no answer); `refused_at` holds the time of each refusal or
-// failure (ms since the epoch: its min and max bound the refusal window).
+// failure (ms since the epoch: its min and max bound the refusal window). Each answer but 200 is
+// also written as one line `FAILED {json}` (when, which scenario and request, status, k6's error
+// and code, the gateway's Proxy-Status, how long it took), which the scenario lists per phase.
 // Env: MODE, HTTP_PROXY, HTTPS_PROXY, ORIGIN_HTTP, ORIGIN_HTTPS, API_URL, A_KEY, A_USER, A_PASS,
 // R_USER, R_PASS, N_USER, N_PASS, DURATION, SCALE, SIZE, NEWCOMER_START, SUMMARY.
 import http from 'k6/http';
 import { sleep } from 'k6';
 import encoding from 'k6/encoding';
+import exec from 'k6/execution';
 import { Counter, Trend } from 'k6/metrics';
 
 const D = Number(__ENV.DURATION || 30);
@@ -79,6 +82,20 @@ export const options = {
 function count(res) {
   if (res.status === 200) return served.add(1);
   refusedAt.add(Date.now());
+  const url = String(res.request?.url ?? res.url ?? '');
+  console.warn(
+    `FAILED ${JSON.stringify({
+      at: Date.now(),
+      scenario: exec.scenario.name,
+      mode: __ENV.MODE,
+      request: `${res.request?.method ?? 'GET'} ${url.replace(/\/\/[^@/]*@/, '//')}`,
+      status: res.status,
+      error: res.error || undefined,
+      errorCode: res.error_code || undefined,
+      proxyStatus: res.headers?.['Proxy-Status'] || undefined,
+      ms: Math.round(res.timings?.duration ?? 0),
+    })}`,
+  );
   if (res.status === 503) refused503.add(1);
   else if (res.status === 402) refused402.add(1);
   else unexpected.add(1);

@@ -10,7 +10,7 @@
 // Each phase is judged through k6, Prometheus and the database (failover-checks.ts). The clusters,
 // PgBouncer and the fleet live in one temporary directory, removed at the end (--keep keeps it).
 // --async: no synchronous standby, to measure what an asynchronous failover loses.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PgCluster } from '#test/pg-cluster.ts';
@@ -221,6 +221,7 @@ async function scenario(
     );
     const billed = await settle(fleet, prom);
     judgeAnswers(report, phase.name, [b.summary, a.summary], times);
+    await listFailures(report, phase.name, times);
     const range = `${Math.ceil(Date.now() / 1000 - started / 1000) + 5}s`;
     const reasons = await prom.query(
       `sum by (reason) (increase(proxyfleet_gateway_refusals_total{status_class!="none"}[${range}])) > 0`,
@@ -319,6 +320,48 @@ async function scenario(
   );
   report.figure('usage batch shapes (both phases)', await batchShapes(fleet));
   return (await report.finish({ profile, async: opts.async })) ? 0 : 1;
+}
+
+/**
+ * Which requests were not answered 200 in a phase and why (k6's `FAILED` lines, failover.js),
+ * each timed from the phase's database events, so that a failure can be explained.
+ */
+async function listFailures(
+  report: Report,
+  phase: Phase['name'],
+  times: Record<string, number>,
+): Promise<void> {
+  const failed: { at: number; [k: string]: unknown }[] = [];
+  for (const mode of ['basic', 'advanced']) {
+    const log = await readFile(path.join(report.dir, `k6-${phase}-${mode}.log`), 'utf8').catch(() => '');
+    // k6 writes `msg="FAILED {...}"`, the JSON quoted as a string (a Proxy-Status holds quotes).
+    for (const m of log.matchAll(/msg="FAILED ((?:[^"\\]|\\.)*)"/g)) {
+      try {
+        failed.push(JSON.parse(JSON.parse(`"${m[1]!}"`) as string) as { at: number });
+      } catch {
+        // a line k6 cut: counted by the summaries anyway
+      }
+    }
+  }
+  failed.sort((x, y) => x.at - y.at);
+  const events = Object.entries(times).filter(([k]) => k !== 'start');
+  const line = (f: { at: number }) => {
+    const rel = events.map(([k, t]) => `${k} ${f.at - t >= 0 ? '+' : ''}${f.at - t} ms`).join(', ');
+    const { at, ...rest } = f;
+    return `${new Date(at).toISOString()} (${rel}): ${JSON.stringify(rest)}`;
+  };
+  // Every answer that is neither 200 nor 503 in full; the 503s (expected in a failover) by
+  // scenario, with the first and last of each.
+  for (const f of failed.filter((x) => x.status !== 503)) report.say(`${phase}: failed ${line(f)}`);
+  const by503 = new Map<string, { at: number }[]>();
+  for (const f of failed.filter((x) => x.status === 503)) {
+    const key = String(f.scenario);
+    by503.set(key, [...(by503.get(key) ?? []), f]);
+  }
+  for (const [scenario, list] of by503) {
+    report.say(`${phase}: ${list.length} answered 503 in ${scenario}, first ${line(list[0]!)}`);
+    if (list.length > 1) report.say(`${phase}:   last ${line(list.at(-1)!)}`);
+  }
 }
 
 /** What customers were answered during a phase (k6), and the refusal window. */

@@ -316,60 +316,75 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     expect(result.bytes - billed).toBeLessThanOrEqual(bound);
   }, 300_000);
 
-  test('a config change to the ProxyGateway rolls the gateway pods with zero failed requests under load', async () => {
-    const r = await customer('rolling', 1);
-    const before = (await pods(kubectl, NAMESPACE, GATEWAY_SELECTOR)).map((p) => p.metadata.name);
-    let stop = false;
-    const failures: string[] = [];
-    let ok = 0;
-    const client = async () => {
-      while (!stop) {
-        const res = await proxyRequest(
-          gatewayPort,
-          credentials(r),
-          `${origin.url}/bytes/20000`,
-          undefined,
-          15_000,
+  // PROXYFLEET_E2E_ROLLOUTS=N rolls N times in a row under the same clients (docs/adr/0094 records
+  // 10); CI rolls once.
+  const rollouts = Math.max(1, Number(process.env.PROXYFLEET_E2E_ROLLOUTS ?? 1));
+  test(
+    'a config change to the ProxyGateway rolls the gateway pods with zero failed requests under load',
+    async () => {
+      const r = await customer('rolling', 1);
+      let stop = false;
+      const failures: string[] = [];
+      let ok = 0;
+      const client = async () => {
+        while (!stop) {
+          const res = await proxyRequest(
+            gatewayPort,
+            credentials(r),
+            `${origin.url}/bytes/20000`,
+            undefined,
+            15_000,
+          );
+          // Which request failed and why: its time, status and error.
+          if (res.status === 200 && !res.error) ok++;
+          else failures.push(`${new Date().toISOString()} ${res.status} ${res.error ?? ''}`.trim());
+          await sleep(20);
+        }
+      };
+      const clients = [client(), client(), client(), client()];
+      await sleep(2_000);
+      for (let i = 0; i < rollouts; i++) {
+        const [okBefore, failedBefore] = [ok, failures.length];
+        const before = (await pods(kubectl, NAMESPACE, GATEWAY_SELECTOR)).map((p) => p.metadata.name);
+        await kubectl([
+          'patch',
+          'pgw',
+          GATEWAY,
+          ...n,
+          '--type=merge',
+          '-p',
+          JSON.stringify({ spec: { session: { defaultMinutes: 11 + (i % 2) } } }),
+        ]);
+        // Rolled: two Ready pods, none of the old ones left (they drained and exited).
+        const after = await eventually(
+          'the rollout to finish',
+          async () => {
+            const list = await pods(kubectl, NAMESPACE, GATEWAY_SELECTOR);
+            return list.length === 2 &&
+              list.every(isReady) &&
+              list.every((p) => !before.includes(p.metadata.name))
+              ? list
+              : undefined;
+          },
+          240_000,
         );
-        if (res.status === 200 && !res.error) ok++;
-        else failures.push(`${res.status} ${res.error ?? ''}`.trim());
-        await sleep(20);
+        expect(after).toHaveLength(2);
+        await sleep(3_000);
+        say(
+          `rolling update ${i + 1}/${rollouts}: ${ok - okBefore} requests succeeded, ` +
+            `${failures.length - failedBefore} failed ${JSON.stringify(failures.slice(failedBefore, failedBefore + 5))}`,
+        );
       }
-    };
-    const clients = [client(), client(), client(), client()];
-    await sleep(2_000);
-    await kubectl([
-      'patch',
-      'pgw',
-      GATEWAY,
-      ...n,
-      '--type=merge',
-      '-p',
-      '{"spec":{"session":{"defaultMinutes":11}}}',
-    ]);
-    // Rolled: two Ready pods, none of the old ones left (they drained and exited).
-    const after = await eventually(
-      'the rollout to finish',
-      async () => {
-        const list = await pods(kubectl, NAMESPACE, GATEWAY_SELECTOR);
-        return list.length === 2 &&
-          list.every(isReady) &&
-          list.every((p) => !before.includes(p.metadata.name))
-          ? list
-          : undefined;
-      },
-      240_000,
-    );
-    await sleep(3_000);
-    stop = true;
-    await Promise.all(clients);
-    say(
-      `rolling update: ${ok} requests succeeded, ${failures.length} failed ${JSON.stringify(failures.slice(0, 5))}`,
-    );
-    expect(after).toHaveLength(2);
-    expect(ok).toBeGreaterThan(50);
-    expect(failures).toEqual([]);
-  }, 400_000);
+      stop = true;
+      await Promise.all(clients);
+      say(
+        `rolling update: ${rollouts} rollout(s), ${ok} requests succeeded, ${failures.length} failed ${JSON.stringify(failures.slice(0, 5))}`,
+      );
+      expect(ok).toBeGreaterThan(50);
+      expect(failures).toEqual([]);
+    },
+    400_000 * rollouts,
+  );
 
   test('scaling: the HPA scales the gateway pods on CPU (metrics-server) under load', async () => {
     const d = await customer('scaled', 2);

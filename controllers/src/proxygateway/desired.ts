@@ -28,8 +28,12 @@ export interface GatewayOptions {
 export const HEALTH_PORT = 9090;
 export const CONFIG_DIR = '/etc/proxyfleet';
 export const CONFIG_FILE = 'gateway.yaml';
-/** Seconds the pod keeps serving after SIGTERM is decided, so endpoints drop it before it stops accepting. */
-export const PRE_STOP_SECONDS = 5;
+/**
+ * The bound of the pod's preStop (GET /prestop: readiness false, then accepting until no new
+ * connection comes, gateway/src/prestop.ts, which gives up at 15 s), counted in the termination
+ * grace before the drain (docs/adr/0094).
+ */
+export const PRE_STOP_SECONDS = 20;
 /** Upper bound on the time given to open tunnels to finish (tunnels may live up to maxLifetimeSeconds). */
 export const MAX_DRAIN_SECONDS = 300;
 export const ACTIVE_CONNECTIONS_METRIC = 'proxyfleet_gateway_active_connections';
@@ -245,7 +249,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
                 periodSeconds: 10,
                 failureThreshold: 3,
               },
-              lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
+              lifecycle: { preStop: { httpGet: { path: '/prestop', port: 'health' } } },
               resources: pgw.spec.resources ?? DEFAULT_RESOURCES,
               securityContext: {
                 allowPrivilegeEscalation: false,

@@ -74,7 +74,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
     expect(env.PROXYFLEET_GATEWAY_ID.valueFrom.fieldRef.fieldPath).toBe('metadata.name');
     expect(env.DATABASE_URL.valueFrom.secretKeyRef).toEqual({ name: 'proxyfleet-database', key: 'url' });
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(300);
-    expect(container.lifecycle.preStop.exec.command[0]).toBe('sleep');
+    expect(container.lifecycle.preStop.httpGet).toEqual({ path: '/prestop', port: 'health', scheme: 'HTTP' });
     expect(pod.topologySpreadConstraints).toHaveLength(2);
     // The HPA owns replicas: our field manager created the Deployment at minReplicas, then let go.
     type Managed = {
