@@ -4,7 +4,7 @@
 // code step's path. Every attempt is reserved before it is checked (repo.reserveAttempt), so a
 // burst released at once checks no more than the numbers here (docs/security.md, "Throttles").
 import type { Pool } from '#common/db/pool.ts';
-import { releaseAttempt, reserveAttempt } from './repo.ts';
+import { auditFailure, releaseAttempt, reserveAttempt } from './repo.ts';
 
 /** Sign-in failures allowed per email and per source address within the window. */
 export const LOGIN_WINDOW_SECONDS = 15 * 60;
@@ -79,3 +79,23 @@ export async function keptOnFailure<T>(pool: Pool, attempt: string[], check: () 
     throw err;
   }
 }
+
+/**
+ * A failed sign-in (a wrong password or a wrong code) in the account's audit log: one entry per
+ * burst from one address and reason within the window, counted (docs/security.md, "Audit log").
+ */
+export const auditSignInFailure = (
+  pool: Pool,
+  who: { accountId: string; email: string; ip: string | undefined },
+  reason: 'password' | 'second_factor',
+): Promise<void> =>
+  auditFailure(
+    pool,
+    {
+      accountId: who.accountId,
+      actor: { kind: 'dashboard', id: who.email, ip: who.ip ?? null },
+      action: 'session.sign_in_failed',
+      details: { reason },
+    },
+    LOGIN_WINDOW_SECONDS,
+  );

@@ -14,7 +14,7 @@ import * as repo from '../repo.ts';
 import { preSessionHashOf, sessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
 import {
   keptOnFailure,
-  LOGIN_WINDOW_SECONDS,
+  auditSignInFailure,
   reserveSignIn,
   signInBuckets,
   SIGN_IN_CODE_PATH,
@@ -167,15 +167,10 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
         if (!attempt) return send(view({ code: '', error: SIGN_IN_THROTTLED }), 429);
         const used = await keptOnFailure(pool, attempt, () => twoFactor.check(waiting.accountId, code));
         if (!used) {
-          await repo.auditFailure(
+          await auditSignInFailure(
             pool,
-            {
-              accountId: waiting.accountId,
-              actor: { kind: 'dashboard', id: waiting.email, ip: req.ip ?? null },
-              action: 'session.sign_in_failed',
-              details: { reason: 'second_factor' },
-            },
-            LOGIN_WINDOW_SECONDS,
+            { accountId: waiting.accountId, email: waiting.email, ip: req.ip },
+            'second_factor',
           );
           return send(view({ code, error: WRONG_CODE }), 401);
         }

@@ -22,7 +22,7 @@ import { preSessionHashOf, SESSION_IDLE_SECONDS } from '../session.ts';
 import {
   CODE_STEP_SECONDS,
   keptOnFailure,
-  LOGIN_WINDOW_SECONDS,
+  auditSignInFailure,
   reserveForgot,
   reserveLinkLookup,
   reserveSignIn,
@@ -74,15 +74,10 @@ export const signInPage: PageModule = ({ pool, logger, resetRequests, https }) =
         const { row } = checked;
         if (!row || !checked.ok) {
           if (row)
-            await repo.auditFailure(
+            await auditSignInFailure(
               pool,
-              {
-                accountId: row.accountId,
-                actor: { kind: 'dashboard', id: row.email, ip: req.ip ?? null },
-                action: 'session.sign_in_failed',
-                details: { reason: 'password' },
-              },
-              LOGIN_WINDOW_SECONDS,
+              { accountId: row.accountId, email: row.email, ip: req.ip },
+              'password',
             );
           return send(signInView(visit.ctx, { email, error: 'The email or password is not right.' }), 401);
         }
