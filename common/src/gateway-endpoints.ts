@@ -22,25 +22,33 @@ export const DEFAULT_GATEWAY_PORTS: Readonly<Record<Product, number>> = {
   datacenter: 10082,
 };
 
+/**
+ * The insert of a plan's row and the start of its update (every column but source), which
+ * upsertGatewayEndpoint and the operator's claim (controllers/src/proxygateway/endpoint.ts) finish
+ * each their own way; its parameters are gatewayEndpointValues.
+ */
+export const UPSERT_GATEWAY_ENDPOINT = `INSERT INTO gateway_endpoints (plan, host, port, tls, refuse_credentials_in_clear, source)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
+       refuse_credentials_in_clear = EXCLUDED.refuse_credentials_in_clear`;
+
+export const gatewayEndpointValues = (endpoint: GatewayEndpoint, source: string): unknown[] => [
+  endpoint.plan,
+  endpoint.host,
+  endpoint.port,
+  endpoint.tls ?? false,
+  endpoint.refuseCredentialsInClear ?? false,
+  source,
+];
+
 export async function upsertGatewayEndpoint(
   pool: Pool,
   endpoint: GatewayEndpoint,
   source: string,
 ): Promise<void> {
   await pool.query(
-    `INSERT INTO gateway_endpoints (plan, host, port, tls, refuse_credentials_in_clear, source)
-     VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
-       refuse_credentials_in_clear = EXCLUDED.refuse_credentials_in_clear,
-       source = EXCLUDED.source, updated_at = now()`,
-    [
-      endpoint.plan,
-      endpoint.host,
-      endpoint.port,
-      endpoint.tls ?? false,
-      endpoint.refuseCredentialsInClear ?? false,
-      source,
-    ],
+    `${UPSERT_GATEWAY_ENDPOINT}, source = EXCLUDED.source, updated_at = now()`,
+    gatewayEndpointValues(endpoint, source),
   );
 }
 

@@ -4,7 +4,11 @@
 // creating a ProxyGateway of a plan in their own namespace would redirect every customer's
 // generated proxies to their host.
 import type { Pool } from '#common/db/pool.ts';
-import type { GatewayEndpoint } from '#common/gateway-endpoints.ts';
+import {
+  gatewayEndpointValues,
+  UPSERT_GATEWAY_ENDPOINT,
+  type GatewayEndpoint,
+} from '#common/gateway-endpoints.ts';
 
 export type ClaimResult = { claimed: true } | { claimed: false; owner: string };
 
@@ -15,20 +19,10 @@ export async function claimGatewayEndpoint(
   source: string,
 ): Promise<ClaimResult> {
   const { rows } = await pool.query<{ source: string }>(
-    `INSERT INTO gateway_endpoints (plan, host, port, tls, refuse_credentials_in_clear, source)
-     VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
-       refuse_credentials_in_clear = EXCLUDED.refuse_credentials_in_clear, updated_at = now()
+    `${UPSERT_GATEWAY_ENDPOINT}, updated_at = now()
        WHERE gateway_endpoints.source = EXCLUDED.source
      RETURNING source`,
-    [
-      endpoint.plan,
-      endpoint.host,
-      endpoint.port,
-      endpoint.tls ?? false,
-      endpoint.refuseCredentialsInClear ?? false,
-      source,
-    ],
+    gatewayEndpointValues(endpoint, source),
   );
   if (rows.length > 0) return { claimed: true };
   const owner = await pool.query<{ source: string }>('SELECT source FROM gateway_endpoints WHERE plan = $1', [
