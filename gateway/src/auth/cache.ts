@@ -170,12 +170,20 @@ export class CredentialCache {
       const entry = this.byAccount(id);
       if (entry) before.set(id, entry);
     }
-    // Fail closed: forget the changed accounts first, so that if the refresh below fails (the
-    // change feed then replays this batch) a suspension or password reset is not outlived by the
+    // The old entries serve while the refresh is under way: a settings change (an alert toggled, a
+    // throttle, an allowlist entry) must not refuse the account's requests for a round trip; the
+    // e2e rolling update saw two 407s in that window. Fail closed when the refresh fails (the
+    // change feed then replays this batch): a suspension or password reset is not outlived by the
     // old entry; those customers are refused until the replay succeeds.
+    let rows: Row[];
+    try {
+      ({ rows } = await this.pool.query<Row>(`${SELECT} WHERE c.account_id = ANY($1::uuid[])`, [[...ids]]));
+    } catch (err) {
+      for (const id of ids) this.remove(id);
+      this.generation++;
+      throw err;
+    }
     for (const id of ids) this.remove(id);
-    this.generation++;
-    const { rows } = await this.pool.query<Row>(`${SELECT} WHERE c.account_id = ANY($1::uuid[])`, [[...ids]]);
     for (const row of rows) this.put(row);
     this.generation++;
     for (const [id, old] of before) {

@@ -8,7 +8,33 @@ import { CredentialCache } from './cache.ts';
 const fx = useTestDatabase();
 
 describe('credential cache refresh', () => {
-  it('drops the changed accounts before refreshing, so a failed refresh refuses a suspended account until the batch is replayed', async () => {
+  it('serves the old entry while a settings change is refreshed, and the new one after', async () => {
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
+    let hold: Promise<void> | undefined;
+    const pool = {
+      query: async (...args: Parameters<Pool['query']>) => {
+        if (hold) await hold;
+        return (fx.db.pool.query as (...a: unknown[]) => unknown)(...args);
+      },
+    } as unknown as Pool;
+    const cache = new CredentialCache(pool);
+    await cache.loadAll();
+    let release = () => {};
+    hold = new Promise((r) => (release = r));
+    // An alert toggled: an 'account' change whose account stays active.
+    const applied = cache.apply([
+      { id: 1, kind: 'account' as const, accountId: account.id, subject: 'active' },
+    ]);
+    await new Promise((r) => setImmediate(r));
+    // The refresh is held: the account is still known (it was refused with 407 in this window).
+    expect(cache.get(account.proxyUsername)?.status).toBe('active');
+    release();
+    hold = undefined;
+    await expect(applied).resolves.toEqual(new Set());
+    expect(cache.get(account.proxyUsername)?.status).toBe('active');
+  });
+
+  it('drops the changed accounts when the refresh fails, so that it refuses a suspended account until the batch is replayed', async () => {
     const account = await accountWithBandwidth(fx.db.pool, { basic: 1_000_000 });
     let failNext = false;
     const pool = {
