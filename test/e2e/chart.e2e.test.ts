@@ -337,7 +337,10 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
           );
           // Which request failed and why: its time, status and error.
           if (res.status === 200 && !res.error) ok++;
-          else failures.push(`${new Date().toISOString()} ${res.status} ${res.error ?? ''}`.trim());
+          else
+            failures.push(
+              `${new Date().toISOString()} ${res.status} ${res.proxyStatus ?? ''} ${res.error ?? ''}`.trim(),
+            );
           await sleep(20);
         }
       };

@@ -220,6 +220,8 @@ export interface ProxyResult {
   /** TCP payload bytes both ways on the client's socket: what the gateway bills. */
   bytes: number;
   error?: string;
+  /** A refusal's Proxy-Status header (RFC 9209): the gateway's reason. */
+  proxyStatus?: string;
 }
 
 /**
@@ -245,13 +247,20 @@ export function proxyRequest(
       ),
     );
     socket.on('data', (c: Buffer) => {
-      if (head.length < 64) head += c.toString('latin1', 0, 64);
+      // The status line and, on a refusal, its Proxy-Status (which says why).
+      if (head.length < 1024) head += c.toString('latin1', 0, 1024);
       onBytes?.(socket.bytesRead + socket.bytesWritten);
     });
     socket.on('error', (err) => (error = err.message));
     socket.on('close', () => {
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
-      resolve({ status, bytes: socket.bytesRead + socket.bytesWritten, ...(error ? { error } : {}) });
+      const proxyStatus = status === 200 ? undefined : /\r\nProxy-Status: ([^\r]*)/i.exec(head)?.[1];
+      resolve({
+        status,
+        bytes: socket.bytesRead + socket.bytesWritten,
+        ...(error ? { error } : {}),
+        ...(proxyStatus ? { proxyStatus } : {}),
+      });
     });
   });
 }
