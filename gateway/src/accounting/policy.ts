@@ -286,10 +286,10 @@ export function leaseRequestSize(s: BudgetState, now: number): number {
 
 /**
  * A lease request is sent. A draw after a denial ('redraw') forgets the denial for its time (a new
- * denial settles it again); the one past the leases is the last before a cut.
+ * denial settles it again); the one made when the leases are spent is the last before a cut.
  */
 export function drawStarted(s: BudgetState): void {
-  if (s.deniedAt && s.estimate > s.available) s.lastDrawn = true;
+  if (s.deniedAt && s.estimate >= s.available) s.lastDrawn = true;
   s.deniedAt = 0;
   s.pending = true;
   s.overrunAtDraw = s.overrun;
