@@ -15,6 +15,7 @@ import { recordPurchase } from '#common/billing/purchases.ts';
 import { payPendingRefill } from '#common/billing/refills.ts';
 import { balanceSweepJob } from '../worker/src/jobs/auto-refill.ts';
 import { formatBytes, renderEmail } from '../worker/src/jobs/render.ts';
+import * as policy from '../gateway/src/accounting/policy.ts';
 import type { SimGateway } from './billing.ts';
 import { foldAll, nextMonthOffset, setBillingClock } from './billing.ts';
 
@@ -205,6 +206,99 @@ const relay = (g: number, bytes: number) =>
     await settle(m, real);
   });
 
+/** A socket read, and the chunks of a 250 ms tick (16 MiB/s): a draw's report of exact counts lags by up to that. */
+const CHUNK = 64 * 1024;
+const TICK_CHUNKS = 64;
+
+/**
+ * One customer's stream through gateway g as the real gateway runs it (docs/adr/0097): the ledger's
+ * policy decides when to draw (prefetch at half a lease, leases growing x4 when spent fast), exact
+ * counts arrive each tick while the estimate runs ahead of them, a draw reports `policy.relayed`,
+ * a denial is asked again while the leases hold bytes and once more when they are spent, and a cut
+ * or a refused admission stops the stream. Draws are answered before the next chunk (no overdraft:
+ * the overspend bound is policy.test.ts's). The lower bounds, when it stopped: no 402 while bytes
+ * remain that no other gateway holds, and a refill configured and affordable was bought before.
+ */
+const stream = (g: number, bytes: number) =>
+  command(`stream(gw${g}, ${bytes / UNIT}u)`, async (m, real) => {
+    const gw = real.gateways[g]!;
+    const s = policy.newBudgetState();
+    const far = Number.MAX_SAFE_INTEGER;
+    s.leases = gw.leases.map((l) => Object.assign(l, { expiresAt: far }));
+    policy.recompute(s);
+    let now = 1_000_000;
+    const draw = async (): Promise<boolean> => {
+      const wanted = policy.leaseRequestSize(s, now);
+      policy.drawStarted(s);
+      const answer = await gw.draw(wanted, policy.MIN_LEASE_BYTES, policy.relayed(s));
+      if (answer.id) {
+        policy.granted(s, { id: answer.id, granted: answer.granted, expiresAt: far }, answer.held, now);
+        s.leases[s.leases.length - 1] = Object.assign(gw.leases.at(-1)!, { expiresAt: far });
+      } else policy.denied(s, answer.held, now);
+      await settle(m, real, 0, false);
+      return policy.drawSettled(s) === 'cut';
+    };
+    let stopped = !policy.canAdmit(s) && ((await draw()) || !policy.canAdmit(s));
+    let left = bytes;
+    let sinceTick = 0;
+    for (let chunks = 1; !stopped && left > 0; chunks++) {
+      now += 250 / TICK_CHUNKS;
+      // After a denial nothing passes the leases (the model's draws leave no overdraft to use).
+      const room = s.deniedAt ? s.available - s.estimate : CHUNK;
+      const c = Math.max(0, Math.min(CHUNK, left, room));
+      s.estimate += c;
+      sinceTick += c;
+      left -= c;
+      m.relayed += c;
+      const past = c === 0 ? { ...s, estimate: s.estimate + 1 } : s;
+      if (past.estimate > s.trigger) {
+        const d = policy.pressure(past);
+        if (d === 'cut') stopped = true;
+        else if (d === 'draw' || d === 'redraw') stopped = await draw();
+      }
+      if (chunks % TICK_CHUNKS === 0 || stopped || left === 0) {
+        policy.allocate(s, sinceTick);
+        gw.unflushed += sinceTick;
+        sinceTick = 0;
+        if (policy.tick(s, 250, now, true) && !stopped && left > 0) stopped = await draw();
+      }
+    }
+    await settle(m, real);
+    if (!stopped) return;
+    // No 402 while bytes remain: what was bought and not relayed, outside the other gateways' leases.
+    const othersHold = real.gateways.reduce((n, o, i) => n + (i === g ? 0 : o.available), 0);
+    expect(m.bought - m.relayed - othersHold).toBeLessThanOrEqual(0);
+    // Below the threshold by what this gateway relayed (all of it, reported or not: it stopped).
+    const { rows } = await real.db.query<{ id: string; reported: number }>(
+      'SELECT id, greatest(reported_bytes, charged_bytes) AS reported FROM bandwidth_leases WHERE id = ANY($1)',
+      [gw.leases.map((l) => l.id)],
+    );
+    const unreported = gw.leases.reduce((n, l) => {
+      const reported = rows.find((r) => r.id === l.id)?.reported ?? 0;
+      return n + Math.max(0, Math.min(l.spent, l.granted) - reported);
+    }, 0);
+    if (m.refill.enabled && m.bought - m.known - unreported < m.refill.threshold) await refillDecided(real);
+  });
+
+/**
+ * Traffic stopped below the auto-refill threshold: the crossing was seen, and its refill was decided
+ * (bought, pending a charge, failed) or could not be (off, the monthly cap, the credit limit).
+ */
+async function refillDecided(real: Real): Promise<void> {
+  const { rows } = await real.db.query<{ armed: boolean; decided: boolean; affordable: boolean }>(
+    `SELECT c.armed,
+            EXISTS (SELECT 1 FROM auto_refills r WHERE r.account_id = c.account_id
+                       AND r.idempotency_key = 'auto-refill:basic:crossing:' || c.crossings) AS decided,
+            v.allowed AS affordable
+       FROM billing_crossings c, billing_refill_verdict(c.account_id, 'basic') v
+      WHERE c.account_id = $1 AND c.product = 'basic' AND c.kind = 'auto_refill'`,
+    [real.accountId],
+  );
+  const row = rows[0]!;
+  expect(row.armed).toBe(false);
+  expect(row.decided || !row.affordable).toBe(true);
+}
+
 const flush = (g: number, returnAll: boolean) =>
   command(`flush(gw${g}${returnAll ? ', return all' : ''})`, async (m, real) => {
     await real.gateways[g]!.flush(returnAll);
@@ -349,6 +443,7 @@ const gateway = fc.integer({ min: 0, max: 2 });
 export const commands = [
   fc.tuple(gateway, units(1, 8)).map(([g, b]) => relay(g, b)),
   fc.tuple(gateway, units(1, 8)).map(([g, b]) => relay(g, b)),
+  fc.tuple(gateway, units(1, 8)).map(([g, b]) => stream(g, b)),
   fc.tuple(gateway, fc.boolean()).map(([g, all]) => flush(g, all)),
   fc.constant(fold),
   fc.constant(sweep),
@@ -356,12 +451,16 @@ export const commands = [
   fc
     .record({
       enabled: fc.boolean(),
-      threshold: units(1, 10),
+      // Also thresholds smaller than a grown lease (1-64 MB): the refill must come before the cut.
+      threshold: fc.oneof(
+        units(1, 10),
+        fc.integer({ min: 1, max: 64 }).map((n) => n * 1e6),
+      ),
       extra: units(1, 20),
       max: fc.integer({ min: 1, max: 4 }),
       method: fc.constantFrom('invoice' as const, 'card' as const),
     })
-    .map((s) => setAutoRefill({ ...s, refill: s.threshold + s.extra })),
+    .map((s) => setAutoRefill({ ...s, refill: Math.ceil(s.threshold / UNIT) * UNIT + s.extra })),
   fc
     .tuple(fc.integer({ min: 5, max: 60 }), fc.option(units(1, 10), { nil: null }))
     .map(([p, f]) => setAlert(p, f)),

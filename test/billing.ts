@@ -45,9 +45,18 @@ export class SimGateway {
     return this.leases.reduce((sum, l) => sum + Math.max(0, l.granted - l.spent), 0);
   }
 
-  /** A lease request, reporting what was relayed on each open lease (as the ledger does). */
-  async draw(wanted: number, min = MIN_LEASE_BYTES): Promise<DrawAnswer> {
-    const spends = this.leases.map((l) => ({ lease_id: l.id, spent: l.spent }));
+  /**
+   * A lease request, reporting what was relayed on each open lease (as the ledger does; `spends`:
+   * another report, such as the ledger's `policy.relayed`).
+   */
+  async draw(
+    wanted: number,
+    min = MIN_LEASE_BYTES,
+    relayed?: [string, number][],
+  ): Promise<DrawAnswer & { id?: string }> {
+    const spends = relayed
+      ? relayed.map(([lease_id, spent]) => ({ lease_id, spent }))
+      : this.leases.map((l) => ({ lease_id: l.id, spent: l.spent }));
     const { rows } = await this.db().query<{
       out_lease_id: string | null;
       out_granted: number;
@@ -65,7 +74,12 @@ export class SimGateway {
     const row = rows[0]!;
     if (row.out_lease_id && row.out_granted > 0)
       this.leases.push({ id: row.out_lease_id, granted: row.out_granted, spent: 0, flushed: 0 });
-    return { granted: row.out_granted, held: row.out_held, free: row.out_free };
+    return {
+      granted: row.out_granted,
+      held: row.out_held,
+      free: row.out_free,
+      id: row.out_lease_id ?? undefined,
+    };
   }
 
   /** Relays up to `bytes` within what the leases hold, oldest lease first; returns how many. */

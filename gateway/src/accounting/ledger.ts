@@ -270,6 +270,7 @@ export class Ledger {
         if (b.state.grouped) break;
         return b.hold(HOLD_LEASE);
       case 'draw':
+      case 'redraw':
         void this.draw(b);
         return;
       case 'none':

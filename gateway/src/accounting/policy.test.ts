@@ -24,6 +24,7 @@ import {
   OVERDRAFT_BYTES,
   PER_CONNECTION_SLACK_BYTES,
   pressure,
+  relayed,
   settleLeases,
   tick,
   verdict,
@@ -98,6 +99,51 @@ describe('budget policy', () => {
     expect(drawSettled(s)).toBe('cut');
     expect(verdict(s)).toBe('denied');
     expect(admission(s, 10)).toBe('refuse');
+  });
+
+  it('after a denial draws again at half of what the leases hold, down to 64 KiB, and once more when spent (docs/adr/0097)', () => {
+    const s = withLease(4 * MiB);
+    drawStarted(s);
+    denied(s, 0, 5);
+    expect(drawSettled(s)).toBe('none');
+    const redrawsAt: number[] = [];
+    for (let spent = 0; spent <= 4 * MiB + 4096; spent += 1024) {
+      s.estimate = spent;
+      if (spent <= s.trigger) continue;
+      const d = pressure(s);
+      if (d === 'cut') break;
+      expect(d).toBe('redraw');
+      redrawsAt.push(spent);
+      drawStarted(s);
+      denied(s, 0, 6);
+      expect(drawSettled(s)).toBe(spent > 4 * MiB ? 'cut' : 'none');
+    }
+    // 2, 3, 3.5, ... MiB: each at half of what was left, the last one past the leases.
+    expect(redrawsAt.slice(0, 3)).toEqual([2 * MiB + 1024, 3 * MiB + 1024, 3.5 * MiB + 1024]);
+    expect(redrawsAt.at(-1)).toBe(4 * MiB + 1024);
+    expect(redrawsAt.length).toBeLessThanOrEqual(8);
+    // Denied again past the leases: cut, and no draw after that.
+    s.estimate += 1024;
+    expect(pressure(s)).toBe('cut');
+  });
+
+  it('reports each lease spent up to the moment of asking: the last tick plus the estimate since (docs/adr/0097)', () => {
+    const s = withLease(MiB);
+    drawStarted(s);
+    granted(s, lease('b', MiB), MiB, 2);
+    drawSettled(s);
+    allocate(s, MiB / 2);
+    s.estimate = MiB;
+    // Oldest first, as the next tick will charge it: 'a' full, the rest on 'b'.
+    expect(relayed(s)).toEqual([
+      ['a', MiB],
+      ['b', MiB / 2],
+    ]);
+    s.estimate = 2 * MiB;
+    expect(relayed(s)).toEqual([
+      ['a', MiB],
+      ['b', 1.5 * MiB],
+    ]);
   });
 
   it('asks again after a denial while other gateways held leases: they give back what they do not need', () => {
@@ -231,7 +277,8 @@ describe('the bound', () => {
           };
           const act = (d: ReturnType<typeof pressure>) => {
             if (d === 'cut') cutAll();
-            else if (d === 'draw') draw();
+            // After a denial the ledger asks again (docs/adr/0097): the bound must hold across it.
+            else if (d === 'draw' || (d === 'redraw' && !s.pending)) draw();
           };
           draw();
           for (const o of ops) {

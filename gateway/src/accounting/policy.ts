@@ -102,6 +102,12 @@ export interface BudgetState {
   allocated: number;
   /** allocated + estimate at the last grant: the prefetch measures the rate from there. */
   spentAtGrant: number;
+  /**
+   * The last draw before a cut was made since the last denial: past the leases it cuts (docs/adr/0097).
+   * After a denial the budget draws again at half of what its leases still hold, then once more when
+   * they are spent, so that a refill bought by that draw (or by the worker meanwhile) comes first.
+   */
+  lastDrawn: boolean;
 }
 
 export function newBudgetState(): BudgetState {
@@ -128,6 +134,7 @@ export function newBudgetState(): BudgetState {
     drawAt: 0,
     allocated: 0,
     spentAtGrant: 0,
+    lastDrawn: false,
   };
 }
 
@@ -150,7 +157,7 @@ export function recompute(s: BudgetState): void {
   }
   s.available = available;
   s.overrun = overrun;
-  if (s.deniedAt) s.trigger = available;
+  if (s.deniedAt) s.trigger = Math.max(0, available - s.drawAt);
   else if (s.pending) s.trigger = available + (s.grouped ? 0 : HOLD_AT_BYTES) - overdrawn(s);
   else s.trigger = Math.max(0, available - s.drawAt);
 }
@@ -196,16 +203,22 @@ export function observeRate(s: BudgetState, elapsedMs: number): void {
   s.wanted = Math.round(target > s.wanted ? target : s.wanted * 0.9 + target * 0.1);
 }
 
-export type PressureDecision = 'cut' | 'hold' | 'draw' | 'none';
+export type PressureDecision = 'cut' | 'hold' | 'draw' | 'redraw' | 'none';
 
 /**
- * The estimate crossed the trigger. After a denial, past what the leases hold: cut. While a
+ * The estimate crossed the trigger. After a denial, ask again ('redraw': the ledger forgets the
+ * denial and draws, reporting what was spent, so a refill may be bought by that draw, docs/adr/0097)
+ * at half of what the leases held, and once more when they are spent; past them after that: cut. While a
  * grant is on its way: past the whole overdraft, cut (the hard bound: a held stream still
  * delivers the chunk it had read, and uploads are not held); past half of it, hold the budget's
  * streams until it arrives. Otherwise draw the next lease.
  */
 export function pressure(s: BudgetState): PressureDecision {
   const spent = s.pending ? s.estimate + overdrawn(s) : s.estimate;
+  if (s.deniedAt && !s.pending) {
+    if (spent > s.available) return s.lastDrawn ? 'cut' : 'redraw';
+    return s.drawAt > 0 ? 'redraw' : 'none';
+  }
   if (s.deniedAt ? spent > s.available : spent > s.available + OVERDRAFT_BYTES) return 'cut';
   if (s.pending) return spent > s.available + HOLD_AT_BYTES ? 'hold' : 'none';
   return s.deniedAt ? 'none' : 'draw';
@@ -271,8 +284,13 @@ export function leaseRequestSize(s: BudgetState, now: number): number {
   return s.wanted;
 }
 
-/** A lease request is sent. */
+/**
+ * A lease request is sent. A draw after a denial ('redraw') forgets the denial for its time (a new
+ * denial settles it again); the one made when the leases are spent is the last before a cut.
+ */
 export function drawStarted(s: BudgetState): void {
+  if (s.deniedAt && s.estimate >= s.available) s.lastDrawn = true;
+  s.deniedAt = 0;
   s.pending = true;
   s.overrunAtDraw = s.overrun;
   recompute(s);
@@ -294,6 +312,7 @@ export function granted(s: BudgetState, lease: Grant, held: number, now: number)
   s.everGranted = true;
   s.creditUsed = false;
   s.cutOff = false;
+  s.lastDrawn = false;
   s.lastGrantAt = now;
   s.spentAtGrant = s.allocated + s.estimate;
   settleDrawAt(s);
@@ -322,6 +341,10 @@ export function denied(
   s.contended = held > 0;
   s.stranded = stranded > 0;
   s.deniedAt = now;
+  // Ask again when half of what the leases still hold is spent (nothing below a minimum lease's
+  // quarter: then only the last draw, when they are spent).
+  settleDrawAt(s);
+  if (s.drawAt < MIN_LEASE_BYTES / 4) s.drawAt = 0;
 }
 
 /**
@@ -398,9 +421,21 @@ export function giveBack(s: BudgetState): [string, number][] {
   return cuts;
 }
 
-/** What the budget relayed on each database lease it holds (reported with the next draw). */
+/**
+ * What the budget relayed on each database lease it holds (reported with the next draw), at the
+ * moment of asking: the exact counts of the last tick and the estimate since, charged as `allocate`
+ * would (oldest first, the rest on the last lease; the database caps each at its grant). Without the
+ * estimate a fast budget reported a figure up to a tick old and billing saw too much left to refill.
+ */
 export function relayed(s: BudgetState): [string, number][] {
-  return s.leases.flatMap((l): [string, number][] => (l.id ? [[l.id, l.spent]] : []));
+  let left = s.estimate;
+  const spends = s.leases.map((l) => {
+    const take = Math.min(Math.max(0, l.granted - l.spent), left);
+    left -= take;
+    return l.spent + take;
+  });
+  if (left > 0 && spends.length) spends[spends.length - 1]! += left;
+  return s.leases.flatMap((l, i): [string, number][] => (l.id ? [[l.id, spends[i]!]] : []));
 }
 
 /** The budget's connections were cut: admissions wait for the next grant (see `cutOff`). */
@@ -419,6 +454,7 @@ export function drawSettled(s: BudgetState): 'cut' | 'none' {
 export function balanceChanged(s: BudgetState): void {
   if (s.deniedAt) {
     s.deniedAt = 0;
+    s.lastDrawn = false;
     recompute(s);
   }
 }

@@ -5,7 +5,10 @@
 // refills <= crossings; each refill with one invoice and one new-invoice email; invoices adding up
 // to the price of what was bought; at most one low-bandwidth email per crossing and none above the
 // threshold; the remaining stated in every email equal to the model's bought - used; never a refill
-// past the monthly cap or the credit limit.
+// past the monthly cap or the credit limit. And streams run by the gateway's own policy (prefetch,
+// leases growing, reports with the estimate, draws after a denial; docs/adr/0097) with the lower
+// bounds: no stop while bytes remain that no other gateway holds, and no stop below the auto-refill
+// threshold before the crossing's refill was decided, when it was configured and affordable.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
