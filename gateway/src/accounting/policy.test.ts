@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import {
   allocate,
   admission,
+  DENIAL_RECHECK_MS,
   canAdmit,
   cutOff,
   denied,
@@ -19,6 +20,7 @@ import {
   LEASE_TARGET_SECONDS,
   MAX_LEASE_BYTES,
   newBudgetState,
+  UNAVAILABLE_RECHECK_MS,
   OUTAGE_CREDIT_BYTES,
   outageCredit,
   OVERDRAFT_BYTES,
@@ -185,6 +187,20 @@ describe('budget policy', () => {
     const unknown = newBudgetState();
     expect(failed(unknown, false, MiB, 1)).toBe(false);
     expect(verdict(unknown)).toBe('unavailable');
+  });
+
+  it('asks the database again soon after a failed lease request, and only later after a denial', () => {
+    const down = newBudgetState();
+    drawStarted(down);
+    expect(failed(down, false, 0, 1_000)).toBe(false);
+    drawSettled(down);
+    expect(admission(down, 1_000 + UNAVAILABLE_RECHECK_MS - 1)).toBe('refuse');
+    // The database may be back: ask (this refused for DENIAL_RECHECK_MS, 2 s, before).
+    expect(admission(down, 1_000 + UNAVAILABLE_RECHECK_MS)).toBe('ask');
+    const none = newBudgetState();
+    none.deniedAt = 1_000;
+    expect(admission(none, 1_000 + UNAVAILABLE_RECHECK_MS)).toBe('refuse');
+    expect(admission(none, 1_000 + DENIAL_RECHECK_MS)).toBe('ask');
   });
 
   it('after a cut, admits nothing before a grant: 503 in an outage whose credit is spent, not admit-then-cut', () => {

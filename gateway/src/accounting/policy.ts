@@ -31,6 +31,13 @@ export const PER_CONNECTION_SLACK_BYTES = 2 * 64 * 1024 + (16 + 64) * 1024 + 16 
 /** After "nothing free", admissions are refused without asking again for this long (or until a purchase). */
 export const DENIAL_RECHECK_MS = 2_000;
 /**
+ * After a lease request failed (the database could not be asked), admissions are refused with 503
+ * without asking again for this long only: a failure says nothing about the balance, and a refusal
+ * standing DENIAL_RECHECK_MS outlived the database's return. The failover smoke's switchover saw a
+ * new customer refused for 1,995 ms after RESUME (docs/adr/0095).
+ */
+export const UNAVAILABLE_RECHECK_MS = 250;
+/**
  * When nothing is free but other gateways hold leases, an admission waits this long for them to
  * come back (idle pods return theirs after the ledger's idle release) before answering 402.
  */
@@ -248,7 +255,8 @@ export function groupPressure(sum: number): 'cut' | 'hold' | 'none' {
  */
 export function admission(s: BudgetState, now: number): 'ok' | 'refuse' | 'ask' {
   if (canAdmit(s)) return 'ok';
-  if (s.deniedAt && !s.contended && now - s.deniedAt < DENIAL_RECHECK_MS) return 'refuse';
+  const recheck = s.unavailable ? UNAVAILABLE_RECHECK_MS : DENIAL_RECHECK_MS;
+  if (s.deniedAt && !s.contended && now - s.deniedAt < recheck) return 'refuse';
   return 'ask';
 }
 
