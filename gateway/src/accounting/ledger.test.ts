@@ -354,6 +354,36 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     expect(perPodConnections(3, 2)).toBe(2);
     expect(perPodConnections(1, 5)).toBe(1);
   });
+
+  it("bills the next request's head on a keep-alive connection to whoever sends it, a tick before its admission included", async () => {
+    const counter = { inc() {} };
+    const { ledger: l, budget } = unitLedger({
+      hot: { bytesUp: counter, bytesDown: counter } as unknown as PlanMetrics,
+    });
+    for (const sub of [undefined, 's1']) funded(budget('a', sub));
+    const s = socket() as unknown as { bytesRead: number; bytesWritten: number } & net.Socket;
+    // The account's request: its head in, its answer out, done.
+    s.bytesRead = 100;
+    const own = await l.admit('a', s, 10);
+    if (typeof own === 'string') throw new Error(own);
+    own.relaying();
+    s.bytesWritten = 200;
+    own.done();
+    // The sub-user's head is read; its admission waits (a lease draw) while a tick runs.
+    s.bytesRead = 244;
+    (l as unknown as { tick(): void }).tick();
+    const mine = await l.admit('a', s, 10, { id: 's1', maxConnections: null });
+    if (typeof mine === 'string') throw new Error(mine);
+    mine.relaying();
+    s.bytesWritten = 330;
+    mine.done();
+    s.emit('close');
+    const line = (b: Budget) => [b.bytesUp, b.bytesDown];
+    expect([line(budget('a')), line(budget('a', 's1'))]).toEqual([
+      [100, 200],
+      [144, 130],
+    ]);
+  });
 });
 
 describe("the throttle of an account's sub-users (docs/adr/0037)", () => {

@@ -35,19 +35,15 @@ export interface LedgerOptions {
   /** Called for a connection idle or older than the limits (tick-driven; no timer per socket). */
   idleMs: number;
   maxLifetimeMs: number;
-  /**
-   * How many gateways serve this plan now (the outage credit is shared among them: docs/adr/0024).
-   * Default: 1.
-   */
+  /** How many gateways serve this plan now (they share the outage credit: docs/adr/0024). Default: 1. */
   fleetSize?: () => number;
   /** Milliseconds between usage flushes (PROXYFLEET_GATEWAY_FLUSH_SECONDS). Default: FLUSH_MS. */
   flushMs?: number;
   /** Target statistics, written after each usage batch in their own statement (docs/adr/0026). */
   targets?: TargetTally;
   /**
-   * The account's bandwidth cap on this plan for the whole fleet, bytes per second (0: none):
-   * its override, else the plan's default (docs/adr/0035). Asked when a budget is created and on
-   * every tick, so a change reaches live connections within a tick. Default: none.
+   * The account's bandwidth cap on this plan for the whole fleet, bytes per second (0: none): its
+   * override, else the plan's default (docs/adr/0035). Asked at a budget's creation and every tick.
    */
   throttle?: (accountId: string) => number;
   /** A sub-user's own bandwidth cap for the whole fleet, bytes per second (0: none). Default: none. */
@@ -66,9 +62,8 @@ const budgetKey = (accountId: string, subUserId?: string) =>
   subUserId === undefined ? accountId : `${accountId}/${subUserId}`;
 
 /**
- * A sub-user's connection cap on this gateway: its fleet-wide cap shared by the gateways of the
- * plan, rounded up (so the fleet together may admit up to fleetSize - 1 more than the cap; one
- * gateway never refuses a cap of at least 1).
+ * A sub-user's connection cap on this gateway: its fleet-wide cap shared by the plan's gateways,
+ * rounded up (the fleet may admit up to fleetSize - 1 more; a cap of 1 is never refused).
  */
 export function perPodConnections(maxConnections: number, fleetSize: number): number {
   return Math.ceil(maxConnections / Math.max(1, Math.floor(fleetSize) || 1));
@@ -207,7 +202,7 @@ export class Ledger {
     if (overCap()) return 'connection_limit';
     if (!conn) conn = this.track(socket);
     this.attach(conn, b);
-    conn.answering = true;
+    conn.admitted();
     return new Tab(this, b, conn);
   }
 
@@ -456,7 +451,7 @@ export class Ledger {
     if (previous) {
       // Not detach(): the bytes after the last completed request are this admitted request's head
       // (and body so far), billed to `b` from here, not skipped as a refused request's are.
-      this.collect(conn, conn.markIn, Math.min(conn.markOut, conn.delivered()));
+      this.collectToMark(conn);
       previous.conns.delete(conn);
     }
     conn.budget = b;
@@ -470,7 +465,7 @@ export class Ledger {
   detach(conn: Metered): void {
     const b = conn.budget;
     if (!b) return;
-    this.collect(conn, conn.markIn, Math.min(conn.markOut, conn.delivered()));
+    this.collectToMark(conn);
     b.conns.delete(conn);
     conn.budget = undefined;
     conn.answering = false;
@@ -484,6 +479,11 @@ export class Ledger {
     conn.closed = true;
     conn.budget?.conns.delete(conn);
     this.conns.delete(conn);
+  }
+
+  /** Bills the connection up to the end of its last completed request. */
+  private collectToMark(conn: Metered): void {
+    if (conn.budget) this.collect(conn, conn.markIn, Math.min(conn.markOut, conn.delivered()));
   }
 
   /** Bills everything delivered so far. */
@@ -514,9 +514,10 @@ export class Ledger {
   private tick(): void {
     const now = Date.now();
     for (const conn of this.conns) {
-      // A request between its admission and its answer may still be refused (not billed): its
-      // bytes wait for the answer, the refusal or the close; its chunks stay in the estimate.
-      if (!conn.answering) this.settle(conn);
+      // A request between its admission and its answer may still be refused (not billed), and the
+      // next request's head has no owner before its admission: their bytes wait (estimated).
+      if (conn.between) this.collectToMark(conn);
+      else if (!conn.answering) this.settle(conn);
       if (conn.moved()) conn.lastActive = now;
       else if (now - conn.lastActive > this.opts.idleMs) conn.socket.destroy();
       if (now - conn.startedAt > this.opts.maxLifetimeMs) conn.socket.destroy();

@@ -52,6 +52,12 @@ export class Metered {
   /** Counters at the end of the last completed request (bytes after it belong to the next one). */
   markIn = 0;
   markOut = 0;
+  /**
+   * Between two requests: the last one completed and the next is not admitted yet. Bytes after the
+   * mark are the next request's head, whose owner is known only at its admission (a keep-alive
+   * connection may switch between the account and its sub-users), so ticks bill up to the mark.
+   */
+  between = false;
   readonly startedAt = Date.now();
   lastActive = Date.now();
   private seenIn = 0;
@@ -69,9 +75,16 @@ export class Metered {
   }
 
   /** Marks the end of a request on a keep-alive connection. */
+  /** Admitted: a request's answer is on its way (it may still be refused), no longer between two. */
+  admitted(): void {
+    this.answering = true;
+    this.between = false;
+  }
+
   mark(): void {
     this.markIn = this.wire.bytesRead;
     this.markOut = this.wire.bytesWritten;
+    this.between = true;
   }
 
   /** True when bytes moved since the last call. */

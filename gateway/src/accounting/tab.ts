@@ -54,6 +54,7 @@ export class Tab {
   /** The streams relayed to or from the customer: paused while the budget waits for a lease. */
   relaying(...sources: Readable[]): void {
     this.conn.answering = false;
+    this.conn.between = false;
     this.conn.sources = sources;
     this.ledger.relaying(this.budget);
   }
@@ -66,6 +67,7 @@ export class Tab {
   /** The connection became a tunnel to `upstream` (destroyed with it when the budget is cut). */
   tunnel(upstream: net.Socket): void {
     this.conn.answering = false;
+    this.conn.between = false;
     this.conn.kind = 'tunnel';
     this.conn.peer = upstream;
   }
