@@ -222,6 +222,18 @@ describe('budget policy', () => {
     expect(canAdmit(s)).toBe(true);
   });
 
+  it('a draw again after a denial continues its overdraft, it does not start a new one', () => {
+    // The property test below found it (CI): each redraw reset what the pending draw had run past
+    // the leases, so a denial then a redraw let a budget overdraw OVERDRAFT_BYTES twice.
+    const s = withLease(1);
+    drawStarted(s);
+    allocate(s, 200 * 1024);
+    denied(s, 0, 10);
+    drawStarted(s);
+    s.estimate += 100 * 1024;
+    expect(pressure(s)).toBe('cut');
+  });
+
   it('keeps a spent last lease to absorb the overdraft, and returns everything when idle', () => {
     const s = withLease(MiB);
     allocate(s, MiB + 100);

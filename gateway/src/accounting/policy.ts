@@ -298,9 +298,11 @@ export function leaseRequestSize(s: BudgetState, now: number): number {
  */
 export function drawStarted(s: BudgetState): void {
   if (s.deniedAt && s.estimate >= s.available) s.lastDrawn = true;
+  // A draw again after a denial (docs/adr/0097) continues the denied one: what that one ran past
+  // the leases was never granted and still counts against the one overdraft.
+  if (!s.deniedAt || s.unavailable) s.overrunAtDraw = s.overrun;
   s.deniedAt = 0;
   s.pending = true;
-  s.overrunAtDraw = s.overrun;
   recompute(s);
 }
 
