@@ -9,8 +9,15 @@ import type { Pool } from '#common/db/pool.ts';
 import { Registry } from 'prom-client';
 import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { EventEmitter } from 'node:events';
-import { Ledger, perPodConnections, type LedgerOptions } from './ledger.ts';
-import { HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
+import { Ledger, type LedgerOptions } from './ledger.ts';
+import {
+  HOLD_LEASE,
+  HOLD_SUB_THROTTLE,
+  HOLD_THROTTLE,
+  Metered,
+  perPodConnections,
+  type Budget,
+} from './meter.ts';
 import * as policy from './policy.ts';
 
 const KiB = 1024;
@@ -383,6 +390,52 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
       [100, 200],
       [144, 130],
     ]);
+  });
+});
+
+describe('a cut', () => {
+  it('closes the connections relaying, and leaves one between two requests open for its next admission', async () => {
+    const counter = { inc() {} };
+    const { ledger: l, budget } = unitLedger({
+      hot: { bytesUp: counter, bytesDown: counter } as unknown as PlanMetrics,
+      metrics: createGatewayMetrics(new Registry()),
+    });
+    const b = budget('a');
+    policy.granted(b.state, { id: 'l', granted: MiB, expiresAt: Date.now() + 600_000 }, 0, Date.now());
+    policy.recompute(b.state);
+    const sockets = [0, 1].map(
+      () =>
+        Object.assign(new EventEmitter(), {
+          bytesRead: 0,
+          bytesWritten: 0,
+          writableLength: 0,
+          destroyed: false,
+          destroy(this: EventEmitter & { destroyed: boolean }) {
+            this.destroyed = true;
+            this.emit('close');
+          },
+        }) as unknown as net.Socket & { bytesRead: number; bytesWritten: number },
+    );
+    const [busy, idle] = sockets as [(typeof sockets)[0], (typeof sockets)[0]];
+    for (const s of sockets) {
+      s.bytesRead = 100;
+      const tab = await l.admit('a', s, 10);
+      if (typeof tab === 'string') throw new Error(tab);
+      tab.relaying();
+      s.bytesWritten = 1000;
+      if (s === idle) tab.done();
+    }
+    idle.bytesRead = 150; // the next request's head, not admitted yet
+    (l as unknown as { cut(b: Budget): void }).cut(b);
+    expect([busy.destroyed, idle.destroyed]).toEqual([true, false]);
+    expect([b.bytesUp, b.bytesDown, b.conns.size]).toEqual([200, 2000, 0]);
+    // Its next request is admitted afresh and billed from the end of the last one.
+    policy.granted(b.state, { id: 'm', granted: MiB, expiresAt: Date.now() + 600_000 }, 0, Date.now());
+    policy.recompute(b.state);
+    const next = await l.admit('a', idle, 10);
+    if (typeof next === 'string') throw new Error(next);
+    idle.emit('close');
+    expect([b.bytesUp, b.bytesDown]).toEqual([250, 2000]);
   });
 });
 

@@ -11,7 +11,15 @@ import type { Plan } from '../spec.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { UsageFlusher } from './flusher.ts';
 import { LeaseClient } from './lease-client.ts';
-import { Budget, BudgetGroup, HOLD_LEASE, Metered } from './meter.ts';
+import {
+  Budget,
+  BudgetGroup,
+  budgetKey,
+  HOLD_LEASE,
+  Metered,
+  perPodConnections,
+  type AdmissionRefusal,
+} from './meter.ts';
 import { Tab } from './tab.ts';
 import type { TargetTally } from './targets.ts';
 import * as policy from './policy.ts';
@@ -56,27 +64,6 @@ export interface SubUserAdmission {
   /** Its cap on concurrent connections across the fleet (null: the plan's per-account cap only). */
   maxConnections: number | null;
 }
-
-/** The budget's map key: the account's own traffic, or one of its sub-users'. */
-const budgetKey = (accountId: string, subUserId?: string) =>
-  subUserId === undefined ? accountId : `${accountId}/${subUserId}`;
-
-/**
- * A sub-user's connection cap on this gateway: its fleet-wide cap shared by the plan's gateways,
- * rounded up (the fleet may admit up to fleetSize - 1 more; a cap of 1 is never refused).
- */
-export function perPodConnections(maxConnections: number, fleetSize: number): number {
-  return Math.ceil(maxConnections / Math.max(1, Math.floor(fleetSize) || 1));
-}
-
-/** Why an admission was refused (the proxy maps each to its refusal). */
-export type AdmissionRefusal =
-  | 'connection_limit'
-  | 'no_bandwidth'
-  | 'sub_user_limit'
-  | 'bandwidth_held'
-  | 'billing_unavailable'
-  | 'client_gone';
 
 export class Ledger {
   /** Per account, and per sub-user as `account/sub-user` (budgetKey). */
@@ -382,9 +369,15 @@ export class Ledger {
       'budget cut: connections closed past the leases',
     );
     for (const conn of [...b.conns]) {
-      this.settle(conn);
-      conn.socket.destroy();
-      conn.peer?.destroy();
+      // A keep-alive connection between two requests carries no bytes of the budget: it stays
+      // open, unowned, and its next request is admitted afresh (402, or served after a refill)
+      // instead of the client meeting a closed connection (unexpected EOF).
+      if (conn.between) this.release(conn);
+      else {
+        this.settle(conn);
+        conn.socket.destroy();
+        conn.peer?.destroy();
+      }
     }
   }
 
@@ -463,14 +456,19 @@ export class Ledger {
    * no owner: what follows (a refused request) is not billed.
    */
   detach(conn: Metered): void {
+    this.release(conn);
+    conn.answering = false;
+    conn.billedIn = conn.wire.bytesRead;
+    conn.billedOut = conn.wire.bytesWritten;
+  }
+
+  /** Bills the connection up to its last completed request; what follows waits for an owner. */
+  private release(conn: Metered): void {
     const b = conn.budget;
     if (!b) return;
     this.collectToMark(conn);
     b.conns.delete(conn);
     conn.budget = undefined;
-    conn.answering = false;
-    conn.billedIn = conn.wire.bytesRead;
-    conn.billedOut = conn.wire.bytesWritten;
   }
 
   private untrack(conn: Metered): void {

@@ -190,3 +190,24 @@ export class Budget {
     }
   }
 }
+
+/** The budget's map key: the account's own traffic, or one of its sub-users'. */
+export const budgetKey = (accountId: string, subUserId?: string) =>
+  subUserId === undefined ? accountId : `${accountId}/${subUserId}`;
+
+/**
+ * A sub-user's connection cap on this gateway: its fleet-wide cap shared by the plan's gateways,
+ * rounded up (the fleet may admit up to fleetSize - 1 more; a cap of 1 is never refused).
+ */
+export function perPodConnections(maxConnections: number, fleetSize: number): number {
+  return Math.ceil(maxConnections / Math.max(1, Math.floor(fleetSize) || 1));
+}
+
+/** Why an admission was refused (the proxy maps each to its refusal). */
+export type AdmissionRefusal =
+  | 'connection_limit'
+  | 'no_bandwidth'
+  | 'sub_user_limit'
+  | 'bandwidth_held'
+  | 'billing_unavailable'
+  | 'client_gone';
