@@ -205,3 +205,24 @@ describe('reclaiming the leases of a gateway that stopped heartbeating', () => {
     await hb.stop();
   });
 });
+
+describe('leases stranded by a gateway that stopped heartbeating', () => {
+  const stranded = async (accountId: string) =>
+    Number(
+      (await fx.db.pool.query<{ n: string }>(`SELECT lease_stranded($1, 'basic') AS n`, [accountId])).rows[0]!
+        .n,
+    );
+
+  it('counts a silent gateway against the others that beat, not against a database that was away', async () => {
+    const account = await accountWithBandwidth(fx.db.pool, { basic: 10 * MIN });
+    await beat('strand-a');
+    await beat('strand-b');
+    const lease = await acquire(account.id, 'strand-b', 4 * MIN);
+    // A failover of about 10 s: no gateway could beat, every row is as old. All live.
+    await fx.db.pool.query(`UPDATE gateway_heartbeats SET beat_at = now() - interval '12 seconds'`);
+    expect(await stranded(account.id)).toBe(0);
+    // The database is back and gateway a beats again; b does not: its lease is stranded.
+    await beat('strand-a');
+    expect(await stranded(account.id)).toBe(Number(lease.out_granted));
+  });
+});
