@@ -16,6 +16,7 @@ import { payPendingRefill } from '#common/billing/refills.ts';
 import { balanceSweepJob } from '../worker/src/jobs/auto-refill.ts';
 import { formatBytes, renderEmail } from '../worker/src/jobs/render.ts';
 import * as policy from '../gateway/src/accounting/policy.ts';
+import { relayed } from '../gateway/src/accounting/lease-client.ts';
 import type { SimGateway } from './billing.ts';
 import { foldAll, nextMonthOffset, setBillingClock } from './billing.ts';
 
@@ -213,7 +214,7 @@ const TICK_CHUNKS = 64;
 /**
  * One customer's stream through gateway g as the real gateway runs it (docs/adr/0097): the ledger's
  * policy decides when to draw (prefetch at half a lease, leases growing x4 when spent fast), exact
- * counts arrive each tick while the estimate runs ahead of them, a draw reports `policy.relayed`,
+ * counts arrive each tick while the estimate runs ahead of them, a draw reports `relayed` (lease-client.ts),
  * a denial is asked again while the leases hold bytes and once more when they are spent, and a cut
  * or a refused admission stops the stream. Draws are answered before the next chunk (no overdraft:
  * the overspend bound is policy.test.ts's). The lower bounds, when it stopped: no 402 while bytes
@@ -230,7 +231,7 @@ const stream = (g: number, bytes: number) =>
     const draw = async (): Promise<boolean> => {
       const wanted = policy.leaseRequestSize(s, now);
       policy.drawStarted(s);
-      const answer = await gw.draw(wanted, policy.MIN_LEASE_BYTES, policy.relayed(s));
+      const answer = await gw.draw(wanted, policy.MIN_LEASE_BYTES, relayed(s));
       if (answer.id) {
         policy.granted(s, { id: answer.id, granted: answer.granted, expiresAt: far }, answer.held, now);
         s.leases[s.leases.length - 1] = Object.assign(gw.leases.at(-1)!, { expiresAt: far });

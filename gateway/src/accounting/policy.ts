@@ -2,7 +2,7 @@
 // hold, cut or refuse, and how much outage credit to give. Plain functions of plain state, the
 // time (passed in) and what the database answered: no I/O, no timers, no clock, so every rule is
 // unit-tested without sockets or a database (policy.test.ts) and its bound is checked by a
-// property test. The ledger (ledger.ts) runs these decisions against real sockets and leases.
+// property test. The budget core (budgets.ts) runs these decisions against real sockets and leases.
 //
 // The bound (docs/adr/0020, docs/adr/0024): what one gateway serves a budget never passes
 //   leases granted + OVERDRAFT_BYTES + open connections x PER_CONNECTION_SLACK_BYTES
@@ -249,6 +249,34 @@ export function groupPressure(sum: number): 'cut' | 'hold' | 'none' {
 }
 
 /**
+ * What a budget does when its estimate crossed the trigger, among the budgets of its account on
+ * this gateway (`group`, itself included): its own pressure, and while it is pending with others
+ * (`grouped`), the overdraft they share (docs/adr/0037): the bound stays one OVERDRAFT_BYTES per
+ * account and gateway. A redraw is a draw here (drawStarted forgets the denial).
+ */
+export function budgetPressure(
+  s: BudgetState,
+  group: Iterable<BudgetState>,
+): 'cut' | 'hold' | 'draw' | 'none' {
+  switch (pressure(s)) {
+    case 'cut':
+      return 'cut';
+    case 'draw':
+    case 'redraw':
+      return 'draw';
+    case 'hold':
+      if (!s.grouped) return 'hold';
+      break;
+    case 'none':
+      if (!(s.grouped && s.pending)) return 'none';
+      break;
+  }
+  let overdraft = 0;
+  for (const other of group) overdraft += pendingOverdraft(other);
+  return groupPressure(overdraft);
+}
+
+/**
  * Admission without the database: 'ok', 'refuse' (a recent denial stands) or 'ask' (draw a lease).
  * A denial while other gateways held leases does not stand: they are asked to give back what they
  * do not need (docs/adr/0073), so the admission asks again, and waits for it (waitForContended).
@@ -270,9 +298,12 @@ export function verdict(s: BudgetState): 'ok' | 'denied' | 'unavailable' | 'stra
   return s.stranded ? 'stranded' : 'denied';
 }
 
-/** After a draw in an admission: ask again (nothing free, but other gateways may return theirs)? */
-export function waitForContended(s: BudgetState, now: number, giveUpAt: number): boolean {
-  return !canAdmit(s) && s.contended && now <= giveUpAt;
+/**
+ * After a draw in an admission: ask again (nothing free, but other gateways may return theirs)?
+ * For how long is the give-back wait's (give-back.ts, untilGivenBack).
+ */
+export function waitForContended(s: BudgetState): boolean {
+  return !canAdmit(s) && s.contended;
 }
 
 /**
@@ -427,23 +458,6 @@ export function giveBack(s: BudgetState): [string, number][] {
   if (cuts.length) settleDrawAt(s);
   recompute(s);
   return cuts;
-}
-
-/**
- * What the budget relayed on each database lease it holds (reported with the next draw), at the
- * moment of asking: the exact counts of the last tick and the estimate since, charged as `allocate`
- * would (oldest first, the rest on the last lease; the database caps each at its grant). Without the
- * estimate a fast budget reported a figure up to a tick old and billing saw too much left to refill.
- */
-export function relayed(s: BudgetState): [string, number][] {
-  let left = s.estimate;
-  const spends = s.leases.map((l) => {
-    const take = Math.min(Math.max(0, l.granted - l.spent), left);
-    left -= take;
-    return l.spent + take;
-  });
-  if (left > 0 && spends.length) spends[spends.length - 1]! += left;
-  return s.leases.flatMap((l, i): [string, number][] => (l.id ? [[l.id, spends[i]!]] : []));
 }
 
 /** The budget's connections were cut: admissions wait for the next grant (see `cutOff`). */
