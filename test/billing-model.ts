@@ -16,6 +16,8 @@ import { payPendingRefill } from '#common/billing/refills.ts';
 import { balanceSweepJob } from '../worker/src/jobs/auto-refill.ts';
 import { formatBytes, renderEmail } from '../worker/src/jobs/render.ts';
 import * as policy from '../gateway/src/accounting/policy.ts';
+import { newBudgetState } from '../gateway/src/accounting/budget-state.ts';
+import { allocate } from '../gateway/src/accounting/lease-book.ts';
 import { relayed } from '../gateway/src/accounting/lease-client.ts';
 import type { SimGateway } from './billing.ts';
 import { foldAll, nextMonthOffset, setBillingClock } from './billing.ts';
@@ -223,7 +225,7 @@ const TICK_CHUNKS = 64;
 const stream = (g: number, bytes: number) =>
   command(`stream(gw${g}, ${bytes / UNIT}u)`, async (m, real) => {
     const gw = real.gateways[g]!;
-    const s = policy.newBudgetState();
+    const s = newBudgetState();
     const far = Number.MAX_SAFE_INTEGER;
     s.leases = gw.leases.map((l) => Object.assign(l, { expiresAt: far }));
     policy.recompute(s);
@@ -258,7 +260,7 @@ const stream = (g: number, bytes: number) =>
         else if (d === 'draw' || d === 'redraw') stopped = await draw();
       }
       if (chunks % TICK_CHUNKS === 0 || stopped || left === 0) {
-        policy.allocate(s, sinceTick);
+        allocate(s, sinceTick);
         gw.unflushed += sinceTick;
         sinceTick = 0;
         if (policy.tick(s, 250, now, true) && !stopped && left > 0) stopped = await draw();

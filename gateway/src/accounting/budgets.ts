@@ -13,6 +13,7 @@ import type { Logger } from '#common/logger.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { Plan } from '../spec.ts';
 import type { Connections } from './connections.ts';
+import { giveBack } from './lease-book.ts';
 import { untilGivenBack, type LeaseClient } from './lease-client.ts';
 import { Budget, BudgetGroup, HOLD_LEASE } from './meter.ts';
 import type { OutageCredit } from './outage-credit.ts';
@@ -168,12 +169,12 @@ export class Budgets {
     if (g) for (const b of g.budgets) policy.balanceChanged(b.state);
   }
 
-  /** Another gateway needs what this one's leases of the account hold (give-back.ts, policy.giveBack). */
+  /** Another gateway needs what this one's leases of the account hold (give-back.ts, lease-book.ts). */
   giveBack(accountId: string): void {
     for (const b of this.groups.get(accountId)?.budgets ?? []) {
       if (b.pending || b.state.deniedAt) continue;
       if (b.conns.size === 0) b.lastActive = 0;
-      else this.parts.leases.shrink(policy.giveBack(b.state));
+      else this.parts.leases.shrink(giveBack(b.state));
     }
   }
 

@@ -7,7 +7,7 @@
 import type net from 'node:net';
 import type { PlanMetrics } from '../metrics.ts';
 import { Metered, type Budget } from './meter.ts';
-import * as policy from './policy.ts';
+import { allocate } from './lease-book.ts';
 
 /** The limits a tick closes connections past (the plan's timeouts). */
 export interface ConnectionLimits {
@@ -133,7 +133,7 @@ export class Connections {
     conn.billedOut += down;
     b.bytesUp += up;
     b.bytesDown += down;
-    policy.allocate(b.state, up + down);
+    allocate(b.state, up + down);
     if (up) this.hot.bytesUp.inc(up);
     if (down) this.hot.bytesDown.inc(down);
   }

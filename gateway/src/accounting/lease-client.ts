@@ -8,13 +8,8 @@
 // flusher.ts), or in part when other gateways need them (shrink).
 import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
-import {
-  CONTENDED_POLL_MS,
-  CONTENDED_WAIT_MS,
-  LEASE_TTL_SECONDS,
-  MIN_LEASE_BYTES,
-  type BudgetState,
-} from './policy.ts';
+import { CONTENDED_POLL_MS, CONTENDED_WAIT_MS, LEASE_TTL_SECONDS, MIN_LEASE_BYTES } from './policy.ts';
+import type { BudgetState } from './budget-state.ts';
 
 /** Whose lease: an account's own budget, or one of its sub-users'. */
 type BudgetKey = { accountId: string; product: Plan; subUserId?: string | undefined };
@@ -48,8 +43,8 @@ export type LeaseAnswer =
 
 /**
  * What the budget relayed on each database lease it holds (reported with the next draw), at the
- * moment of asking: the exact counts of the last tick and the estimate since, charged as policy's
- * `allocate` would (oldest first, the rest on the last lease; the database caps each at its grant). Without the
+ * moment of asking: the exact counts of the last tick and the estimate since, charged as
+ * `allocate` would (lease-book.ts) (oldest first, the rest on the last lease; the database caps each at its grant). Without the
  * estimate a fast budget reported a figure up to a tick old and billing saw too much left to refill.
  */
 export function relayed(s: BudgetState): [string, number][] {

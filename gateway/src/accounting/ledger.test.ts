@@ -10,6 +10,7 @@ import { Registry } from 'prom-client';
 import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { EventEmitter } from 'node:events';
 import type { Budgets } from './budgets.ts';
+import { allocate } from './lease-book.ts';
 import { Ledger, perPodConnections, type LedgerOptions } from './ledger.ts';
 import { HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
 import * as policy from './policy.ts';
@@ -223,7 +224,7 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     const conn = new Metered(socket as unknown as net.Socket);
     b.conns.add(conn);
     policy.granted(b.state, { id: 'l', granted: MiB, expiresAt: Date.now() + 600_000 }, 0, Date.now());
-    policy.allocate(b.state, MiB);
+    allocate(b.state, MiB);
     policy.drawStarted(b.state);
     return { destroyed: () => destroyed };
   }

@@ -14,6 +14,7 @@ import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
 import { Budgets } from './budgets.ts';
 import { Connections } from './connections.ts';
 import { UsageFlusher } from './flusher.ts';
+import { settleLeases } from './lease-book.ts';
 import { LeaseClient } from './lease-client.ts';
 import type { Budget, Metered } from './meter.ts';
 import { OutageCredit } from './outage-credit.ts';
@@ -276,7 +277,7 @@ export class Ledger {
         b.bytesUp = b.bytesDown = b.requests = 0;
       }
       const idle = b.conns.size === 0 && now - b.lastActive > IDLE_RELEASE_MS;
-      const { spends, releases } = policy.settleLeases(b.state, now, final || idle);
+      const { spends, releases } = settleLeases(b.state, now, final || idle);
       for (const [id, bytes] of spends) this.flusher.addSpend(id, bytes);
       for (const [id, spent] of releases) this.flusher.addRelease(id, spent);
       if ((idle || final) && b.conns.size === 0 && !b.pending) this.budgets.drop(key, b);

@@ -11,7 +11,7 @@
 import type net from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Plan } from '../spec.ts';
-import { newBudgetState, type BudgetState } from './policy.ts';
+import { newBudgetState, type BudgetState } from './budget-state.ts';
 import type { Bucket } from './bucket.ts';
 import { wireOf, type WireCounters } from './wire.ts';
 

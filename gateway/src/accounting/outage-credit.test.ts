@@ -8,7 +8,7 @@ import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { Budgets } from './budgets.ts';
 import { Connections } from './connections.ts';
 import type { LeaseAnswer } from './lease-client.ts';
-import { OutageCredit } from './outage-credit.ts';
+import { OutageCredit, outageCredit } from './outage-credit.ts';
 import * as policy from './policy.ts';
 import { Throttle } from './throttle.ts';
 
@@ -60,7 +60,7 @@ describe('outage credit', () => {
     expect(await budgets.admit(sub)).toBe('ok');
     // Then the database is unreachable: the account's own traffic keeps its whole credit.
     expect(await budgets.admit(own)).toBe('ok');
-    expect(own.state.available).toBe(policy.outageCredit(100 * MiB, 1));
+    expect(own.state.available).toBe(outageCredit(100 * MiB, 1));
   });
 
   it('is not given to a sub-user its limit last denied', async () => {

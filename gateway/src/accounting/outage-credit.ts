@@ -5,11 +5,48 @@
 // was granted leases for, when, and what the database then said was still free.
 //
 // The invariant: the budgets of one account on this gateway (its own and its sub-users',
-// docs/adr/0037) share one credit per outage, at most policy.outageCredit(last free balance, fleet
+// docs/adr/0037) share one credit per outage, at most outageCredit(last free balance, fleet
 // size), so the fleet together gives no more than the account had; the memory is bounded
-// (SERVED_LIMIT accounts, each remembered SERVED_MEMORY_MS).
+// (SERVED_LIMIT accounts, each remembered SERVED_MEMORY_MS). The credit's rules are plain functions
+// of the budget's state (outageCredit, failed), as policy.ts's are.
 import type { Budget } from './meter.ts';
-import * as policy from './policy.ts';
+import type { BudgetState } from './budget-state.ts';
+import { settleDrawAt } from './policy.ts';
+
+/**
+ * During a database outage a known customer may spend at most this much on credit, in total over
+ * the fleet: each gateway gives its share (outageCredit below).
+ */
+export const OUTAGE_CREDIT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A gateway's share of the fleet-wide outage credit: the fleet together gives at most
+ * min(OUTAGE_CREDIT_BYTES, what the database last said was free) (docs/adr/0021).
+ */
+export function outageCredit(lastFree: number, fleetSize: number): number {
+  const size = Number.isFinite(fleetSize) && fleetSize >= 1 ? Math.floor(fleetSize) : 1;
+  return Math.floor(Math.min(OUTAGE_CREDIT_BYTES, Math.max(0, lastFree)) / size);
+}
+
+/**
+ * The lease request failed (database unreachable). A customer this gateway served before gets its
+ * share of the outage credit once per outage; without credit admissions are refused with 503
+ * (never 402: the balance is not known). Returns whether credit was given.
+ */
+export function failed(s: BudgetState, known: boolean, credit: number, now: number): boolean {
+  if (known && !s.creditUsed && credit > 0) {
+    s.everGranted = true;
+    s.unavailable = false;
+    s.creditUsed = true;
+    s.cutOff = false;
+    s.leases.push({ id: null, granted: credit, spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
+    settleDrawAt(s);
+    return true;
+  }
+  s.deniedAt = now;
+  s.unavailable = true;
+  return false;
+}
 
 /** How long an account served here is remembered (outage credit survives idle budgets). */
 const SERVED_MEMORY_MS = 24 * 3600_000;
@@ -55,9 +92,9 @@ export class OutageCredit {
       ? 0
       : Math.max(
           0,
-          policy.outageCredit(served?.free ?? 0, this.fleetSize()) - (shared ? (served?.credited ?? 0) : 0),
+          outageCredit(served?.free ?? 0, this.fleetSize()) - (shared ? (served?.credited ?? 0) : 0),
         );
-    if (!policy.failed(s, known, credit, now)) return 0;
+    if (!failed(s, known, credit, now)) return 0;
     if (served) served.credited += credit;
     return credit;
   }

@@ -4,7 +4,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
-  allocate,
   admission,
   DENIAL_RECHECK_MS,
   canAdmit,
@@ -12,27 +11,23 @@ import {
   denied,
   drawSettled,
   drawStarted,
-  failed,
   granted,
   HOLD_AT_BYTES,
-  INITIAL_LEASE_BYTES,
   leaseRequestSize,
   LEASE_TARGET_SECONDS,
   MAX_LEASE_BYTES,
-  newBudgetState,
   UNAVAILABLE_RECHECK_MS,
-  OUTAGE_CREDIT_BYTES,
-  outageCredit,
   OVERDRAFT_BYTES,
   PER_CONNECTION_SLACK_BYTES,
   pressure,
-  settleLeases,
   tick,
   verdict,
   waitForContended,
-  type BudgetState,
 } from './policy.ts';
+import { INITIAL_LEASE_BYTES, newBudgetState, type BudgetState } from './budget-state.ts';
+import { allocate, settleLeases } from './lease-book.ts';
 import { relayed } from './lease-client.ts';
+import { failed, OUTAGE_CREDIT_BYTES, outageCredit } from './outage-credit.ts';
 
 const MiB = 1024 * 1024;
 const lease = (id: string, bytes: number) => ({ id, granted: bytes, expiresAt: 10_000_000 });
