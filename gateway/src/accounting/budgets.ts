@@ -123,8 +123,7 @@ export class Budgets {
 
   /** The estimate crossed the trigger: cut, hold or draw, as the policy says (policy.budgetPressure). */
   pressure(b: Budget): void {
-    const group = [...b.group.budgets].map((other) => other.state);
-    switch (policy.budgetPressure(b.state, group)) {
+    switch (policy.budgetPressure(b.state, b.group.budgets)) {
       case 'cut':
         return this.cut(b);
       case 'draw':

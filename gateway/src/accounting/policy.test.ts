@@ -10,6 +10,7 @@ import {
   cutOff,
   denied,
   drawSettled,
+  budgetPressure,
   drawStarted,
   granted,
   HOLD_AT_BYTES,
@@ -259,6 +260,59 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant('fleet' as const), size: fc.integer({ min: 1, max: 8 }) }),
   },
 );
+
+describe("a budget under pressure among its account's budgets (docs/adr/0037)", () => {
+  /** A budget whose lease is spent, a grant pending, run `past` bytes beyond its leases. */
+  function pending(past: number, grouped: boolean): { state: BudgetState } {
+    const s = withLease(MiB);
+    s.grouped = grouped;
+    allocate(s, MiB);
+    drawStarted(s);
+    s.estimate = past;
+    return { state: s };
+  }
+
+  it.each([
+    ['alone, past half the overdraft', [[HOLD_AT_BYTES + 1, false]], 'hold'],
+    ['alone, past the overdraft', [[OVERDRAFT_BYTES + 1, false]], 'cut'],
+    [
+      'grouped, under half the overdraft together',
+      [
+        [HOLD_AT_BYTES / 2, true],
+        [HOLD_AT_BYTES / 4, true],
+      ],
+      'none',
+    ],
+    [
+      'grouped, past half of it together',
+      [
+        [HOLD_AT_BYTES / 2 + 1, true],
+        [HOLD_AT_BYTES / 2, true],
+      ],
+      'hold',
+    ],
+    [
+      'grouped, past all of it together',
+      [
+        [OVERDRAFT_BYTES / 2 + 1, true],
+        [OVERDRAFT_BYTES / 2, true],
+      ],
+      'cut',
+    ],
+  ] as const)('%s', (_, budgets, expected) => {
+    const group = budgets.map(([past, grouped]) => pending(past, grouped));
+    expect(budgetPressure(group[0]!.state, group)).toBe(expected);
+  });
+
+  it('draws when no grant is pending, alone or grouped', () => {
+    for (const grouped of [false, true]) {
+      const s = withLease(MiB);
+      s.grouped = grouped;
+      s.estimate = MiB;
+      expect(budgetPressure(s, [{ state: s }])).toBe('draw');
+    }
+  });
+});
 
 describe('the bound', () => {
   it('what is served never passes the balance + overdraft + per-connection slack + outage credit', () => {

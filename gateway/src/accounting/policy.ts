@@ -133,13 +133,14 @@ export function groupPressure(sum: number): 'cut' | 'hold' | 'none' {
 
 /**
  * What a budget does when its estimate crossed the trigger, among the budgets of its account on
- * this gateway (`group`, itself included): its own pressure, and while it is pending with others
+ * this gateway (`group`, itself included, read only when shared: no copy on the hot path): its own
+ * pressure, and while it is pending with others
  * (`grouped`), the overdraft they share (docs/adr/0037): the bound stays one OVERDRAFT_BYTES per
  * account and gateway. A redraw is a draw here (drawStarted forgets the denial).
  */
 export function budgetPressure(
   s: BudgetState,
-  group: Iterable<BudgetState>,
+  group: Iterable<{ readonly state: BudgetState }>,
 ): 'cut' | 'hold' | 'draw' | 'none' {
   switch (pressure(s)) {
     case 'cut':
@@ -155,7 +156,7 @@ export function budgetPressure(
       break;
   }
   let overdraft = 0;
-  for (const other of group) overdraft += pendingOverdraft(other);
+  for (const other of group) overdraft += pendingOverdraft(other.state);
   return groupPressure(overdraft);
 }
 
