@@ -43,14 +43,6 @@ export const TEST_MAX_LINES = 600;
  * when its file is cut; test/lint/size.test.ts fails on an entry whose file no longer needs it.
  */
 export const SIZE_EXCEPTIONS = {
-  'gateway/src/accounting/ledger.ts':
-    'the Ledger composite: connection tracking, outage credit and the budget/lease core, to be cut into three with one wait loop',
-  'gateway/src/server.ts':
-    'startGateway: composition plus head timers, TLS/SOCKS handshake state, refusals and drain, to be cut into composition and a connections module',
-  'gateway/src/accounting/policy.ts':
-    "the budget policy: pure and table-tested, but holds both the lease rules and outage credit; goes with the Ledger's cut",
-  'gateway/src/proxy/upstream-parser.ts':
-    "the raw upstream client's HTTP/1.1 response parser (docs/adr/0038): head, Content-Length and chunked framing in one file, to be cut by framing",
   'api/src/cli/main.ts':
     'the admin CLI: argument parsing and every command group but subscriptions (already its own file), to be cut into one file per group',
   'api/src/modules/dashboard/pages/proxies.ts':

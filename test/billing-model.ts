@@ -16,6 +16,9 @@ import { payPendingRefill } from '#common/billing/refills.ts';
 import { balanceSweepJob } from '../worker/src/jobs/auto-refill.ts';
 import { formatBytes, renderEmail } from '../worker/src/jobs/render.ts';
 import * as policy from '../gateway/src/accounting/policy.ts';
+import { newBudgetState } from '../gateway/src/accounting/budget-state.ts';
+import { allocate } from '../gateway/src/accounting/lease-book.ts';
+import { relayed } from '../gateway/src/accounting/lease-client.ts';
 import type { SimGateway } from './billing.ts';
 import { foldAll, nextMonthOffset, setBillingClock } from './billing.ts';
 
@@ -213,7 +216,7 @@ const TICK_CHUNKS = 64;
 /**
  * One customer's stream through gateway g as the real gateway runs it (docs/adr/0097): the ledger's
  * policy decides when to draw (prefetch at half a lease, leases growing x4 when spent fast), exact
- * counts arrive each tick while the estimate runs ahead of them, a draw reports `policy.relayed`,
+ * counts arrive each tick while the estimate runs ahead of them, a draw reports `relayed` (lease-client.ts),
  * a denial is asked again while the leases hold bytes and once more when they are spent, and a cut
  * or a refused admission stops the stream. Draws are answered before the next chunk (no overdraft:
  * the overspend bound is policy.test.ts's). The lower bounds, when it stopped: no 402 while bytes
@@ -222,7 +225,7 @@ const TICK_CHUNKS = 64;
 const stream = (g: number, bytes: number) =>
   command(`stream(gw${g}, ${bytes / UNIT}u)`, async (m, real) => {
     const gw = real.gateways[g]!;
-    const s = policy.newBudgetState();
+    const s = newBudgetState();
     const far = Number.MAX_SAFE_INTEGER;
     s.leases = gw.leases.map((l) => Object.assign(l, { expiresAt: far }));
     policy.recompute(s);
@@ -230,7 +233,7 @@ const stream = (g: number, bytes: number) =>
     const draw = async (): Promise<boolean> => {
       const wanted = policy.leaseRequestSize(s, now);
       policy.drawStarted(s);
-      const answer = await gw.draw(wanted, policy.MIN_LEASE_BYTES, policy.relayed(s));
+      const answer = await gw.draw(wanted, policy.MIN_LEASE_BYTES, relayed(s));
       if (answer.id) {
         policy.granted(s, { id: answer.id, granted: answer.granted, expiresAt: far }, answer.held, now);
         s.leases[s.leases.length - 1] = Object.assign(gw.leases.at(-1)!, { expiresAt: far });
@@ -257,7 +260,7 @@ const stream = (g: number, bytes: number) =>
         else if (d === 'draw' || d === 'redraw') stopped = await draw();
       }
       if (chunks % TICK_CHUNKS === 0 || stopped || left === 0) {
-        policy.allocate(s, sinceTick);
+        allocate(s, sinceTick);
         gw.unflushed += sinceTick;
         sinceTick = 0;
         if (policy.tick(s, 250, now, true) && !stopped && left > 0) stopped = await draw();

@@ -6,7 +6,7 @@
 // colon, invalid tokens, bad chunk sizes, missing CRLFs, bytes after the end), byte mutations of
 // both, and heads within a few bytes of the 16 KiB limit.
 import fc from 'fast-check';
-import { MAX_HEAD_BYTES } from '../gateway/src/proxy/upstream-parser.ts';
+import { MAX_HEAD_BYTES } from '../gateway/src/proxy/upstream-head.ts';
 
 export const latin1 = (s: string) => Buffer.from(s, 'latin1');
 const pick = <T>(...xs: T[]) => fc.constantFrom(...xs);

@@ -1,6 +1,7 @@
 // The raw upstream client's response parser driven as the relay drives it, for its tests
 // (upstream-parser.test.ts, upstream-parser.int.test.ts): pieces as TCP reads, pauses, EOF.
-import { ResponseParser, type ResponseHead } from '../gateway/src/proxy/upstream-parser.ts';
+import type { ResponseHead } from '../gateway/src/proxy/upstream-head.ts';
+import { ResponseParser } from '../gateway/src/proxy/upstream-parser.ts';
 
 export interface Parsed {
   head?: ResponseHead;

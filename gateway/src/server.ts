@@ -1,6 +1,7 @@
 // One gateway: a forward proxy for one ProxyGateway (one plan) on the plan's port. Composition of
-// auth/ (credentials, cache), proxy/ (tunnels, forwarding, guard, exits) and accounting/ (meters,
-// leases, flusher). The credential cache, its change feed, the metrics and the connection caps
+// auth/ (credentials, cache), proxy/ (tunnels, forwarding, guard, exits), accounting/ (meters,
+// leases, flusher) and the accepted connections (accepted-connections.ts: head timers, handshake
+// state, refusals of heads, drain). The credential cache, its change feed, the metrics and the connection caps
 // are per process (GatewayProcess), shared by every gateway the process runs (`npm start` runs five).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,31 +15,25 @@ import { Ledger } from './accounting/ledger.ts';
 import { giveBackOnChanges } from './accounting/give-back.ts';
 import { TargetTally, type TargetTallyOptions } from './accounting/targets.ts';
 import { carrierOf, checkTcpCarrier } from './accounting/wire.ts';
+import { acceptConnections } from './accepted-connections.ts';
 import { Authenticator } from './auth/authenticate.ts';
 import { AuthBackoff } from './auth/backoff.ts';
 import { CredentialCache } from './auth/cache.ts';
 import { createGatewayMetrics, planMetrics, zeroPlanSeries, type GatewayMetrics } from './metrics.ts';
 import { AccessLog, DEFAULT_ACCESS_LOG_SAMPLE } from './proxy/access-log.ts';
-import { statusClass, type ProxyContext } from './proxy/context.ts';
+import type { ProxyContext } from './proxy/context.ts';
 import { ExitPool } from './proxy/exits.ts';
-import { handleRequest } from './proxy/forward.ts';
 import type { UpstreamClient } from './proxy/upstream.ts';
-import { installFrontEnd } from './proxy/front-end.ts';
 import { DestinationGuard } from './proxy/guard.ts';
-import { refuseSocket } from './proxy/http-util.ts';
 import {
   ConnectionLimiter,
   defaultMaxConnections,
   DEFAULT_UNAUTHENTICATED_PER_SOURCE,
 } from './proxy/limits.ts';
-import { REFUSALS, refusalFor } from './proxy/refusals.ts';
+import { REFUSALS } from './proxy/refusals.ts';
 import { SessionStore } from './proxy/sessions.ts';
-import { handleSocks, socksHeadTimeout } from './proxy/socks5.ts';
-import { handleConnect } from './proxy/tunnel.ts';
-import { handleUpgrade } from './proxy/upgrade.ts';
 import type { ProxyGateway } from './spec.ts';
 import type { GatewayCertificates } from './tls/certificates.ts';
-import { acceptTls, type TlsSession } from './tls/handshake.ts';
 
 export interface GatewayDeps {
   gateway: ProxyGateway;
@@ -293,137 +288,20 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const headersMs = spec.timeouts.headersSeconds * 1000;
   const server = http.createServer({
     // Heads of later requests on a keep-alive connection: Node's own check, run every second (its
-    // default interval of 30 s let slow heads live 26-40 s). The first head: the timer below.
+    // default interval of 30 s let slow heads live 26-40 s). The first head: the connections' timer.
     headersTimeout: headersMs,
     connectionsCheckingInterval: 1_000,
     requestTimeout: 0,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     noDelay: true,
   });
-  // A connection must deliver its first request head within headersSeconds of being accepted
-  // (Node never times out a connection that sends nothing, and times the first head from the
-  // connection only when its periodic check runs).
-  // Keyed by the accepted socket: a head that arrives inside a TLS session stops its carrier's timer.
-  const headTimers = new WeakMap<net.Socket, NodeJS.Timeout>();
-  const headArrived = (socket: net.Socket) => {
-    const carrier = carrierOf(socket);
-    const timer = headTimers.get(carrier);
-    if (timer) {
-      clearTimeout(timer);
-      headTimers.delete(carrier);
-    }
-  };
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    headArrived(req.socket);
-    handleRequest(ctx, req, res, deps.upstreamClient);
-  });
-  // CONNECT heads node:http parsed: the front end declined them (or it is off), or they follow a
-  // plain request on a keep-alive connection.
-  server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
-    headArrived(socket);
-    handleConnect(ctx, req.url ?? '', req.headers['proxy-authorization'], socket, head);
-  });
-  // Absolute-form requests with `Connection: upgrade` and an `Upgrade` header (WebSocket and the
-  // like): a tunnel whose first bytes are the rewritten request (upgrade.ts, docs/adr/0029). An
-  // Upgrade header without `Connection: upgrade` stays a plain request ('request' above).
-  server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
-    headArrived(socket);
-    handleUpgrade(ctx, req, socket, head);
-  });
-  const refuseHead = (socket: net.Socket, key: 'header_too_large' | 'head_timeout' | 'malformed_request') => {
-    if (socket.writable && !socket.destroyed) {
-      const r = refusalFor(key);
-      metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
-      refuseSocket(socket, r);
-      ctx.access.refused('http', socket, r, true, performance.now());
-    }
-    socket.destroy();
-  };
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
-    refuseHead(
-      socket,
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? 'header_too_large'
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? 'head_timeout'
-          : 'malformed_request',
-    );
-  });
-  // SOCKS5 connections still in their handshake: the head timer closes them without HTTP bytes.
-  const socksHandshakes = new WeakSet<net.Socket>();
-  // TLS sessions by their accepted socket: the head timer ends a handshake, or answers inside it.
-  const tlsSessions = new WeakMap<net.Socket, TlsSession>();
   const certificates = deps.tls;
-  const tlsCounts = {
-    resumed: metrics.tlsHandshakes.labels({ plan, resumed: 'true' }),
-    full: metrics.tlsHandshakes.labels({ plan, resumed: 'false' }),
-  };
-  const front = installFrontEnd(server, {
+  const connections = acceptConnections(server, ctx, {
+    limiter,
+    headersMs,
     connectFastPath: deps.connectFastPath !== false,
-    connect: (socket, head, rest) => {
-      headArrived(socket);
-      handleConnect(ctx, head.target, head.proxyAuthorization, socket, rest);
-    },
-    // As node:http answers a head cut by the client's FIN (HPE_INVALID_EOF_STATE).
-    truncated: (socket) => refuseHead(socket, 'malformed_request'),
-    socks: (socket, first) => {
-      socksHandshakes.add(socket);
-      handleSocks(ctx, socket, first, () => {
-        socksHandshakes.delete(socket);
-        headArrived(socket);
-      });
-    },
-    ...(certificates && {
-      tls: (socket: net.Socket, first: Buffer) => {
-        const session = acceptTls(socket, first, certificates.context, {
-          // The session's cleartext is routed as a plain connection is (SOCKS5 and HTTP inside TLS).
-          secure: (inner, resumed) => {
-            (resumed ? tlsCounts.resumed : tlsCounts.full).inc();
-            front.route(inner);
-          },
-          failed: (reason) => metrics.tlsHandshakeFailures.inc({ plan, reason }),
-        });
-        tlsSessions.set(socket, session);
-      },
-    }),
-  });
-  const open = new Set<net.Socket>();
-  let lastConnectionAt = performance.now();
-  server.on('connection', (socket: net.Socket) => {
-    lastConnectionAt = performance.now();
-    socket.on('error', () => socket.destroy());
-    const refused = limiter.accept(socket);
-    if (refused) {
-      metrics.connectionRefusals.inc({ plan, reason: refused });
-      socket.resetAndDestroy();
-      return;
-    }
-    open.add(socket);
-    hot.connections.inc();
-    const timer = setTimeout(() => {
-      headTimers.delete(socket);
-      if (socket.destroyed) return;
-      // A TLS handshake not done in time is closed without an answer (nothing to answer in yet);
-      // after it, the head is refused inside the session as on a plain connection.
-      const session = tlsSessions.get(socket);
-      if (session && !session.secured) return session.timedOut();
-      const s = session?.socket ?? socket;
-      if (socksHandshakes.has(s)) return socksHeadTimeout(ctx, s, performance.now() - headersMs);
-      const r = refusalFor('head_timeout');
-      metrics.refusals.inc({ plan, reason: r.reason, status_class: statusClass(r.status) });
-      refuseSocket(s, r);
-      ctx.access.refused('http', s, r, true, performance.now() - headersMs);
-      s.destroySoon();
-      setTimeout(() => s.destroy(), 1_000).unref();
-    }, headersMs);
-    timer.unref();
-    headTimers.set(socket, timer);
-    socket.once('close', () => {
-      headArrived(socket);
-      open.delete(socket);
-      hot.connections.dec();
-    });
-    front.route(socket);
+    tls: certificates,
+    upstreamClient: deps.upstreamClient,
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -457,22 +335,14 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     ledger,
     targets,
     cacheVersion: () => proc.feed.version,
-    lastConnectionAt: () => lastConnectionAt,
+    lastConnectionAt: () => connections.lastConnectionAt(),
     close: () =>
       (closing ??= (async () => {
         // Stop accepting, let open connections finish (bounded), then bill and flush everything.
         ctx.draining = true;
         const drainMs = deps.drainMs ?? DEFAULT_DRAIN_MS;
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
-        front.closeIdle();
-        const deadline = Date.now() + drainMs;
-        while (open.size > 0 && Date.now() < deadline) {
-          server.closeIdleConnections();
-          front.closeIdle();
-          await new Promise((r) => setTimeout(r, 100));
-        }
-        for (const socket of open) socket.destroy();
+        await connections.drain(Date.now() + drainMs);
         await closed;
         // Let the destroyed sockets' 'close' handlers bill their last bytes before the final flush.
         await new Promise((r) => setTimeout(r, 20));

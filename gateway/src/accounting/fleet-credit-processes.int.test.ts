@@ -20,7 +20,8 @@ import {
   useTestGateway,
 } from '#test/gateway.ts';
 import { HEARTBEAT_MS } from './heartbeat.ts';
-import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
+import { OUTAGE_CREDIT_BYTES } from './outage-credit.ts';
+import { overspendBound } from './policy.ts';
 
 const GATEWAYS = 3;
 const BALANCE = 40_000_000;

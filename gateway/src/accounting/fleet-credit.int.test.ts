@@ -17,7 +17,8 @@ import {
   type TestGateway,
 } from '#test/gateway.ts';
 import { relayToFixtureDatabase, type TcpRelay } from '#test/tcp-relay.ts';
-import { OUTAGE_CREDIT_BYTES, overspendBound } from './policy.ts';
+import { OUTAGE_CREDIT_BYTES } from './outage-credit.ts';
+import { overspendBound } from './policy.ts';
 
 const GATEWAYS = 3;
 const BALANCE = 40_000_000;

@@ -2,18 +2,14 @@
 // (migrations/functions/lease_acquire.sql), reporting what the budget relayed on each of its open
 // leases, which is billing's usage before the fold (docs/adr/0073: auto-refill is bought before
 // traffic stops), with a client-side query timeout so a hung connection counts as an outage
-// instead of leaving the customer without an answer. Leases go back with the usage batches
-// (usage_record's releases, flusher.ts), or in part when other gateways need them (shrink).
+// instead of leaving the customer without an answer. A denial while other gateways' leases hold
+// the bytes is asked again while they give them back (untilGivenBack, the one wait of an admission
+// and of a running budget's draw). Leases go back with the usage batches (usage_record's releases,
+// flusher.ts), or in part when other gateways need them (shrink).
 import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
-import {
-  CONTENDED_POLL_MS,
-  CONTENDED_WAIT_MS,
-  LEASE_TTL_SECONDS,
-  MIN_LEASE_BYTES,
-  relayed,
-  type BudgetState,
-} from './policy.ts';
+import { CONTENDED_POLL_MS, CONTENDED_WAIT_MS, LEASE_TTL_SECONDS, MIN_LEASE_BYTES } from './policy.ts';
+import type { BudgetState } from './budget-state.ts';
 
 /** Whose lease: an account's own budget, or one of its sub-users'. */
 type BudgetKey = { accountId: string; product: Plan; subUserId?: string | undefined };
@@ -44,6 +40,23 @@ export type LeaseAnswer =
   | { kind: 'denied'; held: number; stranded: number; subUserLimited?: boolean; othersHold?: boolean }
   /** The database could not be asked (unreachable, or no answer in time). */
   | { kind: 'failed'; error: Error };
+
+/**
+ * What the budget relayed on each database lease it holds (reported with the next draw), at the
+ * moment of asking: the exact counts of the last tick and the estimate since, charged as
+ * `allocate` would (lease-book.ts) (oldest first, the rest on the last lease; the database caps each at its grant). Without the
+ * estimate a fast budget reported a figure up to a tick old and billing saw too much left to refill.
+ */
+export function relayed(s: BudgetState): [string, number][] {
+  let left = s.estimate;
+  const spends = s.leases.map((l) => {
+    const take = Math.min(Math.max(0, l.granted - l.spent), left);
+    left -= take;
+    return l.spent + take;
+  });
+  if (left > 0 && spends.length) spends[spends.length - 1]! += left;
+  return s.leases.flatMap((l, i): [string, number][] => (l.id ? [[l.id, spends[i]!]] : []));
+}
 
 export class LeaseClient {
   private readonly pool: Pool;
@@ -127,23 +140,25 @@ export class LeaseClient {
 
   /**
    * A budget's lease, reporting what it relayed on its open leases. While its connections run (held
-   * meanwhile by the ledger's pending draw), a denial while other gateways' leases hold bytes is
-   * asked again every CONTENDED_POLL_MS for up to CONTENDED_WAIT_MS before it stands, as an
-   * admission waits: those gateways give back what they do not need (give-back.ts, docs/adr/0073).
+   * meanwhile by the budget's pending draw), a denial while other gateways' leases hold bytes is
+   * asked again until it stands, as an admission waits: those gateways give back what they do not
+   * need (untilGivenBack; give-back.ts, docs/adr/0073).
    */
-  async acquireOrWait(
+  acquireOrWait(
     budget: BudgetKey & { state: BudgetState; conns: { size: number } },
     wanted: number,
     now: () => number,
   ): Promise<LeaseAnswer> {
-    const giveUp = now() + CONTENDED_WAIT_MS;
-    for (;;) {
-      const answer = await this.acquire(budget, wanted, now, relayed(budget.state));
+    return untilGivenBack(
+      () => this.acquire(budget, wanted, now, relayed(budget.state)),
       // A gateway that stopped heartbeating cannot give back (its leases come back when it is dead).
-      const waits = answer.kind === 'denied' && answer.othersHold && answer.stranded === 0;
-      if (!waits || budget.conns.size === 0 || now() >= giveUp) return answer;
-      await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
-    }
+      (answer) =>
+        answer.kind === 'denied' &&
+        answer.othersHold === true &&
+        answer.stranded === 0 &&
+        budget.conns.size > 0,
+      now,
+    );
   }
 
   /**
@@ -172,5 +187,24 @@ export class LeaseClient {
     } catch {
       return 0;
     }
+  }
+}
+
+/**
+ * Asks until the answer stands: while `contended` says it is "nothing free, but other gateways'
+ * leases hold bytes" (they give back what they do not need: give-back.ts, docs/adr/0073), asks
+ * again every CONTENDED_POLL_MS, for up to CONTENDED_WAIT_MS. The one wait of both askers: an
+ * admission (budgets.ts) and a draw while the budget's connections run (acquireOrWait).
+ */
+export async function untilGivenBack<T>(
+  ask: () => Promise<T>,
+  contended: (answer: T) => boolean,
+  now: () => number = Date.now,
+): Promise<T> {
+  const giveUp = now() + CONTENDED_WAIT_MS;
+  for (;;) {
+    const answer = await ask();
+    if (!contended(answer) || now() > giveUp) return answer;
+    await new Promise((r) => setTimeout(r, CONTENDED_POLL_MS));
   }
 }

@@ -9,15 +9,10 @@ import type { Pool } from '#common/db/pool.ts';
 import { Registry } from 'prom-client';
 import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { EventEmitter } from 'node:events';
-import { Ledger, type LedgerOptions } from './ledger.ts';
-import {
-  HOLD_LEASE,
-  HOLD_SUB_THROTTLE,
-  HOLD_THROTTLE,
-  Metered,
-  perPodConnections,
-  type Budget,
-} from './meter.ts';
+import type { Budgets } from './budgets.ts';
+import { allocate } from './lease-book.ts';
+import { Ledger, perPodConnections, type LedgerOptions } from './ledger.ts';
+import { HOLD_LEASE, HOLD_SUB_THROTTLE, HOLD_THROTTLE, Metered, type Budget } from './meter.ts';
 import * as policy from './policy.ts';
 
 const KiB = 1024;
@@ -36,8 +31,8 @@ function unitLedger(opts: Partial<LedgerOptions> = {}) {
     maxLifetimeMs: 60_000,
     ...opts,
   });
-  const inner = l as unknown as { budget(id: string, sub?: string): Budget };
-  return { ledger: l, budget: (id: string, sub?: string) => inner.budget(id, sub) };
+  const core = (l as unknown as { budgets: Budgets }).budgets;
+  return { ledger: l, budget: (id: string, sub?: string) => core.get(id, sub) };
 }
 
 const ledger = (cap: () => number, fleet: () => number) => unitLedger({ throttle: cap, fleetSize: fleet });
@@ -229,7 +224,7 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     const conn = new Metered(socket as unknown as net.Socket);
     b.conns.add(conn);
     policy.granted(b.state, { id: 'l', granted: MiB, expiresAt: Date.now() + 600_000 }, 0, Date.now());
-    policy.allocate(b.state, MiB);
+    allocate(b.state, MiB);
     policy.drawStarted(b.state);
     return { destroyed: () => destroyed };
   }
@@ -267,66 +262,6 @@ describe('the budgets of one account (sub-users, docs/adr/0037)', () => {
     expect([b.holds, conn.destroyed()]).toEqual([HOLD_LEASE, false]);
     for (let n = 0; n < 6; n++) chunk(l, b, 10 * KiB);
     expect(conn.destroyed()).toBe(true);
-  });
-
-  it('share one outage credit: a sub-user is not given again what the account was given', async () => {
-    // A pool without query(): every lease request fails, as when the database is unreachable.
-    const { ledger: l, budget } = groupLedger();
-    const inner = l as unknown as {
-      remember(id: string, free: number, now: number): void;
-      requestLease(b: Budget, wanted: number): Promise<void>;
-    };
-    inner.remember('a', 10 * MiB, Date.now());
-    const own = budget('a');
-    const sub = budget('a', 's1');
-    await inner.requestLease(own, MiB);
-    await inner.requestLease(sub, MiB);
-    for (const b of [own, sub]) policy.recompute(b.state);
-    expect([own.state.available, sub.state.available]).toEqual([10 * MiB, 0]);
-    expect(sub.state.unavailable).toBe(true);
-  });
-
-  it("size the account's outage credit by its balance, not by what a sub-user's limit left", async () => {
-    const { ledger: l, budget } = groupLedger();
-    const inner = l as unknown as {
-      remember(id: string, free: number, now: number): void;
-      requestLease(b: Budget, wanted: number): Promise<void>;
-      leases: { acquire: (...args: unknown[]) => Promise<unknown> };
-    };
-    inner.remember('a', 100 * MiB, Date.now());
-    const own = budget('a');
-    const sub = budget('a', 's1');
-    // The sub-user is granted its limit's last 100 KiB: the database says 0 is free for it.
-    const acquire = inner.leases.acquire;
-    inner.leases.acquire = async () => ({
-      kind: 'granted',
-      id: 'l',
-      granted: 100 * 1024,
-      expiresAt: Date.now() + 600_000,
-      free: 0,
-      held: 100 * 1024,
-      subUserLimited: true,
-    });
-    await inner.requestLease(sub, MiB);
-    inner.leases.acquire = acquire;
-    // Then the database is unreachable: the account's own traffic keeps its whole credit.
-    await inner.requestLease(own, MiB);
-    policy.recompute(own.state);
-    expect(own.state.available).toBe(policy.outageCredit(100 * MiB, 1));
-  });
-
-  it('give no outage credit to a sub-user its limit last denied', async () => {
-    const { ledger: l, budget } = groupLedger();
-    const inner = l as unknown as {
-      remember(id: string, free: number, now: number): void;
-      requestLease(b: Budget, wanted: number): Promise<void>;
-    };
-    inner.remember('a', 10 * MiB, Date.now());
-    const sub = budget('a', 's1');
-    policy.denied(sub.state, 0, Date.now() - 10_000, 0, true);
-    await inner.requestLease(sub, MiB);
-    policy.recompute(sub.state);
-    expect([sub.state.available, sub.state.unavailable]).toEqual([0, true]);
   });
 
   /** A fake customer socket the ledger can track. */
@@ -426,7 +361,7 @@ describe('a cut', () => {
       if (s === idle) tab.done();
     }
     idle.bytesRead = 150; // the next request's head, not admitted yet
-    (l as unknown as { cut(b: Budget): void }).cut(b);
+    (l as unknown as { budgets: { cut(b: Budget): void } }).budgets.cut(b);
     expect([busy.destroyed, idle.destroyed]).toEqual([true, false]);
     expect([b.bytesUp, b.bytesDown, b.conns.size]).toEqual([200, 2000, 0]);
     // Its next request is admitted afresh and billed from the end of the last one.

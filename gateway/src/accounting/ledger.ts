@@ -1,37 +1,32 @@
 // Byte accounting for one gateway, and the one interface the proxy code reaches it through
 // (docs/adr/0024): `admit` a request or tunnel of an account on a socket, and through the `Tab`
 // (tab.ts) it returns count its head and chunks, name the streams to hold, mark its end, or undo
-// it when it is refused. The ledger composes the pure budget policy (policy.ts), the meter
-// (meter.ts), the lease client (lease-client.ts), the usage flusher (flusher.ts) and the throttle
-// (throttle.ts); forward.ts and tunnel.ts never touch a budget or a counter themselves.
+// it when it is refused. The ledger composes, and owns the clock of, its parts: the budget and
+// lease core (budgets.ts), connection tracking (connections.ts), outage credit
+// (outage-credit.ts), the lease client (lease-client.ts), the throttle (throttle.ts) and the
+// usage flusher (flusher.ts); it ticks them, flushes usage and closes them. The arrows run from
+// here to the parts; forward.ts and tunnel.ts never touch a budget or a counter themselves.
 import type net from 'node:net';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
 import type { GatewayMetrics, PlanMetrics } from '../metrics.ts';
+import { Budgets } from './budgets.ts';
+import { Connections } from './connections.ts';
 import { UsageFlusher } from './flusher.ts';
+import { settleLeases } from './lease-book.ts';
 import { LeaseClient } from './lease-client.ts';
-import {
-  Budget,
-  BudgetGroup,
-  budgetKey,
-  HOLD_LEASE,
-  Metered,
-  perPodConnections,
-  type AdmissionRefusal,
-} from './meter.ts';
+import type { Budget, Metered } from './meter.ts';
+import { OutageCredit } from './outage-credit.ts';
+import * as policy from './policy.ts';
 import { Tab } from './tab.ts';
 import type { TargetTally } from './targets.ts';
-import * as policy from './policy.ts';
 import { Throttle } from './throttle.ts';
 
 export const TICK_MS = 250;
 export const FLUSH_MS = 2_000;
 /** A budget with no connections for this long returns its leases (so other pods can use them). */
 const IDLE_RELEASE_MS = 5_000;
-/** How long the ledger remembers that it served an account (outage credit survives idle budgets). */
-const SERVED_MEMORY_MS = 24 * 3600_000;
-const SERVED_LIMIT = 200_000;
 
 export interface LedgerOptions {
   pool: Pool;
@@ -43,15 +38,19 @@ export interface LedgerOptions {
   /** Called for a connection idle or older than the limits (tick-driven; no timer per socket). */
   idleMs: number;
   maxLifetimeMs: number;
-  /** How many gateways serve this plan now (they share the outage credit: docs/adr/0024). Default: 1. */
+  /**
+   * How many gateways serve this plan now (the outage credit is shared among them: docs/adr/0024).
+   * Default: 1.
+   */
   fleetSize?: () => number;
   /** Milliseconds between usage flushes (PROXYFLEET_GATEWAY_FLUSH_SECONDS). Default: FLUSH_MS. */
   flushMs?: number;
   /** Target statistics, written after each usage batch in their own statement (docs/adr/0026). */
   targets?: TargetTally;
   /**
-   * The account's bandwidth cap on this plan for the whole fleet, bytes per second (0: none): its
-   * override, else the plan's default (docs/adr/0035). Asked at a budget's creation and every tick.
+   * The account's bandwidth cap on this plan for the whole fleet, bytes per second (0: none):
+   * its override, else the plan's default (docs/adr/0035). Asked when a budget is created and on
+   * every tick, so a change reaches live connections within a tick. Default: none.
    */
   throttle?: (accountId: string) => number;
   /** A sub-user's own bandwidth cap for the whole fleet, bytes per second (0: none). Default: none. */
@@ -65,40 +64,56 @@ export interface SubUserAdmission {
   maxConnections: number | null;
 }
 
+/**
+ * A sub-user's connection cap on this gateway: its fleet-wide cap shared by the gateways of the
+ * plan, rounded up (so the fleet together may admit up to fleetSize - 1 more than the cap; one
+ * gateway never refuses a cap of at least 1).
+ */
+export function perPodConnections(maxConnections: number, fleetSize: number): number {
+  return Math.ceil(maxConnections / Math.max(1, Math.floor(fleetSize) || 1));
+}
+
+/** Why an admission was refused (the proxy maps each to its refusal). */
+export type AdmissionRefusal =
+  | 'connection_limit'
+  | 'no_bandwidth'
+  | 'sub_user_limit'
+  | 'bandwidth_held'
+  | 'billing_unavailable'
+  | 'client_gone';
+
 export class Ledger {
-  /** Per account, and per sub-user as `account/sub-user` (budgetKey). */
-  private readonly budgets = new Map<string, Budget>();
-  /** The budgets of each account on this gateway (they share the overdraft, caps and the account's cap). */
-  private readonly groups = new Map<string, BudgetGroup>();
-  private readonly conns = new Set<Metered>();
-  private readonly meters = new WeakMap<net.Socket, Metered>();
+  private readonly opts: LedgerOptions;
+  private readonly fleetSize: () => number;
+  private readonly connections: Connections;
+  private readonly throttle: Throttle;
+  private readonly budgets: Budgets;
+  private readonly flusher: UsageFlusher;
   private tickTimer: NodeJS.Timeout | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
   private lastTick = Date.now();
   private flushing: Promise<void> | undefined;
-  private databaseDown = false;
-  /**
-   * Accounts this ledger was granted leases for: when, and what the database then said was still
-   * free. They keep outage credit after going idle; the free balance sizes it (docs/adr/0024).
-   */
-  private readonly served = new Map<string, { at: number; free: number; credited: number }>();
-  private readonly opts: LedgerOptions;
-  private readonly leases: LeaseClient;
-  private readonly flusher: UsageFlusher;
-  private readonly fleetSize: () => number;
-  private readonly throttle: Throttle;
 
   constructor(opts: LedgerOptions) {
     this.opts = opts;
-    this.leases = new LeaseClient(opts.pool, opts.gatewayId);
-    this.flusher = new UsageFlusher(opts);
     this.fleetSize = opts.fleetSize ?? (() => 1);
+    this.connections = new Connections(opts.hot, opts);
     this.throttle = new Throttle({
       metrics: opts.metrics,
       fleetSize: this.fleetSize,
       throttle: opts.throttle ?? (() => 0),
       subUserThrottle: opts.subUserThrottle ?? (() => 0),
     });
+    this.budgets = new Budgets({
+      plan: opts.plan,
+      logger: opts.logger,
+      metrics: opts.metrics,
+      leases: new LeaseClient(opts.pool, opts.gatewayId),
+      connections: this.connections,
+      outage: new OutageCredit(this.fleetSize),
+      throttle: this.throttle,
+    });
+    this.flusher = new UsageFlusher(opts);
   }
 
   start(): void {
@@ -106,50 +121,6 @@ export class Ledger {
     this.tickTimer.unref();
     this.flushTimer = setInterval(() => void this.flush(), this.opts.flushMs ?? FLUSH_MS);
     this.flushTimer.unref();
-  }
-
-  /** The budget of an account's own traffic, or of one of its sub-users (docs/adr/0037). */
-  private budget(accountId: string, subUserId?: string): Budget {
-    const key = budgetKey(accountId, subUserId);
-    let b = this.budgets.get(key);
-    if (!b) {
-      let g = this.groups.get(accountId);
-      if (!g) {
-        g = new BudgetGroup(accountId);
-        this.groups.set(accountId, g);
-      }
-      b = new Budget(accountId, this.opts.plan, g, subUserId);
-      g.budgets.add(b);
-      this.budgets.set(key, b);
-      this.regroup(g);
-      this.throttle.joined(b, performance.now());
-    }
-    return b;
-  }
-
-  /** The group's budgets share the overdraft only when there are several (policy.groupPressure). */
-  private regroup(g: BudgetGroup): void {
-    const grouped = g.budgets.size > 1;
-    for (const b of g.budgets) {
-      if (b.state.grouped === grouped) continue;
-      b.state.grouped = grouped;
-      policy.recompute(b.state);
-    }
-  }
-
-  private dropBudget(key: string, b: Budget): void {
-    this.budgets.delete(key);
-    const g = b.group;
-    g.budgets.delete(b);
-    this.throttle.left(b);
-    if (g.budgets.size === 0) {
-      if (this.groups.get(g.accountId) === g) this.groups.delete(g.accountId);
-    } else this.regroup(g);
-  }
-
-  /** Hot path of a throttled budget: a chunk moved (the throttle holds the budget when in debt). */
-  throttled(b: Budget, bytes: number): void {
-    this.throttle.take(b, bytes);
   }
 
   /**
@@ -168,8 +139,8 @@ export class Ledger {
     maxConnections: number,
     subUser?: SubUserAdmission,
   ): Promise<Tab | AdmissionRefusal> {
-    const b = this.budget(accountId, subUser?.id);
-    let conn = this.meters.get(socket);
+    const b = this.budgets.get(accountId, subUser?.id);
+    let conn = this.connections.of(socket);
     const subCap =
       subUser?.maxConnections == null
         ? Infinity
@@ -179,7 +150,7 @@ export class Ledger {
       (b.conns.size >= subCap && !(conn && b.conns.has(conn)));
     if (overCap()) return 'connection_limit';
     if (!policy.canAdmit(b.state)) {
-      const verdict = await this.admitBandwidth(b);
+      const verdict = await this.budgets.admit(b);
       if (verdict === 'denied') return b.state.subUserLimited ? 'sub_user_limit' : 'no_bandwidth';
       if (verdict === 'stranded') return 'bandwidth_held';
       if (verdict === 'unavailable') return 'billing_unavailable';
@@ -187,31 +158,36 @@ export class Ledger {
     if (socket.destroyed) return 'client_gone';
     // Again after the wait for a lease: connections that arrived meanwhile were attached.
     if (overCap()) return 'connection_limit';
-    if (!conn) conn = this.track(socket);
-    this.attach(conn, b);
+    if (!conn) conn = this.connections.track(socket);
+    this.connections.attach(conn, b);
     conn.admitted();
     return new Tab(this, b, conn);
   }
 
   /** A request refused before admission on a connection that carried earlier ones: not billed. */
   refused(socket: net.Socket): void {
-    const conn = this.meters.get(socket);
-    if (conn) this.detach(conn);
+    const conn = this.connections.of(socket);
+    if (conn) this.connections.detach(conn);
   }
 
-  private async admitBandwidth(b: Budget): Promise<ReturnType<typeof policy.verdict>> {
-    const s = b.state;
-    b.lastActive = Date.now();
-    const step = policy.admission(s, Date.now());
-    if (step !== 'ask') return policy.verdict(s);
-    s.deniedAt = 0;
-    const giveUp = Date.now() + policy.CONTENDED_WAIT_MS;
-    while (true) {
-      await this.draw(b);
-      if (!policy.waitForContended(s, Date.now(), giveUp)) return policy.verdict(s);
-      await new Promise((r) => setTimeout(r, policy.CONTENDED_POLL_MS));
-      s.deniedAt = 0;
-    }
+  /** The estimate crossed the trigger (Tab.onChunk): cut, hold or draw (budgets.ts). */
+  pressure(b: Budget): void {
+    this.budgets.pressure(b);
+  }
+
+  /** Hot path of a throttled budget: a chunk moved (the throttle holds the budget when in debt). */
+  throttled(b: Budget, bytes: number): void {
+    this.throttle.take(b, bytes);
+  }
+
+  /** A connection of the budget starts relaying new streams: held while the budget is. */
+  relaying(b: Budget): void {
+    this.budgets.relaying(b);
+  }
+
+  /** Bills the connection up to its last completed request and leaves it with no owner. */
+  detach(conn: Metered): void {
+    this.connections.detach(conn);
   }
 
   /**
@@ -219,176 +195,19 @@ export class Ledger {
    * the account so the next admission asks again.
    */
   balanceChanged(accountId: string): void {
-    const g = this.groups.get(accountId);
-    if (g) for (const b of g.budgets) policy.balanceChanged(b.state);
+    this.budgets.balanceChanged(accountId);
   }
 
-  /** Another gateway needs what this one's leases of the account hold (give-back.ts, policy.giveBack). */
+  /** Another gateway needs what this one's leases of the account hold: given back, then flushed. */
   giveBack(accountId: string): void {
-    for (const b of this.groups.get(accountId)?.budgets ?? []) {
-      if (b.pending || b.state.deniedAt) continue;
-      if (b.conns.size === 0) b.lastActive = 0;
-      else this.leases.shrink(policy.giveBack(b.state));
-    }
+    this.budgets.giveBack(accountId);
     void (this.flushing ?? Promise.resolve()).then(() => this.flush());
   }
 
   /** The account's or a sub-user's cap may have changed (change feed): live budgets follow at once. */
   throttleChanged(accountId: string): void {
-    const g = this.groups.get(accountId);
+    const g = this.budgets.group(accountId);
     if (g) this.throttle.apply(g, performance.now());
-  }
-
-  /**
-   * The estimate crossed the trigger: cut, hold or draw, as the policy says. A budget with others
-   * of its account on this gateway is also judged by the overdraft they share while pending
-   * (docs/adr/0037): the bound stays one OVERDRAFT_BYTES per account and gateway.
-   */
-  pressure(b: Budget): void {
-    switch (policy.pressure(b.state)) {
-      case 'cut':
-        return this.cut(b);
-      case 'hold':
-        if (b.state.grouped) break;
-        return b.hold(HOLD_LEASE);
-      case 'draw':
-      case 'redraw':
-        void this.draw(b);
-        return;
-      case 'none':
-        if (b.state.grouped && b.state.pending) break;
-        return;
-    }
-    let overdraft = 0;
-    for (const other of b.group.budgets) overdraft += policy.pendingOverdraft(other.state);
-    switch (policy.groupPressure(overdraft)) {
-      case 'cut':
-        return this.cut(b);
-      case 'hold':
-        return b.hold(HOLD_LEASE);
-      case 'none':
-        return;
-    }
-  }
-
-  /**
-   * A connection of the budget starts relaying new streams (an answer begins): while the budget is
-   * held they start held, before their first chunk (16 answers starting during a hold, one chunk
-   * each, ran a budget past its overdraft: prefetch.int.test.ts).
-   */
-  relaying(b: Budget): void {
-    const s = b.state;
-    if (s.pending && s.estimate > s.trigger) b.hold(HOLD_LEASE);
-    else if (b.holds !== 0) b.hold(0);
-  }
-
-  private draw(b: Budget): Promise<void> {
-    const s = b.state;
-    if (!b.pending) {
-      const wanted = policy.leaseRequestSize(s, Date.now());
-      policy.drawStarted(s);
-      b.pending = this.requestLease(b, wanted).finally(() => {
-        b.pending = undefined;
-        if (policy.drawSettled(s) === 'cut') this.cut(b);
-        b.release(HOLD_LEASE);
-        if (s.estimate > s.trigger && b.conns.size) this.pressure(b);
-      });
-    }
-    return b.pending;
-  }
-
-  private async requestLease(b: Budget, wanted: number): Promise<void> {
-    const m = this.opts.metrics;
-    const s = b.state;
-    const answer = await this.leases.acquireOrWait(b, wanted, Date.now);
-    const now = Date.now();
-    if (answer.kind === 'denied') {
-      this.databaseDown = false;
-      policy.denied(s, answer.held, now, answer.stranded, answer.subUserLimited ?? false);
-      const served = this.served.get(b.accountId);
-      // A sub-user's limit says nothing about the account's balance.
-      if (served && !answer.subUserLimited) served.free = 0;
-      m.leaseDenials.inc({ plan: b.product });
-      return;
-    }
-    if (answer.kind === 'granted') {
-      this.databaseDown = false;
-      policy.granted(s, answer, answer.held, now);
-      // What a sub-user's limit leaves says nothing of the account's balance, which sizes the
-      // outage credit of all its budgets: keep the balance last known.
-      const free = answer.subUserLimited ? (this.served.get(b.accountId)?.free ?? answer.free) : answer.free;
-      this.remember(b.accountId, free, now);
-      m.leaseGrants.inc({ plan: b.product });
-      m.leaseGrantedBytes.inc({ plan: b.product }, answer.granted);
-      return;
-    }
-    this.databaseDown = true;
-    // Database outage (docs/adr/0021, 0024): a customer this pod already served (even one whose
-    // budget went idle and was dropped) keeps going on its share of the fleet's bounded credit;
-    // unknown ones are answered 503 until the database is back (never 402: the balance is not known).
-    const served = this.served.get(b.accountId);
-    const known = s.everGranted || (served !== undefined && now - served.at < SERVED_MEMORY_MS);
-    // The account's budgets on this gateway (its own and its sub-users', docs/adr/0037) share one
-    // credit per outage: what one of them was given is not given again to another.
-    // A sub-user its limit last denied gets none: the credit would run past the limit it reached.
-    const shared = b.subUserId !== undefined || b.group.budgets.size > 1;
-    const credit = s.subUserLimited
-      ? 0
-      : Math.max(
-          0,
-          policy.outageCredit(served?.free ?? 0, this.fleetSize()) - (shared ? (served?.credited ?? 0) : 0),
-        );
-    if (policy.failed(s, known, credit, now)) {
-      if (served) served.credited += credit;
-      this.opts.logger.warn(
-        { err: answer.error.message, account: b.accountId, credit },
-        'lease request failed; serving on outage credit',
-      );
-    } else {
-      this.opts.logger.warn({ err: answer.error.message }, 'lease request failed');
-    }
-  }
-
-  /** Cuts every connection of a budget that has run out. */
-  private cut(b: Budget): void {
-    this.opts.metrics.budgetCuts.inc({ plan: b.product });
-    policy.cutOff(b.state);
-    const { estimate, available, pending, deniedAt } = b.state;
-    // Running out after a denial is the customer's bandwidth ending (info); a cut while the
-    // grant is pending or unavailable is the gateway's own doing and worth a look (warn).
-    this.opts.logger[deniedAt > 0 && !b.state.unavailable ? 'info' : 'warn'](
-      {
-        account: b.accountId,
-        plan: b.product,
-        connections: b.conns.size,
-        estimate,
-        available,
-        pending,
-        denied: deniedAt > 0,
-      },
-      'budget cut: connections closed past the leases',
-    );
-    for (const conn of [...b.conns]) {
-      // A keep-alive connection between two requests carries no bytes of the budget: it stays
-      // open, unowned, and its next request is admitted afresh (402, or served after a refill)
-      // instead of the client meeting a closed connection (unexpected EOF).
-      if (conn.between) this.release(conn);
-      else {
-        this.settle(conn);
-        conn.socket.destroy();
-        conn.peer?.destroy();
-      }
-    }
-  }
-
-  private remember(accountId: string, free: number, now: number): void {
-    if (this.served.size >= SERVED_LIMIT && !this.served.has(accountId)) {
-      const cutoff = now - SERVED_MEMORY_MS;
-      for (const [id, entry] of this.served) if (entry.at < cutoff) this.served.delete(id);
-      if (this.served.size >= SERVED_LIMIT) this.served.clear();
-    }
-    // A grant: the database is back, the next outage gives credit again.
-    this.served.set(accountId, { at: now, free, credited: 0 });
   }
 
   get plan(): Plan {
@@ -401,10 +220,11 @@ export class Ledger {
    * are billed. Returns how many were cut.
    */
   revoke(accountId: string, which?: (socket: net.Socket) => boolean): number {
-    const g = this.groups.get(accountId);
+    const g = this.budgets.group(accountId);
     if (!g) return 0;
     let n = 0;
-    for (const b of [...g.budgets]) n += this.end(b, which);
+    for (const b of [...g.budgets])
+      n += this.connections.end([...b.conns].filter((conn) => !which || which(conn.socket)));
     return n;
   }
 
@@ -414,122 +234,17 @@ export class Ledger {
    * credentials changed).
    */
   revokeBudget(accountId: string, subUserId?: string): number {
-    const b = this.budgets.get(budgetKey(accountId, subUserId));
-    return b ? this.end(b) : 0;
-  }
-
-  private end(b: Budget, which?: (socket: net.Socket) => boolean): number {
-    const conns = [...b.conns].filter((conn) => !which || which(conn.socket));
-    for (const conn of conns) {
-      this.settle(conn);
-      conn.socket.destroy();
-      conn.peer?.destroy();
-    }
-    return conns.length;
-  }
-
-  /** Registers a customer connection for billing (once per socket). */
-  private track(socket: net.Socket): Metered {
-    const conn = new Metered(socket);
-    this.conns.add(conn);
-    this.meters.set(socket, conn);
-    socket.once('close', () => this.untrack(conn));
-    return conn;
-  }
-
-  /** Points a connection's future bytes at `b`, billing what came before to its previous owner. */
-  private attach(conn: Metered, b: Budget): void {
-    if (conn.budget === b) return;
-    const previous = conn.budget;
-    if (previous) {
-      // Not detach(): the bytes after the last completed request are this admitted request's head
-      // (and body so far), billed to `b` from here, not skipped as a refused request's are.
-      this.collectToMark(conn);
-      previous.conns.delete(conn);
-    }
-    conn.budget = b;
-    b.conns.add(conn);
-  }
-
-  /**
-   * Bills the connection's bytes up to the end of its last completed request and leaves it with
-   * no owner: what follows (a refused request) is not billed.
-   */
-  detach(conn: Metered): void {
-    this.release(conn);
-    conn.answering = false;
-    conn.billedIn = conn.wire.bytesRead;
-    conn.billedOut = conn.wire.bytesWritten;
-  }
-
-  /** Bills the connection up to its last completed request; what follows waits for an owner. */
-  private release(conn: Metered): void {
-    const b = conn.budget;
-    if (!b) return;
-    this.collectToMark(conn);
-    b.conns.delete(conn);
-    conn.budget = undefined;
-  }
-
-  private untrack(conn: Metered): void {
-    if (conn.closed) return;
-    this.settle(conn);
-    conn.closed = true;
-    conn.budget?.conns.delete(conn);
-    this.conns.delete(conn);
-  }
-
-  /** Bills the connection up to the end of its last completed request. */
-  private collectToMark(conn: Metered): void {
-    if (conn.budget) this.collect(conn, conn.markIn, Math.min(conn.markOut, conn.delivered()));
-  }
-
-  /** Bills everything delivered so far. */
-  private settle(conn: Metered): void {
-    if (conn.budget) this.collect(conn, conn.wire.bytesRead, conn.delivered());
-  }
-
-  private collect(conn: Metered, inNow: number, outNow: number): void {
-    const b = conn.budget!;
-    // The exact counts replace the connection's chunks in the estimate. A tick restarts the whole
-    // estimate anyway; a connection that closes between two ticks would otherwise be counted
-    // twice until the next one, and the budget's other connections cut for it (hold.int.test.ts).
-    b.state.estimate = Math.max(0, b.state.estimate - conn.estimated);
-    conn.estimated = 0;
-    const up = Math.max(0, inNow - conn.billedIn);
-    const down = Math.max(0, outNow - conn.billedOut);
-    if (up === 0 && down === 0) return;
-    conn.billedIn += up;
-    conn.billedOut += down;
-    b.bytesUp += up;
-    b.bytesDown += down;
-    policy.allocate(b.state, up + down);
-    if (up) this.opts.hot.bytesUp.inc(up);
-    if (down) this.opts.hot.bytesDown.inc(down);
+    const b = this.budgets.find(accountId, subUserId);
+    return b ? this.connections.end([...b.conns]) : 0;
   }
 
   /** Exact counts replace the estimates; idle and over-age connections are closed. */
   private tick(): void {
     const now = Date.now();
-    for (const conn of this.conns) {
-      // A request between its admission and its answer may still be refused (not billed), and the
-      // next request's head has no owner before its admission: their bytes wait (estimated).
-      if (conn.between) this.collectToMark(conn);
-      else if (!conn.answering) this.settle(conn);
-      if (conn.moved()) conn.lastActive = now;
-      else if (now - conn.lastActive > this.opts.idleMs) conn.socket.destroy();
-      if (now - conn.startedAt > this.opts.maxLifetimeMs) conn.socket.destroy();
-    }
+    this.connections.sweep(now);
     const elapsed = now - this.lastTick;
     this.lastTick = now;
-    const clock = performance.now();
-    for (const g of this.groups.values()) this.throttle.apply(g, clock);
-    for (const b of this.budgets.values()) {
-      if (b.conns.size) b.lastActive = now;
-      const draw = policy.tick(b.state, elapsed, now, b.conns.size > 0);
-      for (const conn of b.conns) if (conn.answering) b.state.estimate += conn.estimated;
-      if (draw) void this.draw(b);
-    }
+    this.budgets.tick(elapsed, now);
   }
 
   /** Writes one usage batch (and lease releases); retries an unconfirmed batch with the same key. */
@@ -544,7 +259,7 @@ export class Ledger {
     this.tick();
     this.build(final);
     const sent = await this.flusher.send();
-    if (sent !== undefined) this.databaseDown = !sent;
+    if (sent !== undefined) this.budgets.databaseDown = !sent;
     // After billing, and not awaited: a slow or failing statistics write never delays the next batch.
     void this.opts.targets?.flush();
   }
@@ -553,7 +268,7 @@ export class Ledger {
   private build(final: boolean): void {
     const now = Date.now();
     this.flusher.begin();
-    for (const [key, b] of this.budgets) {
+    for (const [key, b] of this.budgets.entries()) {
       if (b.bytesUp || b.bytesDown || b.requests) {
         // The account's line is its whole usage; a sub-user's is also its own line (docs/adr/0037).
         this.flusher.addLine(b.accountId, b.product, b.bytesUp, b.bytesDown, b.requests);
@@ -562,27 +277,27 @@ export class Ledger {
         b.bytesUp = b.bytesDown = b.requests = 0;
       }
       const idle = b.conns.size === 0 && now - b.lastActive > IDLE_RELEASE_MS;
-      const { spends, releases } = policy.settleLeases(b.state, now, final || idle);
+      const { spends, releases } = settleLeases(b.state, now, final || idle);
       for (const [id, bytes] of spends) this.flusher.addSpend(id, bytes);
       for (const [id, spent] of releases) this.flusher.addRelease(id, spent);
-      if ((idle || final) && b.conns.size === 0 && !b.pending) this.dropBudget(key, b);
+      if ((idle || final) && b.conns.size === 0 && !b.pending) this.budgets.drop(key, b);
     }
     this.flusher.end();
   }
 
   get activeConnections(): number {
-    return this.conns.size;
+    return this.connections.size;
   }
 
   get degraded(): boolean {
-    return this.databaseDown;
+    return this.budgets.databaseDown;
   }
 
   /** Stops the timers; bills and flushes everything, returning every lease (retrying a while). */
   async close(deadline: number): Promise<void> {
     clearInterval(this.tickTimer);
     clearInterval(this.flushTimer);
-    for (const conn of this.conns) this.settle(conn);
+    this.connections.settleAll();
     // flush() hands back a flush already in flight, whose batch was built before the last bytes
     // settled and which releases no lease: wait for it, then run the final one ourselves.
     while (true) {

@@ -11,7 +11,7 @@
 import type net from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Plan } from '../spec.ts';
-import { newBudgetState, type BudgetState } from './policy.ts';
+import { newBudgetState, type BudgetState } from './budget-state.ts';
 import type { Bucket } from './bucket.ts';
 import { wireOf, type WireCounters } from './wire.ts';
 
@@ -74,13 +74,13 @@ export class Metered {
     return this.wire.bytesWritten - this.wire.writableLength;
   }
 
-  /** Marks the end of a request on a keep-alive connection. */
   /** Admitted: a request's answer is on its way (it may still be refused), no longer between two. */
   admitted(): void {
     this.answering = true;
     this.between = false;
   }
 
+  /** Marks the end of a request on a keep-alive connection. */
   mark(): void {
     this.markIn = this.wire.bytesRead;
     this.markOut = this.wire.bytesWritten;
@@ -190,24 +190,3 @@ export class Budget {
     }
   }
 }
-
-/** The budget's map key: the account's own traffic, or one of its sub-users'. */
-export const budgetKey = (accountId: string, subUserId?: string) =>
-  subUserId === undefined ? accountId : `${accountId}/${subUserId}`;
-
-/**
- * A sub-user's connection cap on this gateway: its fleet-wide cap shared by the plan's gateways,
- * rounded up (the fleet may admit up to fleetSize - 1 more; a cap of 1 is never refused).
- */
-export function perPodConnections(maxConnections: number, fleetSize: number): number {
-  return Math.ceil(maxConnections / Math.max(1, Math.floor(fleetSize) || 1));
-}
-
-/** Why an admission was refused (the proxy maps each to its refusal). */
-export type AdmissionRefusal =
-  | 'connection_limit'
-  | 'no_bandwidth'
-  | 'sub_user_limit'
-  | 'bandwidth_held'
-  | 'billing_unavailable'
-  | 'client_gone';

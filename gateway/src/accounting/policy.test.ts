@@ -4,35 +4,31 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
-  allocate,
   admission,
   DENIAL_RECHECK_MS,
   canAdmit,
   cutOff,
   denied,
   drawSettled,
+  budgetPressure,
   drawStarted,
-  failed,
   granted,
   HOLD_AT_BYTES,
-  INITIAL_LEASE_BYTES,
   leaseRequestSize,
   LEASE_TARGET_SECONDS,
   MAX_LEASE_BYTES,
-  newBudgetState,
   UNAVAILABLE_RECHECK_MS,
-  OUTAGE_CREDIT_BYTES,
-  outageCredit,
   OVERDRAFT_BYTES,
   PER_CONNECTION_SLACK_BYTES,
   pressure,
-  relayed,
-  settleLeases,
   tick,
   verdict,
   waitForContended,
-  type BudgetState,
 } from './policy.ts';
+import { INITIAL_LEASE_BYTES, newBudgetState, type BudgetState } from './budget-state.ts';
+import { allocate, settleLeases } from './lease-book.ts';
+import { relayed } from './lease-client.ts';
+import { failed, OUTAGE_CREDIT_BYTES, outageCredit } from './outage-credit.ts';
 
 const MiB = 1024 * 1024;
 const lease = (id: string, bytes: number) => ({ id, granted: bytes, expiresAt: 10_000_000 });
@@ -155,7 +151,7 @@ describe('budget policy', () => {
     s.estimate = MiB + 1;
     expect(drawSettled(s)).toBe('cut');
     expect(admission(s, 10)).toBe('ask');
-    expect(waitForContended(s, 10, 2_000)).toBe(true);
+    expect(waitForContended(s)).toBe(true);
   });
 
   it('answers 503 (stranded), not 402, when what is left sits in leases of a gateway that stopped', () => {
@@ -276,6 +272,59 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant('fleet' as const), size: fc.integer({ min: 1, max: 8 }) }),
   },
 );
+
+describe("a budget under pressure among its account's budgets (docs/adr/0037)", () => {
+  /** A budget whose lease is spent, a grant pending, run `past` bytes beyond its leases. */
+  function pending(past: number, grouped: boolean): { state: BudgetState } {
+    const s = withLease(MiB);
+    s.grouped = grouped;
+    allocate(s, MiB);
+    drawStarted(s);
+    s.estimate = past;
+    return { state: s };
+  }
+
+  it.each([
+    ['alone, past half the overdraft', [[HOLD_AT_BYTES + 1, false]], 'hold'],
+    ['alone, past the overdraft', [[OVERDRAFT_BYTES + 1, false]], 'cut'],
+    [
+      'grouped, under half the overdraft together',
+      [
+        [HOLD_AT_BYTES / 2, true],
+        [HOLD_AT_BYTES / 4, true],
+      ],
+      'none',
+    ],
+    [
+      'grouped, past half of it together',
+      [
+        [HOLD_AT_BYTES / 2 + 1, true],
+        [HOLD_AT_BYTES / 2, true],
+      ],
+      'hold',
+    ],
+    [
+      'grouped, past all of it together',
+      [
+        [OVERDRAFT_BYTES / 2 + 1, true],
+        [OVERDRAFT_BYTES / 2, true],
+      ],
+      'cut',
+    ],
+  ] as const)('%s', (_, budgets, expected) => {
+    const group = budgets.map(([past, grouped]) => pending(past, grouped));
+    expect(budgetPressure(group[0]!.state, group)).toBe(expected);
+  });
+
+  it('draws when no grant is pending, alone or grouped', () => {
+    for (const grouped of [false, true]) {
+      const s = withLease(MiB);
+      s.grouped = grouped;
+      s.estimate = MiB;
+      expect(budgetPressure(s, [{ state: s }])).toBe('draw');
+    }
+  });
+});
 
 describe('the bound', () => {
   it('what is served never passes the balance + overdraft + per-connection slack + outage credit', () => {

@@ -1,17 +1,18 @@
 // The budget policy of one (account, product) on one gateway: when to serve, draw the next lease,
-// hold, cut or refuse, and how much outage credit to give. Plain functions of plain state, the
+// hold, cut or refuse. What the leases are charged and give back is the lease book's
+// (lease-book.ts), the credit of an outage outage-credit.ts's. Plain functions of plain state, the
 // time (passed in) and what the database answered: no I/O, no timers, no clock, so every rule is
 // unit-tested without sockets or a database (policy.test.ts) and its bound is checked by a
-// property test. The ledger (ledger.ts) runs these decisions against real sockets and leases.
+// property test. The budget core (budgets.ts) runs these decisions against real sockets and leases.
 //
 // The bound (docs/adr/0020, docs/adr/0024): what one gateway serves a budget never passes
 //   leases granted + OVERDRAFT_BYTES + open connections x PER_CONNECTION_SLACK_BYTES
-//     + (during a database outage) outageCredit(last free balance, fleet size).
+//     + (during a database outage) outageCredit(last free balance, fleet size) (outage-credit.ts).
+import type { BudgetState } from './budget-state.ts';
 
 /** Smallest lease asked for (the database grants less only when less is left). */
 export const MIN_LEASE_BYTES = 256 * 1024;
 export const MAX_LEASE_BYTES = 256 * 1024 * 1024;
-export const INITIAL_LEASE_BYTES = 4 * 1024 * 1024;
 /** A lease is sized to last about this long at the budget's recent rate. */
 export const LEASE_TARGET_SECONDS = 10;
 export const LEASE_TTL_SECONDS = 300;
@@ -44,106 +45,8 @@ export const UNAVAILABLE_RECHECK_MS = 250;
 export const CONTENDED_WAIT_MS = 2_000;
 /** How often a draw denied while other gateways hold leases is asked again meanwhile. */
 export const CONTENDED_POLL_MS = 200;
-/**
- * During a database outage a known customer may spend at most this much on credit, in total over
- * the fleet: each gateway gives its share (outageCredit below).
- */
-export const OUTAGE_CREDIT_BYTES = 64 * 1024 * 1024;
 /** A lease spent faster than this makes the next request four times larger. */
 export const FAST_SPEND_MS = 2_000;
-
-export interface LeaseState {
-  /** null: outage credit, not backed by a database lease. */
-  id: string | null;
-  granted: number;
-  spent: number;
-  flushed: number;
-  expiresAt: number;
-}
-
-export interface BudgetState {
-  leases: LeaseState[];
-  /** Σ unspent granted bytes of the leases, as of the last allocation. */
-  available: number;
-  /** Bytes relayed since the last tick (the proxy's chunk counts, replaced by exact counts each tick). */
-  estimate: number;
-  /** When estimate passes this, the ledger asks `pressure` what to do. */
-  trigger: number;
-  /** A lease request is on its way. */
-  pending: boolean;
-  /** Exact bytes charged past the leases (spent beyond granted), as of the last allocation. */
-  overrun: number;
-  /** `overrun` when the pending draw started: the overdraft is measured from there, across ticks. */
-  overrunAtDraw: number;
-  /** When the database last said nothing is free (0: not denied). */
-  deniedAt: number;
-  creditUsed: boolean;
-  /**
-   * The budget's connections were cut past its leases: nothing is admitted again before a grant
-   * (or outage credit). Without this, what a cut left unspent (bytes read but never delivered)
-   * admitted request after request, each cut a moment later instead of answered 503 or 402.
-   */
-  cutOff: boolean;
-  everGranted: boolean;
-  /** The last lease request failed (database unreachable): refuse with 503, never 402. */
-  unavailable: boolean;
-  /** The last denial came while other gateways held leases (they may come back). */
-  contended: boolean;
-  /** The last denial came while gateways that stopped heartbeating held leases (back within 30 s). */
-  stranded: boolean;
-  /** The last denial was the sub-user's limit, not the account's balance (docs/adr/0037). */
-  subUserLimited: boolean;
-  /**
-   * Other budgets of the account are live on this gateway: they share the overdraft, so while a
-   * grant is pending the ledger is asked as soon as the estimate passes the leases (groupOverdraft).
-   */
-  grouped: boolean;
-  lastGrantAt: number;
-  /** Size of the next lease request. */
-  wanted: number;
-  /** Bytes allocated since the last rate observation. */
-  rateBytes: number;
-  /** Prefetch: the next lease is drawn when what the leases hold falls to this (half of it at the last grant). */
-  drawAt: number;
-  /** Bytes allocated (exact counts) in the budget's life; with `estimate`, what it has spent so far. */
-  allocated: number;
-  /** allocated + estimate at the last grant: the prefetch measures the rate from there. */
-  spentAtGrant: number;
-  /**
-   * The last draw before a cut was made since the last denial: past the leases it cuts (docs/adr/0097).
-   * After a denial the budget draws again at half of what its leases still hold, then once more when
-   * they are spent, so that a refill bought by that draw (or by the worker meanwhile) comes first.
-   */
-  lastDrawn: boolean;
-}
-
-export function newBudgetState(): BudgetState {
-  return {
-    leases: [],
-    available: 0,
-    estimate: 0,
-    trigger: 0,
-    pending: false,
-    overrun: 0,
-    overrunAtDraw: 0,
-    deniedAt: 0,
-    creditUsed: false,
-    cutOff: false,
-    everGranted: false,
-    unavailable: false,
-    contended: false,
-    stranded: false,
-    subUserLimited: false,
-    grouped: false,
-    lastGrantAt: 0,
-    wanted: INITIAL_LEASE_BYTES,
-    rateBytes: 0,
-    drawAt: 0,
-    allocated: 0,
-    spentAtGrant: 0,
-    lastDrawn: false,
-  };
-}
 
 /** Whether a new connection or request may start now without waiting for the database. */
 export function canAdmit(s: BudgetState): boolean {
@@ -176,26 +79,6 @@ export function recompute(s: BudgetState): void {
  */
 function overdrawn(s: BudgetState): number {
   return Math.max(0, s.overrun - s.overrunAtDraw);
-}
-
-/** Exact bytes (from socket counters) charged to the leases, oldest first. */
-export function allocate(s: BudgetState, n: number): void {
-  s.rateBytes += n;
-  s.allocated += n;
-  let left = n;
-  for (const lease of s.leases) {
-    if (left === 0) break;
-    const room = lease.granted - lease.spent;
-    if (room <= 0) continue;
-    const take = Math.min(room, left);
-    lease.spent += take;
-    left -= take;
-  }
-  // Past every lease (overdraft, or no lease left): charged to the last lease so the database
-  // folds it as used; bytes with no lease at all are still billed through the usage lines.
-  const last = s.leases.at(-1);
-  if (left > 0 && last) last.spent += left;
-  recompute(s);
 }
 
 const clampLease = (n: number) => Math.min(MAX_LEASE_BYTES, Math.max(MIN_LEASE_BYTES, n));
@@ -249,6 +132,35 @@ export function groupPressure(sum: number): 'cut' | 'hold' | 'none' {
 }
 
 /**
+ * What a budget does when its estimate crossed the trigger, among the budgets of its account on
+ * this gateway (`group`, itself included, read only when shared: no copy on the hot path): its own
+ * pressure, and while it is pending with others
+ * (`grouped`), the overdraft they share (docs/adr/0037): the bound stays one OVERDRAFT_BYTES per
+ * account and gateway. A redraw is a draw here (drawStarted forgets the denial).
+ */
+export function budgetPressure(
+  s: BudgetState,
+  group: Iterable<{ readonly state: BudgetState }>,
+): 'cut' | 'hold' | 'draw' | 'none' {
+  switch (pressure(s)) {
+    case 'cut':
+      return 'cut';
+    case 'draw':
+    case 'redraw':
+      return 'draw';
+    case 'hold':
+      if (!s.grouped) return 'hold';
+      break;
+    case 'none':
+      if (!(s.grouped && s.pending)) return 'none';
+      break;
+  }
+  let overdraft = 0;
+  for (const other of group) overdraft += pendingOverdraft(other.state);
+  return groupPressure(overdraft);
+}
+
+/**
  * Admission without the database: 'ok', 'refuse' (a recent denial stands) or 'ask' (draw a lease).
  * A denial while other gateways held leases does not stand: they are asked to give back what they
  * do not need (docs/adr/0073), so the admission asks again, and waits for it (waitForContended).
@@ -270,9 +182,12 @@ export function verdict(s: BudgetState): 'ok' | 'denied' | 'unavailable' | 'stra
   return s.stranded ? 'stranded' : 'denied';
 }
 
-/** After a draw in an admission: ask again (nothing free, but other gateways may return theirs)? */
-export function waitForContended(s: BudgetState, now: number, giveUpAt: number): boolean {
-  return !canAdmit(s) && s.contended && now <= giveUpAt;
+/**
+ * After a draw in an admission: ask again (nothing free, but other gateways may return theirs)?
+ * For how long is the give-back wait's (give-back.ts, untilGivenBack).
+ */
+export function waitForContended(s: BudgetState): boolean {
+  return !canAdmit(s) && s.contended;
 }
 
 /**
@@ -329,7 +244,7 @@ export function granted(s: BudgetState, lease: Grant, held: number, now: number)
 }
 
 /** The next lease is drawn when what the leases still hold (after this estimate) is half spent. */
-function settleDrawAt(s: BudgetState): void {
+export function settleDrawAt(s: BudgetState): void {
   let holds = 0;
   for (const lease of s.leases) holds += Math.max(0, lease.granted - lease.spent);
   s.drawAt = Math.floor(Math.max(0, holds - s.estimate) / 2);
@@ -373,81 +288,6 @@ export function overspendBound(
   );
 }
 
-/**
- * A gateway's share of the fleet-wide outage credit: the fleet together gives at most
- * min(OUTAGE_CREDIT_BYTES, what the database last said was free) (docs/adr/0021).
- */
-export function outageCredit(lastFree: number, fleetSize: number): number {
-  const size = Number.isFinite(fleetSize) && fleetSize >= 1 ? Math.floor(fleetSize) : 1;
-  return Math.floor(Math.min(OUTAGE_CREDIT_BYTES, Math.max(0, lastFree)) / size);
-}
-
-/**
- * The lease request failed (database unreachable). A customer this gateway served before gets its
- * share of the outage credit once per outage; without credit admissions are refused with 503
- * (never 402: the balance is not known). Returns whether credit was given.
- */
-export function failed(s: BudgetState, known: boolean, credit: number, now: number): boolean {
-  if (known && !s.creditUsed && credit > 0) {
-    s.everGranted = true;
-    s.unavailable = false;
-    s.creditUsed = true;
-    s.cutOff = false;
-    s.leases.push({ id: null, granted: credit, spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
-    settleDrawAt(s);
-    return true;
-  }
-  s.deniedAt = now;
-  s.unavailable = true;
-  return false;
-}
-
-/** What a budget keeps of its leases when another gateway needs bytes: about 2 s at its rate. */
-export const GIVE_BACK_KEEP_SECONDS = 2;
-
-/**
- * Another gateway was refused what this budget's leases hold (docs/adr/0073): lower the newest
- * leases' grants so that what they still hold beyond the estimate is about GIVE_BACK_KEEP_SECONDS
- * of the budget's rate (at least a minimum lease). Returns the leases lowered, with their new grant,
- * for the database (lease_shrink); outage credit is not given back.
- */
-export function giveBack(s: BudgetState): [string, number][] {
-  const keep = Math.max(
-    MIN_LEASE_BYTES,
-    Math.round((s.wanted * GIVE_BACK_KEEP_SECONDS) / LEASE_TARGET_SECONDS),
-  );
-  let surplus = s.available - s.estimate - keep;
-  const cuts: [string, number][] = [];
-  for (let i = s.leases.length - 1; i >= 0 && surplus > 0; i--) {
-    const lease = s.leases[i]!;
-    const cut = Math.min(surplus, lease.granted - lease.spent);
-    if (!lease.id || cut <= 0) continue;
-    lease.granted -= cut;
-    surplus -= cut;
-    cuts.push([lease.id, lease.granted]);
-  }
-  if (cuts.length) settleDrawAt(s);
-  recompute(s);
-  return cuts;
-}
-
-/**
- * What the budget relayed on each database lease it holds (reported with the next draw), at the
- * moment of asking: the exact counts of the last tick and the estimate since, charged as `allocate`
- * would (oldest first, the rest on the last lease; the database caps each at its grant). Without the
- * estimate a fast budget reported a figure up to a tick old and billing saw too much left to refill.
- */
-export function relayed(s: BudgetState): [string, number][] {
-  let left = s.estimate;
-  const spends = s.leases.map((l) => {
-    const take = Math.min(Math.max(0, l.granted - l.spent), left);
-    left -= take;
-    return l.spent + take;
-  });
-  if (left > 0 && spends.length) spends[spends.length - 1]! += left;
-  return s.leases.flatMap((l, i): [string, number][] => (l.id ? [[l.id, spends[i]!]] : []));
-}
-
 /** The budget's connections were cut: admissions wait for the next grant (see `cutOff`). */
 export function cutOff(s: BudgetState): void {
   s.cutOff = true;
@@ -483,40 +323,4 @@ export function tick(s: BudgetState, elapsedMs: number, now: number, hasConnecti
   return (
     (s.available < s.wanted / 2 || s.available <= s.drawAt) && hasConnections && !s.pending && !s.deniedAt
   );
-}
-
-export interface LeaseSettlement {
-  /** Bytes spent per database lease since the last flush. */
-  spends: [string, number][];
-  /** Leases returned, with everything spent on them. */
-  releases: [string, number][];
-}
-
-/**
- * At each flush: what was spent on each lease since the last one, and which leases go back. The
- * last lease, once spent, stays to absorb the overdraft while its successor is asked for; it goes
- * back when nothing more was granted or it is about to expire. Everything goes back when the
- * budget is idle or the gateway stops.
- */
-export function settleLeases(s: BudgetState, now: number, returnAll: boolean): LeaseSettlement {
-  const out: LeaseSettlement = { spends: [], releases: [] };
-  const keep: LeaseState[] = [];
-  for (const [i, lease] of s.leases.entries()) {
-    const delta = lease.spent - lease.flushed;
-    if (lease.id && delta > 0) out.spends.push([lease.id, delta]);
-    lease.flushed = lease.spent;
-    const last = i === s.leases.length - 1;
-    const exhausted = lease.spent >= lease.granted;
-    const release =
-      returnAll ||
-      (exhausted && (!last || s.deniedAt !== 0 || lease.expiresAt - now < LEASE_RENEW_MARGIN_MS));
-    if (release) {
-      if (lease.id) out.releases.push([lease.id, lease.spent]);
-    } else {
-      keep.push(lease);
-    }
-  }
-  s.leases = keep;
-  recompute(s);
-  return out;
 }

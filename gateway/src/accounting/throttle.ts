@@ -1,8 +1,9 @@
 // Bandwidth throttling on one gateway (docs/adr/0035): the scheduler that gives an account's
 // budgets their token buckets (bucket.ts) from the caps and the fleet size, takes each relayed
 // chunk of a throttled budget from them, holds the budget's streams while a bucket is in debt and
-// releases them when it is paid. The ledger (ledger.ts) calls it when a budget is created or
-// dropped, on every tick, on a cap change, and from the hot path of a throttled budget.
+// releases them when it is paid. The budget core (budgets.ts) calls it when a budget is created or
+// dropped and on every tick; the ledger (ledger.ts) on a cap change and from the hot path of a
+// throttled budget.
 import type { GatewayMetrics } from '../metrics.ts';
 import * as bucket from './bucket.ts';
 import { HOLD_SUB_THROTTLE, HOLD_THROTTLE, type Budget, type BudgetGroup } from './meter.ts';

@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { parse, split } from '#test/response-parser.ts';
 import { requestHead } from './upstream.ts';
-import { MAX_HEAD_BYTES, parseHead } from './upstream-parser.ts';
+import { MAX_HEAD_BYTES, parseHead } from './upstream-head.ts';
 
 const bodyArb = fc.uint8Array({ maxLength: 3000 }).map((a) => Buffer.from(a));
 const cutsArb = fc.array(fc.nat(), { maxLength: 40 });

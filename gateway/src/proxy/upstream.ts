@@ -12,7 +12,8 @@ import { isExitFault } from './connect-exit.ts';
 import type { Exit } from './exits.ts';
 import { endToEndHeaders, headBytes, refuseRequest, type Refusal } from './http-util.ts';
 import { refusalFor } from './refusals.ts';
-import { ResponseParser, type ResponseHead } from './upstream-parser.ts';
+import type { ResponseHead } from './upstream-head.ts';
+import { ResponseParser } from './upstream-parser.ts';
 import { own, type SocketUser } from './upstream-pool.ts';
 
 /** One admitted plain-HTTP request, as forward.ts built it for the upstream. */
