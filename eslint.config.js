@@ -66,7 +66,8 @@ const zone = (target, from, message) =>
 /**
  * The import zones, generated from the folders so a new feature or page is covered without
  * editing this file: each process imports common/ and its own tree; a feature reaches another
- * through its service, repo or schemas, never its routes; no feature imports admin/ or
+ * through its service, repo or schemas, never its routes (routes.ts, or the one file per route
+ * in routes/); no feature imports admin/ or
  * dashboard/; api/src/http/ imports no feature; a dashboard page imports no other page.
  */
 export function importZones(root) {
@@ -85,7 +86,9 @@ export function importZones(root) {
       return [
         ...zone(
           `${MODULES}/${feature}`,
-          others.filter((o) => !COMPOSERS.includes(o)).map((o) => `${MODULES}/${o}/routes.ts`),
+          others
+            .filter((o) => !COMPOSERS.includes(o))
+            .flatMap((o) => [`${MODULES}/${o}/routes.ts`, `${MODULES}/${o}/routes`]),
           'A feature reaches another through its service, repo or schemas, never its routes (docs/adr/0062).',
         ),
         ...zone(

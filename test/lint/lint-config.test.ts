@@ -46,6 +46,9 @@ describe('the lint configuration', () => {
         expect.stringMatching(
           /^import-x\/no-restricted-paths: .*"\.\.\/reports\/routes\.ts".*never its routes/,
         ),
+        expect.stringMatching(
+          /^import-x\/no-restricted-paths: .*"\.\.\/reports\/routes\/summary\.ts".*never its routes/,
+        ),
       ],
       [`${modules}/admin/invite.ts`]: [
         expect.stringMatching(
@@ -59,6 +62,7 @@ describe('the lint configuration', () => {
       [`${modules}/admin/schemas.ts`]: [],
       [`${modules}/dashboard/links.ts`]: [],
       [`${modules}/reports/routes.ts`]: [],
+      [`${modules}/reports/routes/summary.ts`]: [],
       [`${modules}/reports/service.ts`]: [],
       ['api/src/http/schemas.ts']: [],
       ['common/src/shared.ts']: [],
