@@ -3,7 +3,8 @@ import { describe, expect, test } from '@jest/globals';
 import { exampleEmail } from '#test/fixtures.ts';
 import { API_KEY_PATTERN } from '#common/secrets.ts';
 import { call, useTestApi } from '#test/api.ts';
-import { adminClient, expectAdminOnly } from '#test/admin.ts';
+import { adminClient } from '#test/admin.ts';
+import { expectAdminOnly } from '#test/route-auth.ts';
 
 const fx = useTestApi();
 const { admin, newAccount } = adminClient(fx);

@@ -2,7 +2,8 @@
 // credentials; a generated password, refusals, an unknown account, the token.
 import { describe, expect, test } from '@jest/globals';
 import { call, useTestApi } from '#test/api.ts';
-import { adminClient, expectAdminOnly } from '#test/admin.ts';
+import { adminClient } from '#test/admin.ts';
+import { expectAdminOnly } from '#test/route-auth.ts';
 
 const fx = useTestApi();
 const { admin, newAccount } = adminClient(fx);

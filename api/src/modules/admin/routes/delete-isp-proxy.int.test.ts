@@ -2,7 +2,8 @@
 // proxy, not without the token.
 import { describe, expect, test } from '@jest/globals';
 import { call, useTestApi } from '#test/api.ts';
-import { adminClient, expectAdminOnly, type AdminAccount } from '#test/admin.ts';
+import { adminClient, type AdminAccount } from '#test/admin.ts';
+import { expectAdminOnly } from '#test/route-auth.ts';
 
 const fx = useTestApi();
 const { admin, newAccount } = adminClient(fx);

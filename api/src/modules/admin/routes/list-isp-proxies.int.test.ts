@@ -1,7 +1,8 @@
 // GET /admin/v1/accounts/:id/isp-proxies: the account's proxies only, an unknown account, the token.
 import { describe, expect, test } from '@jest/globals';
 import { useTestApi } from '#test/api.ts';
-import { adminClient, expectAdminOnly } from '#test/admin.ts';
+import { adminClient } from '#test/admin.ts';
+import { expectAdminOnly } from '#test/route-auth.ts';
 
 const fx = useTestApi();
 const { admin, newAccount } = adminClient(fx);
