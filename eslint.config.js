@@ -1,12 +1,19 @@
 // Type-aware linting (typescript-eslint recommendedTypeChecked): floating promises and promise misuse are bugs in a proxy that must not crash;
 // import cycles (type-only ones included) are forbidden so composition roots stay the only place that wires modules together;
-// imports point one way (docs/adr/0062): between processes, between the API's features, and into shared code through the import root.
+// imports point one way (docs/adr/0062): between processes, between the API's features, and into shared code through the import
+// roots (#common/, #test/, and #api/ once an import leaves its folder of api/src/, docs/adr/0099).
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import tseslint from 'typescript-eslint';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
-import proxyfleet from './scripts/lint/no-cycle.js';
+import noCycle from './scripts/lint/no-cycle.js';
+import { apiImportRootRule } from './scripts/lint/api-import-root.js';
 
+/** The repository's own rules (scripts/lint/). */
+const proxyfleet = {
+  meta: { name: 'proxyfleet' },
+  rules: { ...noCycle.rules, 'api-import-root': apiImportRootRule },
+};
 /** The trees whose imports are bounded (common/ is bounded too: it imports none of the others). */
 const BOUNDED = ['api', 'gateway', 'worker', 'controllers', 'common'];
 /** Trees that may import anything: dev/ (the all-in-one composition root), load tests and tests. */
@@ -58,7 +65,8 @@ const zone = (target, from, message) =>
 /**
  * The import zones, generated from the folders so a new feature or page is covered without
  * editing this file: each process imports common/ and its own tree; a feature reaches another
- * through its service, repo or schemas, never its routes; no feature imports admin/ or
+ * through its service, repo or schemas, never its routes (routes.ts, or the one file per route
+ * in routes/); no feature imports admin/ or
  * dashboard/; api/src/http/ imports no feature; a dashboard page imports no other page.
  */
 export function importZones(root) {
@@ -77,7 +85,9 @@ export function importZones(root) {
       return [
         ...zone(
           `${MODULES}/${feature}`,
-          others.filter((o) => !COMPOSERS.includes(o)).map((o) => `${MODULES}/${o}/routes.ts`),
+          others
+            .filter((o) => !COMPOSERS.includes(o))
+            .flatMap((o) => [`${MODULES}/${o}/routes.ts`, `${MODULES}/${o}/routes`]),
           'A feature reaches another through its service, repo or schemas, never its routes (docs/adr/0062).',
         ),
         ...zone(
@@ -143,6 +153,8 @@ export function lintConfig(root) {
         ],
         // In place of import-x/no-cycle, which does not see type-only imports.
         'proxyfleet/no-cycle': 'error',
+        // The API's code through its import root once an import leaves its folder (docs/adr/0099).
+        'proxyfleet/api-import-root': 'error',
         'import-x/no-restricted-paths': ['error', { basePath: root, zones: importZones(root) }],
         // Shared code and test support through the import root (package.json "imports"), never by
         // climbing directories: a file can move without its imports changing.

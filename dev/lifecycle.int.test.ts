@@ -12,7 +12,8 @@ import pg from 'pg';
 import { startEmbeddedPostgres } from '#common/db/embedded.ts';
 import { freePort } from '#test/ports.ts';
 import { createLogger } from '#common/logger.ts';
-import { basicAuth, openTunnel, startOrigin, type Origin } from '#test/gateway.ts';
+import { startOrigin, type Origin } from '#test/gateway/origin.ts';
+import { basicAuth, openTunnel } from '#test/gateway/client.ts';
 import {
   alive,
   REPO_ROOT,

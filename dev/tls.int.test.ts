@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { call } from '#test/api.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth, TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
-import { startOrigin, type Origin } from '#test/gateway.ts';
+import { startOrigin, type Origin } from '#test/gateway/origin.ts';
 import { freePort } from '#test/ports.ts';
 import { startEntrypoint, stopProcess, until, waitForHttp, type RunningProcess } from '#test/process.ts';
 import { createTestCa, type TestCa } from '#test/tls.ts';

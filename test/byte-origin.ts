@@ -5,7 +5,9 @@
 import net from 'node:net';
 import type { Pool } from '#common/db/pool.ts';
 import { accountWithBandwidth } from './fixtures.ts';
-import { basicAuth, cacheSynced, usageAfterClose, type TestGateway } from './gateway.ts';
+import { cacheSynced, type TestGateway } from './gateway/fixture.ts';
+import { basicAuth } from './gateway/client.ts';
+import { usageAfterClose } from './gateway/usage.ts';
 
 /** How the origin answers: the bytes, written as these pieces (a gap between each), then maybe FIN. */
 interface Answer {

@@ -3,7 +3,9 @@
 // fixture's origin, and what was billed for a connection.
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth } from './fixtures.ts';
-import { basicAuth, cacheSynced, openTunnel, usageAfterClose, type GatewayFixture } from './gateway.ts';
+import { cacheSynced, type GatewayFixture } from './gateway/fixture.ts';
+import { basicAuth, openTunnel } from './gateway/client.ts';
+import { usageAfterClose } from './gateway/usage.ts';
 
 /** An account with `bandwidth` bytes of basic (none with 0), known to the fixture's gateway. */
 export async function knownCustomer(

@@ -12,7 +12,7 @@ import { AxeBuilder } from '@axe-core/playwright';
 import { call, startTestApi, type CallOptions, type CallResult, type TestApi } from './api.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { TEST_ADMIN_TOKEN } from './fixtures.ts';
-import { basicAuth, get, rawExchange } from './gateway.ts';
+import { basicAuth, get, rawExchange } from './gateway/client.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = process.env.PROXYFLEET_DASHBOARD_SCREENSHOTS;

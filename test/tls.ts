@@ -18,7 +18,7 @@ import {
   type GatewayFixture,
   type TestGateway,
   type TestGatewayOptions,
-} from './gateway.ts';
+} from './gateway/fixture.ts';
 import { jestHooks } from './hooks.ts';
 
 const run = promisify(execFile);

@@ -13,7 +13,7 @@ const importsCache = new Map();
 /** directory -> the nearest package.json's directory and "imports", or null. */
 const packageCache = new Map();
 
-function nearestPackage(dir) {
+export function nearestPackage(dir) {
   if (packageCache.has(dir)) return packageCache.get(dir);
   let found = null;
   try {

@@ -13,7 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { createPool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
 import { dialFrom, ephemeralRange, SourcePorts } from '../../gateway/src/proxy/source-ports.ts';
-import { gatewaySpec, get, startTestGateway } from '../gateway.ts';
+import { gatewaySpec, startTestGateway } from '../gateway/fixture.ts';
+import { get } from '../gateway/client.ts';
 
 const databaseUrl = process.env.DATABASE_URL!;
 const auth = process.env.PROXY_AUTH!;

@@ -8,7 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { eslintWithRules } from './eslint.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixture/', import.meta.url));
-const IMPORT_RULES = ['proxyfleet/no-cycle', 'import-x/no-restricted-paths', 'no-restricted-imports'];
+const IMPORT_RULES = [
+  'proxyfleet/no-cycle',
+  'proxyfleet/api-import-root',
+  'import-x/no-restricted-paths',
+  'no-restricted-imports',
+];
 
 /** Each fixture file's findings, as "rule: message". */
 async function lintFixture(): Promise<Record<string, string[]>> {
@@ -41,24 +46,37 @@ describe('the lint configuration', () => {
       // is no module of this repository: the zones come from the folders.
       [`${modules}/billing/wrong-way.ts`]: [
         expect.stringMatching(
-          /^import-x\/no-restricted-paths: .*"\.\.\/admin\/schemas\.ts".*compose the features/,
+          /^import-x\/no-restricted-paths: .*"#api\/modules\/admin\/schemas\.ts".*compose the features/,
         ),
         expect.stringMatching(
-          /^import-x\/no-restricted-paths: .*"\.\.\/reports\/routes\.ts".*never its routes/,
+          /^import-x\/no-restricted-paths: .*"#api\/modules\/reports\/routes\.ts".*never its routes/,
+        ),
+        expect.stringMatching(
+          /^import-x\/no-restricted-paths: .*"#api\/modules\/reports\/routes\/summary\.ts".*never its routes/,
         ),
       ],
       [`${modules}/admin/invite.ts`]: [
         expect.stringMatching(
-          /^import-x\/no-restricted-paths: .*"\.\.\/dashboard\/links\.ts".*compose the features/,
+          /^import-x\/no-restricted-paths: .*"#api\/modules\/dashboard\/links\.ts".*compose the features/,
         ),
       ],
       // Climbing to common/src/ instead of the import root.
       [`${modules}/billing/climbs.ts`]: [expect.stringMatching(/^no-restricted-imports: .*#common\//)],
-      // The right way: http/ schemas, another feature's service, #common/.
+      // Leaving its feature by climbing instead of through the API's import root.
+      [`${modules}/billing/climbs-api.ts`]: [
+        expect.stringMatching(
+          /^proxyfleet\/api-import-root: .*"\.\.\/\.\.\/http\/schemas\.ts" as "#api\/http\/schemas\.ts"/,
+        ),
+        expect.stringMatching(
+          /^proxyfleet\/api-import-root: .*"\.\.\/reports\/service\.ts" as "#api\/modules\/reports\/service\.ts"/,
+        ),
+      ],
+      // The right way: http/ schemas, another feature's service, #common/ and #api/.
       [`${modules}/billing/right-way.ts`]: [],
       [`${modules}/admin/schemas.ts`]: [],
       [`${modules}/dashboard/links.ts`]: [],
       [`${modules}/reports/routes.ts`]: [],
+      [`${modules}/reports/routes/summary.ts`]: [],
       [`${modules}/reports/service.ts`]: [],
       ['api/src/http/schemas.ts']: [],
       ['common/src/shared.ts']: [],

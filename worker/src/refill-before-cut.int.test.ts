@@ -9,15 +9,10 @@ import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithAutoRefill } from '#test/fixtures.ts';
 import { startWorkerProcess } from '#test/worker.ts';
 import { stopProcess, type RunningProcess } from '#test/process.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  spawnGateway,
-  startOrigin,
-  type GatewayProcess,
-  type Origin,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec } from '#test/gateway/fixture.ts';
+import { startOrigin, type Origin } from '#test/gateway/origin.ts';
+import { basicAuth } from '#test/gateway/client.ts';
+import { spawnGateway, type GatewayProcess } from '#test/gateway/process.ts';
 
 const MB = 1e6;
 

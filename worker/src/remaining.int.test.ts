@@ -8,16 +8,10 @@ import { call, startTestApi, type TestApi } from '#test/api.ts';
 import { startWorkerProcess } from '#test/worker.ts';
 import { stopProcess, until, type RunningProcess } from '#test/process.ts';
 import { addresses, startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  download,
-  gatewaySpec,
-  spawnGateway,
-  startOrigin,
-  type GatewayProcess,
-  type Origin,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec } from '#test/gateway/fixture.ts';
+import { startOrigin, type Origin } from '#test/gateway/origin.ts';
+import { basicAuth, download } from '#test/gateway/client.ts';
+import { spawnGateway, type GatewayProcess } from '#test/gateway/process.ts';
 
 const MB = 1e6;
 

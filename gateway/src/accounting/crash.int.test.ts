@@ -3,15 +3,8 @@
 // (docs/adr/0025), not after the lease TTL (300 s), and the balance stays consistent.
 import { describe, expect, it } from '@jest/globals';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
 
 /** gateway_dead_after() */
 const DEAD_AFTER_MS = 30_000;

@@ -14,18 +14,10 @@ import { createPool, sqlState, type Pool } from '#common/db/pool.ts';
 import { createLogger } from '#common/logger.ts';
 import { resetProxyPassword, type NewAccount } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  fold,
-  gatewaySpec,
-  get,
-  rawExchange,
-  recordedUsage,
-  startOrigin,
-  startTestGateway,
-  type Origin,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway } from '#test/gateway/fixture.ts';
+import { startOrigin, type Origin } from '#test/gateway/origin.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { fold, recordedUsage } from '#test/gateway/usage.ts';
 import { PgCluster } from '#test/pg-cluster.ts';
 import { startProxyfleetBouncer, type ProxyfleetBouncer } from '#test/pgbouncer.ts';
 import { until } from '#test/process.ts';

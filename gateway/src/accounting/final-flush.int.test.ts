@@ -2,14 +2,9 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Pool } from '#common/db/pool.ts';
 import { createInterceptedPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  gatewaySpec,
-  openTunnel,
-  recordedUsage,
-  startTestGateway,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { gatewaySpec, startTestGateway, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, openTunnel } from '#test/gateway/client.ts';
+import { recordedUsage } from '#test/gateway/usage.ts';
 
 let pool: Pool;
 /** While set, the next usage write waits for it: a periodic flush held in flight. */

@@ -9,16 +9,10 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { freePort } from '#test/ports.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { relayToFixtureDatabase, type TcpRelay } from '#test/tcp-relay.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  download,
-  fold,
-  gatewaySpec,
-  recordedUsage,
-  type GatewayProcess,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, download } from '#test/gateway/client.ts';
+import { fold, recordedUsage } from '#test/gateway/usage.ts';
+import { type GatewayProcess } from '#test/gateway/process.ts';
 import { HEARTBEAT_MS } from './heartbeat.ts';
 import { OUTAGE_CREDIT_BYTES } from './outage-credit.ts';
 import { overspendBound } from './policy.ts';

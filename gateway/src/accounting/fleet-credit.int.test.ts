@@ -7,15 +7,9 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Pool } from '#common/db/pool.ts';
 import { createTestPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  download,
-  fold,
-  gatewaySpec,
-  useTestGateway,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, download } from '#test/gateway/client.ts';
+import { fold } from '#test/gateway/usage.ts';
 import { relayToFixtureDatabase, type TcpRelay } from '#test/tcp-relay.ts';
 import { OUTAGE_CREDIT_BYTES } from './outage-credit.ts';
 import { overspendBound } from './policy.ts';

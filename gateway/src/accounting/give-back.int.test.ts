@@ -4,14 +4,9 @@
 // with at least 1 MB remaining, is refused for at most 2 s (here: not at all).
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  download,
-  gatewaySpec,
-  type GatewayProcess,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, download } from '#test/gateway/client.ts';
+import { type GatewayProcess } from '#test/gateway/process.ts';
 
 const BOUGHT = 8_000_000;
 const CHUNK = 400_000;

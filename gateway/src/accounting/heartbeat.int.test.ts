@@ -5,7 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createLogger } from '#common/logger.ts';
 import { useTestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { fold } from '#test/gateway.ts';
+import { fold } from '#test/gateway/usage.ts';
 import { GatewayHeartbeat } from './heartbeat.ts';
 
 const fx = useTestDatabase();

@@ -5,14 +5,8 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Pool } from '#common/db/pool.ts';
 import { createInterceptedPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  download,
-  gatewaySpec,
-  openTunnel,
-  startTestGateway,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { gatewaySpec, startTestGateway, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, download, openTunnel } from '#test/gateway/client.ts';
 
 const LEASE_DELAY_MS = 300;
 const DOWNLOAD_BYTES = 20_000_000;

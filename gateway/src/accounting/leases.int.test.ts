@@ -1,7 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { basicAuth, fold, gatewaySpec, type GatewayProcess, useTestGateway } from '#test/gateway.ts';
+import { gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth } from '#test/gateway/client.ts';
+import { fold } from '#test/gateway/usage.ts';
+import { type GatewayProcess } from '#test/gateway/process.ts';
 import { overspendBound } from './policy.ts';
 
 // Five gateway processes drain one small budget at once (docs/adr/0020 states the bound).

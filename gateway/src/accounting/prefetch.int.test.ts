@@ -6,14 +6,10 @@
 import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  recordedUsage,
-  type GatewayProcess,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth } from '#test/gateway/client.ts';
+import { recordedUsage } from '#test/gateway/usage.ts';
+import { type GatewayProcess } from '#test/gateway/process.ts';
 
 const CONNECTIONS = 32;
 const DOWNLOADS_PER_CONNECTION = 4;

@@ -6,14 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  flushedUsage,
-  gatewaySpec,
-  openTunnel,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, openTunnel } from '#test/gateway/client.ts';
+import { flushedUsage } from '#test/gateway/usage.ts';
 
 /** The upstream proxy exit answers a CONNECT with 502 after this long: several ticks. */
 const REFUSAL_DELAY_MS = 700;

@@ -1,7 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { basicAuth, gatewaySpec, get, recordedUsage, spawnGateway, useTestGateway } from '#test/gateway.ts';
+import { gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get } from '#test/gateway/client.ts';
+import { recordedUsage } from '#test/gateway/usage.ts';
+import { spawnGateway } from '#test/gateway/process.ts';
 
 // Each test starts and stops its own gateway.
 const fx = useTestGateway({ gateway: false });

@@ -5,15 +5,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  get,
-  openTunnel,
-  rawExchange,
-  recordedUsage,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { recordedUsage } from '#test/gateway/usage.ts';
 import { until } from '#test/process.ts';
 
 const fx = useTestGateway({ targets: { perAccount: 2, perDay: 3 } });

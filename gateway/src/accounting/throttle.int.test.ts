@@ -9,19 +9,9 @@ import type net from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  recordedUsage,
-  startTestGateway,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { counterDelta, counterValues, recordedUsage } from '#test/gateway/usage.ts';
 import { until } from '#test/process.ts';
 import { MIN_BURST_BYTES } from './bucket.ts';
 

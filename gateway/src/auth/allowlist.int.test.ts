@@ -10,15 +10,9 @@ import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { addAllowlistEntry } from '../../../api/src/modules/ip-allowlist/repo.ts';
 import { allowlistCreate } from '../../../api/src/modules/ip-allowlist/schemas.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  get,
-  rawExchange,
-  recordedUsage,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { recordedUsage } from '#test/gateway/usage.ts';
 
 const fx = useTestGateway({
   spec: gatewaySpec('basic', [

@@ -2,15 +2,9 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
 import { recordPurchase } from '#common/billing/purchases.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  get,
-  rawExchange,
-  type GatewayProcess,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { type GatewayProcess } from '#test/gateway/process.ts';
 
 // Password resets, suspensions and purchases reach every gateway process through LISTEN/NOTIFY.
 const PODS = 3;

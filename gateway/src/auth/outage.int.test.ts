@@ -3,17 +3,9 @@ import { recordPurchase } from '#common/billing/purchases.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { createTestPool } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  fold,
-  gatewaySpec,
-  get,
-  rawExchange,
-  recordedUsage,
-  useTestGateway,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { fold, recordedUsage } from '#test/gateway/usage.ts';
 import { relayToFixtureDatabase, type TcpRelay } from '#test/tcp-relay.ts';
 
 // Fault injection: the gateway reaches PostgreSQL through a TCP relay the test can cut

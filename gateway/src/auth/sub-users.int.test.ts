@@ -8,20 +8,9 @@ import type net from 'node:net';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { overspendBound } from '../accounting/policy.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  download,
-  fold,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  usageAfterClose,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, download, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { counterDelta, counterValues, fold, usageAfterClose } from '#test/gateway/usage.ts';
 
 const fx = useTestGateway({
   spec: gatewaySpec('basic', [

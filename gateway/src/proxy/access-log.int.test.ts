@@ -8,16 +8,9 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  type GatewayProcess,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { type GatewayProcess } from '#test/gateway/process.ts';
 
 let gateway: GatewayProcess;
 let account: NewAccount;

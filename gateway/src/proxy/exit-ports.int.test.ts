@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { basicAuth } from '#test/gateway.ts';
+import { basicAuth } from '#test/gateway/client.ts';
 
 const PORT_RANGE = '40000 43999';
 /** Half as many again as the range: before the fix the exit's address ran out of ports. */

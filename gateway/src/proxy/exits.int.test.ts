@@ -3,16 +3,8 @@ import net from 'node:net';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
-import {
-  basicAuth,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  startTestGateway,
-  useTestGateway,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { gatewaySpec, startTestGateway, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
 
 // Exits on loopback source addresses (Linux routes all of 127/8 to lo), labelled as different
 // locations; the origin answers with the peer address it sees, i.e. the exit that was used.

@@ -8,7 +8,8 @@ import path from 'node:path';
 import http from 'node:http';
 import { Health, startHealthServer, type HealthServer } from '#common/health.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { basicAuth, cacheSynced, get, rawExchange, useTestGateway } from '#test/gateway.ts';
+import { cacheSynced, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
 import { raiseFileLimit } from './limits.ts';
 
 const FLOOD = 25_000;

@@ -6,14 +6,14 @@ import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { freePort } from '#test/ports.ts';
 import {
-  basicAuth,
   cacheSynced,
   gatewaySpec,
-  recordedUsage,
   startTestGateway,
   useTestGateway,
   type TestGateway,
-} from '#test/gateway.ts';
+} from '#test/gateway/fixture.ts';
+import { basicAuth } from '#test/gateway/client.ts';
+import { recordedUsage } from '#test/gateway/usage.ts';
 
 let fast: TestGateway;
 let legacy: TestGateway;

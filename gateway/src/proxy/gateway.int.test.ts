@@ -2,17 +2,9 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
-import {
-  basicAuth,
-  fold,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  recordedUsage,
-  useTestGateway,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { fold, recordedUsage } from '#test/gateway/usage.ts';
 
 let gateway: TestGateway;
 let guarded: TestGateway;

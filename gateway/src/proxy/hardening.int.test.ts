@@ -5,15 +5,9 @@ import net from 'node:net';
 import { knownCustomer, tunnelToOrigin } from '#test/customers.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { resetProxyPassword, setAccountStatus } from '#common/accounts/accounts.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  counterValues,
-  gatewaySpec,
-  get,
-  rawExchange,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { counterValues } from '#test/gateway/usage.ts';
 import { until } from '#test/process.ts';
 
 const UNAUTHENTICATED_PER_SOURCE = 20;

@@ -5,16 +5,9 @@
 import { beforeAll, expect, it } from '@jest/globals';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  fold,
-  gatewaySpec,
-  get,
-  rawExchange,
-  recordedUsage,
-  useTestGateway,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { fold, recordedUsage } from '#test/gateway/usage.ts';
 
 let account: NewAccount;
 let gateway: TestGateway;

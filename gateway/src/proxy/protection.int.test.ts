@@ -7,18 +7,9 @@ import { accountWithBandwidth } from '#test/fixtures.ts';
 import { createTestCa, type TestCa } from '#test/tls.ts';
 import { overspendBound } from '../accounting/policy.ts';
 import { FAILURES_ALLOWED } from '../auth/backoff.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  fold,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  recordedUsage,
-  startTestGateway,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { fold, recordedUsage } from '#test/gateway/usage.ts';
 
 let tlsOrigin: https.Server;
 let ca: TestCa;

@@ -11,19 +11,10 @@ import { billedFor, knownCustomer } from '#test/customers.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  flushedUsage,
-  gatewaySpec,
-  get,
-  rawExchange,
-  spawnGateway,
-  type TestGateway,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, type TestGateway, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { counterDelta, counterValues, flushedUsage } from '#test/gateway/usage.ts';
+import { spawnGateway } from '#test/gateway/process.ts';
 
 let echo: net.Server;
 let echoPort: number;

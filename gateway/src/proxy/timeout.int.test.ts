@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { basicAuth, cacheSynced, gatewaySpec, get, useTestGateway } from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get } from '#test/gateway/client.ts';
 
 // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
 let silent: net.Server;

@@ -10,18 +10,9 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { billedFor, knownCustomer } from '#test/customers.ts';
 import { freePort } from '#test/ports.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  flushedUsage,
-  gatewaySpec,
-  get,
-  rawExchange,
-  startTestGateway,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway, useTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { counterDelta, counterValues, flushedUsage } from '#test/gateway/usage.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 

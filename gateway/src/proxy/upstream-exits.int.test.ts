@@ -9,7 +9,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import net from 'node:net';
 import { byteServer, compareClients, requester, type ByteServer } from '#test/byte-origin.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { basicAuth, cacheSynced, gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth } from '#test/gateway/client.ts';
 import { until } from '#test/process.ts';
 
 let origin: ByteServer;

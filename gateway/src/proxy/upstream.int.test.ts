@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { byteServer, compareClients, requester, type ByteServer } from '#test/byte-origin.ts';
-import { gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway.ts';
+import { gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
 
 let raw: TestGateway;
 let node: TestGateway;

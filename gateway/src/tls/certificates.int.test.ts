@@ -10,7 +10,9 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { Registry } from 'prom-client';
 import { createLogger } from '#common/logger.ts';
-import { basicAuth, cacheSynced, gatewaySpec, get, spawnGateway, startTestGateway } from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get } from '#test/gateway/client.ts';
+import { spawnGateway } from '#test/gateway/process.ts';
 import { useTlsGateway, type IssuedCertificate } from '#test/tls.ts';
 import { GatewayCertificates } from './certificates.ts';
 

@@ -14,19 +14,9 @@ import { Registry } from 'prom-client';
 import { addAllowlistEntry } from '../../../api/src/modules/ip-allowlist/repo.ts';
 import { allowlistCreate } from '../../../api/src/modules/ip-allowlist/schemas.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  connectToProxy,
-  counterDelta,
-  counterValues,
-  flushedUsage,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, connectToProxy, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { counterDelta, counterValues, flushedUsage } from '#test/gateway/usage.ts';
 import { useTlsGateway } from '#test/tls.ts';
 import { startGateway } from '../server.ts';
 

@@ -17,7 +17,8 @@ import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { generateRequestSchema } from '../../../api/src/modules/proxies/schemas.ts';
 import { generateProxySet } from '../../../api/src/modules/proxies/service.ts';
-import { basicAuth, counterDelta, counterValues } from '#test/gateway.ts';
+import { basicAuth } from '#test/gateway/client.ts';
+import { counterDelta, counterValues } from '#test/gateway/usage.ts';
 import { useTlsGateway, type IssuedCertificate } from '#test/tls.ts';
 
 const CHROMIUM = '/usr/bin/chromium';

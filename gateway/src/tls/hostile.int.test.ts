@@ -8,17 +8,9 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
-import {
-  basicAuth,
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  gatewaySpec,
-  get,
-  rawExchange,
-  startTestGateway,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
+import { counterDelta, counterValues } from '#test/gateway/usage.ts';
 import { useTlsGateway } from '#test/tls.ts';
 
 const HEADERS_SECONDS = 1;

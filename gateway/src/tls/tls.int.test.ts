@@ -10,21 +10,9 @@ import tls from 'node:tls';
 import { SocksClient } from 'socks';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  connectToProxy,
-  counterDelta,
-  counterValues,
-  download,
-  flushedUsage,
-  gatewaySpec,
-  get,
-  openTunnel,
-  rawExchange,
-  startTestGateway,
-  usageAfterClose,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway } from '#test/gateway/fixture.ts';
+import { basicAuth, connectToProxy, download, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
+import { counterDelta, counterValues, flushedUsage, usageAfterClose } from '#test/gateway/usage.ts';
 import { useTlsGateway } from '#test/tls.ts';
 
 const fx = useTlsGateway();

@@ -25,17 +25,10 @@ import {
 } from '#test/dashboard.ts';
 import type { TestDatabase } from '#test/db.ts';
 import { exampleEmail } from '#test/fixtures.ts';
-import {
-  basicAuth,
-  cacheSynced,
-  fold,
-  gatewaySpec,
-  rawExchange,
-  get,
-  startOrigin,
-  startTestGateway,
-  type Origin,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway } from '#test/gateway/fixture.ts';
+import { startOrigin, type Origin } from '#test/gateway/origin.ts';
+import { basicAuth, rawExchange, get } from '#test/gateway/client.ts';
+import { fold } from '#test/gateway/usage.ts';
 import { until } from '#test/process.ts';
 import type { RunningGateway } from '../../../../gateway/src/server.ts';
 

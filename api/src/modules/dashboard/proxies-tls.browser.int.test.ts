@@ -24,16 +24,9 @@ import {
 } from '#test/dashboard.ts';
 import type { TestDatabase } from '#test/db.ts';
 import { exampleEmail } from '#test/fixtures.ts';
-import {
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  gatewaySpec,
-  startOrigin,
-  startTestGateway,
-  type Origin,
-  type TestGateway,
-} from '#test/gateway.ts';
+import { cacheSynced, gatewaySpec, startTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { startOrigin, type Origin } from '#test/gateway/origin.ts';
+import { counterDelta, counterValues } from '#test/gateway/usage.ts';
 import { createTestCa, type IssuedCertificate, type TestCa } from '#test/tls.ts';
 
 const CHROMIUM = '/usr/bin/chromium';

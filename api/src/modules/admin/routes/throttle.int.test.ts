@@ -1,18 +1,12 @@
 // PUT /admin/v1/accounts/:id/throttle/:product: an account's bandwidth cap per product
 // (docs/adr/0035), shown to the operator and, read-only, to the customer in the account view.
 import { describe, expect, test } from '@jest/globals';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
 import { call, useTestApi } from '#test/api.ts';
+import { adminClient } from '#test/admin.ts';
+import { expectAdminOnly } from '#test/route-auth.ts';
 
 const fx = useTestApi();
-const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>
-  call(fx.api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
-
-async function newAccount(): Promise<{ id: string; apiKey: string }> {
-  const res = await admin('/accounts', { body: { email: exampleEmail() } });
-  expect(res.status).toBe(201);
-  return res.body as { id: string; apiKey: string };
-}
+const { admin, newAccount } = adminClient(fx);
 
 const put = (id: string, product: string, body: unknown) =>
   admin(`/accounts/${id}/throttle/${product}`, { method: 'PUT', body });
@@ -65,5 +59,11 @@ describe('PUT /admin/v1/accounts/:id/throttle/:product', () => {
     expect(missing).toMatchObject({ status: 404, body: { error: 'Account not found' } });
     const account = await newAccount();
     expect((await put(account.id, 'premium', { bytesPerSecond: 100_000 })).status).toBe(400);
+  });
+  test('only the admin token sets a cap', async () => {
+    const account = await newAccount();
+    const body = { bytesPerSecond: 100_000 };
+    await expectAdminOnly(fx, account.apiKey, 'PUT', `/accounts/${account.id}/throttle/basic`, body);
+    expect((await admin(`/accounts/${account.id}`)).body.throttles).toEqual([]);
   });
 });
