@@ -80,7 +80,27 @@ export async function countCacheAcks(
 }
 
 const DEFAULT_HEARTBEAT_MS = 5_000;
-const DEFAULT_MAX_BACKOFF_MS = 5_000;
+/**
+ * A lost feed retries within this long of the database's return: a change (a revocation, or a
+ * give-back another gateway's admission waits 2 s for) must not wait out a 5 s backoff after a
+ * failover (docs/adr/0095: a 402 right after a promotion while the others had not yet heard).
+ */
+const DEFAULT_MAX_BACKOFF_MS = 1_000;
+
+/**
+ * The wait before reconnect attempt `failures` (1, 2, ...): doubling from 200 ms up to `maxMs`,
+ * and jittered down to half, so that a fleet that lost the database together does not come back
+ * in one wave.
+ */
+export function reconnectDelayMs(
+  failures: number,
+  maxMs = DEFAULT_MAX_BACKOFF_MS,
+  random: () => number = Math.random,
+): number {
+  const base = Math.min(maxMs, 100 * 2 ** Math.min(failures, 10));
+  return Math.round(base / 2 + (random() * base) / 2);
+}
+
 const DEFAULT_CATCH_UP_OVERLAP = 1_000;
 const QUERY_TIMEOUT_MS = 5_000;
 
@@ -274,7 +294,7 @@ export class ChangeFeed {
     client.end().catch(() => undefined);
     this.state = 'idle';
     this.failures += 1;
-    const delay = Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(this.failures, 10));
+    const delay = reconnectDelayMs(this.failures, this.opts.maxBackoffMs);
     this.opts.logger.warn({ err: err.message, retryMs: delay }, 'change feed lost its connection');
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = setTimeout(() => void this.connect(true), delay);
