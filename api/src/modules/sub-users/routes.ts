@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams, uuid } from '../../http/schemas.ts';
@@ -67,11 +67,11 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
       summary: "The account's sub-users, with their limits and what they used",
       description: DESCRIPTION,
       auth: 'apiKey',
-      response: subUserListSchema,
+      response: okSchema(subUserListSchema),
       handler: async ({ res }) => {
         const subUsers = await listSubUsers(pool, principal(res).accountId, credentialsKey);
         if (!subUsers) throw new AppError('INVALID_API_KEY');
-        return { body: { subUsers, limit: deps.limit } };
+        return { body: ok({ subUsers, limit: deps.limit }) };
       },
     }),
     defineRoute<SubUserCreate>({
@@ -82,19 +82,21 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
       description: DESCRIPTION,
       auth: 'apiKey',
       body: subUserCreate,
-      response: subUserSchema,
+      response: okSchema(subUserSchema),
       status: 201,
       errors: [...CREATE_ERRORS],
       handler: async ({ req, res, body }) => ({
         status: 201,
-        body: await createSubUser(
-          pool,
-          principal(res).accountId,
-          body,
-          deps.limit,
-          credentialsKey,
-          apiKeyActor(req, res),
-        ).catch(keyGone),
+        body: ok(
+          await createSubUser(
+            pool,
+            principal(res).accountId,
+            body,
+            deps.limit,
+            credentialsKey,
+            apiKeyActor(req, res),
+          ).catch(keyGone),
+        ),
       }),
     }),
     defineRoute<undefined, SubUserParams>({
@@ -104,12 +106,12 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
       summary: 'One sub-user',
       auth: 'apiKey',
       ...one,
-      response: subUserSchema,
+      response: okSchema(subUserSchema),
       errors: ['SUB_USER_NOT_FOUND'],
       handler: async ({ res, params }) => {
         const found = await getSubUser(pool, principal(res).accountId, params.subUserId, credentialsKey);
         if (!found) throw new AppError('SUB_USER_NOT_FOUND');
-        return { body: found };
+        return { body: ok(found) };
       },
     }),
     defineRoute<SubUserUpdate, SubUserParams>({
@@ -121,7 +123,7 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
       auth: 'apiKey',
       ...one,
       body: subUserUpdate,
-      response: subUserSchema,
+      response: okSchema(subUserSchema),
       errors: ['VALIDATION_FAILED', 'SUB_USER_NOT_FOUND', 'SUB_USER_NAME_TAKEN', 'PROXY_USERNAME_TAKEN'],
       handler: async ({ req, res, params, body }) => {
         const found = await updateSubUser(
@@ -133,7 +135,7 @@ export function subUserRoutes(deps: SubUsersDeps): RouteDef[] {
           apiKeyActor(req, res),
         );
         if (!found) throw new AppError('SUB_USER_NOT_FOUND');
-        return { body: found };
+        return { body: ok(found) };
       },
     }),
     defineRoute<undefined, SubUserParams>({
