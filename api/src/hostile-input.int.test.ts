@@ -44,6 +44,7 @@ const ROUTES: Record<string, Access> = {
   'GET /api/v1/audit-log': apiKey,
   'GET /api/v1/auto-refill/:product': apiKey,
   'GET /api/v1/proxies/list': apiKey,
+  'GET /api/v1/locations': apiKey,
   'GET /api/v1/sub-users/:subUserId/usage': apiKey,
   'GET /api/v1/usage/targets': apiKey,
   'PUT /api/v1/account/target-stats': apiKey,

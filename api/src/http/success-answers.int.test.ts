@@ -11,13 +11,14 @@ interface Schema {
   properties?: Record<string, { enum?: unknown[]; type?: string }>;
 }
 interface Operation {
+  parameters?: { name: string; in: string; required?: boolean }[];
   responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
 }
 type Doc = { paths: Record<string, Record<string, Operation>> };
 
 /** The document describes itself; it is not an answer about the account. */
 const NOT_AN_ANSWER = new Set(['/api/v1/openapi.json']);
-/** Path parameters a GET can be called with. */
+/** Path and required query parameters a GET can be called with. */
 const SAMPLE: Record<string, string> = { product: 'basic' };
 
 let db: TestDatabase;
@@ -63,16 +64,22 @@ describe('success: true on every customer answer', () => {
   });
 
   test('every customer GET answers with it, as the document says', async () => {
+    const required = (op: Operation) =>
+      (op.parameters ?? []).filter((p) => p.in === 'query' && p.required).map((p) => p.name);
     const gets = customerOperations().filter(
-      ({ method, path }) =>
-        method === 'get' && [...path.matchAll(/\{(\w+)\}/g)].every((m) => m[1]! in SAMPLE),
+      ({ method, path, op }) =>
+        method === 'get' &&
+        [...[...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!), ...required(op)].every((n) => n in SAMPLE),
     );
     expect(gets.length).toBeGreaterThan(8);
     const answers = await Promise.all(
-      gets.map(async ({ path }) => {
+      gets.map(async ({ path, op }) => {
+        const query = new URLSearchParams(
+          required(op).map((n): [string, string] => [n, SAMPLE[n]!]),
+        ).toString();
         const res = await call(
           api.url,
-          path.replace(/\{(\w+)\}/g, (_m, name: string) => SAMPLE[name]!),
+          path.replace(/\{(\w+)\}/g, (_m, name: string) => SAMPLE[name]!) + (query ? `?${query}` : ''),
           { key },
         );
         return { path, status: res.status, success: (res.body as { success?: unknown }).success };

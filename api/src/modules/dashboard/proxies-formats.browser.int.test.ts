@@ -1,7 +1,8 @@
 // The Proxies page's Format picker and downloads (docs/adr/0087) in a real Chromium, against the
 // real API, database and a gateway: CSV and JSON downloaded as the API's own `lines` and `entries`
 // give them, a socks5h:// URL used by curl through the gateway, a template filled and a template
-// with an unknown placeholder refused in the API's words with what was typed kept; axe on each.
+// with an unknown placeholder refused in the API's words with what was typed kept, and the Country
+// field suggesting only what the exits serve (an unserved one refused as the API does); axe on each.
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -154,5 +155,32 @@ describeInChromium('customer dashboard in Chromium: proxy list formats', () => {
     );
     await expect(page.getByLabel('Generated proxies').count()).resolves.toBe(0);
     await axe(page, 'proxies template refused');
+  });
+
+  it('suggests only the countries the exits serve, and shows the refusal of one they do not', async () => {
+    const endpoint = { plan: 'basic', host: '127.0.0.1', port: gateway.port } as const;
+    await upsertGatewayEndpoint(
+      run.db.pool,
+      { ...endpoint, locations: [{ country: 'us' }, { country: 'de' }] },
+      'test',
+    );
+    try {
+      await page.goto('/proxies');
+      await expect(page.locator('#gen-country-hint').textContent()).resolves.toContain(
+        'Served: basic: de, us.',
+      );
+      const suggested = await page
+        .locator('#gen-countries option')
+        .evaluateAll((os) => os.map((o) => o.getAttribute('value')));
+      expect(suggested).toEqual(['de', 'us']);
+      await page.getByLabel('Country', { exact: true }).fill('fr');
+      await page.getByRole('button', { name: 'Generate' }).click();
+      await expect(page.getByRole('alert').textContent()).resolves.toContain(
+        'No basic exit serves country fr; GET /api/v1/locations?product=basic lists what is served',
+      );
+      await axe(page, 'proxies target refused');
+    } finally {
+      await upsertGatewayEndpoint(run.db.pool, endpoint, 'test');
+    }
   });
 });

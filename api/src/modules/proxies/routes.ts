@@ -48,6 +48,7 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
       errors: [
         'VALIDATION_FAILED',
         'NO_BANDWIDTH',
+        'TARGET_NOT_SERVED',
         'SUB_USER_NOT_FOUND',
         'TLS_NOT_SERVED',
         'CLEAR_CREDENTIALS_REFUSED',

@@ -6,6 +6,7 @@ import type { Product } from '#common/products.ts';
 import { newSessionId, unseal } from '#common/secrets.ts';
 import { readSubUserCredentials } from '../sub-users/repo.ts';
 import { credentialFor, proxyString, proxyUrl } from './format.ts';
+import { serves, targetText } from '../locations/service.ts';
 import { formatList, type Formatted, type ProxyParts } from './list-format.ts';
 import { listIspProxies, remainingBytes, type IspProxyRow } from './repo.ts';
 import type { GenerateRequest, IspProxy, ListQuery } from './schemas.ts';
@@ -39,6 +40,7 @@ export async function generateProxySet(
     port: DEFAULT_GATEWAY_PORTS[req.provider],
     tls: false,
     refuseCredentialsInClear: false,
+    locations: null,
   };
   // An https:// URL to a port without TLS would fail in the customer's client (docs/adr/0083).
   if (req.scheme === 'https' && !endpoint.tls) throw new AppError('TLS_NOT_SERVED', { plan: req.provider });
@@ -46,6 +48,10 @@ export async function generateProxySet(
   // (docs/adr/0096): only https:// is given.
   if ((req.scheme === 'http' || req.scheme === 'socks5h') && endpoint.refuseCredentialsInClear)
     throw new AppError('CLEAR_CREDENTIALS_REFUSED', { plan: req.provider });
+  // A target none of the plan's exits serves would only meet 503 no_exit at traffic time.
+  const served = endpoint.locations ?? undefined;
+  if (served && !serves(served, req))
+    throw new AppError('TARGET_NOT_SERVED', { plan: req.provider, target: targetText(req) });
   const base = req.subUser
     ? await readSubUserCredentials(deps.pool, accountId, req.subUser, deps.credentialsKey)
     : await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);

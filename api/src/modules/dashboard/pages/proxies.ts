@@ -27,6 +27,7 @@ import {
 } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { formatFields, formatPicker, generatedList } from '../proxy-list-picker.ts';
+import { locationsOf, type Locations } from '../../locations/service.ts';
 import type { Formatted } from '../../proxies/list-format.ts';
 import { countOf } from '#common/words.ts';
 
@@ -76,6 +77,8 @@ interface ProxiesState {
   generated?: Formatted;
   /** Plans whose gateways serve TLS: the https:// format is offered for them. */
   tlsPlans?: Product[];
+  /** Where each plan's exits are (GET /api/v1/locations): the Country field suggests only these. */
+  served?: Locations[];
   error?: string;
   notice?: string | undefined;
   allowlistForm?: AllowlistForm;
@@ -98,6 +101,7 @@ export const proxiesPage: PageModule = (deps) => {
         },
         subUsers: await subUserNames(pool, person.accountId),
         tlsPlans: await tlsPlans(deps.proxies),
+        served: await Promise.all(PRODUCTS.map((p) => locationsOf(pool, p))),
         ...state,
       }),
       status,
@@ -125,9 +129,13 @@ export const proxiesPage: PageModule = (deps) => {
         const generated = await attempt(
           () => generateProxySet(deps.proxies, visit.person.accountId, parsed.data),
           (err) =>
-            ['NO_BANDWIDTH', 'SUB_USER_NOT_FOUND', 'TLS_NOT_SERVED', 'CLEAR_CREDENTIALS_REFUSED'].includes(
-              err.code,
-            ),
+            [
+              'NO_BANDWIDTH',
+              'TARGET_NOT_SERVED',
+              'SUB_USER_NOT_FOUND',
+              'TLS_NOT_SERVED',
+              'CLEAR_CREDENTIALS_REFUSED',
+            ].includes(err.code),
         );
         if (!generated.ok)
           return render(visit, { form, error: generated.refusal.message }, generated.refusal.status);
@@ -190,6 +198,15 @@ export const proxiesPage: PageModule = (deps) => {
     ],
   };
 };
+
+/** "Served: basic: de, us; advanced: every country": what GET /api/v1/locations says, per plan that says. */
+function servedText(served: Locations[]): string {
+  const said = served.filter((l) => l.known);
+  if (said.length === 0) return '';
+  const places = (l: Locations) =>
+    l.everyCountry ? 'every country' : l.countries.map((c) => c.country).join(', ') || 'none';
+  return `Served: ${said.map((l) => `${l.product}: ${places(l)}`).join('; ')}.`;
+}
 
 function proxiesView(
   ctx: PageContext,
@@ -277,9 +294,17 @@ function proxiesView(
                 maxlength="2"
                 autocomplete="off"
                 aria-describedby="gen-country-hint"
+                list="gen-countries"
                 required
               />
-              <p class="hint" id="gen-country-hint">Two letters, for example us</p>
+              <p class="hint" id="gen-country-hint">
+                Two letters, for example us. ${servedText(data.served ?? [])}
+              </p>
+              <datalist id="gen-countries">
+                ${[...new Set((data.served ?? []).flatMap((l) => l.countries.map((c) => c.country)))]
+                  .sort()
+                  .map((c) => html`<option value="${c}"></option>`)}
+              </datalist>
             </div>
             <div>
               <label for="gen-session">Session type</label>
