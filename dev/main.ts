@@ -8,7 +8,7 @@ import { openEntrypointDatabase } from '#common/db/open.ts';
 import { runMain } from '#common/runtime.ts';
 import { exitWhenParentExits } from '#common/shutdown.ts';
 import { readOrCreateSecretFile } from '#common/secret-file.ts';
-import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
+import { exitLocations, upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
 import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways } from '../gateway/src/spec.ts';
@@ -95,6 +95,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         port: gateway.spec.port,
         tls: tls !== undefined,
         refuseCredentialsInClear: tls !== undefined && (gateway.spec.tls?.refuseCredentialsInClear ?? false),
+        locations: exitLocations(gateway.spec.exits),
       },
       'dev',
     );

@@ -44,6 +44,7 @@ const ROUTES: Record<string, Access> = {
   'GET /api/v1/audit-log': apiKey,
   'GET /api/v1/auto-refill/:product': apiKey,
   'GET /api/v1/proxies/list': apiKey,
+  'GET /api/v1/locations': apiKey,
   'GET /api/v1/sub-users/:subUserId/usage': apiKey,
   'GET /api/v1/usage/targets': apiKey,
   'PUT /api/v1/account/target-stats': apiKey,
@@ -104,18 +105,19 @@ const ROUTES: Record<string, Access> = {
   'POST /billing/subscriptions/:subscriptionId/renewal-off': page(),
   'GET /': page('day', 'subUser'),
   'GET /activity': page('cursor'),
-  'GET /alerts': page('done'),
-  'POST /alerts': page('lowBandwidth', 'newInvoice', 'serverAlerts', 'lowBandwidthPercent'),
-  'POST /target-stats': page('targetStats'),
+  'GET /settings': page('done'),
+  'GET /alerts': page(),
+  'POST /settings/alerts': page('lowBandwidth', 'newInvoice', 'serverAlerts', 'lowBandwidthPercent'),
+  'POST /settings/target-stats': page('targetStats'),
   'GET /billing': page('done'),
   'GET /billing/auto-refill/:product': page(),
   'POST /billing/auto-refill/:product': page('enabled', 'thresholdGb', 'refillGb', 'maxRefillsPerMonth'),
-  'GET /keys': page('done'),
-  'POST /keys': page('name'),
-  'GET /keys/:keyId/revoke': page(),
-  'POST /keys/:keyId/revoke': page(),
-  'GET /keys/regenerate': page(),
-  'POST /keys/regenerate': page(),
+  'GET /keys': page(),
+  'POST /settings/keys': page('name'),
+  'GET /settings/keys/:keyId/revoke': page(),
+  'POST /settings/keys/:keyId/revoke': page(),
+  'GET /settings/regenerate-key': page(),
+  'POST /settings/regenerate-key': page(),
   'GET /proxies': page('done'),
   'POST /proxies/generate': page('provider', 'country', 'sessionType', 'count', 'subUser'),
   'POST /proxies/allowlist': page('product', 'cidr', 'targeting'),
@@ -244,7 +246,7 @@ async function dashboardCredentials(signedIn: boolean): Promise<{ cookie: string
   });
   expect(res.status).toBe(303);
   const session = cookieOf(res, 'pf_session')!;
-  const keys = await fetch(`${api.url}/keys`, { headers: { cookie: session } });
+  const keys = await fetch(`${api.url}/settings`, { headers: { cookie: session } });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(await keys.text())![1]!;
   return { cookie: session, csrf };
 }

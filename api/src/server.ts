@@ -23,6 +23,7 @@ import { adminTargetRoutes, targetRoutes } from './modules/targets/routes.ts';
 import { AccountService } from './modules/account/service.ts';
 import { accountRoutes } from './modules/account/routes.ts';
 import { proxiesRoutes } from './modules/proxies/routes.ts';
+import { locationsRoutes } from './modules/locations/routes.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
@@ -126,6 +127,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...allowlistRoutes(allowlist),
       ...subUserRoutes(subUsers),
       ...proxiesRoutes(proxies),
+      ...locationsRoutes(pool),
       ...billingRoutes(pool),
       ...subscriptionRoutes(pool),
       ...auditLogRoutes(pool),

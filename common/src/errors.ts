@@ -44,6 +44,10 @@ export const ERRORS = {
     status: 409,
     message: 'The {plan} plan refuses credentials sent in clear; use scheme https',
   },
+  TARGET_NOT_SERVED: {
+    status: 400,
+    message: 'No {plan} exit serves {target}; GET /api/v1/locations?product={plan} lists what is served',
+  },
   TLS_NOT_SERVED: {
     status: 409,
     message: 'No TLS is served for {plan}; use scheme http',

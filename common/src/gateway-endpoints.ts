@@ -11,7 +11,27 @@ export interface GatewayEndpoint {
   tls?: boolean;
   /** They refuse credentials sent in clear (migrations/0125, docs/adr/0096); false when unset. */
   refuseCredentialsInClear?: boolean;
+  /**
+   * Where its exits let traffic out (migrations/0140): each exit's country ("*": any), state and
+   * city. Unset or null: not said, and generate refuses no target for the plan.
+   */
+  locations?: ServedLocation[] | null;
 }
+
+/** One exit's place, as the ProxyGateway's spec.exits gives it. */
+export interface ServedLocation {
+  country: string;
+  state?: string;
+  city?: string;
+}
+
+/** The places of a ProxyGateway's exits (spec.exits), for its endpoint row. */
+export const exitLocations = (exits: readonly ServedLocation[]): ServedLocation[] =>
+  exits.map((e) => ({
+    country: e.country,
+    ...(e.state ? { state: e.state } : {}),
+    ...(e.city ? { city: e.city } : {}),
+  }));
 
 /** Default ports: basic and advanced from the spec (section 5); the rest chosen in docs/adr/0003. */
 export const DEFAULT_GATEWAY_PORTS: Readonly<Record<Product, number>> = {
@@ -27,10 +47,10 @@ export const DEFAULT_GATEWAY_PORTS: Readonly<Record<Product, number>> = {
  * upsertGatewayEndpoint and the operator's claim (controllers/src/proxygateway/endpoint.ts) finish
  * each their own way; its parameters are gatewayEndpointValues.
  */
-export const UPSERT_GATEWAY_ENDPOINT = `INSERT INTO gateway_endpoints (plan, host, port, tls, refuse_credentials_in_clear, source)
-     VALUES ($1, $2, $3, $4, $5, $6)
+export const UPSERT_GATEWAY_ENDPOINT = `INSERT INTO gateway_endpoints (plan, host, port, tls, refuse_credentials_in_clear, source, locations)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (plan) DO UPDATE SET host = EXCLUDED.host, port = EXCLUDED.port, tls = EXCLUDED.tls,
-       refuse_credentials_in_clear = EXCLUDED.refuse_credentials_in_clear`;
+       refuse_credentials_in_clear = EXCLUDED.refuse_credentials_in_clear, locations = EXCLUDED.locations`;
 
 export const gatewayEndpointValues = (endpoint: GatewayEndpoint, source: string): unknown[] => [
   endpoint.plan,
@@ -39,6 +59,7 @@ export const gatewayEndpointValues = (endpoint: GatewayEndpoint, source: string)
   endpoint.tls ?? false,
   endpoint.refuseCredentialsInClear ?? false,
   source,
+  endpoint.locations ? JSON.stringify(endpoint.locations) : null,
 ];
 
 export async function upsertGatewayEndpoint(
@@ -57,7 +78,7 @@ export async function readGatewayEndpoint(
   plan: Product,
 ): Promise<Required<GatewayEndpoint> | undefined> {
   const { rows } = await pool.query<Required<GatewayEndpoint>>(
-    `SELECT plan, host, port, tls, refuse_credentials_in_clear AS "refuseCredentialsInClear"
+    `SELECT plan, host, port, tls, refuse_credentials_in_clear AS "refuseCredentialsInClear", locations
        FROM gateway_endpoints WHERE plan = $1`,
     [plan],
   );

@@ -50,7 +50,9 @@ describe('HTTP hygiene', () => {
     expect(res.headers.get('x-request-id')).toBe('trace-123');
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(res.headers.get('x-frame-options')).toBe('DENY');
-    expect(res.headers.get('cache-control')).toBe('no-store');
+    // /usage says how long its snapshot stays fresh (docs/api.md); every other answer is no-store.
+    expect(res.headers.get('cache-control')).toMatch(/^private, max-age=\d+$/);
+    expect((await call(api.url, '/api/v1/account', { key })).headers.get('cache-control')).toBe('no-store');
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
     expect(res.headers.get('x-powered-by')).toBeNull();
     const unsafe = await call(api.url, '/api/v1/usage', {

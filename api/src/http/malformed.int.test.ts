@@ -108,7 +108,7 @@ describe('malformed input is a 4xx in the documented format, with nothing logged
     ],
     [
       'bad percent-encoding in a dashboard path',
-      () => send('/keys/%zz/revoke'),
+      () => send('/settings/keys/%zz/revoke'),
       400,
       'Request path is not valid percent-encoding',
     ],

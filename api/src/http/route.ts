@@ -180,3 +180,11 @@ export function mountRoutes(
 
 /** The JSON body of a success: the spec's responses carry `success: true`. */
 export const ok = <T extends object>(body: T) => ({ success: true as const, ...body });
+
+/**
+ * The schema of a customer answer: `success: true`, then the resource (docs/adr/0012). Admin
+ * answers use the resource's schema alone; api/src/http/success-answers.int.test.ts names any
+ * customer answer whose schema lacks it.
+ */
+export const okSchema = <S extends z.ZodRawShape>(schema: z.ZodObject<S>) =>
+  z.object({ success: z.literal(true) }).extend(schema.shape);

@@ -140,11 +140,18 @@ describeKube('ProxyGateway controller on a real API server', () => {
       ]),
     );
     const { rows } = await fx.db.pool.query(
-      'SELECT host, port, tls, source FROM gateway_endpoints WHERE plan = $1',
+      'SELECT host, port, tls, source, locations FROM gateway_endpoints WHERE plan = $1',
       ['basic'],
     );
+    // locations: where its exits are, for GET /api/v1/locations and generate (docs/adr/0100).
     expect(rows).toEqual([
-      { host: 'basic.proxy.example.com', port: 12321, tls: false, source: `ProxyGateway/${NS}/basic` },
+      {
+        host: 'basic.proxy.example.com',
+        port: 12321,
+        tls: false,
+        source: `ProxyGateway/${NS}/basic`,
+        locations: [{ country: 'us' }],
+      },
     ]);
     expect(await get(PROXY_GATEWAY, 'basic')).toHaveProperty('metadata.finalizers', [
       'proxyfleet.io/gateway-endpoint',

@@ -7,6 +7,7 @@
 // ProxyGateway), and a plan's endpoint has one owner (endpoint.ts).
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
+import { exitLocations } from '#common/gateway-endpoints.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalizers.ts';
@@ -101,6 +102,8 @@ export function proxyGatewayReconciler(
           tls: pgw.spec.tls !== undefined,
           // docs/adr/0096: generate then hands out the https:// form only.
           refuseCredentialsInClear: pgw.spec.tls?.refuseCredentialsInClear ?? false,
+          // GET /api/v1/locations and generate's refusal of targets no exit serves (docs/adr/0100).
+          locations: exitLocations(pgw.spec.exits),
         },
         endpointSource(pgw),
       );

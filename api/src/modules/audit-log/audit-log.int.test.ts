@@ -472,7 +472,7 @@ describe('reading the log', () => {
       const path: string = `/audit-log?limit=5${cursor ? `&cursor=${cursor}` : ''}`;
       const res = await api(account.apiKey, path);
       expect(res.status).toBe(200);
-      expect(Object.keys(res.body).sort()).toEqual(['entries', 'nextCursor']);
+      expect(Object.keys(res.body).sort()).toEqual(['entries', 'nextCursor', 'success']);
       seen.push(...(res.body.entries as Entry[]));
       for (const e of res.body.entries as Entry[])
         expect(Object.keys(e).sort()).toEqual(['action', 'actor', 'at', 'details', 'id', 'target']);
@@ -527,6 +527,7 @@ describe('reading the log', () => {
         });
     }
     expect((await api(account.apiKey, `/audit-log?cursor=${encodeCursor('1')}`)).body).toEqual({
+      success: true,
       entries: [],
       nextCursor: null,
     });

@@ -3,7 +3,7 @@
 import type { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
 import { accountParams } from '../../http/schemas.ts';
 import { principal } from '../auth/middleware.ts';
 import { readAuditLog } from './repo.ts';
@@ -25,10 +25,10 @@ export function auditLogRoutes(pool: Pool): RouteDef[] {
       description: DESCRIPTION,
       auth: 'apiKey',
       query: auditLogQuery,
-      response: auditLogSchema,
+      response: okSchema(auditLogSchema),
       errors: ['VALIDATION_FAILED'],
       handler: async ({ res, query }) => ({
-        body: await readAuditLog(pool, principal(res).accountId, query),
+        body: ok(await readAuditLog(pool, principal(res).accountId, query)),
       }),
     }),
   ];

@@ -19,6 +19,7 @@ describe('auto-refill settings', () => {
     const me = (path: string, options: Parameters<typeof call>[2] = {}) =>
       call(fx.api.url, `/api/v1${path}`, { key: account.apiKey, ...options });
     expect((await me('/auto-refill/basic')).body).toEqual({
+      success: true,
       product: 'basic',
       enabled: false,
       thresholdGb: null,
@@ -107,6 +108,7 @@ describe('invoices', () => {
     // Another customer sees none of them.
     const other = await newAccount();
     expect((await call(fx.api.url, '/api/v1/invoices', { key: other.apiKey })).body).toEqual({
+      success: true,
       invoices: [],
       nextBefore: null,
     });

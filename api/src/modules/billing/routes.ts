@@ -21,7 +21,7 @@ import {
   type CreditLimitUpdate,
 } from '#common/billing/credit.ts';
 import { PRODUCTS } from '#common/products.ts';
-import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, validationError, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams } from '../../http/schemas.ts';
@@ -47,9 +47,9 @@ export function billingRoutes(pool: Pool): RouteDef[] {
       auth: 'apiKey',
       params: productParams,
       paramsError: 'NOT_FOUND',
-      response: autoRefillSettingsSchema,
+      response: okSchema(autoRefillSettingsSchema),
       handler: async ({ params, res }) => ({
-        body: await getAutoRefill(pool, principal(res).accountId, params.product),
+        body: ok(await getAutoRefill(pool, principal(res).accountId, params.product)),
       }),
     }),
     defineRoute<AutoRefillUpdate, ProductParams>({
@@ -64,16 +64,18 @@ export function billingRoutes(pool: Pool): RouteDef[] {
       params: productParams,
       paramsError: 'NOT_FOUND',
       body: autoRefillUpdateSchema,
-      response: autoRefillSettingsSchema,
+      response: okSchema(autoRefillSettingsSchema),
       errors: ['VALIDATION_FAILED'],
       handler: async ({ params, body, req, res }) => ({
-        body: await putAutoRefill(
-          pool,
-          principal(res).accountId,
-          params.product,
-          body,
-          undefined,
-          apiKeyActor(req, res),
+        body: ok(
+          await putAutoRefill(
+            pool,
+            principal(res).accountId,
+            params.product,
+            body,
+            undefined,
+            apiKeyActor(req, res),
+          ),
         ),
       }),
     }),
@@ -83,10 +85,10 @@ export function billingRoutes(pool: Pool): RouteDef[] {
       tag: 'billing',
       summary: 'Invoices, newest first (?limit=20, 1-100; ?before=<nextBefore> for the next page)',
       auth: 'apiKey',
-      response: invoiceListSchema,
+      response: okSchema(invoiceListSchema),
       errors: ['VALIDATION_FAILED'],
       handler: async ({ req, res }) => ({
-        body: await listInvoices(pool, principal(res).accountId, parseQuery(req.query)),
+        body: ok(await listInvoices(pool, principal(res).accountId, parseQuery(req.query))),
       }),
     }),
   ];

@@ -56,7 +56,7 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
 
   it('lists dashboard, API and operator changes newest first, with who and from where, and no secret', async () => {
     // On the dashboard: a named key created and revoked.
-    await page.goto('/keys');
+    await page.goto('/settings');
     await page.getByLabel('Key name').fill('deploy');
     await page.getByRole('button', { name: 'Create key' }).click();
     const named = await page.getByLabel('New API key').inputValue();
@@ -64,7 +64,7 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
     const row = page.getByRole('row', { name: /deploy/ });
     await row.getByRole('button', { name: 'Revoke' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
-    await page.waitForURL(`${api.url}/keys?done=revoked`);
+    await page.waitForURL(`${api.url}/settings?done=revoked`);
     // Through the API with the primary key, then by an operator.
     const put = await call(api.url, '/api/v1/account/target-stats', {
       key: account.apiKey,
@@ -190,8 +190,8 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
       ((await admin(`/accounts/${account.id}/ip-allowlist`)).body.entries as { id: string }[])[0]!.id;
 
     const steps: [action: string, act: () => Promise<unknown>][] = [
-      ['alerts.updated', () => post('/alerts', { lowBandwidth: 'on', lowBandwidthPercent: '20' })],
-      ['target_stats.updated', () => post('/target-stats', { targetStats: 'on' })],
+      ['alerts.updated', () => post('/settings/alerts', { lowBandwidth: 'on', lowBandwidthPercent: '20' })],
+      ['target_stats.updated', () => post('/settings/target-stats', { targetStats: 'on' })],
       [
         'auto_refill.updated',
         () =>
@@ -205,7 +205,7 @@ describeInChromium('customer dashboard in Chromium: Activity', () => {
       ['ip_allowlist.added', () => post('/proxies/allowlist', { product: 'basic', cidr: '198.51.100.20' })],
       ['ip_allowlist.removed', async () => post(`/proxies/allowlist/${await entryId()}/remove`)],
       ['proxy_password.reset', () => post('/proxies/reset-password')],
-      ['api_key.regenerated', () => post('/keys/regenerate')],
+      ['api_key.regenerated', () => post('/settings/regenerate-key')],
       ['sub_user.created', () => post('/sub-users', { name: 'dash-team', password: 'DashSecret12345' })],
       [
         'sub_user.updated',

@@ -1,9 +1,9 @@
 // The dashboard's pages in a real Chromium, against the real API, database and a real gateway,
 // signed in as a customer is (invited, password set through the link): every page with an axe-core
 // check, proxies generated and used through the gateway (HTTP and SOCKS5), the ISP proxies and the
-// IP allowlist, the Overview's chart and Top targets, keys, sub-users, alerts, billing, CSRF, a
-// proxy password reset, assets from the API process only, a 375-px-wide run, and no secret in the
-// log. Signing in and out is in sign-in.browser.int.test.ts.
+// IP allowlist, the Overview's chart and Top targets, sub-users, billing, CSRF, a proxy password
+// reset, assets from the API process only, a 375-px-wide run, and no secret in the log. Signing in
+// and out is in sign-in.browser.int.test.ts, Settings (keys and alerts) in settings.browser.int.test.ts.
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
@@ -239,51 +239,6 @@ describeInChromium('customer dashboard in Chromium: the pages', () => {
     await shot(page, 'overview');
   });
 
-  it('API keys: regenerate the primary key (old 401, new 200 at once), create and revoke a named key', async () => {
-    await page.goto(`${api.url}/keys`);
-    const oldKey = account.apiKey;
-    await expect(page.getByText(`${oldKey.slice(0, 15)}…${oldKey.slice(-4)}`).isVisible()).resolves.toBe(
-      true,
-    );
-    expect(await page.content()).not.toContain(oldKey);
-    expect((await call(api.url, '/api/v1/usage', { key: oldKey })).status).toBe(200);
-
-    await page.getByRole('button', { name: 'Regenerate primary key' }).click();
-    const dialog = page.getByRole('dialog');
-    await expect(dialog.isVisible()).resolves.toBe(true);
-    await axe(page, 'regenerate dialog');
-    await dialog.getByRole('button', { name: 'Regenerate' }).click();
-    const newKey = await page.getByLabel('New API key').inputValue();
-    secrets.push(newKey);
-    expect(newKey).toMatch(/^svc_live_[0-9a-f]{48}$/);
-    expect(await page.getByLabel('New API key').getAttribute('readonly')).not.toBeNull();
-    await expect(page.getByRole('button', { name: 'Copy' }).isVisible()).resolves.toBe(true);
-    expect((await call(api.url, '/api/v1/usage', { key: oldKey })).status).toBe(401);
-    expect((await call(api.url, '/api/v1/usage', { key: newKey })).status).toBe(200);
-    await page.getByRole('button', { name: 'Copy' }).click();
-    await expect(page.evaluate<string>('navigator.clipboard.readText()')).resolves.toBe(newKey);
-    account.apiKey = newKey;
-
-    await page.getByLabel('Key name').fill('<script>');
-    await page.getByRole('button', { name: 'Create key' }).click();
-    await expect(page.getByRole('alert').textContent()).resolves.toContain('Key name: must be letters');
-    await page.getByLabel('Key name').fill('ci deploy');
-    await page.getByRole('button', { name: 'Create key' }).click();
-    const named = await page.getByLabel('New API key').inputValue();
-    secrets.push(named);
-    expect(named).toMatch(/^svc_live_[0-9a-f]{48}$/);
-    expect((await call(api.url, '/api/v1/usage', { key: named })).status).toBe(200);
-    const row = page.getByRole('row', { name: /ci deploy/ });
-    await expect(row.textContent()).resolves.toContain(`${named.slice(0, 15)}…${named.slice(-4)}`);
-    await axe(page, 'keys with new key');
-    await shot(page, 'api-keys');
-    await row.getByRole('button', { name: 'Revoke' }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
-    await page.waitForURL(`${api.url}/keys?done=revoked`);
-    expect((await call(api.url, '/api/v1/usage', { key: named })).status).toBe(401);
-    await expect(page.getByRole('row', { name: /ci deploy/ }).count()).resolves.toBe(0);
-  });
-
   it('Sub-users: create (a refused form keeps what was typed), credentials copied, proxies generated for it, suspend, new password, edit limits, delete', async () => {
     type Sub = {
       id: string;
@@ -396,38 +351,6 @@ describeInChromium('customer dashboard in Chromium: the pages', () => {
     expect(await viaApi()).toEqual([]);
   });
 
-  it('Alerts: the settings the admin API shows, saved', async () => {
-    await page.goto(`${api.url}/alerts`);
-    await expect(page.getByLabel('Low bandwidth').isChecked()).resolves.toBe(true);
-    await expect(page.getByLabel('Server alerts').isChecked()).resolves.toBe(false);
-    await page.getByLabel('Low bandwidth').uncheck();
-    await page.getByLabel('Server alerts').check();
-    await page.getByLabel('Low-bandwidth threshold (% remaining)').fill('25');
-    await page.getByRole('button', { name: 'Save' }).click();
-    await page.waitForURL(`${api.url}/alerts?done=saved`);
-    const view = await admin(`/accounts/${account.id}`);
-    expect((view.body as { alerts: unknown }).alerts).toEqual({
-      lowBandwidth: false,
-      newInvoice: true,
-      serverAlerts: true,
-      lowBandwidthPercent: 25,
-      lowBandwidthFloorGb: null,
-    });
-    await axe(page, 'alerts saved');
-    await shot(page, 'alerts');
-
-    // Opting out of target statistics deletes them; the Overview says they are off.
-    await expect(page.getByLabel('Record target statistics').isChecked()).resolves.toBe(true);
-    await page.getByLabel('Record target statistics').uncheck();
-    await page.getByRole('button', { name: 'Update privacy setting' }).click();
-    await page.waitForURL(`${api.url}/alerts?done=privacy`);
-    await expect(page.getByLabel('Record target statistics').isChecked()).resolves.toBe(false);
-    const targets = await admin(`/accounts/${account.id}/usage/targets`);
-    expect(targets.body).toMatchObject({ enabled: false, targets: [] });
-    await page.goto(`${api.url}/`);
-    await page.getByText('Target statistics are off for this account').waitFor();
-  });
-
   it('Billing: the invoices and the auto-refill settings per product', async () => {
     await page.goto(`${api.url}/billing`);
     const { rows } = await db.pool.query<{ number: number }>(
@@ -509,12 +432,14 @@ describeInChromium('customer dashboard in Chromium: the pages', () => {
 
   it('refuses a state-changing request without a valid CSRF token (403)', async () => {
     const cookie = `pf_session=${sessionCookie}`;
-    const missing = await postForm(api.url, '/alerts', { lowBandwidthPercent: '50' }, cookie);
+    const alertsOf = async () =>
+      ((await admin(`/accounts/${account.id}`)).body as { alerts: unknown }).alerts;
+    const before = await alertsOf();
+    const missing = await postForm(api.url, '/settings/alerts', { lowBandwidthPercent: '50' }, cookie);
     expect(missing.status).toBe(403);
-    const forged = await postForm(api.url, '/keys/regenerate', { _csrf: 'x'.repeat(43) }, cookie);
+    const forged = await postForm(api.url, '/settings/regenerate-key', { _csrf: 'x'.repeat(43) }, cookie);
     expect(forged.status).toBe(403);
-    const view = await admin(`/accounts/${account.id}`);
-    expect((view.body as { alerts: { lowBandwidthPercent: number } }).alerts.lowBandwidthPercent).toBe(25);
+    expect(await alertsOf()).toEqual(before);
     expect((await call(api.url, '/api/v1/usage', { key: account.apiKey })).status).toBe(200);
     // Signed-out forms too: a sign-in without the pre-session cookie's token is refused.
     expect((await postForm(api.url, '/sign-in', { email: account.email, password: STRONG }, '')).status).toBe(
@@ -561,8 +486,7 @@ describeInChromium('customer dashboard in Chromium: the pages', () => {
       ['/', 'overview'],
       ['/proxies', 'proxies'],
       ['/sub-users', 'sub-users'],
-      ['/keys', 'api-keys'],
-      ['/alerts', 'alerts'],
+      ['/settings', 'settings'],
       ['/billing', 'billing'],
       ['/billing/auto-refill/basic', 'auto-refill'],
     ] as const) {

@@ -98,14 +98,14 @@ describeInChromium('customer dashboard in Chromium: https:// proxies for plans s
 
   it('offers https:// only once the plan serves TLS, and only for it; gives https:// URLs on the gateway', async () => {
     await page.goto(`${api.url}/proxies`);
-    expect(await formats(page)).toEqual(['colon', 'http']);
+    expect(await formats(page)).toEqual(['colon', 'http', 'socks5h', 'csv', 'json', 'template']);
     await expect(page.locator('#gen-format-hint').textContent()).resolves.toContain(
       'No plan serves https://',
     );
 
     await setEndpoint(true);
     await page.goto(`${api.url}/proxies`);
-    expect(await formats(page)).toEqual(['colon', 'http', 'https']);
+    expect(await formats(page)).toEqual(['colon', 'http', 'https', 'socks5h', 'csv', 'json', 'template']);
     await expect(page.locator('#gen-format-hint').textContent()).resolves.toContain(
       'https:// (TLS) for basic only',
     );

@@ -10,13 +10,12 @@ import { loadAssets } from './assets.ts';
 import type { Html } from './html.ts';
 import { forbiddenPage, type PageContext } from './layout.ts';
 import type { DashboardDeps, Page, PageModule, PageRoute, Visit } from './page.ts';
-import { alertsPage } from './pages/alerts.ts';
 import { billingPage } from './pages/billing.ts';
 import { activityPage } from './pages/activity.ts';
-import { keysPage } from './pages/keys.ts';
 import { overviewPage } from './pages/overview.ts';
 import { proxiesPage } from './pages/proxies.ts';
 import { securityPage } from './pages/security.ts';
+import { settingsPage } from './pages/settings.ts';
 import { signInPage, signInView } from './pages/sign-in.ts';
 import { subUsersPage } from './pages/sub-users.ts';
 import type { Person } from './repo.ts';
@@ -28,9 +27,8 @@ export const PAGES: PageModule[] = [
   overviewPage,
   proxiesPage,
   subUsersPage,
-  keysPage,
-  alertsPage,
   billingPage,
+  settingsPage,
   securityPage,
   activityPage,
 ];

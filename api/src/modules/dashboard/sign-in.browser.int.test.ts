@@ -127,9 +127,8 @@ describeInChromium('customer dashboard in Chromium: signing in and out', () => {
       ['Overview', '/'],
       ['Proxies', '/proxies'],
       ['Sub-users', '/sub-users'],
-      ['API keys', '/keys'],
-      ['Alerts', '/alerts'],
       ['Billing', '/billing'],
+      ['Settings', '/settings'],
     ] as const;
     for (const [name, href] of [...nav.slice(1), nav[0]]) {
       await page.getByRole('navigation').getByRole('link', { name, exact: true }).click();

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams, uuid } from '../../http/schemas.ts';
@@ -47,11 +47,11 @@ export function allowlistRoutes(deps: AllowlistDeps): RouteDef[] {
       summary: 'The IP allowlist: ranges that use the proxies without credentials',
       description: DESCRIPTION,
       auth: 'apiKey',
-      response: allowlistResponseSchema,
+      response: okSchema(allowlistResponseSchema),
       handler: async ({ res }) => {
         const entries = await listAllowlist(deps.pool, principal(res).accountId);
         if (!entries) throw new AppError('INVALID_API_KEY');
-        return { body: { entries, limit: deps.limit } };
+        return { body: ok({ entries, limit: deps.limit }) };
       },
     }),
     defineRoute<AllowlistCreate>({
@@ -62,7 +62,7 @@ export function allowlistRoutes(deps: AllowlistDeps): RouteDef[] {
       description: DESCRIPTION,
       auth: 'apiKey',
       body: create,
-      response: allowlistEntrySchema,
+      response: okSchema(allowlistEntrySchema),
       status: 201,
       errors: [...CREATE_ERRORS],
       handler: async ({ req, res, body }) => {
@@ -77,7 +77,7 @@ export function allowlistRoutes(deps: AllowlistDeps): RouteDef[] {
             ? new AppError('INVALID_API_KEY')
             : err;
         });
-        return { status: 201, body: entry };
+        return { status: 201, body: ok(entry) };
       },
     }),
     defineRoute<undefined, z.infer<typeof entryParams>>({

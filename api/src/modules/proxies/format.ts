@@ -40,8 +40,11 @@ export function credentialFor(plan: Product, base: Credentials, t: Targeting): C
 export const proxyString = (host: string, port: number, c: Credentials) =>
   `${host}:${port}:${c.username}:${c.password}`;
 
-/** The schemes a proxy URL may have: `http` (plain) or `https` (TLS to the gateway, docs/adr/0071). */
-export const PROXY_SCHEMES = ['http', 'https'] as const;
+/**
+ * The schemes a proxy URL may have: `http` (plain), `https` (TLS to the gateway, docs/adr/0071) or
+ * `socks5h` (SOCKS5 on the same port, docs/adr/0028; the gateway resolves the name, docs/adr/0087).
+ */
+export const PROXY_SCHEMES = ['http', 'https', 'socks5h'] as const;
 export type ProxyScheme = (typeof PROXY_SCHEMES)[number];
 
 /** The same proxy as a URL, as curl, Python and Node take it: `<scheme>://<username>:<password>@<host>:<port>`. */

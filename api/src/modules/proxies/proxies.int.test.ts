@@ -250,6 +250,7 @@ describe('POST /api/v1/proxies/generate', () => {
     expect(op.requestBody.content['application/json'].schema.properties.scheme.enum).toEqual([
       'http',
       'https',
+      'socks5h',
     ]);
     const ok = op.responses['200'].content['application/json'].schema;
     expect(ok.properties.urls.type).toBe('array');
@@ -299,8 +300,8 @@ describe('POST /api/v1/proxies/generate', () => {
       'city',
     ],
     [
-      { provider: 'basic', country: 'us', sessionType: 'rotating', scheme: 'socks5' },
-      'scheme: must be http or https',
+      { provider: 'basic', country: 'us', sessionType: 'rotating', scheme: 'socks4' },
+      'scheme: must be http, https or socks5h',
     ],
   ])('400 for %j, naming %s', async (body, field) => {
     const res = await generate(body);

@@ -3,22 +3,29 @@ import { principal } from '../auth/middleware.ts';
 import {
   generateRequestSchema,
   generateResponseSchema,
+  listQuerySchema,
   listResponseSchema,
   type GenerateRequest,
+  type ListQuery,
 } from './schemas.ts';
-import { generateProxySet, ispProxies, type ProxiesDeps } from './service.ts';
+import { generateProxySet, ispProxyList, type ProxiesDeps } from './service.ts';
 
 export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
   return [
-    defineRoute({
+    defineRoute<undefined, Record<string, string>, ListQuery>({
       method: 'get',
       path: '/proxies/list',
       tag: 'proxies',
       summary: "The account's static ISP proxies",
+      description:
+        'With `format` (colon, url, csv, json, template; `template` with {host} {port} {user} {pass}), also the ' +
+        'list as `lines` or `entries` (docs/api.md "Proxy list formats"); URLs are http://.',
       auth: 'apiKey',
+      query: listQuerySchema,
       response: listResponseSchema,
-      handler: async ({ res }) => ({
-        body: ok({ proxies: await ispProxies(deps, principal(res).accountId) }),
+      errors: ['VALIDATION_FAILED'],
+      handler: async ({ res, query }) => ({
+        body: ok(await ispProxyList(deps, principal(res).accountId, query)),
       }),
     }),
     defineRoute<GenerateRequest>({
@@ -32,13 +39,16 @@ export function proxiesRoutes(deps: ProxiesDeps): RouteDef[] {
         "With `subUser`, the strings carry that sub-user's username and password. " +
         'With `scheme` (`http` or `https`), also `urls`: the same proxies as URLs; `https` is TLS to the gateway, ' +
         'refused (409 TLS_NOT_SERVED) for a plan whose gateways do not serve it; `http` is refused ' +
-        '(409 CLEAR_CREDENTIALS_REFUSED) for a plan that refuses credentials sent in clear.',
+        '(409 CLEAR_CREDENTIALS_REFUSED, as is `socks5h`) for a plan that refuses credentials sent in clear; ' +
+        '`socks5h` is SOCKS5 on the same port. With `format` (colon, url, csv, json, template; `template` with ' +
+        '{host} {port} {user} {pass}), also the list as `lines` or `entries` (docs/api.md "Proxy list formats").',
       auth: 'apiKey',
       body: generateRequestSchema,
       response: generateResponseSchema,
       errors: [
         'VALIDATION_FAILED',
         'NO_BANDWIDTH',
+        'TARGET_NOT_SERVED',
         'SUB_USER_NOT_FOUND',
         'TLS_NOT_SERVED',
         'CLEAR_CREDENTIALS_REFUSED',

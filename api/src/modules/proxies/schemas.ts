@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isCountryCode } from './countries.ts';
 import { PLAN_CAPABILITIES, PRODUCTS } from '#common/products.ts';
 import { PROXY_SCHEMES } from './format.ts';
+import { checkFormatPair, formattedFields, listFormat, listTemplate } from './list-format.ts';
 
 /** Most proxy strings one call generates (docs/api.md). */
 export const MAX_GENERATE_COUNT = 1000;
@@ -84,14 +85,17 @@ export const generateRequestSchema = z
       .optional()
       .describe("A sub-user's id: the strings carry its username and password instead of the account's"),
     scheme: z
-      .enum(PROXY_SCHEMES, { error: 'must be http or https' })
+      .enum(PROXY_SCHEMES, { error: 'must be http, https or socks5h' })
       .optional()
       .describe(
-        'Additive: also return `urls`, the same proxies as `<scheme>://<username>:<password>@<host>:<port>`; https: TLS to the gateway (docs/gateway.md)',
+        'Additive: also return `urls`, the same proxies as `<scheme>://<username>:<password>@<host>:<port>`; https: TLS to the gateway (docs/gateway.md); socks5h: SOCKS5 on the same port, the gateway resolving names',
       ),
+    format: listFormat.optional(),
+    template: listTemplate.optional(),
   })
   .superRefine((req, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    checkFormatPair(req, issue);
     const plan = PLAN_CAPABILITIES[req.provider];
     const others = (minutes: 'lifetime' | 'sessionduration') =>
       PRODUCTS.filter((p) => PLAN_CAPABILITIES[p].sessionMinutes === minutes).join(' and ');
@@ -126,6 +130,7 @@ export const generateResponseSchema = z.object({
     .describe(
       'With `scheme` only: the same proxies, in the same order, as <scheme>://<username>:<password>@<host>:<port>',
     ),
+  ...formattedFields,
 });
 
 export const ispProxySchema = z.object({
@@ -164,4 +169,15 @@ export const ispProxySchema = z.object({
 });
 export type IspProxy = z.infer<typeof ispProxySchema>;
 
-export const listResponseSchema = z.object({ success: z.literal(true), proxies: z.array(ispProxySchema) });
+export const listResponseSchema = z.object({
+  success: z.literal(true),
+  proxies: z.array(ispProxySchema),
+  ...formattedFields,
+});
+
+export const listQuerySchema = z
+  .strictObject({ format: listFormat.optional(), template: listTemplate.optional() })
+  .superRefine((q, ctx) =>
+    checkFormatPair(q, (path, message) => ctx.addIssue({ code: 'custom', path: [path], message })),
+  );
+export type ListQuery = z.infer<typeof listQuerySchema>;

@@ -6,8 +6,10 @@ import type { Product } from '#common/products.ts';
 import { newSessionId, unseal } from '#common/secrets.ts';
 import { readSubUserCredentials } from '../sub-users/repo.ts';
 import { credentialFor, proxyString, proxyUrl } from './format.ts';
+import { serves, targetText } from '../locations/service.ts';
+import { formatList, type Formatted, type ProxyParts } from './list-format.ts';
 import { listIspProxies, remainingBytes, type IspProxyRow } from './repo.ts';
-import type { GenerateRequest, IspProxy } from './schemas.ts';
+import type { GenerateRequest, IspProxy, ListQuery } from './schemas.ts';
 
 export interface ProxiesDeps {
   pool: Pool;
@@ -16,7 +18,7 @@ export interface ProxiesDeps {
   fallbackHost: string;
 }
 
-export interface GeneratedProxies {
+export interface GeneratedProxies extends Partial<Formatted> {
   proxies: string[];
   /** With `scheme`: the same proxies as URLs, in the same order. */
   urls?: string[];
@@ -38,18 +40,25 @@ export async function generateProxySet(
     port: DEFAULT_GATEWAY_PORTS[req.provider],
     tls: false,
     refuseCredentialsInClear: false,
+    locations: null,
   };
   // An https:// URL to a port without TLS would fail in the customer's client (docs/adr/0083).
   if (req.scheme === 'https' && !endpoint.tls) throw new AppError('TLS_NOT_SERVED', { plan: req.provider });
-  // Its gateways would refuse an http:// URL's credentials (docs/adr/0096): only https:// is given.
-  if (req.scheme === 'http' && endpoint.refuseCredentialsInClear)
+  // Its gateways would refuse the credentials of an http:// or socks5h:// URL, both in clear
+  // (docs/adr/0096): only https:// is given.
+  if ((req.scheme === 'http' || req.scheme === 'socks5h') && endpoint.refuseCredentialsInClear)
     throw new AppError('CLEAR_CREDENTIALS_REFUSED', { plan: req.provider });
+  // A target none of the plan's exits serves would only meet 503 no_exit at traffic time.
+  const served = endpoint.locations ?? undefined;
+  if (served && !serves(served, req))
+    throw new AppError('TARGET_NOT_SERVED', { plan: req.provider, target: targetText(req) });
   const base = req.subUser
     ? await readSubUserCredentials(deps.pool, accountId, req.subUser, deps.credentialsKey)
     : await readProxyCredentials(deps.pool, accountId, deps.credentialsKey);
   const minutes = req.lifetime ?? req.sessionDuration;
   const proxies: string[] = [];
   const urls: string[] = [];
+  const parts: ProxyParts[] = [];
   for (let i = 0; i < req.count; i++) {
     const credentials = credentialFor(req.provider, base, {
       country: req.country,
@@ -60,12 +69,24 @@ export async function generateProxySet(
     });
     proxies.push(proxyString(endpoint.host, endpoint.port, credentials));
     if (req.scheme) urls.push(proxyUrl(req.scheme, endpoint.host, endpoint.port, credentials));
+    if (req.format) parts.push({ host: endpoint.host, port: endpoint.port, ...credentials });
   }
-  return req.scheme ? { proxies, urls } : { proxies };
+  const formatted = req.format ? formatList(parts, req.format, req) : {};
+  return { proxies, ...(req.scheme ? { urls } : {}), ...formatted };
 }
 
 export async function ispProxies(deps: ProxiesDeps, accountId: string): Promise<IspProxy[]> {
   return (await listIspProxies(deps.pool, accountId)).map((row) => toIspProxy(row, deps.credentialsKey));
+}
+
+/** The ISP proxies, and with `format` the same list formatted (URLs are http://: docs/adr/0087). */
+export async function ispProxyList(
+  deps: ProxiesDeps,
+  accountId: string,
+  query: ListQuery,
+): Promise<{ proxies: IspProxy[] } & Partial<Formatted>> {
+  const proxies = await ispProxies(deps, accountId);
+  return { proxies, ...(query.format ? formatList(proxies, query.format, query) : {}) };
 }
 
 export function toIspProxy(row: IspProxyRow, credentialsKey: Buffer): IspProxy {

@@ -13,7 +13,7 @@ import {
   type SubscriptionChange,
   type SubscriptionCreate,
 } from '#common/billing/subscriptions.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
 import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams } from '../../http/schemas.ts';
 import { principal } from '../auth/middleware.ts';
@@ -41,9 +41,9 @@ export function subscriptionRoutes(pool: Pool): RouteDef[] {
       summary: 'Subscriptions: what renews, when, and for how much',
       description: WHAT,
       auth: 'apiKey',
-      response: subscriptionListSchema,
+      response: okSchema(subscriptionListSchema),
       handler: async ({ res }) => ({
-        body: { subscriptions: await listSubscriptions(pool, principal(res).accountId) },
+        body: ok({ subscriptions: await listSubscriptions(pool, principal(res).accountId) }),
       }),
     }),
     defineRoute<AutoRenewUpdate, SubscriptionParams>({
@@ -56,15 +56,17 @@ export function subscriptionRoutes(pool: Pool): RouteDef[] {
       params: subscriptionParams,
       paramsError: 'SUBSCRIPTION_NOT_FOUND',
       body: autoRenewUpdate,
-      response: subscriptionViewSchema,
+      response: okSchema(subscriptionViewSchema),
       errors: ['VALIDATION_FAILED', 'SUBSCRIPTION_NOT_FOUND'],
       handler: async ({ params, body, req, res }) => ({
-        body: await changeSubscription(
-          pool,
-          principal(res).accountId,
-          params.subscriptionId,
-          { autoRenew: body.autoRenew },
-          apiKeyActor(req, res),
+        body: ok(
+          await changeSubscription(
+            pool,
+            principal(res).accountId,
+            params.subscriptionId,
+            { autoRenew: body.autoRenew },
+            apiKeyActor(req, res),
+          ),
         ),
       }),
     }),

@@ -2,7 +2,7 @@
 // The operator's equivalents are in admin/routes.ts and share targetsView and setTargetStats.
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams } from '../../http/schemas.ts';
@@ -60,12 +60,12 @@ export function targetRoutes(pool: Pool): RouteDef[] {
       summary: 'Record target statistics or not (opting out deletes what is stored)',
       auth: 'apiKey',
       body: targetStatsUpdate,
-      response: targetStatsSchema,
+      response: okSchema(targetStatsSchema),
       errors: ['VALIDATION_FAILED'],
       handler: async ({ req, res, body }) => {
         if (!(await setTargetStats(pool, principal(res).accountId, body.enabled, apiKeyActor(req, res))))
           throw new AppError('INVALID_API_KEY');
-        return { body: { enabled: body.enabled } };
+        return { body: ok({ enabled: body.enabled }) };
       },
     }),
   ];

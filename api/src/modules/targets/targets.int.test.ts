@@ -119,7 +119,7 @@ describe('opting out', () => {
       body: { enabled: false },
     });
     expect(off.status).toBe(200);
-    expect(off.body).toEqual({ enabled: false });
+    expect(off.body).toEqual({ success: true, enabled: false });
     expect(await stored(a.id)).toBe(0);
     await record(a.id, [['basic', day(0), 'example.com', 10, 1]]);
     expect(await stored(a.id)).toBe(0);

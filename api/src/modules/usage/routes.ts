@@ -12,10 +12,15 @@ export function usageRoutes(usage: UsageService): RouteDef[] {
       summary: 'Bandwidth balances and usage',
       description:
         'Per-product balances and aggregate usage. Figures are a snapshot shared by every API server, ' +
-        'recomputed at most every 30 seconds (PROXYFLEET_USAGE_REFRESH_SECONDS); updatedAt says when.',
+        'recomputed at most every 30 seconds (PROXYFLEET_USAGE_REFRESH_SECONDS); updatedAt says when. ' +
+        'Cache-Control: private, max-age=N says in how many seconds a fresher snapshot is due (a purchase ' +
+        'shows at once). Polling every few minutes is the advised rate.',
       auth: 'apiKey',
       response: usageResponseSchema,
-      handler: async ({ res }) => ({ body: await usage.usage(principal(res).accountId) }),
+      handler: async ({ res }) => {
+        const { body, freshForSeconds } = await usage.usageAnswer(principal(res).accountId);
+        return { body, headers: { 'Cache-Control': `private, max-age=${freshForSeconds}` } };
+      },
     }),
   ];
 }

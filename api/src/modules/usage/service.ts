@@ -53,8 +53,17 @@ export class UsageService {
     return snapshot;
   }
 
-  async usage(accountId: string): Promise<UsageResponse> {
-    return toUsageResponse((await this.snapshot(accountId)).row);
+  /**
+   * The answer of GET /usage and how many whole seconds it stays the answer: until its snapshot is
+   * older than the refresh interval (docs/adr/0100). A purchase may show sooner.
+   */
+  async usageAnswer(accountId: string): Promise<{ body: UsageResponse; freshForSeconds: number }> {
+    const { row, expiresAt } = await this.snapshot(accountId);
+    const freshForSeconds = Math.min(
+      this.refreshSeconds,
+      Math.max(0, Math.ceil((expiresAt - Date.now()) / 1000)),
+    );
+    return { body: toUsageResponse(row), freshForSeconds };
   }
 }
 

@@ -88,6 +88,27 @@ describe('GET /api/v1/usage', () => {
     expect(second.body.products.basic.usedGb).toBe(0);
   });
 
+  test('Cache-Control says in how many seconds a fresher snapshot is due, per account and never shared', async () => {
+    const account = await accountWithBandwidth(db.pool, { basic: 1e9 });
+    const first = await call(api.url, '/api/v1/usage', { key: account.apiKey });
+    const maxAge = (res: typeof first) =>
+      Number(/^private, max-age=(\d+)$/.exec(res.headers.get('cache-control') ?? '')?.[1]);
+    // Just computed: the whole interval (3,600 s here), less the second it may have taken.
+    expect(maxAge(first)).toBeGreaterThanOrEqual(3_599);
+    expect(maxAge(first)).toBeLessThanOrEqual(3_600);
+    // A snapshot computed 10 minutes ago, read by a process that has not seen it: 3,000 s left.
+    await db.pool.query(
+      "UPDATE api_usage_snapshots SET computed_at = computed_at - interval '600 seconds' WHERE account_id = $1",
+      [account.id],
+    );
+    const aged = await call(other.url, '/api/v1/usage', { key: account.apiKey });
+    expect(maxAge(aged)).toBeGreaterThanOrEqual(2_999);
+    expect(maxAge(aged)).toBeLessThanOrEqual(3_000);
+    // Other answers stay uncached.
+    const refused = await call(api.url, '/api/v1/usage', { key: 'svc_live_' + '0'.repeat(48) });
+    expect(refused.headers.get('cache-control')).toBe('no-store');
+  });
+
   test('recomputed once the interval has passed, and updatedAt says when', async () => {
     const short = await startTestApi(db, { env: { PROXYFLEET_USAGE_REFRESH_SECONDS: '1' } });
     try {

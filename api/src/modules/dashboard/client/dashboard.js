@@ -30,10 +30,15 @@ document.addEventListener('click', async (event) => {
   } else if (button.dataset.download) {
     const field = document.getElementById(button.dataset.download);
     if (!field) return;
-    const url = URL.createObjectURL(new Blob([field.value + '\n'], { type: 'text/plain' }));
+    const name = button.dataset.filename || 'proxies.txt';
+    // A textarea's value has LF line breaks; CSV files take CRLF (RFC 4180).
+    const csv = name.endsWith('.csv');
+    const text = csv ? field.value.replace(/\n/g, '\r\n') + '\r\n' : field.value + '\n';
+    const type = csv ? 'text/csv' : name.endsWith('.json') ? 'application/json' : 'text/plain';
+    const url = URL.createObjectURL(new Blob([text], { type }));
     const a = document.createElement('a');
     a.href = url;
-    a.download = button.dataset.filename || 'proxies.txt';
+    a.download = name;
     document.body.append(a);
     a.click();
     a.remove();

@@ -26,6 +26,9 @@ import {
   type PageContext,
 } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
+import { formatFields, formatPicker, generatedList } from '../proxy-list-picker.ts';
+import { locationsOf, type Locations } from '../../locations/service.ts';
+import type { Formatted } from '../../proxies/list-format.ts';
 import { countOf } from '#common/words.ts';
 
 const NOTICES: ReadonlyMap<string, string> = new Map([
@@ -44,7 +47,15 @@ const RESET: Confirmation = {
   back: '/proxies',
 };
 
-const GENERATE_FIELDS = ['provider', 'country', 'sessionType', 'count', 'subUser', 'format'] as const;
+const GENERATE_FIELDS = [
+  'provider',
+  'country',
+  'sessionType',
+  'count',
+  'subUser',
+  'format',
+  'template',
+] as const;
 type GenerateForm = Record<(typeof GENERATE_FIELDS)[number], string>;
 const GENERATE_LABELS = {
   provider: 'Product',
@@ -53,12 +64,8 @@ const GENERATE_LABELS = {
   count: 'Count',
   subUser: 'Generate for',
   format: 'Format',
-};
-/** The generator's formats: the colon form, or URLs of a scheme (the API's `scheme` and `urls`). */
-const FORMAT_HINTS: Readonly<Record<string, string>> = {
-  colon: 'host:port:username:password, one per line',
-  http: 'http://username:password@host:port, one per line',
-  https: 'https://username:password@host:port (TLS to the gateway), one per line',
+  scheme: 'Format',
+  template: 'Template',
 };
 
 const ALLOWLIST_FIELDS = ['product', 'cidr', 'targeting'] as const;
@@ -67,9 +74,11 @@ const ALLOWLIST_LABELS = { product: 'Product', cidr: 'Address or range', targeti
 
 interface ProxiesState {
   form?: GenerateForm;
-  generated?: string[];
+  generated?: Formatted;
   /** Plans whose gateways serve TLS: the https:// format is offered for them. */
   tlsPlans?: Product[];
+  /** Where each plan's exits are (GET /api/v1/locations): the Country field suggests only these. */
+  served?: Locations[];
   error?: string;
   notice?: string | undefined;
   allowlistForm?: AllowlistForm;
@@ -92,6 +101,7 @@ export const proxiesPage: PageModule = (deps) => {
         },
         subUsers: await subUserNames(pool, person.accountId),
         tlsPlans: await tlsPlans(deps.proxies),
+        served: await Promise.all(PRODUCTS.map((p) => locationsOf(pool, p))),
         ...state,
       }),
       status,
@@ -112,20 +122,28 @@ export const proxiesPage: PageModule = (deps) => {
           sessionType: form.sessionType,
           count: form.count === '' ? undefined : Number(form.count),
           ...(form.subUser ? { subUser: form.subUser } : {}),
-          ...(form.format && form.format !== 'colon' ? { scheme: form.format } : {}),
+          ...formatFields(form.format, form.template),
         });
         if (!parsed.success)
           return render(visit, { form, error: formProblem(parsed.error, GENERATE_LABELS) }, 422);
         const generated = await attempt(
           () => generateProxySet(deps.proxies, visit.person.accountId, parsed.data),
           (err) =>
-            ['NO_BANDWIDTH', 'SUB_USER_NOT_FOUND', 'TLS_NOT_SERVED', 'CLEAR_CREDENTIALS_REFUSED'].includes(
-              err.code,
-            ),
+            [
+              'NO_BANDWIDTH',
+              'TARGET_NOT_SERVED',
+              'SUB_USER_NOT_FOUND',
+              'TLS_NOT_SERVED',
+              'CLEAR_CREDENTIALS_REFUSED',
+            ].includes(err.code),
         );
         if (!generated.ok)
           return render(visit, { form, error: generated.refusal.message }, generated.refusal.status);
-        await render(visit, { form, generated: generated.value.urls ?? generated.value.proxies });
+        const { format = 'colon', lines, entries } = generated.value;
+        await render(visit, {
+          form,
+          generated: { format, ...(lines ? { lines } : {}), ...(entries ? { entries } : {}) },
+        });
       }),
 
       post('/proxies/allowlist', async (visit) => {
@@ -181,6 +199,15 @@ export const proxiesPage: PageModule = (deps) => {
   };
 };
 
+/** "Served: basic: de, us; advanced: every country": what GET /api/v1/locations says, per plan that says. */
+function servedText(served: Locations[]): string {
+  const said = served.filter((l) => l.known);
+  if (said.length === 0) return '';
+  const places = (l: Locations) =>
+    l.everyCountry ? 'every country' : l.countries.map((c) => c.country).join(', ') || 'none';
+  return `Served: ${said.map((l) => `${l.product}: ${places(l)}`).join('; ')}.`;
+}
+
 function proxiesView(
   ctx: PageContext,
   data: ProxiesState & {
@@ -199,9 +226,9 @@ function proxiesView(
     count: '1',
     subUser: '',
     format: 'colon',
+    template: '',
   };
   const tls = data.tlsPlans ?? [];
-  const format = FORMAT_HINTS[f.format] ? f.format : 'colon';
   const option = (value: string, label: string, selected: string) =>
     html`<option value="${value}" ${value === selected ? html` selected` : ''}>${label}</option>`;
   return layout(
@@ -267,9 +294,17 @@ function proxiesView(
                 maxlength="2"
                 autocomplete="off"
                 aria-describedby="gen-country-hint"
+                list="gen-countries"
                 required
               />
-              <p class="hint" id="gen-country-hint">Two letters, for example us</p>
+              <p class="hint" id="gen-country-hint">
+                Two letters, for example us. ${servedText(data.served ?? [])}
+              </p>
+              <datalist id="gen-countries">
+                ${[...new Set((data.served ?? []).flatMap((l) => l.countries.map((c) => c.country)))]
+                  .sort()
+                  .map((c) => html`<option value="${c}"></option>`)}
+              </datalist>
             </div>
             <div>
               <label for="gen-session">Session type</label>
@@ -289,17 +324,7 @@ function proxiesView(
                   </div>`
                 : ''
             }
-            <div>
-              <label for="gen-format">Format</label>
-              <select id="gen-format" name="format" aria-describedby="gen-format-hint">
-                ${option('colon', 'host:port:user:pass', format)}${option('http', 'http:// URL', format)}${
-                  tls.length ? option('https', 'https:// URL', format) : ''
-                }
-              </select>
-              <p class="hint" id="gen-format-hint">
-                ${tls.length ? `https:// (TLS) for ${tls.join(', ')} only` : 'No plan serves https:// (TLS) yet'}
-              </p>
-            </div>
+            ${formatPicker(f.format, f.template, tls)}
             <div>
               <label for="gen-count">Count</label>
               <input
@@ -315,26 +340,7 @@ function proxiesView(
           </div>
           <button type="submit">Generate</button>
         </form>
-        ${
-          data.generated
-            ? html`<label for="generated">Generated proxies</label>
-                <p class="hint">${FORMAT_HINTS[format]}</p>
-                <textarea id="generated" rows="${Math.min(10, Math.max(2, data.generated.length))}" readonly>
-${data.generated.join('\n')}</textarea>
-                <div class="row">
-                  ${copyButton('generated')}<button
-                    type="button"
-                    class="secondary"
-                    data-download="generated"
-                    data-filename="proxies-${f.provider}.txt"
-                    data-js-only
-                    hidden
-                  >
-                    Download .txt
-                  </button>
-                </div>`
-            : ''
-        }
+        ${data.generated ? generatedList(f.format, f.provider, data.generated) : ''}
       </section>
       <section class="card" aria-labelledby="isp-h">
         <h2 id="isp-h">ISP proxies</h2>

@@ -3,7 +3,7 @@ import { apiKeyActor } from '../../../http/actor.ts';
 import { principal } from '../../auth/middleware.ts';
 import { createSubUser } from '../repo.ts';
 import { subUserCreate, subUserSchema, type SubUserCreate } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
 import { type SubUsersDeps, DESCRIPTION, CREATE_ERRORS, keyGone } from '../context.ts';
 
 export function createSubUserRoute(deps: SubUsersDeps): RouteDef {
@@ -16,19 +16,21 @@ export function createSubUserRoute(deps: SubUsersDeps): RouteDef {
     description: DESCRIPTION,
     auth: 'apiKey',
     body: subUserCreate,
-    response: subUserSchema,
+    response: okSchema(subUserSchema),
     status: 201,
     errors: [...CREATE_ERRORS],
     handler: async ({ req, res, body }) => ({
       status: 201,
-      body: await createSubUser(
-        pool,
-        principal(res).accountId,
-        body,
-        deps.limit,
-        credentialsKey,
-        apiKeyActor(req, res),
-      ).catch(keyGone),
+      body: ok(
+        await createSubUser(
+          pool,
+          principal(res).accountId,
+          body,
+          deps.limit,
+          credentialsKey,
+          apiKeyActor(req, res),
+        ).catch(keyGone),
+      ),
     }),
   });
 }

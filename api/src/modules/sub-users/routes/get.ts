@@ -3,7 +3,7 @@ import { AppError } from '#common/errors.ts';
 import { principal } from '../../auth/middleware.ts';
 import { getSubUser } from '../repo.ts';
 import { subUserSchema } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
 import { type SubUsersDeps, oneSubUser, type SubUserParams } from '../context.ts';
 
 export function getSubUserRoute(deps: SubUsersDeps): RouteDef {
@@ -15,12 +15,12 @@ export function getSubUserRoute(deps: SubUsersDeps): RouteDef {
     summary: 'One sub-user',
     auth: 'apiKey',
     ...oneSubUser,
-    response: subUserSchema,
+    response: okSchema(subUserSchema),
     errors: ['SUB_USER_NOT_FOUND'],
     handler: async ({ res, params }) => {
       const found = await getSubUser(pool, principal(res).accountId, params.subUserId, credentialsKey);
       if (!found) throw new AppError('SUB_USER_NOT_FOUND');
-      return { body: found };
+      return { body: ok(found) };
     },
   });
 }

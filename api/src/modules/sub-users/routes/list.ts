@@ -3,7 +3,7 @@ import { AppError } from '#common/errors.ts';
 import { principal } from '../../auth/middleware.ts';
 import { listSubUsers } from '../repo.ts';
 import { subUserListSchema } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
 import { type SubUsersDeps, DESCRIPTION } from '../context.ts';
 
 export function listSubUsersRoute(deps: SubUsersDeps): RouteDef {
@@ -15,11 +15,11 @@ export function listSubUsersRoute(deps: SubUsersDeps): RouteDef {
     summary: "The account's sub-users, with their limits and what they used",
     description: DESCRIPTION,
     auth: 'apiKey',
-    response: subUserListSchema,
+    response: okSchema(subUserListSchema),
     handler: async ({ res }) => {
       const subUsers = await listSubUsers(pool, principal(res).accountId, credentialsKey);
       if (!subUsers) throw new AppError('INVALID_API_KEY');
-      return { body: { subUsers, limit: deps.limit } };
+      return { body: ok({ subUsers, limit: deps.limit }) };
     },
   });
 }

@@ -4,7 +4,7 @@ import { apiKeyActor } from '../../../http/actor.ts';
 import { principal } from '../../auth/middleware.ts';
 import { updateSubUser } from '../repo.ts';
 import { subUserSchema, subUserUpdate, type SubUserUpdate } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
 import { type SubUsersDeps, DESCRIPTION, UPDATE_ERRORS, oneSubUser, type SubUserParams } from '../context.ts';
 
 export function updateSubUserRoute(deps: SubUsersDeps): RouteDef {
@@ -18,7 +18,7 @@ export function updateSubUserRoute(deps: SubUsersDeps): RouteDef {
     auth: 'apiKey',
     ...oneSubUser,
     body: subUserUpdate,
-    response: subUserSchema,
+    response: okSchema(subUserSchema),
     errors: [...UPDATE_ERRORS],
     handler: async ({ req, res, params, body }) => {
       const found = await updateSubUser(
@@ -30,7 +30,7 @@ export function updateSubUserRoute(deps: SubUsersDeps): RouteDef {
         apiKeyActor(req, res),
       );
       if (!found) throw new AppError('SUB_USER_NOT_FOUND');
-      return { body: found };
+      return { body: ok(found) };
     },
   });
 }
