@@ -17,7 +17,13 @@ describe('GET /admin/v1/accounts/:id/sub-users', () => {
     const made = await create(a.apiKey, { name: 'ops' });
     await create(b.apiKey, { name: 'other' });
     const res = await call(fx.api.url, `/admin/v1/accounts/${a.id}/sub-users`, admin);
-    expect(res).toMatchObject({ status: 200, body: { subUsers: [made.body], limit: expect.any(Number) } });
+    // The customer's answer says success: true (docs/adr/0012); the operator's list holds bare resources.
+    const { success, ...subUser } = made.body as { success: boolean };
+    expect(success).toBe(true);
+    expect(res).toMatchObject({
+      status: 200,
+      body: { subUsers: [subUser], limit: expect.any(Number) },
+    });
   });
   test('an unknown or malformed account is 404', async () => {
     for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
