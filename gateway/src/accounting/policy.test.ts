@@ -154,6 +154,20 @@ describe('budget policy', () => {
     expect(waitForContended(s)).toBe(true);
   });
 
+  it('does not wait for give-back while the database cannot be asked: the wait starts once it answers', () => {
+    // The failover scenario: an admission that began in the outage spent its 2 s on failures, was
+    // denied at the promotion and answered 402 1.3 s later, before the others heard the give-back.
+    const s = withLease(MiB);
+    drawStarted(s);
+    denied(s, 4 * MiB, 5);
+    s.estimate = MiB + 1;
+    drawSettled(s);
+    drawStarted(s);
+    failed(s, true, 0, 10);
+    drawSettled(s);
+    expect([waitForContended(s), verdict(s)]).toEqual([false, 'unavailable']);
+  });
+
   it('answers 503 (stranded), not 402, when what is left sits in leases of a gateway that stopped', () => {
     const s = withLease(MiB);
     drawStarted(s);

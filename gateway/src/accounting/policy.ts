@@ -187,7 +187,9 @@ export function verdict(s: BudgetState): 'ok' | 'denied' | 'unavailable' | 'stra
  * For how long is the give-back wait's (give-back.ts, untilGivenBack).
  */
 export function waitForContended(s: BudgetState): boolean {
-  return !canAdmit(s) && s.contended;
+  // Not while the database cannot be asked: the wait would spend itself on failures and end, once
+  // it answers, before the others could give back (a 402 right after a failover, docs/adr/0095).
+  return !canAdmit(s) && s.contended && !s.unavailable;
 }
 
 /**
