@@ -128,6 +128,13 @@ export const billingPage: PageModule = ({ pool, usage }) => {
   };
 };
 
+/** "paid on 3 Mar 2027": when an operator settled it (docs/adr/0101). */
+function statusText(i: InvoiceView): string {
+  if (i.paidAt) return `paid on ${dateText(new Date(i.paidAt))}`;
+  if (i.voidedAt) return `void since ${dateText(new Date(i.voidedAt))}`;
+  return 'issued, unpaid';
+}
+
 const formOf = (s: AutoRefillSettings): AutoRefillForm => ({
   enabled: s.enabled,
   thresholdGb: s.thresholdGb === null ? '' : String(s.thresholdGb),
@@ -208,7 +215,7 @@ function billingView(
                       <td>${i.product ?? i.description}</td>
                       <td class="num">${i.product ? gbText(i.bytes) : '–'}</td>
                       <td>${SOURCES[i.source]}</td>
-                      <td>${i.status}</td>
+                      <td>${statusText(i)}</td>
                       <td class="num">${i.amount === null ? '–' : money(i.amount, i.currency)}</td>
                     </tr>`,
                 ),
