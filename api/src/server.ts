@@ -27,6 +27,7 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
+import { purchaseRoutes } from './modules/purchases/routes.ts';
 import { adminSubscriptionRoutes, subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
 import { adminTwoFactorRoutes } from './modules/two-factor/routes.ts';
@@ -79,6 +80,10 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     limit: config.PROXYFLEET_IP_ALLOWLIST_MAX,
     allowPrivate: config.PROXYFLEET_IP_ALLOWLIST_PRIVATE,
   };
+  const purchaseLimits = {
+    perPurchaseGb: config.PROXYFLEET_PURCHASE_MAX_GB,
+    perDayGb: config.PROXYFLEET_PURCHASE_DAILY_MAX_GB,
+  };
   const subUsers = {
     pool,
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
@@ -127,6 +132,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...subUserRoutes(subUsers),
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
+      ...purchaseRoutes(pool, purchaseLimits, waitForApiCaches),
       ...subscriptionRoutes(pool),
       ...auditLogRoutes(pool),
     ],
@@ -154,6 +160,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       proxies,
       allowlist,
       subUsers,
+      purchaseLimits,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
       resetRequests,

@@ -29,7 +29,7 @@ export interface PurchaseInput {
   accountId: string;
   product: Product;
   bytes: number;
-  source?: 'admin' | 'auto_refill';
+  source?: 'admin' | 'auto_refill' | 'customer';
   /** A retried call with the same key returns the first call's invoice and buys nothing more. */
   idempotencyKey?: string;
   /** How it is paid: billed later (default), or charged by `paymentMethod` before this call. */

@@ -21,6 +21,7 @@ import { html, type Html } from '../html.ts';
 import { csrfField, dateText, gbText, layout, message, table, type PageContext } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { readSubscriptions, subscriptionRoutes, subscriptionsSection } from '../billing-subscriptions.ts';
+import { buyRoutes, buySection, newBuyForm, type BuyForm } from '../billing-buy.ts';
 
 /** Invoices shown: one page of the API's listing, its largest. */
 const INVOICES_SHOWN = 100;
@@ -29,6 +30,7 @@ const NO_SUCH_PRODUCT = 'There is no such product.';
 const NOTICES = new Map([
   ['refill', 'Auto-refill saved.'],
   ['renewal-off', 'Renewal turned off: the subscription ends when its paid time does.'],
+  ['bought', 'Bandwidth bought: it is yours now, and its invoice is listed below.'],
 ]);
 
 /** What the auto-refill form shows: the stored settings, or what was typed when it was refused. */
@@ -52,10 +54,10 @@ const REFILL_FIELDS = {
   maxRefillsPerMonth: { label: 'At most per month', says: 'a whole number from 1 to 100' },
 } satisfies Record<string, FieldWords>;
 
-export const billingPage: PageModule = ({ pool, usage }) => {
+export const billingPage: PageModule = ({ pool, usage, purchaseLimits, waitForApiCaches }) => {
   const render = async (
     { person, ctx, send }: SignedInVisit,
-    state: { notice?: string | undefined; error?: string },
+    state: { notice?: string | undefined; error?: string; buyForm?: BuyForm },
     status = 200,
   ) => {
     const [invoices, autoRefill, snapshot, credit, subscriptions] = await Promise.all([
@@ -67,8 +69,9 @@ export const billingPage: PageModule = ({ pool, usage }) => {
     ]);
     const remaining = productBalances(snapshot.row);
     const subs = subscriptionsSection(ctx, subscriptions);
+    const buy = buySection(ctx, purchaseLimits, state.buyForm ?? newBuyForm());
     send(
-      billingView(ctx, { invoices: invoices.invoices, autoRefill, remaining, credit, subs, ...state }),
+      billingView(ctx, { invoices: invoices.invoices, autoRefill, remaining, credit, subs, buy, ...state }),
       status,
     );
   };
@@ -78,6 +81,9 @@ export const billingPage: PageModule = ({ pool, usage }) => {
     routes: [
       get('/billing', (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
       ...subscriptionRoutes(pool, (visit, error) => render(visit, { error }, 404)),
+      ...buyRoutes(pool, purchaseLimits, waitForApiCaches, (visit, error, buyForm, status) =>
+        render(visit, { error, buyForm }, status),
+      ),
 
       get('/billing/auto-refill/:product', async (visit) => {
         const p = product.safeParse(visit.req.params.product);
@@ -176,6 +182,7 @@ function billingView(
     remaining: Record<Product, { remaining: number }>;
     credit: Credit;
     subs: Html;
+    buy: Html;
     notice?: string | undefined;
     error?: string;
   },
@@ -189,7 +196,7 @@ function billingView(
   return layout(
     ctx,
     'Billing',
-    html`${message('error', data.error)}${message('success', data.notice)}
+    html`${message('error', data.error)}${message('success', data.notice)} ${data.buy}
       <section class="card" aria-labelledby="inv-h">
         <h2 id="inv-h">Invoices</h2>
         ${
@@ -264,8 +271,9 @@ function billingView(
           ${money(c.usedThisMonth)}; available: ${money(c.available)}.
         </p>
         <p class="hint">
-          Auto-refills paid by invoice stop at the limit: a refill that would pass it is not bought, and you
-          get an email saying so.${c.default ? '' : ' This limit was set for your account.'}
+          Purchases and auto-refills paid by invoice stop at the limit: a refill that would pass it is not
+          bought, and you get an email saying so. Only unpaid invoices count: one marked paid frees its
+          amount.${c.default ? '' : ' This limit was set for your account.'}
         </p>
       </section>`,
   );
