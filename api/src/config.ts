@@ -46,6 +46,11 @@ export const apiTuningEnv = {
   /** What a customer may buy themselves (POST /api/v1/purchases, the Billing page): GB per purchase, and per account and calendar day (UTC). */
   PROXYFLEET_PURCHASE_MAX_GB: purchaseGb(DEFAULT_PURCHASE_LIMITS.perPurchaseGb),
   PROXYFLEET_PURCHASE_DAILY_MAX_GB: purchaseGb(DEFAULT_PURCHASE_LIMITS.perDayGb),
+  /** The seller named on every invoice PDF (docs/api.md "GET /api/v1/invoices/:id/pdf"). */
+  PROXYFLEET_SELLER_NAME: z.string().trim().min(1).max(200).default('proxyfleet'),
+  /** Lines separated by "\n" (the two characters) or real line breaks. */
+  PROXYFLEET_SELLER_ADDRESS: z.string().max(1000).default(''),
+  PROXYFLEET_SELLER_TAX_ID: z.string().max(100).default(''),
 };
 
 export const apiEnv = {

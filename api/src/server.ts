@@ -28,6 +28,8 @@ import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/ro
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { purchaseRoutes } from './modules/purchases/routes.ts';
+import { sellerFromConfig } from './modules/billing/pdf.ts';
+import { invoiceFileRoutes } from './modules/billing/invoice-files.ts';
 import { adminSubscriptionRoutes, subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
 import { adminTwoFactorRoutes } from './modules/two-factor/routes.ts';
@@ -84,6 +86,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     perPurchaseGb: config.PROXYFLEET_PURCHASE_MAX_GB,
     perDayGb: config.PROXYFLEET_PURCHASE_DAILY_MAX_GB,
   };
+  const seller = sellerFromConfig(config);
   const subUsers = {
     pool,
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
@@ -133,6 +136,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...proxiesRoutes(proxies),
       ...billingRoutes(pool),
       ...purchaseRoutes(pool, purchaseLimits, waitForApiCaches),
+      ...invoiceFileRoutes(pool, seller),
       ...subscriptionRoutes(pool),
       ...auditLogRoutes(pool),
     ],
@@ -161,6 +165,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       allowlist,
       subUsers,
       purchaseLimits,
+      seller,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
       resetRequests,

@@ -79,6 +79,7 @@ describeInChromium('customer dashboard in Chromium: Buy bandwidth on the Billing
       'Purchase',
       'issued, unpaid',
       '12.00 USD',
+      'PDF',
     ]);
     const refill = await rows(page, 'Auto-refill settings');
     expect(refill.find((r) => r[0] === 'mobile')?.[1]).toBe('1.5 GB');

@@ -22,6 +22,7 @@ import { csrfField, dateText, gbText, layout, message, table, type PageContext }
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { readSubscriptions, subscriptionRoutes, subscriptionsSection } from '../billing-subscriptions.ts';
 import { buyRoutes, buySection, newBuyForm, type BuyForm } from '../billing-buy.ts';
+import { detailsSection, fileRoutes, pdfLink, readBillingDetails } from '../billing-files.ts';
 
 /** Invoices shown: one page of the API's listing, its largest. */
 const INVOICES_SHOWN = 100;
@@ -31,6 +32,7 @@ const NOTICES = new Map([
   ['refill', 'Auto-refill saved.'],
   ['renewal-off', 'Renewal turned off: the subscription ends when its paid time does.'],
   ['bought', 'Bandwidth bought: it is yours now, and its invoice is listed below.'],
+  ['details', 'Billing details saved: every invoice PDF names you by them.'],
 ]);
 
 /** What the auto-refill form shows: the stored settings, or what was typed when it was refused. */
@@ -54,24 +56,35 @@ const REFILL_FIELDS = {
   maxRefillsPerMonth: { label: 'At most per month', says: 'a whole number from 1 to 100' },
 } satisfies Record<string, FieldWords>;
 
-export const billingPage: PageModule = ({ pool, usage, purchaseLimits, waitForApiCaches }) => {
+export const billingPage: PageModule = ({ pool, usage, purchaseLimits, seller, waitForApiCaches }) => {
   const render = async (
     { person, ctx, send }: SignedInVisit,
     state: { notice?: string | undefined; error?: string; buyForm?: BuyForm },
     status = 200,
   ) => {
-    const [invoices, autoRefill, snapshot, credit, subscriptions] = await Promise.all([
+    const [invoices, autoRefill, snapshot, credit, subscriptions, details] = await Promise.all([
       listInvoices(pool, person.accountId, { limit: INVOICES_SHOWN }),
       configuredAutoRefill(pool, person.accountId),
       usage.snapshot(person.accountId),
       readCredit(pool, person.accountId),
       readSubscriptions(pool, person.accountId),
+      readBillingDetails(pool, person.accountId),
     ]);
     const remaining = productBalances(snapshot.row);
     const subs = subscriptionsSection(ctx, subscriptions);
     const buy = buySection(ctx, purchaseLimits, state.buyForm ?? newBuyForm());
+    const files = detailsSection(details, person.email);
     send(
-      billingView(ctx, { invoices: invoices.invoices, autoRefill, remaining, credit, subs, buy, ...state }),
+      billingView(ctx, {
+        invoices: invoices.invoices,
+        autoRefill,
+        remaining,
+        credit,
+        subs,
+        buy,
+        files,
+        ...state,
+      }),
       status,
     );
   };
@@ -81,6 +94,7 @@ export const billingPage: PageModule = ({ pool, usage, purchaseLimits, waitForAp
     routes: [
       get('/billing', (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
       ...subscriptionRoutes(pool, (visit, error) => render(visit, { error }, 404)),
+      ...fileRoutes(pool, seller, (visit, error) => render(visit, { error }, 404)),
       ...buyRoutes(pool, purchaseLimits, waitForApiCaches, (visit, error, buyForm, status) =>
         render(visit, { error, buyForm }, status),
       ),
@@ -183,6 +197,7 @@ function billingView(
     credit: Credit;
     subs: Html;
     buy: Html;
+    files: Html;
     notice?: string | undefined;
     error?: string;
   },
@@ -213,6 +228,7 @@ function billingView(
                   'Source',
                   'Status',
                   { num: 'Amount' },
+                  { hidden: 'Files' },
                 ],
                 rows: data.invoices.map(
                   (i) =>
@@ -224,12 +240,13 @@ function billingView(
                       <td>${SOURCES[i.source]}</td>
                       <td>${statusText(i)}</td>
                       <td class="num">${i.amount === null ? '–' : money(i.amount, i.currency)}</td>
+                      <td>${pdfLink(i)}</td>
                     </tr>`,
                 ),
               })
         }
       </section>
-      ${data.subs}
+      ${data.files} ${data.subs}
       <section class="card" aria-labelledby="refill-h">
         <h2 id="refill-h">Auto-refill</h2>
         ${table({
