@@ -23,6 +23,8 @@ export interface Invoice {
   settlement: 'deferred' | 'charged';
   paymentMethod: string;
   issuedAt: Date;
+  /** When an operator marked it paid (docs/adr/0101); null until then. */
+  paidAt: Date | null;
 }
 
 export interface PurchaseInput {
@@ -121,6 +123,7 @@ interface InvoiceRow {
   settlement: Invoice['settlement'];
   payment_method: string;
   issued_at: Date;
+  paid_at: Date | null;
 }
 
 function toInvoice(row: InvoiceRow): Invoice {
@@ -137,5 +140,6 @@ function toInvoice(row: InvoiceRow): Invoice {
     settlement: row.settlement,
     paymentMethod: row.payment_method,
     issuedAt: row.issued_at,
+    paidAt: row.paid_at,
   };
 }

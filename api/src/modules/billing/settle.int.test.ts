@@ -17,7 +17,7 @@ async function newAccount() {
 
 async function buy(accountId: string, product: string, gb: number) {
   const res = await admin(`/accounts/${accountId}/purchases`, { body: { product, gb } });
-  expect(res.status).toBe(201);
+  expect(res).toMatchObject({ status: 201, body: { status: 'issued', paidAt: null } });
   return res.body as { id: string; number: number; amountCents: number };
 }
 
