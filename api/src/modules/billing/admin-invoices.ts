@@ -7,7 +7,7 @@ import { invoiceViewSchema } from '#common/billing/invoices.ts';
 import { settleInvoice, type Settlement } from '#common/billing/settle.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { adminActor } from '../../http/actor.ts';
-import { uuid } from '../../http/schemas.ts';
+import { invoiceParams } from '../../http/schemas.ts';
 import { deleteSnapshot } from '../usage/repo.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import {
@@ -19,7 +19,6 @@ import {
   type AdminInvoiceQuery,
 } from './invoice-repo.ts';
 
-const invoiceParams = z.object({ invoiceId: uuid });
 type InvoiceParams = z.infer<typeof invoiceParams>;
 
 const settledSchema = invoiceViewSchema.extend({

@@ -1,11 +1,11 @@
 // What a customer files (docs/api.md "GET /api/v1/invoices/:id/pdf", "Billing details"): each
 // invoice as a PDF naming the seller and the customer, and the customer's billing details it uses.
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import { AppError } from '#common/errors.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { apiKeyActor } from '../../http/actor.ts';
-import { uuid } from '../../http/schemas.ts';
+import { invoiceParams } from '../../http/schemas.ts';
 import { principal } from '../auth/middleware.ts';
 import {
   billingDetailsSchema,
@@ -15,7 +15,6 @@ import {
 } from './details.ts';
 import { accountInvoicePdf, pdfHeaders, type Seller } from './pdf.ts';
 
-const invoiceParams = z.object({ invoiceId: uuid });
 type InvoiceParams = z.infer<typeof invoiceParams>;
 
 export function invoiceFileRoutes(pool: Pool, seller: Seller): RouteDef[] {

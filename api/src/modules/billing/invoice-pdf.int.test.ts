@@ -3,8 +3,8 @@
 // currency and status; another account's invoice is 404; bad details are 400.
 import { describe, expect, test } from '@jest/globals';
 import { PDFParse } from 'pdf-parse';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
-import { call, useTestApi } from '#test/api.ts';
+import { exampleEmail } from '#test/fixtures.ts';
+import { adminOf, call, newAccountVia, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi({
   env: {
@@ -13,14 +13,9 @@ const fx = useTestApi({
     PROXYFLEET_SELLER_TAX_ID: 'IE1234567T',
   },
 });
-const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>
-  call(fx.api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
+const admin = adminOf(fx);
 
-async function newAccount() {
-  const res = await admin('/accounts', { body: { email: exampleEmail('pdf') } });
-  expect(res.status).toBe(201);
-  return res.body as { id: string; apiKey: string; email: string };
-}
+const newAccount = () => newAccountVia(fx, exampleEmail('pdf'));
 
 /** The PDF as bytes (call() would read it as text). */
 async function pdfOf(apiKey: string, invoiceId: string) {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import {
   INVOICE_COLUMNS,
+  invoiceListQuery,
   invoiceViewSchema,
   toInvoiceView,
   type InvoiceRow,
@@ -16,12 +17,7 @@ export const CSV_MAX_ROWS = 100_000;
 const filters = {
   status: z.enum(['issued', 'paid', 'void']).optional().describe('Only invoices in this status'),
   accountId: uuid.optional().describe("Only this account's invoices"),
-  before: z.coerce
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe("Only invoices numbered below this (the previous page's nextBefore)"),
+  before: invoiceListQuery.shape.before,
 };
 export const adminInvoiceQuery = z.strictObject({
   ...filters,

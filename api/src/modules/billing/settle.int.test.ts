@@ -2,18 +2,13 @@
 // credit limit counts only unpaid bill-later invoices; voiding takes back the unused bandwidth;
 // the operators' list filters by status and exports CSV.
 import { describe, expect, test } from '@jest/globals';
-import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
-import { call, useTestApi } from '#test/api.ts';
+import { exampleEmail } from '#test/fixtures.ts';
+import { adminOf, call, newAccountVia, useTestApi } from '#test/api.ts';
 
 const fx = useTestApi();
-const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>
-  call(fx.api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
+const admin = adminOf(fx);
 
-async function newAccount() {
-  const res = await admin('/accounts', { body: { email: exampleEmail() } });
-  expect(res.status).toBe(201);
-  return res.body as { id: string; apiKey: string };
-}
+const newAccount = () => newAccountVia(fx, exampleEmail());
 
 async function buy(accountId: string, product: string, gb: number) {
   const res = await admin(`/accounts/${accountId}/purchases`, { body: { product, gb } });

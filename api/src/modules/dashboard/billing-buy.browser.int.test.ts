@@ -12,6 +12,7 @@ import {
   postForm,
   signInThroughInvite,
   startDashboardRun,
+  tableCells,
   type DashboardRun,
 } from '#test/dashboard.ts';
 import { exampleEmail } from '#test/fixtures.ts';
@@ -24,15 +25,7 @@ let api: TestApi;
 let page: Page;
 let account: { id: string; email: string; apiKey: string };
 
-const rows = (p: Page, label: string) =>
-  p
-    .getByRole('region', { name: label })
-    .locator('tbody tr')
-    .evaluateAll((trs) =>
-      trs.map((tr) =>
-        [...tr.querySelectorAll('th, td')].map((td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()),
-      ),
-    );
+const rows = tableCells;
 
 const sessionCookie = async () =>
   (await run.context.cookies())

@@ -2,8 +2,8 @@
 // bounded by the limits per purchase and per day and by the credit limit; through the real API and
 // database (limits set low for the test: 50 GB per purchase, 60 GB per day).
 import { describe, expect, test } from '@jest/globals';
-import { accountWithBandwidth, exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
-import { call, useTestApi } from '#test/api.ts';
+import { accountWithBandwidth, exampleEmail } from '#test/fixtures.ts';
+import { adminOf, call, newAccountVia, useTestApi } from '#test/api.ts';
 import { setBillingClock } from '#test/billing.ts';
 import { AppError } from '#common/errors.ts';
 import { buyAsCustomer } from './service.ts';
@@ -15,14 +15,9 @@ const fx = useTestApi({
     PROXYFLEET_PURCHASE_DAILY_MAX_GB: String(LIMITS.perDayGb),
   },
 });
-const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>
-  call(fx.api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
+const admin = adminOf(fx);
 
-async function newAccount() {
-  const res = await admin('/accounts', { body: { email: exampleEmail() } });
-  expect(res.status).toBe(201);
-  return res.body as { id: string; apiKey: string };
-}
+const newAccount = () => newAccountVia(fx, exampleEmail());
 
 const buy = (apiKey: string, body: unknown, key?: string) =>
   call(fx.api.url, '/api/v1/purchases', {
