@@ -197,3 +197,19 @@ export function useTestApi(options: Parameters<typeof startTestApi>[1] = {}): Ap
   });
   return fixture;
 }
+
+/** A call to /admin/v1 with the admin token, on the fixture's API. */
+export const adminOf =
+  (fx: ApiFixture) =>
+  (path: string, options: CallOptions = {}): Promise<CallResult> =>
+    call(fx.api.url, `/admin/v1${path}`, { admin: TEST_ADMIN_TOKEN, ...options });
+
+/** A new account created through the admin API: its id, email and primary API key. */
+export async function newAccountVia(
+  fx: ApiFixture,
+  email: string,
+): Promise<{ id: string; email: string; apiKey: string }> {
+  const res = await adminOf(fx)('/accounts', { body: { email } });
+  if (res.status !== 201) throw new Error(`account not created: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; email: string; apiKey: string };
+}

@@ -190,3 +190,14 @@ export async function signInThroughInvite(
   await page.waitForURL(`${api.url}/`);
   return inviteUrl;
 }
+
+/** The text of each cell of each body row of the table labelled `label`, whitespace folded. */
+export const tableCells = (p: Page, label: string): Promise<string[][]> =>
+  p
+    .getByRole('region', { name: label })
+    .locator('tbody tr')
+    .evaluateAll((trs) =>
+      trs.map((tr) =>
+        [...tr.querySelectorAll('th, td')].map((td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()),
+      ),
+    );

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TRUST_SILENCE_MS } from '#common/db/changes.ts';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
+import { DEFAULT_PURCHASE_LIMITS, purchaseGb } from './modules/purchases/schemas.ts';
 import { baseEnv, bool, encryptionKey, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
 
 /** The variables of the API (also understood by `npm start`, which runs the API in-process). */
@@ -42,6 +43,14 @@ export const apiTuningEnv = {
   PROXYFLEET_DASHBOARD_HTTPS: bool(false),
   /** Public base URL of the dashboard, the base of every link in an email; unset: the API's listen address (docs/security.md). */
   PROXYFLEET_DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** What a customer may buy themselves (POST /api/v1/purchases, the Billing page): GB per purchase, and per account and calendar day (UTC). */
+  PROXYFLEET_PURCHASE_MAX_GB: purchaseGb(DEFAULT_PURCHASE_LIMITS.perPurchaseGb),
+  PROXYFLEET_PURCHASE_DAILY_MAX_GB: purchaseGb(DEFAULT_PURCHASE_LIMITS.perDayGb),
+  /** The seller named on every invoice PDF (docs/api.md "GET /api/v1/invoices/:id/pdf"). */
+  PROXYFLEET_SELLER_NAME: z.string().trim().min(1).max(200).default('proxyfleet'),
+  /** Lines separated by "\n" (the two characters) or real line breaks. */
+  PROXYFLEET_SELLER_ADDRESS: z.string().max(1000).default(''),
+  PROXYFLEET_SELLER_TAX_ID: z.string().max(100).default(''),
 };
 
 export const apiEnv = {

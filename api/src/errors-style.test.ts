@@ -23,8 +23,16 @@ describe('every error message', () => {
     expect(template).toMatch(/^[A-Z]/);
     expect(template).not.toMatch(/\{\w+\} [a-z]+s\b/); // "{n} seconds": use {n|second}
     for (const n of [1, 5]) {
-      const message = new AppError(code, { plan: 'basic', detail: 'x: must be y', limit: n, retryAfter: n })
-        .message;
+      const message = new AppError(code, {
+        plan: 'basic',
+        detail: 'x: must be y',
+        limit: n,
+        retryAfter: n,
+        // Amounts are passed already written with their unit ("5 GB", "12.00 USD").
+        status: 'paid',
+        left: `${n} GB`,
+        available: `${n}.00 USD`,
+      }).message;
       expect(message).not.toMatch(/\{/);
       expect(message).not.toMatch(/\b1 [a-z]+s\b/);
       if (!SPEC_FIXED.has(code)) {

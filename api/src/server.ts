@@ -28,6 +28,9 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/routes.ts';
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
+import { purchaseRoutes } from './modules/purchases/routes.ts';
+import { sellerFromConfig } from './modules/billing/pdf.ts';
+import { invoiceFileRoutes } from './modules/billing/invoice-files.ts';
 import { adminSubscriptionRoutes, subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { adminAuditLogRoutes, auditLogRoutes } from './modules/audit-log/routes.ts';
 import { adminTwoFactorRoutes } from './modules/two-factor/routes.ts';
@@ -80,6 +83,11 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     limit: config.PROXYFLEET_IP_ALLOWLIST_MAX,
     allowPrivate: config.PROXYFLEET_IP_ALLOWLIST_PRIVATE,
   };
+  const purchaseLimits = {
+    perPurchaseGb: config.PROXYFLEET_PURCHASE_MAX_GB,
+    perDayGb: config.PROXYFLEET_PURCHASE_DAILY_MAX_GB,
+  };
+  const seller = sellerFromConfig(config);
   const subUsers = {
     pool,
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
@@ -129,6 +137,8 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...proxiesRoutes(proxies),
       ...locationsRoutes(pool),
       ...billingRoutes(pool),
+      ...purchaseRoutes(pool, purchaseLimits, waitForApiCaches),
+      ...invoiceFileRoutes(pool, seller),
       ...subscriptionRoutes(pool),
       ...auditLogRoutes(pool),
     ],
@@ -156,6 +166,8 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       proxies,
       allowlist,
       subUsers,
+      purchaseLimits,
+      seller,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
       resetRequests,

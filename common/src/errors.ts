@@ -54,6 +54,18 @@ export const ERRORS = {
   },
   SUB_USER_NOT_FOUND: { status: 404, message: 'Sub-user not found' },
   SUBSCRIPTION_NOT_FOUND: { status: 404, message: 'Subscription not found' },
+  INVOICE_NOT_FOUND: { status: 404, message: 'Invoice not found' },
+  INVOICE_SETTLED: { status: 409, message: 'This invoice is already {status}' },
+  ACCOUNT_SUSPENDED: { status: 403, message: 'The account is suspended; it cannot buy bandwidth' },
+  PURCHASE_DAILY_LIMIT: {
+    status: 409,
+    message: 'Purchases are limited to {limit} a day; {left} can still be bought today',
+  },
+  CREDIT_LIMIT_REACHED: {
+    status: 409,
+    message:
+      'This purchase would pass the monthly credit limit of {limit}; available this month: {available}',
+  },
   SUB_USER_LIMIT: { status: 409, message: 'An account can have at most {limit} sub-users' },
   SUB_USER_NAME_TAKEN: { status: 409, message: 'A sub-user with this name already exists' },
   PROXY_USERNAME_TAKEN: { status: 409, message: 'This proxy username is taken; choose another' },

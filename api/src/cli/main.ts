@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { apiUrl, loadCliConfig } from './config.ts';
 import { num, UsageError, type Command, type OptionValue } from './command.ts';
 import { SUBSCRIPTION_COMMANDS } from './subscriptions.ts';
+import { INVOICE_COMMANDS } from './invoices.ts';
 import { numOrNone, SUB_USER_COMMANDS } from './sub-users.ts';
 
 const onOff = (value: OptionValue, name: string): boolean | undefined => {
@@ -196,6 +197,7 @@ export const COMMANDS: Record<string, Command> = {
     },
     request: (a, o) => getWith(`/accounts/${a.accountId}/invoices`, o, ['limit', 'before']),
   },
+  ...INVOICE_COMMANDS,
   'audit-log': {
     usage: 'audit-log <accountId> [--limit <n>] [--cursor <nextCursor>]',
     summary: 'Who changed what on an account, newest first (docs/security.md, "Audit log")',
@@ -461,7 +463,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.err(`error ${res.status}: ${message}\n`);
       return 1;
     }
-    io.out(text ? `${JSON.stringify(JSON.parse(text), null, 2)}\n` : 'done\n');
+    // A CSV export is printed as it came; JSON is pretty-printed.
+    if (!text) io.out('done\n');
+    else if (res.headers.get('content-type')?.startsWith('application/json'))
+      io.out(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
+    else io.out(text);
     return 0;
   } catch (err) {
     const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : '';

@@ -13,6 +13,8 @@ export interface RouteResult {
   body?: unknown;
   /** The body already serialised as JSON (hot paths cache it instead of stringifying per request). */
   json?: Buffer;
+  /** A body that is not JSON (a CSV export, a PDF), sent as is with its content type. */
+  raw?: { contentType: string; body: string | Buffer };
   headers?: Record<string, string>;
 }
 
@@ -171,6 +173,7 @@ export function mountRoutes(
         if (result.headers) res.set(result.headers);
         const status = result.status ?? route.status ?? 200;
         if (status === 204) res.status(204).end();
+        else if (result.raw) res.status(status).type(result.raw.contentType).send(result.raw.body);
         else if (result.json) res.status(status).type('application/json; charset=utf-8').send(result.json);
         else res.status(status).json(result.body);
       },

@@ -7,6 +7,9 @@ import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#c
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const uuid = z.string().regex(UUID);
 
+/** A path to one invoice: /api/v1/invoices/:invoiceId/pdf, /admin/v1/invoices/:invoiceId/paid. */
+export const invoiceParams = z.object({ invoiceId: uuid });
+
 /** An operator's path to one account: /admin/v1/accounts/:id/... */
 export const accountParams = z.object({ id: uuid });
 

@@ -23,13 +23,15 @@ export interface Invoice {
   settlement: 'deferred' | 'charged';
   paymentMethod: string;
   issuedAt: Date;
+  /** When an operator marked it paid (docs/adr/0101); null until then. */
+  paidAt: Date | null;
 }
 
 export interface PurchaseInput {
   accountId: string;
   product: Product;
   bytes: number;
-  source?: 'admin' | 'auto_refill';
+  source?: 'admin' | 'auto_refill' | 'customer';
   /** A retried call with the same key returns the first call's invoice and buys nothing more. */
   idempotencyKey?: string;
   /** How it is paid: billed later (default), or charged by `paymentMethod` before this call. */
@@ -121,6 +123,7 @@ interface InvoiceRow {
   settlement: Invoice['settlement'];
   payment_method: string;
   issued_at: Date;
+  paid_at: Date | null;
 }
 
 function toInvoice(row: InvoiceRow): Invoice {
@@ -137,5 +140,6 @@ function toInvoice(row: InvoiceRow): Invoice {
     settlement: row.settlement,
     paymentMethod: row.payment_method,
     issuedAt: row.issued_at,
+    paidAt: row.paid_at,
   };
 }

@@ -81,6 +81,7 @@ export const invoiceSchema = z.object({
     .describe('deferred: billed later, counted against the credit limit; charged: paid when bought'),
   paymentMethod: z.string(),
   issuedAt: z.string(),
+  paidAt: z.string().nullable().describe('When it was marked paid; null unless paid (docs/adr/0101)'),
 });
 
 export const createdKeySchema = z.object({

@@ -26,6 +26,7 @@ import { principal } from '../auth/middleware.ts';
 import { adminActor, apiKeyActor } from '../../http/actor.ts';
 import { accountParams } from '../../http/schemas.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
+import { adminInvoiceRoutes } from './admin-invoices.ts';
 
 const productParams = z.object({ product: z.enum(PRODUCTS) });
 type ProductParams = z.infer<typeof productParams>;
@@ -102,6 +103,7 @@ export function adminBillingRoutes(pool: Pool, waitForApiCaches: WaitForApiCache
     if (rowCount !== 1) throw new AppError('ACCOUNT_NOT_FOUND');
   };
   return [
+    ...adminInvoiceRoutes(pool, waitForApiCaches),
     defineRoute<undefined, AccountParams>({
       method: 'get',
       path: '/accounts/:id/invoices',

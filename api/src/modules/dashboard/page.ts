@@ -8,6 +8,8 @@ import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 import type { ResetRequests } from '../password-links/reset-requests.ts';
 import type { ProxiesDeps } from '../proxies/service.ts';
+import type { PurchaseLimits } from '../purchases/schemas.ts';
+import type { Seller } from '../billing/pdf.ts';
 import type { WaitForApiCaches } from '../sync/wait.ts';
 import type { UsageService } from '../usage/service.ts';
 import type { Html } from './html.ts';
@@ -24,6 +26,10 @@ export interface DashboardDeps {
   allowlist: { limit: number; allowPrivate: boolean };
   /** Sub-users' cap (docs/adr/0037), as the API applies it. */
   subUsers: { limit: number };
+  /** What a customer may buy themselves, as POST /api/v1/purchases applies it. */
+  purchaseLimits: PurchaseLimits;
+  /** The seller named on invoice PDFs (PROXYFLEET_SELLER_*). */
+  seller: Seller;
   waitForApiCaches: WaitForApiCaches;
   /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies (HSTS follows req.secure). */
   https: boolean;

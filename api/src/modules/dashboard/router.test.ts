@@ -25,7 +25,11 @@ describe('the dashboard path list', () => {
   });
 
   it("leaves the API's paths to the API, and every navigation entry is one of the pages' paths", () => {
-    const deps = { allowlist: { limit: 1, allowPrivate: false }, subUsers: { limit: 1 } } as DashboardDeps;
+    const deps = {
+      allowlist: { limit: 1, allowPrivate: false },
+      subUsers: { limit: 1 },
+      purchaseLimits: { perPurchaseGb: 1, perDayGb: 1 },
+    } as DashboardDeps;
     const pages = PAGES.map((page) => page(deps));
     const paths = pathsOf(pages);
     for (const path of [

@@ -19,6 +19,7 @@ import {
   signInThroughInvite,
   startDashboardRun,
   STRONG,
+  tableCells,
   type DashboardRun,
 } from '#test/dashboard.ts';
 import { exampleEmail } from '#test/fixtures.ts';
@@ -34,15 +35,7 @@ let plan: { id: string };
 let isp: { id: string };
 
 const admin = (p: string, o: CallOptions = {}) => adminCall(api, p, o);
-const cells = (p: Page, label: string) =>
-  p
-    .getByRole('region', { name: label })
-    .locator('tbody tr')
-    .evaluateAll((trs) =>
-      trs.map((tr) =>
-        [...tr.querySelectorAll('th, td')].map((td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()),
-      ),
-    );
+const cells = tableCells;
 
 describeInChromium('customer dashboard in Chromium: Billing subscriptions', () => {
   beforeAll(async () => {

@@ -21,6 +21,8 @@ import { html, type Html } from '../html.ts';
 import { csrfField, dateText, gbText, layout, message, table, type PageContext } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { readSubscriptions, subscriptionRoutes, subscriptionsSection } from '../billing-subscriptions.ts';
+import { buyRoutes, buySection, newBuyForm, type BuyForm } from '../billing-buy.ts';
+import { detailsSection, fileRoutes, pdfLink, readBillingDetails } from '../billing-files.ts';
 
 /** Invoices shown: one page of the API's listing, its largest. */
 const INVOICES_SHOWN = 100;
@@ -29,6 +31,8 @@ const NO_SUCH_PRODUCT = 'There is no such product.';
 const NOTICES = new Map([
   ['refill', 'Auto-refill saved.'],
   ['renewal-off', 'Renewal turned off: the subscription ends when its paid time does.'],
+  ['bought', 'Bandwidth bought: it is yours now, and its invoice is listed below.'],
+  ['details', 'Billing details saved: every invoice PDF names you by them.'],
 ]);
 
 /** What the auto-refill form shows: the stored settings, or what was typed when it was refused. */
@@ -52,23 +56,35 @@ const REFILL_FIELDS = {
   maxRefillsPerMonth: { label: 'At most per month', says: 'a whole number from 1 to 100' },
 } satisfies Record<string, FieldWords>;
 
-export const billingPage: PageModule = ({ pool, usage }) => {
+export const billingPage: PageModule = ({ pool, usage, purchaseLimits, seller, waitForApiCaches }) => {
   const render = async (
     { person, ctx, send }: SignedInVisit,
-    state: { notice?: string | undefined; error?: string },
+    state: { notice?: string | undefined; error?: string; buyForm?: BuyForm },
     status = 200,
   ) => {
-    const [invoices, autoRefill, snapshot, credit, subscriptions] = await Promise.all([
+    const [invoices, autoRefill, snapshot, credit, subscriptions, details] = await Promise.all([
       listInvoices(pool, person.accountId, { limit: INVOICES_SHOWN }),
       configuredAutoRefill(pool, person.accountId),
       usage.snapshot(person.accountId),
       readCredit(pool, person.accountId),
       readSubscriptions(pool, person.accountId),
+      readBillingDetails(pool, person.accountId),
     ]);
     const remaining = productBalances(snapshot.row);
     const subs = subscriptionsSection(ctx, subscriptions);
+    const buy = buySection(ctx, purchaseLimits, state.buyForm ?? newBuyForm());
+    const files = detailsSection(details, person.email);
     send(
-      billingView(ctx, { invoices: invoices.invoices, autoRefill, remaining, credit, subs, ...state }),
+      billingView(ctx, {
+        invoices: invoices.invoices,
+        autoRefill,
+        remaining,
+        credit,
+        subs,
+        buy,
+        files,
+        ...state,
+      }),
       status,
     );
   };
@@ -78,6 +94,10 @@ export const billingPage: PageModule = ({ pool, usage }) => {
     routes: [
       get('/billing', (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
       ...subscriptionRoutes(pool, (visit, error) => render(visit, { error }, 404)),
+      ...fileRoutes(pool, seller, (visit, error) => render(visit, { error }, 404)),
+      ...buyRoutes(pool, purchaseLimits, waitForApiCaches, (visit, error, buyForm, status) =>
+        render(visit, { error, buyForm }, status),
+      ),
 
       get('/billing/auto-refill/:product', async (visit) => {
         const p = product.safeParse(visit.req.params.product);
@@ -128,6 +148,13 @@ export const billingPage: PageModule = ({ pool, usage }) => {
   };
 };
 
+/** "paid on 3 Mar 2027": when an operator settled it (docs/adr/0101). */
+function statusText(i: InvoiceView): string {
+  if (i.paidAt) return `paid on ${dateText(new Date(i.paidAt))}`;
+  if (i.voidedAt) return `void since ${dateText(new Date(i.voidedAt))}`;
+  return 'issued, unpaid';
+}
+
 const formOf = (s: AutoRefillSettings): AutoRefillForm => ({
   enabled: s.enabled,
   thresholdGb: s.thresholdGb === null ? '' : String(s.thresholdGb),
@@ -169,6 +196,8 @@ function billingView(
     remaining: Record<Product, { remaining: number }>;
     credit: Credit;
     subs: Html;
+    buy: Html;
+    files: Html;
     notice?: string | undefined;
     error?: string;
   },
@@ -182,7 +211,7 @@ function billingView(
   return layout(
     ctx,
     'Billing',
-    html`${message('error', data.error)}${message('success', data.notice)}
+    html`${message('error', data.error)}${message('success', data.notice)} ${data.buy}
       <section class="card" aria-labelledby="inv-h">
         <h2 id="inv-h">Invoices</h2>
         ${
@@ -199,6 +228,7 @@ function billingView(
                   'Source',
                   'Status',
                   { num: 'Amount' },
+                  { hidden: 'Files' },
                 ],
                 rows: data.invoices.map(
                   (i) =>
@@ -208,14 +238,15 @@ function billingView(
                       <td>${i.product ?? i.description}</td>
                       <td class="num">${i.product ? gbText(i.bytes) : '–'}</td>
                       <td>${SOURCES[i.source]}</td>
-                      <td>${i.status}</td>
+                      <td>${statusText(i)}</td>
                       <td class="num">${i.amount === null ? '–' : money(i.amount, i.currency)}</td>
+                      <td>${pdfLink(i)}</td>
                     </tr>`,
                 ),
               })
         }
       </section>
-      ${data.subs}
+      ${data.files} ${data.subs}
       <section class="card" aria-labelledby="refill-h">
         <h2 id="refill-h">Auto-refill</h2>
         ${table({
@@ -257,8 +288,9 @@ function billingView(
           ${money(c.usedThisMonth)}; available: ${money(c.available)}.
         </p>
         <p class="hint">
-          Auto-refills paid by invoice stop at the limit: a refill that would pass it is not bought, and you
-          get an email saying so.${c.default ? '' : ' This limit was set for your account.'}
+          Purchases and auto-refills paid by invoice stop at the limit: a refill that would pass it is not
+          bought, and you get an email saying so. Only unpaid invoices count: one marked paid frees its
+          amount.${c.default ? '' : ' This limit was set for your account.'}
         </p>
       </section>`,
   );
