@@ -25,6 +25,7 @@ describe('every error message', () => {
     for (const n of [1, 5]) {
       const message = new AppError(code, {
         plan: 'basic',
+        target: 'country us',
         detail: 'x: must be y',
         limit: n,
         retryAfter: n,

@@ -46,7 +46,7 @@ export const ERRORS = {
   },
   TARGET_NOT_SERVED: {
     status: 400,
-    message: 'No {plan} exit serves {target}; GET /api/v1/locations?product={plan} lists what is served',
+    message: 'No {plan} exit serves {target}; see GET /api/v1/locations?product={plan}',
   },
   TLS_NOT_SERVED: {
     status: 409,

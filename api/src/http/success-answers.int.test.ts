@@ -16,8 +16,8 @@ interface Operation {
 }
 type Doc = { paths: Record<string, Record<string, Operation>> };
 
-/** The document describes itself; it is not an answer about the account. */
-const NOT_AN_ANSWER = new Set(['/api/v1/openapi.json']);
+/** The document describes itself, and a file (an invoice's PDF) is no JSON answer: no envelope. */
+const NOT_AN_ANSWER = new Set(['/api/v1/openapi.json', '/api/v1/invoices/{invoiceId}/pdf']);
 /** Path and required query parameters a GET can be called with. */
 const SAMPLE: Record<string, string> = { product: 'basic' };
 

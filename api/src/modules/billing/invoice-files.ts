@@ -3,7 +3,7 @@
 import type { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import { AppError } from '#common/errors.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
 import { apiKeyActor } from '../../http/actor.ts';
 import { invoiceParams } from '../../http/schemas.ts';
 import { principal } from '../auth/middleware.ts';
@@ -44,8 +44,8 @@ export function invoiceFileRoutes(pool: Pool, seller: Seller): RouteDef[] {
       tag: 'billing',
       summary: "The billing details invoices name the customer by (company, address, VAT id; '' when unset)",
       auth: 'apiKey',
-      response: billingDetailsSchema,
-      handler: async ({ res }) => ({ body: await readBillingDetails(pool, principal(res).accountId) }),
+      response: okSchema(billingDetailsSchema),
+      handler: async ({ res }) => ({ body: ok(await readBillingDetails(pool, principal(res).accountId)) }),
     }),
     defineRoute<BillingDetails>({
       method: 'put',
@@ -55,12 +55,12 @@ export function invoiceFileRoutes(pool: Pool, seller: Seller): RouteDef[] {
       description: 'Additive to the spec. Used by every invoice PDF from then on, earlier invoices included.',
       auth: 'apiKey',
       body: billingDetailsSchema,
-      response: billingDetailsSchema,
+      response: okSchema(billingDetailsSchema),
       errors: ['VALIDATION_FAILED'],
       handler: async ({ body, req, res }) => {
         const { accountId } = principal(res);
         await saveBillingDetails(pool, accountId, body, apiKeyActor(req, res));
-        return { body: await readBillingDetails(pool, accountId) };
+        return { body: ok(await readBillingDetails(pool, accountId)) };
       },
     }),
   ];

@@ -170,7 +170,7 @@ describeInChromium('customer dashboard in Chromium: proxy list formats', () => {
       await page.getByLabel('Country', { exact: true }).fill('fr');
       await page.getByRole('button', { name: 'Generate' }).click();
       await expect(page.getByRole('alert').textContent()).resolves.toContain(
-        'No basic exit serves country fr; GET /api/v1/locations?product=basic lists what is served',
+        'No basic exit serves country fr; see GET /api/v1/locations?product=basic',
       );
       await axe(page, 'proxies target refused');
     } finally {

@@ -100,7 +100,7 @@ describe('generate refuses a target nothing serves', () => {
       status: 400,
       body: {
         success: false,
-        error: `No basic exit serves ${named}; GET /api/v1/locations?product=basic lists what is served`,
+        error: `No basic exit serves ${named}; see GET /api/v1/locations?product=basic`,
       },
     });
   });

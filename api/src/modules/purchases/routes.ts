@@ -1,6 +1,6 @@
 // POST /api/v1/purchases (docs/api.md): a customer buys bandwidth with an Idempotency-Key.
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, validationError, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, validationError, type RouteDef } from '../../http/route.ts';
 import { apiKeyActor } from '../../http/actor.ts';
 import { principal } from '../auth/middleware.ts';
 import { deleteSnapshot } from '../usage/repo.ts';
@@ -42,7 +42,7 @@ export function purchaseRoutes(
         'purchase, PROXYFLEET_PURCHASE_DAILY_MAX_GB per calendar day (UTC, 409) and the credit limit (409).',
       auth: 'apiKey',
       body: customerPurchaseSchema(limits),
-      response: purchaseAnswerSchema,
+      response: okSchema(purchaseAnswerSchema),
       status: 201,
       errors: [
         'VALIDATION_FAILED',
@@ -65,7 +65,7 @@ export function purchaseRoutes(
           await deleteSnapshot(pool, accountId);
           await waitForApiCaches();
         }
-        return { status: 201, body: invoice, headers: { 'Idempotent-Replayed': String(replayed) } };
+        return { status: 201, body: ok(invoice), headers: { 'Idempotent-Replayed': String(replayed) } };
       },
     }),
   ];
