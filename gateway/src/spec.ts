@@ -7,7 +7,7 @@ import { z } from 'zod';
 
 export { PRODUCTS as PLANS, type Product as Plan } from '#common/products.ts';
 import { PRODUCTS } from '#common/products.ts';
-import { parseCidr, PROXY_PROTOCOL_MODES } from './proxy/proxy-protocol.ts';
+import { parseCidr, PROXY_PROTOCOL_MODES, type ProxyProtocolMode } from './proxy/proxy-protocol.ts';
 import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
 
 const lowerName = z.string().regex(/^[a-z0-9]+$/, 'lowercase letters and digits, no spaces');
@@ -104,6 +104,23 @@ async function readUpstreamUrlFiles(value: unknown): Promise<void> {
       upstream.url = (await readFile(upstream.urlFile, 'utf8')).trim();
     }
   }
+}
+
+/**
+ * The gateway with the environment's PROXY protocol in place of its spec's
+ * (PROXYFLEET_GATEWAY_PROXY_PROTOCOL and _TRUSTED_CIDRS); unchanged when the mode is unset.
+ */
+export function withProxyProtocolEnv(
+  gateway: ProxyGateway,
+  env: {
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL?: ProxyProtocolMode | undefined;
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: string[];
+  },
+): ProxyGateway {
+  const mode = env.PROXYFLEET_GATEWAY_PROXY_PROTOCOL;
+  if (mode === undefined) return gateway;
+  const proxyProtocol = { mode, trustedCidrs: env.PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS };
+  return { ...gateway, spec: { ...gateway.spec, proxyProtocol } };
 }
 
 /** Reads every ProxyGateway document in a YAML file; fails naming the document and field. */
