@@ -198,11 +198,10 @@ export function acceptConnections(
         if (!counted) awaitingHeader.delete(s);
         return counted;
       },
-      proceed: (s) => {
+      proceed: (s, _header, first) => {
         if (!awaitingHeader.delete(s)) return;
         if (!counted && !admitted(s)) return;
-        front.route(s);
-        s.resume();
+        front.route(s, first);
       },
       refuse: (s, reason) => {
         awaitingHeader.delete(s);

@@ -77,10 +77,11 @@ export interface HeaderHandlers {
    */
   identified(socket: net.Socket, header: ProxyHeader): boolean;
   /**
-   * The connection may proceed (`header` read, or none where none is needed). The socket is paused
-   * with the client's first bytes put back unread; its peer is the header's client.
+   * The connection may proceed (`header` read, or none where none is needed): `first` holds the
+   * client's first bytes, read; the socket still flows, with no 'data' listener until the
+   * caller's (added at once, before any further bytes can arrive). Its peer is the header's client.
    */
-  proceed(socket: net.Socket, header: ProxyHeader | undefined): void;
+  proceed(socket: net.Socket, header: ProxyHeader | undefined, first: Buffer): void;
   /** The connection is to be closed for `reason` (the caller counts and destroys). */
   refuse(socket: net.Socket, reason: ProxyProtocolRefusal): void;
 }
@@ -120,16 +121,15 @@ export function readHeaderOf(socket: net.Socket, policy: ProxyProtocolPolicy, on
   const stop = () => {
     socket.off('data', onData);
     socket.off('end', onEnd);
-    socket.pause();
   };
   const refuse = (reason: ProxyProtocolRefusal) => {
     stop();
     on.refuse(socket, reason);
   };
+  // No pause, unshift and resume: the bytes are handed on as read (a tick less per connection).
   const proceed = () => {
     stop();
-    if (bytes.length) socket.unshift(bytes);
-    on.proceed(socket, header);
+    on.proceed(socket, header, bytes);
   };
   const judge = (): void => {
     const read = readProxyHeader(bytes);
