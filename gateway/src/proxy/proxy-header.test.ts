@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import {
   buildProxyHeader,
   readProxyHeader,
+  signed,
   V1_MAX_LENGTH,
   V2_MAX_LENGTH,
   type HeaderRead,
@@ -155,6 +156,12 @@ describe('readProxyHeader', () => {
   ];
   it.each(cases)('%s', (_name, bytes, expected) => {
     expect(readProxyHeader(bytes)).toEqual(expected);
+  });
+
+  it('tells a whole signature of either version from a prefix of one', () => {
+    expect([text('PROXY '), hex(V2_SIG), text('PROXY'), text('POST /'), hex('0d0a0d0a')].map(signed)).toEqual(
+      [true, true, false, false, false],
+    );
   });
 
   it('reads back what it builds, in both versions and families', () => {

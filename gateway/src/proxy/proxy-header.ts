@@ -53,6 +53,11 @@ function against(bytes: Buffer, signature: Buffer): 0 | 1 | 2 {
   return n === signature.length ? 2 : 1;
 }
 
+/** Whether `bytes` begin with a whole signature of either version (no need to read on to know). */
+export function signed(bytes: Buffer): boolean {
+  return against(bytes, V1_SIGNATURE) === 2 || against(bytes, V2_SIGNATURE) === 2;
+}
+
 /** Reads the header at the start of `bytes` (the connection's first bytes, possibly only some). */
 export function readProxyHeader(bytes: Buffer): HeaderRead {
   if (bytes.length === 0) return INCOMPLETE;

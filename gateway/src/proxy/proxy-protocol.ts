@@ -10,7 +10,7 @@
 // mismatched one, a second header after the first, and in `required` mode a connection without one
 // or from an untrusted source at all.
 import net from 'node:net';
-import { readProxyHeader, type HeaderFault, type ProxyHeader } from './proxy-header.ts';
+import { readProxyHeader, signed, type HeaderFault, type ProxyHeader } from './proxy-header.ts';
 
 export const PROXY_PROTOCOL_MODES = ['off', 'optional', 'required'] as const;
 export type ProxyProtocolMode = (typeof PROXY_PROTOCOL_MODES)[number];
@@ -133,8 +133,10 @@ export function readHeaderOf(socket: net.Socket, policy: ProxyProtocolPolicy, on
   };
   const judge = (): void => {
     const read = readProxyHeader(bytes);
+    // A second header, whole, partial (once its signature is) or malformed, is refused: only the
+    // balancer's first counts.
+    if (header !== undefined && read.kind !== 'none' && signed(bytes)) return refuse('second_header');
     if (read.kind === 'incomplete') return;
-    // A second header, whole, partial or malformed, is refused: only the balancer's first counts.
     if (header !== undefined) return read.kind === 'none' ? proceed() : refuse('second_header');
     if (read.kind === 'none') return policy.mode === 'required' ? refuse('missing') : proceed();
     if (!trusted) return refuse('untrusted_source');
