@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '#common/config.ts';
 import { apiTuningEnv } from '../api/src/config.ts';
-import { gatewayEnv } from '../gateway/src/config.ts';
+import { gatewayEnv, proxyProtocolEnv, proxyProtocolNeedsTrust } from '../gateway/src/config.ts';
 import { auditEnv, emailEnv } from '../worker/src/config.ts';
 
 // `npm start`: everything in one process. The secrets that production requires are optional
@@ -26,6 +26,8 @@ export const devSchema = z
     PROXYFLEET_GATEWAY_TLS_CERT: gatewayEnv.PROXYFLEET_GATEWAY_TLS_CERT,
     PROXYFLEET_GATEWAY_TLS_KEY: gatewayEnv.PROXYFLEET_GATEWAY_TLS_KEY,
     PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS: gatewayEnv.PROXYFLEET_GATEWAY_TLS_RELOAD_SECONDS,
+    /** As the gateway's: the PROXY protocol on every dev gateway's port (docs/adr/0102). */
+    ...proxyProtocolEnv,
     ...emailEnv,
     ...auditEnv,
   })
@@ -35,5 +37,6 @@ export const devSchema = z
       message: 'set both PROXYFLEET_GATEWAY_TLS_CERT and PROXYFLEET_GATEWAY_TLS_KEY, or neither',
       path: ['PROXYFLEET_GATEWAY_TLS_KEY'],
     },
-  );
+  )
+  .refine(...proxyProtocolNeedsTrust);
 export const loadDevConfig = (env?: Env) => parseConfig(devSchema, env);

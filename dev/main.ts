@@ -11,7 +11,7 @@ import { readOrCreateSecretFile } from '#common/secret-file.ts';
 import { exitLocations, upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { startApi } from '../api/src/server.ts';
 import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
-import { readProxyGateways } from '../gateway/src/spec.ts';
+import { readProxyGateways, withProxyProtocolEnv } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
 import { registerOutboxMetrics } from '../worker/src/outbox-metrics.ts';
 import { startWorker } from '../worker/src/server.ts';
@@ -61,7 +61,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   const worker = startWorker({ pool: db.pool, databaseUrl: db.sessionUrl, logger, registry, health, jobs });
 
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS
-    ? await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)
+    ? (await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)).map((g) => withProxyProtocolEnv(g, config))
     : [];
   const runningGateways: RunningGateway[] = [];
   // One shared state (credential cache, change feed, metrics, connection caps) for all gateways.

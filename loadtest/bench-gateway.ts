@@ -13,6 +13,8 @@
 // --cpu-prof (profiles in /tmp/pf-bench-prof). BENCH_GATEWAY_NODE_ARGS='--flag ...': one more target,
 // the full gateway started with those node/V8 flags. The report gives each proxy's share of CPU
 // outside its main thread (GC helper threads: a CPU profile only samples the main thread).
+// Tunnels also go to the full gateway behind a PROXY-protocol balancer (each tunnel's connection
+// starts with a v2 header): the header's CPU per tunnel against gateway (full) in the same rounds.
 // `--smoke` (or BENCH_SMOKE=1, run by .ci/run): one short round (about a minute), the idle slope
 // between 100 and 300 tunnels; it prints the table and fails on any error in any phase of our
 // gateway. It asserts no speed.
@@ -22,6 +24,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '#common/logger.ts';
 import { raiseFileLimit } from '../gateway/src/proxy/limits.ts';
+import { buildProxyHeader } from '../gateway/src/proxy/proxy-header.ts';
 import { installed, SQUID, startSquid, startTinyproxy, TINYPROXY } from './bench-proxies.ts';
 import {
   benchDatabase,
@@ -52,6 +55,7 @@ const ORIGIN_1K_RESPONSE_BYTES =
     'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1024\r\n\r\n',
   ) + 1024;
 const logger = createLogger('bench', 'warn');
+const PROXY_V2 = 'gateway (full, PROXY v2)';
 
 interface Target {
   name: string;
@@ -61,6 +65,8 @@ interface Target {
   pid: number | undefined;
   /** Scenarios the target can run (default all): tinyproxy closes every plain connection after one answer. */
   scenarios?: readonly string[];
+  /** Bytes each tunnel's connection starts with before its CONNECT (a PROXY protocol header). */
+  header?: Buffer;
   stop(): Promise<void>;
 }
 
@@ -142,9 +148,12 @@ async function tunnels(
 ): Promise<LoadResult> {
   const result = emptyResult(seconds);
   const get = Buffer.from(`GET /1k HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\n\r\n`);
-  const connectHead = Buffer.from(
-    `CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`,
-  );
+  const connectHead = Buffer.concat([
+    target.header ?? Buffer.alloc(0),
+    Buffer.from(
+      `CONNECT 127.0.0.1:${originPort} HTTP/1.1\r\nHost: 127.0.0.1:${originPort}\r\nProxy-Authorization: ${target.auth}\r\n\r\n`,
+    ),
+  ]);
   let measuring = false;
   let running = true;
   const once = () =>
@@ -268,6 +277,7 @@ async function startGatewayTarget(
   dir: string,
   connectFastPath = true,
   nodeArgs: readonly string[] = [],
+  env: Record<string, string> = {},
 ): Promise<Target> {
   const args = [...nodeArgs];
   if (process.env.BENCH_PROFILE === '1') args.unshift('--cpu-prof', '--cpu-prof-dir=/tmp/pf-bench-prof');
@@ -281,6 +291,7 @@ async function startGatewayTarget(
       // Without authentication no connection ever leaves its source's unauthenticated cap (256):
       // the bare gateway's cap is lifted so that the idle phase can hold its 6,000 tunnels.
       ...(features === 'bare' ? { PROXYFLEET_GATEWAY_MAX_UNAUTHENTICATED_PER_SOURCE: '1000000' } : {}),
+      ...env,
     },
     args,
   );
@@ -339,6 +350,23 @@ async function main(): Promise<void> {
       ['gateway (full)', () => startGatewayTarget('gateway (full)', databaseUrl, auth, 'full', dir)],
       ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
       ['proxy-chain', () => startProxyChainTarget(db.user, db.pass, auth)],
+      // The full gateway behind a PROXY-protocol balancer: every tunnel starts with a v2 header
+      // (its cost per connection, against gateway (full) in the same rounds; docs/adr/0102).
+      [
+        PROXY_V2,
+        async () => ({
+          ...(await startGatewayTarget(PROXY_V2, databaseUrl, auth, 'full', dir, true, [], {
+            PROXYFLEET_GATEWAY_PROXY_PROTOCOL: 'optional',
+            PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: '127.0.0.0/8',
+          })),
+          scenarios: ['connect'],
+          header: buildProxyHeader(
+            2,
+            { address: '203.0.113.7', port: 40_000 },
+            { address: '127.0.0.1', port: 12321 },
+          ),
+        }),
+      ],
     ];
     // The full gateway with every CONNECT through node:http (the front end's fast path off): only
     // when BENCH_TARGETS names it (`BENCH_TARGETS=full,node:http`), to measure the fast path.
@@ -489,6 +517,11 @@ function report(rows: Row[]): boolean {
       `full features vs features off: keep-alive ${pct(full.keepAliveRps, bare.keepAliveRps)}, CONNECT ${pct(full.tunnelsPerSecond, bare.tunnelsPerSecond)}, bulk ${pct(full.bulkMiBps, bare.bulkMiBps)}`,
     );
   }
+  const proxied = rows.find((r) => r.target === PROXY_V2);
+  if (full && proxied)
+    lines.push(
+      `PROXY protocol v2 header: CPU per tunnel ${proxied.cpu.tu.toFixed(0)} µs against ${full.cpu.tu.toFixed(0)} µs without, ${(((proxied.cpu.tu - full.cpu.tu) / full.cpu.tu) * 100).toFixed(1)} % (goal <= 3 %); per round ${proxied.rounds.tu.map((v, i) => (v / full.rounds.tu[i]!).toFixed(2)).join(' ')} of the tunnels/s`,
+    );
   if (full && base) {
     const goal = (label: string, v: number, b: number, op: '<=' | '>=', limit: number) => {
       const r = v / b;

@@ -13,6 +13,7 @@ import { handleRequest } from './proxy/forward.ts';
 import { installFrontEnd } from './proxy/front-end.ts';
 import { refuseSocket } from './proxy/http-util.ts';
 import type { ConnectionLimiter } from './proxy/limits.ts';
+import { adoptPeer, readHeaderOf, type ProxyProtocolPolicy } from './proxy/proxy-protocol.ts';
 import { refusalFor } from './proxy/refusals.ts';
 import { handleSocks, socksHeadTimeout } from './proxy/socks5.ts';
 import { handleConnect } from './proxy/tunnel.ts';
@@ -32,6 +33,8 @@ export interface AcceptOptions {
   tls: GatewayCertificates | undefined;
   /** Tests only: the client plain-HTTP requests go upstream through (upstream.ts by default). */
   upstreamClient: UpstreamClient | undefined;
+  /** The PROXY protocol's policy (proxy/proxy-protocol.ts); absent: off. */
+  proxyProtocol?: ProxyProtocolPolicy | undefined;
 }
 
 /** The accepted connections of one gateway's server: counted, timed to their first head, drained. */
@@ -128,6 +131,7 @@ export function acceptConnections(
         const session = acceptTls(socket, first, certificates.context, {
           // The session's cleartext is routed as a plain connection is (SOCKS5 and HTTP inside TLS).
           secure: (inner, resumed) => {
+            adoptPeer(inner, socket);
             (resumed ? tlsCounts.resumed : tlsCounts.full).inc();
             front.route(inner);
           },
@@ -139,20 +143,31 @@ export function acceptConnections(
   });
   const open = new Set<net.Socket>();
   let lastConnectionAt = performance.now();
+  const admitted = (socket: net.Socket): boolean => {
+    const refused = limiter.accept(socket);
+    if (!refused) return true;
+    metrics.connectionRefusals.inc({ plan, reason: refused });
+    socket.resetAndDestroy();
+    return false;
+  };
+  // Connections whose PROXY header is still awaited: the head timer closes them without a word.
+  const awaitingHeader = new WeakSet<net.Socket>();
+  const proxy = opts.proxyProtocol;
   server.on('connection', (socket: net.Socket) => {
     lastConnectionAt = performance.now();
     socket.on('error', () => socket.destroy());
-    const refused = limiter.accept(socket);
-    if (refused) {
-      metrics.connectionRefusals.inc({ plan, reason: refused });
-      socket.resetAndDestroy();
-      return;
-    }
+    // A trusted balancer's connection counts against its client, once the header names it.
+    const deferred = proxy !== undefined && proxy.trusts(socket.remoteAddress);
+    if (!deferred && !admitted(socket)) return;
     open.add(socket);
     hot.connections.inc();
     const timer = setTimeout(() => {
       headTimers.delete(socket);
       if (socket.destroyed) return;
+      if (awaitingHeader.delete(socket)) {
+        metrics.proxyProtocolRefusals.inc({ plan, reason: 'timeout' });
+        return void socket.destroy();
+      }
       // A TLS handshake not done in time is closed without an answer (nothing to answer in yet);
       // after it, the head is refused inside the session as on a plain connection.
       const session = tlsSessions.get(socket);
@@ -173,7 +188,27 @@ export function acceptConnections(
       open.delete(socket);
       hot.connections.dec();
     });
-    front.route(socket);
+    if (!proxy) return front.route(socket);
+    awaitingHeader.add(socket);
+    let counted = !deferred;
+    readHeaderOf(socket, proxy, {
+      identified: (s, header) => {
+        metrics.proxyProtocolHeaders.inc({ plan, version: String(header.version) });
+        counted = admitted(s);
+        if (!counted) awaitingHeader.delete(s);
+        return counted;
+      },
+      proceed: (s, _header, first) => {
+        if (!awaitingHeader.delete(s)) return;
+        if (!counted && !admitted(s)) return;
+        front.route(s, first);
+      },
+      refuse: (s, reason) => {
+        awaitingHeader.delete(s);
+        metrics.proxyProtocolRefusals.inc({ plan, reason });
+        s.destroy();
+      },
+    });
   });
 
   return {

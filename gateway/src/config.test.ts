@@ -40,3 +40,27 @@ describe('gateway configuration: flush interval', () => {
       );
   });
 });
+
+describe('gateway configuration: PROXY protocol', () => {
+  it('takes a mode and the trusted ranges; unset, the spec decides', () => {
+    expect(loadGatewayConfig(base).PROXYFLEET_GATEWAY_PROXY_PROTOCOL).toBeUndefined();
+    const c = loadGatewayConfig({
+      ...base,
+      PROXYFLEET_GATEWAY_PROXY_PROTOCOL: 'required',
+      PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: '10.0.0.0/8, fd00::/8',
+    });
+    expect(c.PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS).toEqual(['10.0.0.0/8', 'fd00::/8']);
+  });
+
+  it('refuses an unknown mode, a range that is not one, and a mode with nothing trusted, naming the variable', () => {
+    expect(() => loadGatewayConfig({ ...base, PROXYFLEET_GATEWAY_PROXY_PROTOCOL: 'on' })).toThrow(
+      /PROXYFLEET_GATEWAY_PROXY_PROTOCOL/,
+    );
+    expect(() =>
+      loadGatewayConfig({ ...base, PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: '10.0.0.0/33' }),
+    ).toThrow(/PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: comma-separated address ranges/);
+    expect(() => loadGatewayConfig({ ...base, PROXYFLEET_GATEWAY_PROXY_PROTOCOL: 'optional' })).toThrow(
+      /PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: PROXYFLEET_GATEWAY_PROXY_PROTOCOL optional or required needs/,
+    );
+  });
+});

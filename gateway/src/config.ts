@@ -1,5 +1,39 @@
 import { z } from 'zod';
 import { baseEnv, cidrList, parseConfig, port, type Env } from '#common/config.ts';
+import { parseCidr, PROXY_PROTOCOL_MODES } from './proxy/proxy-protocol.ts';
+
+/**
+ * The PROXY protocol on the plan's port (docs/adr/0102), for a gateway run outside Kubernetes:
+ * set, it replaces spec.proxyProtocol (of every gateway `npm start` runs).
+ */
+export const proxyProtocolEnv = {
+  PROXYFLEET_GATEWAY_PROXY_PROTOCOL: z.enum(PROXY_PROTOCOL_MODES).optional(),
+  /** The balancers whose headers are believed, comma-separated ranges. */
+  PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: cidrList.refine(
+    (list) => list.every((c) => parseCidr(c) !== undefined),
+    'comma-separated address ranges, a.b.c.d/n or x::/n',
+  ),
+};
+
+/** optional and required need trusted ranges (a refinement of a schema holding proxyProtocolEnv). */
+export const proxyProtocolNeedsTrust: [
+  (c: {
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL?: string;
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: string[];
+  }) => boolean,
+  { message: string; path: string[] },
+] = [
+  (c: {
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL?: string;
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: string[];
+  }) =>
+    (c.PROXYFLEET_GATEWAY_PROXY_PROTOCOL ?? 'off') === 'off' ||
+    c.PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS.length > 0,
+  {
+    message: 'PROXYFLEET_GATEWAY_PROXY_PROTOCOL optional or required needs the balancers it trusts',
+    path: ['PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS'],
+  },
+];
 
 export const gatewayEnv = {
   /** A YAML file holding one ProxyGateway object (the operator mounts it from the CR). */
@@ -47,6 +81,7 @@ export const gatewayEnv = {
   PROXYFLEET_GATEWAY_FLUSH_SECONDS: z.coerce.number().min(0.5).max(60).default(2),
   /** Identifies this pod in usage batches and leases; the pod name in Kubernetes. */
   PROXYFLEET_GATEWAY_ID: z.string().min(1).optional(),
+  ...proxyProtocolEnv,
 };
 
 export const gatewaySchema = z
@@ -57,5 +92,6 @@ export const gatewaySchema = z
       message: 'set both PROXYFLEET_GATEWAY_TLS_CERT and PROXYFLEET_GATEWAY_TLS_KEY, or neither',
       path: ['PROXYFLEET_GATEWAY_TLS_KEY'],
     },
-  );
+  )
+  .refine(...proxyProtocolNeedsTrust);
 export const loadGatewayConfig = (env?: Env) => parseConfig(gatewaySchema, env);

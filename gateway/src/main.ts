@@ -9,13 +9,14 @@ import { raiseFileLimit } from './proxy/limits.ts';
 import { untilQuiet } from './prestop.ts';
 import { startGateway } from './server.ts';
 import { GatewayCertificates } from './tls/certificates.ts';
-import { readProxyGateways } from './spec.ts';
+import { readProxyGateways, withProxyProtocolEnv } from './spec.ts';
 
 runMain('gateway', loadGatewayConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
-  const [gateway, ...rest] = await readProxyGateways(config.PROXYFLEET_GATEWAY_CONFIG);
-  if (!gateway || rest.length)
+  const [read, ...rest] = await readProxyGateways(config.PROXYFLEET_GATEWAY_CONFIG);
+  if (!read || rest.length)
     throw new Error(`${config.PROXYFLEET_GATEWAY_CONFIG} must hold exactly one ProxyGateway`);
+  const gateway = withProxyProtocolEnv(read, config);
   // The connection cap is sized from the fd limit: raise the soft limit to the hard one first.
   const fdLimit = raiseFileLimit((message) =>
     logger.warn({ err: message }, 'could not raise the open-file limit (prlimit)'),

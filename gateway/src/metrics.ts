@@ -2,6 +2,7 @@
 // created once per gateway process (GatewayProcess owns them) and every series carries the plan. Labels are bounded: plan,
 // direction, kind, reason, status class; never accounts or hosts.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { PROXY_PROTOCOL_REFUSALS } from './proxy/proxy-protocol.ts';
 
 export interface GatewayMetrics {
   connections: Gauge<'plan'>;
@@ -27,6 +28,10 @@ export interface GatewayMetrics {
   tlsHandshakes: Counter<'plan' | 'resumed'>;
   /** TLS handshakes that did not complete, by reason (TLS_FAILURE_REASONS). */
   tlsHandshakeFailures: Counter<'plan' | 'reason'>;
+  /** PROXY protocol headers read on the plan's port (docs/adr/0102), by version. */
+  proxyProtocolHeaders: Counter<'plan' | 'version'>;
+  /** Connections closed for their PROXY header, or for the lack of one (PROXY_PROTOCOL_REFUSALS). */
+  proxyProtocolRefusals: Counter<'plan' | 'reason'>;
 }
 
 /** Why a TLS handshake did not complete (docs/gateway.md, TLS). */
@@ -150,6 +155,18 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       labelNames: ['plan', 'reason'],
       registers,
     }),
+    proxyProtocolHeaders: new Counter({
+      name: 'proxyfleet_gateway_proxy_protocol_headers_total',
+      help: 'PROXY protocol headers read on the proxy port from a trusted balancer (version: 1 or 2)',
+      labelNames: ['plan', 'version'],
+      registers,
+    }),
+    proxyProtocolRefusals: new Counter({
+      name: 'proxyfleet_gateway_proxy_protocol_refusals_total',
+      help: 'Connections closed for their PROXY protocol header (untrusted_source, missing, malformed, too_long, family_mismatch, second_header, timeout)',
+      labelNames: ['plan', 'reason'],
+      registers,
+    }),
   };
 }
 
@@ -178,6 +195,8 @@ export function zeroPlanSeries(
   for (const scope of ['account', 'sub_user']) m.throttleHolds.labels({ plan, scope }).inc(0);
   for (const resumed of ['true', 'false']) m.tlsHandshakes.labels({ plan, resumed }).inc(0);
   for (const reason of TLS_FAILURE_REASONS) m.tlsHandshakeFailures.labels({ plan, reason }).inc(0);
+  for (const version of ['1', '2']) m.proxyProtocolHeaders.labels({ plan, version }).inc(0);
+  for (const reason of PROXY_PROTOCOL_REFUSALS) m.proxyProtocolRefusals.labels({ plan, reason }).inc(0);
   for (const reason of [
     'malformed',
     'missing',

@@ -30,6 +30,7 @@ import {
   defaultMaxConnections,
   DEFAULT_UNAUTHENTICATED_PER_SOURCE,
 } from './proxy/limits.ts';
+import { ProxyProtocolPolicy } from './proxy/proxy-protocol.ts';
 import { REFUSALS } from './proxy/refusals.ts';
 import { SessionStore } from './proxy/sessions.ts';
 import type { ProxyGateway } from './spec.ts';
@@ -302,6 +303,10 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     connectFastPath: deps.connectFastPath !== false,
     tls: certificates,
     upstreamClient: deps.upstreamClient,
+    proxyProtocol:
+      spec.proxyProtocol && spec.proxyProtocol.mode !== 'off'
+        ? new ProxyProtocolPolicy(spec.proxyProtocol)
+        : undefined,
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -325,6 +330,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       maxUnauthenticatedPerSource: limiter.maxUnauthenticatedPerSource,
       tls: certificates !== undefined,
       refuseCredentialsInClear: spec.tls?.refuseCredentialsInClear ?? false,
+      proxyProtocol: spec.proxyProtocol?.mode ?? 'off',
     },
     'gateway listening',
   );

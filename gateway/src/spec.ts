@@ -7,6 +7,7 @@ import { z } from 'zod';
 
 export { PRODUCTS as PLANS, type Product as Plan } from '#common/products.ts';
 import { PRODUCTS } from '#common/products.ts';
+import { parseCidr, PROXY_PROTOCOL_MODES, type ProxyProtocolMode } from './proxy/proxy-protocol.ts';
 import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
 
 const lowerName = z.string().regex(/^[a-z0-9]+$/, 'lowercase letters and digits, no spaces');
@@ -56,6 +57,23 @@ export const proxyGatewaySpecSchema = z.object({
    * only the operator reads); refuseCredentialsInClear answers 407 to credentials not sent over TLS.
    */
   tls: z.object({ refuseCredentialsInClear: z.boolean().default(false) }).optional(),
+  /**
+   * The PROXY protocol on the plan's port (docs/adr/0102): `optional` reads a header when one comes
+   * from a trusted source, `required` refuses connections without one; a header from a source
+   * outside trustedCidrs is refused in both. Absent: off.
+   */
+  proxyProtocol: z
+    .object({
+      mode: z.enum(PROXY_PROTOCOL_MODES).default('off'),
+      trustedCidrs: z
+        .array(z.string().refine((c) => parseCidr(c) !== undefined, 'an address range, a.b.c.d/n or x::/n'))
+        .default([]),
+    })
+    .refine((p) => p.mode === 'off' || p.trustedCidrs.length > 0, {
+      message: 'optional and required need trustedCidrs: the balancers whose headers are believed',
+      path: ['trustedCidrs'],
+    })
+    .optional(),
   /** The plan's default bandwidth cap per account, fleet-wide (docs/adr/0035); absent: none. */
   throttle: z
     .object({
@@ -86,6 +104,23 @@ async function readUpstreamUrlFiles(value: unknown): Promise<void> {
       upstream.url = (await readFile(upstream.urlFile, 'utf8')).trim();
     }
   }
+}
+
+/**
+ * The gateway with the environment's PROXY protocol in place of its spec's
+ * (PROXYFLEET_GATEWAY_PROXY_PROTOCOL and _TRUSTED_CIDRS); unchanged when the mode is unset.
+ */
+export function withProxyProtocolEnv(
+  gateway: ProxyGateway,
+  env: {
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL?: ProxyProtocolMode | undefined;
+    PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS: string[];
+  },
+): ProxyGateway {
+  const mode = env.PROXYFLEET_GATEWAY_PROXY_PROTOCOL;
+  if (mode === undefined) return gateway;
+  const proxyProtocol = { mode, trustedCidrs: env.PROXYFLEET_GATEWAY_PROXY_PROTOCOL_TRUSTED_CIDRS };
+  return { ...gateway, spec: { ...gateway.spec, proxyProtocol } };
 }
 
 /** Reads every ProxyGateway document in a YAML file; fails naming the document and field. */

@@ -88,6 +88,54 @@ describeKube('Helm chart charts/proxyfleet', () => {
     expect(out).toMatch(/deployment.apps\/proxyfleet-controller serverside-applied \(server dry run\)/);
   });
 
+  test('the examples behind a PROXY-protocol load balancer are accepted; the CRD refuses what the gateway would', async () => {
+    const edge = [
+      '--set',
+      'examples.enabled=true',
+      '--set',
+      'examples.proxyProtocol.mode=required',
+      '--set',
+      'examples.proxyProtocol.trustedCidrs={10.0.0.0/8,fd00::/8}',
+      '--set',
+      'examples.externalTrafficPolicy=Local',
+    ];
+    const examples = ((await helmTemplate(edge)) as Doc[]).filter((d) => d.kind === 'ProxyGateway');
+    for (const example of examples)
+      expect(proxyGatewaySchema.safeParse(example).error?.issues ?? []).toEqual([]);
+    const out = await fx.kube.kubectl(
+      ['apply', '--server-side', '--dry-run=server', '-n', RELEASE_NAMESPACE, '-f', '-'],
+      { input: examples.map((e) => JSON.stringify(e)).join('\n') },
+    );
+    expect(out.match(/serverside-applied \(server dry run\)/g)).toHaveLength(3);
+    const basic = structuredClone(examples.find((e) => e.metadata.name === 'basic')!) as Doc & {
+      spec: Record<string, Record<string, unknown>>;
+    };
+    const refused = async (change: (spec: Record<string, Record<string, unknown>>) => void) => {
+      const doc = structuredClone(basic);
+      change(doc.spec);
+      return fx.kube
+        .kubectl(['apply', '--server-side', '--dry-run=server', '-n', RELEASE_NAMESPACE, '-f', '-'], {
+          input: JSON.stringify(doc),
+        })
+        .then(
+          () => 'accepted',
+          (err: Error) => err.message,
+        );
+    };
+    expect(await refused((s) => (s.proxyProtocol!.trustedCidrs = []))).toMatch(
+      /optional and required need trustedCidrs/,
+    );
+    expect(await refused((s) => (s.proxyProtocol!.trustedCidrs = ['10.0.0.0/33']))).toMatch(
+      /an address range/,
+    );
+    expect(await refused((s) => (s.service!.type = 'ClusterIP'))).toMatch(
+      /externalTrafficPolicy needs type NodePort or LoadBalancer/,
+    );
+    expect(await refused((s) => (s.service!.loadBalancerSourceRanges = ['not a range']))).toMatch(
+      /an address range/,
+    );
+  });
+
   test('controller, api and worker Deployments; CRDs behind crds.enabled, kept on uninstall', async () => {
     const docs = (await helmTemplate()) as Doc[];
     const deployments = docs

@@ -125,3 +125,21 @@ query_wait_timeout = 5
 log_connections = 0
 log_disconnections = 0
 {{- end -}}
+
+{{/*
+The example gateways' edge: their Service (examples.serviceType, .externalTrafficPolicy) and the
+PROXY protocol from the load balancer in front (examples.proxyProtocol; off by default).
+*/}}
+{{- define "proxyfleet.exampleEdge" -}}
+{{- $e := .Values.examples -}}
+{{- if ne $e.proxyProtocol.mode "off" }}
+proxyProtocol:
+  mode: {{ $e.proxyProtocol.mode }}
+  trustedCidrs: {{ toJson $e.proxyProtocol.trustedCidrs }}
+{{- end }}
+service:
+  type: {{ $e.serviceType }}
+  {{- with $e.externalTrafficPolicy }}
+  externalTrafficPolicy: {{ . }}
+  {{- end }}
+{{- end }}

@@ -51,6 +51,12 @@ export type ProxyGatewaySpec = {
     /** Answer 407 to credentials sent outside TLS (Proxy-Authorization, SOCKS5 username and password), so customers move to the https:// proxy; requests without credentials (the IP allowlist) are unaffected. docs/adr/0072. */
     refuseCredentialsInClear: boolean;
   };
+  /** The PROXY protocol (v1 and v2) on the plan's port, for a load balancer in front that hides the client's address (docs/adr/0102). optional reads a header when a trusted balancer sends one; required closes connections without one. A header from outside trustedCidrs, or a malformed one, closes the connection. The IP allowlist, the per-source limits and the access log then see the client's address. */
+  proxyProtocol?: {
+    mode: 'off' | 'optional' | 'required';
+    /** Address ranges of the balancers (a.b.c.d/n or x::/n), for example the node or VPC range. */
+    trustedCidrs: Array<string>;
+  };
   /** Gateway pods; an HPA scales between min and max when they differ. */
   replicas: {
     min: number;
@@ -69,6 +75,10 @@ export type ProxyGatewaySpec = {
   service: {
     type: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
     annotations?: Record<string, string>;
+    /** NodePort and LoadBalancer only. Local keeps the client's address (no SNAT) and sends traffic only to nodes with a gateway pod; Cluster (Kubernetes' default) spreads it and hides the address unless proxyProtocol is on. */
+    externalTrafficPolicy?: 'Cluster' | 'Local';
+    /** LoadBalancer only. The client ranges the cloud load balancer admits; empty, all. */
+    loadBalancerSourceRanges?: Array<string>;
   };
 };
 

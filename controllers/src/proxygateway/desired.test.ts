@@ -71,6 +71,22 @@ const CASES: Record<string, ProxyGateway> = {
       annotations: { 'service.beta.kubernetes.io/aws-load-balancer-type': 'nlb' },
     },
   }),
+  'mobile-behind-nlb-proxy-protocol': pgw('mobile', {
+    plan: 'mobile',
+    port: 10081,
+    advertisedHost: 'mobile.proxy.example.com',
+    exits: [{ name: 'direct', country: '*' }],
+    proxyProtocol: { mode: 'required', trustedCidrs: ['10.0.0.0/16'] },
+    service: {
+      type: 'LoadBalancer',
+      annotations: {
+        'service.beta.kubernetes.io/aws-load-balancer-type': 'nlb',
+        'service.beta.kubernetes.io/aws-load-balancer-proxy-protocol': '*',
+      },
+      externalTrafficPolicy: 'Cluster',
+      loadBalancerSourceRanges: ['198.51.100.0/24', '203.0.113.0/24'],
+    },
+  }),
   'light-short-tunnels': pgw('light', {
     plan: 'light',
     port: 10080,
@@ -175,9 +191,11 @@ describe('desiredObjects invariants', () => {
           'session',
           'timeouts',
           ...(gateway.spec.tls ? ['tls'] : []),
+          ...(gateway.spec.proxyProtocol ? ['proxyProtocol'] : []),
         ].sort(),
       );
       expect(parsed.spec.exits).toEqual(gateway.spec.exits);
+      expect(parsed.spec.proxyProtocol).toEqual(gateway.spec.proxyProtocol);
     }
   });
 

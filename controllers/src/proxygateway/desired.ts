@@ -104,7 +104,7 @@ export function upstreamSecrets(pgw: ProxyGateway): Map<number, { key: string; u
  * volume (gateway/src/spec.ts reads it): passwords stay out of the ConfigMap.
  */
 export function gatewayConfigYaml(pgw: ProxyGateway): string {
-  const { plan, port, advertisedHost, session, timeouts, limits, throttle, tls } = pgw.spec;
+  const { plan, port, advertisedHost, session, timeouts, limits, throttle, tls, proxyProtocol } = pgw.spec;
   const secrets = upstreamSecrets(pgw);
   const exits = pgw.spec.exits.map((exit, i) => {
     const secret = secrets.get(i);
@@ -125,6 +125,7 @@ export function gatewayConfigYaml(pgw: ProxyGateway): string {
       ...(throttle ? { throttle } : {}),
       // The Secret's name is the operator's business; the gateway reads the mounted files.
       ...(tls ? { tls: { refuseCredentialsInClear: tls.refuseCredentialsInClear } } : {}),
+      ...(proxyProtocol ? { proxyProtocol } : {}),
     },
   });
 }
@@ -295,6 +296,8 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     metadata: meta(pgw.spec.service.annotations ? { annotations: pgw.spec.service.annotations } : {}),
     spec: {
       type: pgw.spec.service.type,
+      // Local: no SNAT, the pods see the client (docs/adr/0102); else the PROXY protocol says it.
+      ...pick(pgw.spec.service, 'externalTrafficPolicy', 'loadBalancerSourceRanges'),
       selector: selectorLabels(pgw),
       ports: [{ name: 'proxy', port: pgw.spec.port, targetPort: 'proxy', protocol: 'TCP' }],
     },
@@ -387,4 +390,11 @@ function databaseSessionEnv(options: GatewayOptions): EnvVar[] {
     });
   if (options.dbPooling === 'transaction') env.push({ name: 'PROXYFLEET_DB_POOLING', value: 'transaction' });
   return env;
+}
+
+/** The named fields of `o` that are set. */
+function pick<T extends object, K extends keyof T>(o: T, ...keys: K[]): Partial<Pick<T, K>> {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Partial<
+    Pick<T, K>
+  >;
 }

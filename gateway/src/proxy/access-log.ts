@@ -115,6 +115,8 @@ export class AccessLog {
         down,
         ms: Math.round(performance.now() - started),
         ...exitFields(exit),
+        // The customer's address: a trusted balancer's PROXY header's when there was one.
+        ...(socket.remoteAddress ? { client: socket.remoteAddress } : {}),
         ...(account ? { account } : {}),
         ...(subUser ? { subUser } : {}),
         ...(method ? { method } : {}),

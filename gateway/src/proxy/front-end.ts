@@ -35,8 +35,11 @@ export interface FrontEndHandlers {
 }
 
 export interface FrontEnd {
-  /** Reads an accepted socket's first head: call it from the server's 'connection' handler. */
-  route(socket: net.Socket): void;
+  /**
+   * Reads an accepted socket's first head: call it from the server's 'connection' handler.
+   * `first`: bytes already read from it (after a PROXY header), routed before any further ones.
+   */
+  route(socket: net.Socket, first?: Buffer): void;
   /**
    * Closes the connections that have not sent a byte yet (node:http's closeIdleConnections does
    * so for those it holds).
@@ -59,7 +62,7 @@ export function installFrontEnd(server: http.Server, handlers: FrontEndHandlers)
 
   const fastPath = handlers.connectFastPath ?? true;
   const silent = new Set<net.Socket>();
-  const route = (socket: net.Socket) => {
+  const route = (socket: net.Socket, first?: Buffer) => {
     let bytes: Buffer | undefined;
     silent.add(socket);
     // Dropped at the first byte: a listener held for a tunnel's whole life is memory per tunnel.
@@ -110,6 +113,7 @@ export function installFrontEnd(server: http.Server, handlers: FrontEndHandlers)
     };
     socket.on('data', onData);
     socket.once('end', onEnd);
+    if (first?.length) onData(first);
   };
   return {
     route,
