@@ -245,7 +245,7 @@ describeKube('kubectl proxyfleet (the plugin through the real kubectl)', () => {
     );
   });
 
-  test('rotate-key: a new key in the Secret, waited for; unknown, paused and revoked keys refused', async () => {
+  test('rotate-key: a new key in the Secret, waited for; unknown and paused keys refused', async () => {
     const before = await readyKey('ci', 1);
     const r = await plugin(['rotate-key', 'ci', '-n', NS]);
     expect(r.stderr).toBe('');
