@@ -3,6 +3,9 @@
 // the namespace to act in, how to print, and errors a person can act on.
 import { KubeConfig } from '@kubernetes/client-node';
 import { createKubeClient, KubeApiError, type KubeClient, type Resource } from '../runtime/kube.ts';
+import { PluginError } from './errors.ts';
+
+export { PluginError };
 
 export interface PluginContext {
   client: KubeClient;
@@ -14,15 +17,6 @@ export interface PluginContext {
   out: (text: string) => void;
   /** The API server's address, for error messages. */
   server: string;
-}
-
-/** An error whose message is the whole story for the person running the command. */
-export class PluginError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode = 1) {
-    super(message);
-    this.exitCode = exitCode;
-  }
 }
 
 export function pluginContext(o: {

@@ -2,10 +2,8 @@
 // `kubectl <name>`). Parses the command line, runs one command, and turns every failure into one
 // line on stderr and an exit code: 0 done, 1 failed, 2 wrong usage.
 import { parseArgs } from 'node:util';
-import { PluginError, pluginContext, type PluginContext } from './context.ts';
-import { rotateKey } from './rotate.ts';
-import { status } from './status.ts';
-import { usage } from './usage.ts';
+import type { PluginContext } from './context.ts';
+import { PluginError } from './errors.ts';
 
 export const HELP = `kubectl proxyfleet: the proxyfleet operator's view of a cluster
 
@@ -81,21 +79,25 @@ async function dispatch(argv: string[], io: Io): Promise<void> {
       );
     return rest[0]!;
   };
-  const ctx = (): PluginContext => pluginContext({ ...values, out: io.out });
+  // Loaded once the command line is known to be right: the client costs most of the start-up.
+  const ctx = async (): Promise<PluginContext> =>
+    (await import('./context.ts')).pluginContext({ ...values, out: io.out });
   switch (command) {
-    case 'status':
+    case 'status': {
       if (rest.length > 0) throw new PluginError(`status takes no arguments (got ${rest.join(' ')})`, 2);
-      return status(ctx());
+      const { status } = await import('./status.ts');
+      return status(await ctx());
+    }
     case 'usage': {
       const account = argument('ACCOUNT (an account id)');
-      return usage(ctx(), account, { apiService: values['api-service'] });
+      const { usage } = await import('./usage.ts');
+      return usage(await ctx(), account, { apiService: values['api-service'] });
     }
     case 'rotate-key': {
       const name = argument('APIKEY (an ApiKey name)');
-      return rotateKey(ctx(), name, {
-        wait: !values['no-wait'],
-        timeoutMs: duration(values.timeout ?? '60s'),
-      });
+      const timeoutMs = duration(values.timeout ?? '60s');
+      const { rotateKey } = await import('./rotate.ts');
+      return rotateKey(await ctx(), name, { wait: !values['no-wait'], timeoutMs });
     }
     default:
       throw new PluginError(`unknown command "${command}": expected status, usage or rotate-key`, 2);
