@@ -319,7 +319,10 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       '--set',
       'controller.networkPolicy.enabled=false',
     ])) as Doc[];
-    expect(off.map((d) => d.kind)).not.toEqual(expect.arrayContaining(['PodDisruptionBudget']));
+    // The API has its own budget (api-scaling.yaml): only the controller's must be gone.
+    const controllerKinds = off.filter((d) => d.metadata.name === 'proxyfleet-controller').map((d) => d.kind);
+    expect(controllerKinds).toContain('Deployment');
+    expect(controllerKinds).not.toContain('PodDisruptionBudget');
     expect(off.map((d) => d.kind)).not.toContain('NetworkPolicy');
   });
 

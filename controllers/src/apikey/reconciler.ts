@@ -18,6 +18,7 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalize
 import type { Informer } from '../runtime/informer.ts';
 import { KubeApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
+import { isPaused, recordResumed, reportPaused, resumedConditions } from '../runtime/pause.ts';
 import { applyStatus, rfc3339 } from '../runtime/status.ts';
 import { API_KEY, API_VERSION, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
 import type { ApiKey, ApiKeyStatus } from '../crds/types.generated.ts';
@@ -92,6 +93,8 @@ export function apiKeyReconciler(
       }
       return;
     }
+    // Paused (pause.ts): no key issued, rotated or revoked; deletion above still revokes.
+    if (isPaused(cached)) return reportPaused(client, API_KEY, cached, recorder, FIELD_MANAGER);
     // Before anything is written (finalizer, Secret, api_keys): may this namespace act on the account?
     if (!(await accountBound(namespace, cached.spec.accountId))) {
       await report(cached, await readMapping(pool, uid), {
@@ -329,7 +332,11 @@ export function apiKeyReconciler(
             reason: 'Propagating',
             message: `${api.synced}/${api.total} API and ${gateway.synced}/${gateway.total} gateway pods have the change`,
           };
-    const conditions = setConditions(ak.status?.conditions, [ready, synced], ak.metadata.generation);
+    const conditions = setConditions(
+      ak.status?.conditions,
+      [ready, synced, ...resumedConditions(ak.status?.conditions)],
+      ak.metadata.generation,
+    );
     const status: Partial<ApiKeyStatus> = {
       observedGeneration: ak.metadata.generation ?? 0,
       keyName: keyName(ak),
@@ -344,6 +351,7 @@ export function apiKeyReconciler(
       ...(mapping?.changeId ? { changeId: mapping.changeId } : {}),
     };
     await applyStatus(client, API_KEY, ak, status, FIELD_MANAGER);
+    await recordResumed(recorder, ak);
     for (const c of transitions(ak.status?.conditions, conditions)) {
       if (c.type === 'Ready' && c.status === 'False' && c.reason !== 'Revoked')
         await recorder.record(ak, 'Warning', c.reason, c.message);

@@ -4,7 +4,8 @@
 // the Deployment (the rules, pure: status.ts). A finalizer removes the endpoint row again on
 // deletion; the owned objects go with the CR through their owner references. It never adopts,
 // overwrites or deletes an object it did not create (no controller owner reference to this
-// ProxyGateway), and a plan's endpoint has one owner (endpoint.ts).
+// ProxyGateway), and a plan's endpoint has one owner (endpoint.ts). The annotation
+// proxyfleet.io/reconcile: paused stops all of it but deletion (runtime/pause.ts).
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 import { exitLocations } from '#common/gateway-endpoints.ts';
@@ -14,7 +15,9 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalize
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
+import { isPaused, recordResumed, reportPaused, resumedConditions } from '../runtime/pause.ts';
 import { applyStatus } from '../runtime/status.ts';
+import { setConditions } from '../runtime/conditions.ts';
 import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
 import { childName, desiredObjects, type GatewayOptions } from './desired.ts';
@@ -67,6 +70,8 @@ export function proxyGatewayReconciler(
       }
       return;
     }
+    // Paused (pause.ts): nothing applied, deleted or published; deletion above still cleans up.
+    if (isPaused(cached)) return reportPaused(client, PROXY_GATEWAY, cached, recorder, FIELD_MANAGER);
     const pgw = await addFinalizer(client, PROXY_GATEWAY, cached, PGW_FINALIZER);
     const uid = pgw.metadata.uid ?? '';
     const namespace = pgw.metadata.namespace!;
@@ -186,7 +191,11 @@ export function proxyGatewayReconciler(
   async function writeStatus(inputs: StatusInputs & { gateway: ProxyGateway }): Promise<void> {
     const { gateway: pgw } = inputs;
     const status = gatewayStatus(inputs);
+    const resumed = resumedConditions(pgw.status?.conditions);
+    if (resumed.length > 0)
+      status.conditions = setConditions(status.conditions, resumed, pgw.metadata.generation);
     await applyStatus(client, PROXY_GATEWAY, pgw, status, FIELD_MANAGER);
+    await recordResumed(recorder, pgw);
     for (const e of statusEvents(pgw.status?.conditions, status.conditions ?? []))
       await recorder.record(pgw, e.type, e.reason, e.message);
   }

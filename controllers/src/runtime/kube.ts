@@ -142,6 +142,11 @@ export interface KubeClient {
     patch: unknown,
   ): Promise<T>;
   create<T extends KubeObject>(r: Resource, object: KubeObject, options?: CallOptions): Promise<T>;
+  /**
+   * GET of any API path as JSON, with extra headers (a Service's proxy subresource: the kubectl
+   * plugin's usage; the API server drops Authorization once it has authenticated us).
+   */
+  getPath<T>(path: string, options?: CallOptions & { headers?: Record<string, string> }): Promise<T>;
   /** PUT; object.metadata.resourceVersion makes it conditional. */
   replace<T extends KubeObject>(r: Resource, object: KubeObject, options?: CallOptions): Promise<T>;
   /**
@@ -187,11 +192,13 @@ export function createKubeClient(
     body?: unknown,
     contentType = 'application/json',
     signal?: AbortSignal,
+    headers: Record<string, string> = {},
   ): Promise<T> {
     const url = new URL(server() + path);
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
     const ctx = new RequestContext(url.toString(), method);
     ctx.setHeaderParam('Accept', 'application/json');
+    for (const [k, v] of Object.entries(headers)) ctx.setHeaderParam(k, v);
     if (body !== undefined) {
       ctx.setHeaderParam('Content-Type', contentType);
       ctx.setBody(JSON.stringify(body));
@@ -363,6 +370,9 @@ export function createKubeClient(
         undefined,
         options.signal,
       );
+    },
+    getPath<T>(path: string, options: CallOptions & { headers?: Record<string, string> } = {}) {
+      return call<T>(HttpMethod.GET, path, {}, undefined, undefined, options.signal, options.headers);
     },
     async delete(r, namespace, name, options = {}) {
       try {
