@@ -11,17 +11,9 @@ import type { NewAccount } from '#common/accounts/accounts.ts';
 import { addAllowlistEntry } from '../../../api/src/modules/ip-allowlist/repo.ts';
 import { allowlistCreate } from '../../../api/src/modules/ip-allowlist/schemas.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import {
-  cacheSynced,
-  counterDelta,
-  counterValues,
-  gatewaySpec,
-  get,
-  rawExchange,
-  recordedUsage,
-  type TestGateway,
-  useTestGateway,
-} from '#test/gateway.ts';
+import { get, rawExchange } from '#test/gateway/client.ts';
+import { cacheSynced, gatewaySpec, type TestGateway, useTestGateway } from '#test/gateway/fixture.ts';
+import { counterDelta, counterValues, recordedUsage } from '#test/gateway/usage.ts';
 import { startHaproxy, type Haproxy } from '#test/haproxy.ts';
 import { until } from '#test/process.ts';
 import { createTestCa, type TestCa } from '#test/tls.ts';
