@@ -107,7 +107,8 @@ describeKube('Helm chart: gateway TLS certificates (cert-manager)', () => {
     const docs = (await helmTemplate(ON)).filter((d) => d.kind !== 'Certificate');
     const out = await fx.kube.kubectl(
       ['apply', '--server-side', '--dry-run=server', '--force-conflicts', '-n', RELEASE_NAMESPACE, '-f', '-'],
-      { input: docs.map((d) => stringify(d)).join('---\n') },
+      // YAML 1.1 as kubectl reads it: an unquoted `off` (proxyProtocol.mode's default) is a boolean there.
+      { input: docs.map((d) => stringify(d, { version: '1.1' })).join('---\n') },
     );
     expect(out.trim().split('\n')).toHaveLength(docs.length);
     expect(out).toMatch(/proxygateway.proxyfleet.io\/basic serverside-applied \(server dry run\)/);
