@@ -46,6 +46,7 @@ const ROUTES: Record<string, Access> = {
   'GET /api/v1/proxies/list': apiKey,
   'GET /api/v1/sub-users/:subUserId/usage': apiKey,
   'GET /api/v1/usage/targets': apiKey,
+  'GET /api/v1/usage/history': apiKey,
   'PUT /api/v1/account/target-stats': apiKey,
   'GET /api/v1/subscriptions': apiKey,
   'PATCH /api/v1/subscriptions/:subscriptionId': apiKey,

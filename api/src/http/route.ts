@@ -14,6 +14,8 @@ export interface RouteResult {
   /** The body already serialised as JSON (hot paths cache it instead of stringifying per request). */
   json?: Buffer;
   headers?: Record<string, string>;
+  /** A body that is not JSON (a CSV download), sent as `type`. */
+  text?: { type: string; body: string };
 }
 
 export interface RouteContext<B, P, Q = Record<string, unknown>> {
@@ -171,6 +173,7 @@ export function mountRoutes(
         if (result.headers) res.set(result.headers);
         const status = result.status ?? route.status ?? 200;
         if (status === 204) res.status(204).end();
+        else if (result.text) res.status(status).type(result.text.type).send(result.text.body);
         else if (result.json) res.status(status).type('application/json; charset=utf-8').send(result.json);
         else res.status(status).json(result.body);
       },
