@@ -105,6 +105,8 @@ const ROUTES: Record<string, Access> = {
   'POST /billing/subscriptions/:subscriptionId/renewal-off': page(),
   'GET /': page('day', 'subUser'),
   'GET /activity': page('cursor'),
+  'GET /usage': page('from', 'to', 'granularity', 'subUser'),
+  'GET /usage/csv': page('from', 'to', 'granularity', 'subUser'),
   'GET /alerts': page('done'),
   'POST /alerts': page('lowBandwidth', 'newInvoice', 'serverAlerts', 'lowBandwidthPercent'),
   'POST /target-stats': page('targetStats'),

@@ -39,6 +39,7 @@ describe('the dashboard path list', () => {
     const nav = pages.flatMap((p) => (p.nav ? [p.nav.href] : []));
     expect(nav).toEqual([
       '/',
+      '/usage',
       '/proxies',
       '/sub-users',
       '/keys',

@@ -19,6 +19,7 @@ import { proxiesPage } from './pages/proxies.ts';
 import { securityPage } from './pages/security.ts';
 import { signInPage, signInView } from './pages/sign-in.ts';
 import { subUsersPage } from './pages/sub-users.ts';
+import { usagePage } from './pages/usage.ts';
 import type { Person } from './repo.ts';
 import { csrfKeyFrom, Sessions } from './session.ts';
 
@@ -26,6 +27,7 @@ import { csrfKeyFrom, Sessions } from './session.ts';
 export const PAGES: PageModule[] = [
   signInPage,
   overviewPage,
+  usagePage,
   proxiesPage,
   subUsersPage,
   keysPage,
