@@ -56,7 +56,6 @@ export const OUTCOME_OF_REASON: Readonly<Record<string, Outcome>> = {
   sub_user_limit: 'refusedNoBandwidth',
   wrong_password: 'refusedBadCredentials',
   connection_limit: 'refusedThrottled',
-  auth_backoff: 'refusedThrottled',
   port_prohibited: 'refusedTargetNotAllowed',
   destination_prohibited: 'refusedTargetNotAllowed',
   no_exit: 'refusedNoExit',
