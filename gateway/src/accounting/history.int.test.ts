@@ -3,16 +3,15 @@
 // for the account they belong to, per hour and per day, in the flush; the bytes are exactly the
 // billed ones.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
 import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
 import { recordedUsage } from '#test/gateway/usage.ts';
+import { startSilentServer, type Origin } from '#test/gateway/origin.ts';
 import { until } from '#test/process.ts';
 
 // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
-let silent: net.Server;
-const held = new Set<net.Socket>();
+let silent: Origin;
 
 const fx = useTestGateway({
   spec: gatewaySpec('basic', undefined, {
@@ -21,18 +20,10 @@ const fx = useTestGateway({
 });
 
 beforeAll(async () => {
-  silent = net.createServer((s) => {
-    held.add(s);
-    s.on('error', () => undefined);
-    s.on('close', () => held.delete(s));
-  });
-  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  silent = await startSilentServer();
 });
 
-afterAll(async () => {
-  for (const s of held) s.destroy();
-  await new Promise<void>((r) => silent.close(() => r()));
-});
+afterAll(() => silent.close());
 
 const COLUMNS = `bytes_up + bytes_down AS bytes, requests, succeeded, refused_bad_credentials AS "badCredentials",
   upstream_timeout AS "timeout", refused_target_not_allowed AS "targetNotAllowed", status_2xx AS "s2xx",
@@ -54,7 +45,7 @@ describe('usage history', () => {
       const refused = await rawExchange(fx.gateway.port, [get(`${origin}/bytes/10`, wrong)]);
       expect(refused.responses.map((r) => r.status)).toEqual([407]);
     }
-    const port = (silent.address() as net.AddressInfo).port;
+    const port = silent.port;
     const timedOut = await rawExchange(fx.gateway.port, [get(`http://127.0.0.1:${port}/`, good)]);
     expect(timedOut.responses.map((r) => r.status)).toEqual([504]);
     const prohibited = await rawExchange(fx.gateway.port, [get(`http://127.0.0.1:25/`, good)]);

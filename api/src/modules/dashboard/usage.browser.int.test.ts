@@ -4,7 +4,6 @@
 // same numbers there; a reversed range is refused on the page; axe at 1280 px.
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import type { Page } from 'playwright-core';
 import type { CallOptions, TestApi } from '#test/api.ts';
 import {
@@ -18,7 +17,7 @@ import {
 } from '#test/dashboard.ts';
 import { exampleEmail } from '#test/fixtures.ts';
 import { cacheSynced, gatewaySpec, startTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
-import { startOrigin, type Origin } from '#test/gateway/origin.ts';
+import { startOrigin, startSilentServer, type Origin } from '#test/gateway/origin.ts';
 import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
 import { until } from '#test/process.ts';
 
@@ -31,8 +30,7 @@ let api: TestApi;
 let page: Page;
 let gateway: TestGateway;
 let origin: Origin;
-let silent: net.Server;
-const held = new Set<net.Socket>();
+let silent: Origin;
 let account: { id: string; email: string; apiKey: string; proxyUsername: string; proxyPassword: string };
 const yesterday = new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
 
@@ -55,12 +53,7 @@ describeInChromium('customer dashboard in Chromium: Usage', () => {
     ({ api, page } = run);
     origin = await startOrigin();
     // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
-    silent = net.createServer((s) => {
-      held.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => held.delete(s));
-    });
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    silent = await startSilentServer();
     gateway = await startTestGateway(
       run.db.pool,
       run.db.url,
@@ -80,8 +73,7 @@ describeInChromium('customer dashboard in Chromium: Usage', () => {
 
   afterAll(async () => {
     await gateway?.close();
-    for (const s of held) s.destroy();
-    await new Promise<void>((r) => (silent ? silent.close(() => r()) : r()));
+    await silent?.close();
     await origin?.close();
     await run?.close();
   });
@@ -95,8 +87,7 @@ describeInChromium('customer dashboard in Chromium: Usage', () => {
       const refused = await rawExchange(gateway.port, [get(`http://127.0.0.1:${origin.port}/`, wrong)]);
       expect(refused.responses.map((r) => r.status)).toEqual([407]);
     }
-    const port = (silent.address() as net.AddressInfo).port;
-    const timedOut = await rawExchange(gateway.port, [get(`http://127.0.0.1:${port}/`, good)]);
+    const timedOut = await rawExchange(gateway.port, [get(`http://127.0.0.1:${silent.port}/`, good)]);
     expect(timedOut.responses.map((r) => r.status)).toEqual([504]);
     await until(() => gateway.ledger.activeConnections === 0, 'connections closed', 10_000);
     await gateway.ledger.flush();
