@@ -278,6 +278,7 @@ async function startGatewayTarget(
   connectFastPath = true,
   nodeArgs: readonly string[] = [],
   env: Record<string, string> = {},
+  cwd?: string,
 ): Promise<Target> {
   const args = [...nodeArgs];
   if (process.env.BENCH_PROFILE === '1') args.unshift('--cpu-prof', '--cpu-prof-dir=/tmp/pf-bench-prof');
@@ -294,6 +295,7 @@ async function startGatewayTarget(
       ...env,
     },
     args,
+    cwd,
   );
   return { name, port, auth, pid: child.pid, stop: () => stopChild(child) };
 }
@@ -382,6 +384,26 @@ async function main(): Promise<void> {
       const name = `gateway (full, ${nodeArgs.join(' ')})`;
       makers.push([name, () => startGatewayTarget(name, databaseUrl, auth, 'full', dir, true, nodeArgs)]);
     }
+    // The full gateway of another checkout (`BENCH_BASELINE=/tmp/pf-baseline`: an earlier commit
+    // unpacked with `git archive`, node_modules linked in), side by side on the same database: a
+    // change's cost measured in the same rounds as the code before it.
+    const baseline = process.env.BENCH_BASELINE;
+    if (baseline)
+      makers.push([
+        'gateway (full, baseline)',
+        () =>
+          startGatewayTarget(
+            'gateway (full, baseline)',
+            databaseUrl,
+            auth,
+            'full',
+            dir,
+            true,
+            [],
+            {},
+            baseline,
+          ),
+      ]);
     // No authentication configured: the Proxy-Authorization header the generator sends is ignored.
     if (installed(SQUID))
       makers.push(['squid', async () => ({ name: 'squid', auth, ...(await startSquid(dir)) })]);

@@ -29,9 +29,10 @@ export function startProcess(
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
+  cwd = ROOT,
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -216,6 +217,7 @@ export async function startBenchGateway(
   label: string,
   env: Record<string, string> = {},
   nodeArgs: readonly string[] = [],
+  cwd = ROOT,
 ): Promise<{ child: ChildProcess; port: number }> {
   const file = path.join(dir, 'gateway.yaml');
   await writeFile(
@@ -250,6 +252,7 @@ export async function startBenchGateway(
       ...env,
     },
     /"port":(\d+)[^\n]*"msg":"gateway listening"/,
+    cwd,
   );
   return { child, port: Number(match[1]) };
 }

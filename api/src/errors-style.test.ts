@@ -52,7 +52,7 @@ describe('every validation detail', () => {
   const stub = {} as never;
   const routes: RouteDef[] = [
     ...accountRoutes(stub),
-    ...usageRoutes(stub),
+    ...usageRoutes(stub, stub),
     ...targetRoutes(stub),
     ...adminTargetRoutes(stub),
     ...proxiesRoutes({ pool: stub, credentialsKey: Buffer.alloc(32), fallbackHost: 'x' }),

@@ -130,7 +130,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     },
     apiRoutes: [
       ...accountRoutes(accounts),
-      ...usageRoutes(usage),
+      ...usageRoutes(usage, pool),
       ...targetRoutes(pool),
       ...allowlistRoutes(allowlist),
       ...subUserRoutes(subUsers),

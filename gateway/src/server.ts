@@ -14,6 +14,7 @@ import type { Pool } from '#common/db/pool.ts';
 import { Ledger } from './accounting/ledger.ts';
 import { giveBackOnChanges } from './accounting/give-back.ts';
 import { TargetTally, type TargetTallyOptions } from './accounting/targets.ts';
+import { HistoryTally } from './accounting/history.ts';
 import { carrierOf, checkTcpCarrier } from './accounting/wire.ts';
 import { acceptConnections } from './accepted-connections.ts';
 import { Authenticator } from './auth/authenticate.ts';
@@ -91,6 +92,8 @@ export interface RunningGateway {
   ledger: Ledger;
   /** The gateway's target statistics (tests drain them after a flush). */
   targets: TargetTally;
+  /** The gateway's usage history tally (tests drain it after a flush). */
+  history: HistoryTally;
   /** Change-feed version this process's credential cache has applied. */
   cacheVersion(): number;
   /** performance.now() of the last connection accepted (the preStop waits for them to stop, prestop.ts). */
@@ -237,8 +240,10 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   zeroPlanSeries(metrics, plan, REFUSALS);
 
   const targets = new TargetTally({ pool: deps.pool, plan, logger, ...deps.targets });
+  const history = new HistoryTally({ pool: deps.pool, plan, logger });
   const ledger = new Ledger({
     targets,
+    history,
     pool: deps.pool,
     gatewayId: deps.gatewayId,
     plan,
@@ -278,6 +283,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       deps.accessLogSample ?? DEFAULT_ACCESS_LOG_SAMPLE,
       Math.random,
       targets,
+      history,
     ),
     bare: deps.bare ?? false,
     draining: false,
@@ -340,6 +346,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     port,
     ledger,
     targets,
+    history,
     cacheVersion: () => proc.feed.version,
     lastConnectionAt: () => connections.lastConnectionAt(),
     close: () =>

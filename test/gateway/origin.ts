@@ -1,7 +1,7 @@
 // The origin of the gateway's integration tests: a local HTTP server whose routes answer with
 // the peer address, exact byte counts, slow or cut answers and echoes.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 export interface Origin {
   port: number;
@@ -60,5 +60,26 @@ export async function startOrigin(): Promise<Origin> {
         server.close(() => r());
         server.closeAllConnections();
       }),
+  };
+}
+
+/**
+ * A destination that accepts connections and never answers (a gateway's answer timeout meets it);
+ * `close` destroys what it holds and stops listening.
+ */
+export async function startSilentServer(): Promise<Origin> {
+  const held = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    held.add(s);
+    s.on('error', () => undefined);
+    s.on('close', () => held.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      for (const s of held) s.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
   };
 }

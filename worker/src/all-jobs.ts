@@ -9,6 +9,7 @@ import { leaseReaperJob, usageFoldJob } from './jobs/usage.ts';
 import { rateLimitCleanupJob } from './jobs/rate-limit-cleanup.ts';
 import { targetRetentionJob } from './jobs/target-retention.ts';
 import { auditRetentionJob } from './jobs/audit-retention.ts';
+import { usageHistoryRetentionJob } from './jobs/usage-history-retention.ts';
 import { emailSenderJob } from './jobs/email.ts';
 import { emailOutcomeCounter } from './jobs/email.ts';
 import { autoRefillJob, balanceSweepJob, billingConfigJob } from './jobs/auto-refill.ts';
@@ -29,6 +30,8 @@ export interface AllJobsOptions {
     | 'PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS'
     | 'PROXYFLEET_ISP_HEALTH_URL'
     | 'PROXYFLEET_AUDIT_RETENTION_DAYS'
+    | 'PROXYFLEET_USAGE_HISTORY_HOURLY_DAYS'
+    | 'PROXYFLEET_USAGE_HISTORY_DAILY_DAYS'
   >;
   /** Decrypts ISP proxy passwords for the server-alert checks; without it they do not run. */
   credentialsKey?: Buffer | undefined;
@@ -47,6 +50,10 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     rateLimitCleanupJob,
     targetRetentionJob,
     auditRetentionJob({ retentionDays: config.PROXYFLEET_AUDIT_RETENTION_DAYS }),
+    usageHistoryRetentionJob({
+      hourlyDays: config.PROXYFLEET_USAGE_HISTORY_HOURLY_DAYS,
+      dailyDays: config.PROXYFLEET_USAGE_HISTORY_DAILY_DAYS,
+    }),
     billingConfigJob({
       prices: { currency: config.PROXYFLEET_CURRENCY, perGb: config.PROXYFLEET_PRICES_PER_GB },
       creditLimitCents: config.PROXYFLEET_CREDIT_LIMIT,

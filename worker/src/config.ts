@@ -26,6 +26,9 @@ export const emailEnv = {
   /** Server alerts: how often each ISP proxy is checked, and what is fetched through it. */
   PROXYFLEET_ISP_HEALTH_INTERVAL_SECONDS: positiveInt(60).pipe(z.number().max(86_400)),
   PROXYFLEET_ISP_HEALTH_URL: z.url({ protocol: /^https?$/ }).default('http://example.com/'),
+  /** Usage history kept per hour and per day, in days (docs/api.md "Usage history"). */
+  PROXYFLEET_USAGE_HISTORY_HOURLY_DAYS: positiveInt(90).pipe(z.number().max(3_660)),
+  PROXYFLEET_USAGE_HISTORY_DAILY_DAYS: positiveInt(400).pipe(z.number().max(36_500)),
 };
 
 /** How long audit log entries are kept (docs/security.md "Audit log"); dev reads it too. */

@@ -20,6 +20,7 @@ import type { Budget, Metered } from './meter.ts';
 import { OutageCredit } from './outage-credit.ts';
 import * as policy from './policy.ts';
 import { Tab } from './tab.ts';
+import type { HistoryTally } from './history.ts';
 import type { TargetTally } from './targets.ts';
 import { Throttle } from './throttle.ts';
 
@@ -47,6 +48,8 @@ export interface LedgerOptions {
   flushMs?: number;
   /** Target statistics, written after each usage batch in their own statement (docs/adr/0026). */
   targets?: TargetTally;
+  /** Usage history with outcomes, written likewise (docs/adr/0103). */
+  history?: HistoryTally;
   /**
    * The account's bandwidth cap on this plan for the whole fleet, bytes per second (0: none):
    * its override, else the plan's default (docs/adr/0035). Asked when a budget is created and on
@@ -262,6 +265,7 @@ export class Ledger {
     if (sent !== undefined) this.budgets.databaseDown = !sent;
     // After billing, and not awaited: a slow or failing statistics write never delays the next batch.
     void this.opts.targets?.flush();
+    void this.opts.history?.flush();
   }
 
   /** Moves the usage since the last flush, and the leases to return, into the flusher's batch. */
@@ -307,6 +311,7 @@ export class Ledger {
       await new Promise((r) => setTimeout(r, 250));
     }
     await this.opts.targets?.drain();
+    await this.opts.history?.drain();
     if (this.flusher.unsent)
       this.opts.logger.error({ batches: this.flusher.unsent }, 'usage left unflushed at shutdown');
   }

@@ -16,6 +16,7 @@ import { isIP } from 'node:net';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import type { Plan } from '../spec.ts';
+import { Statistics } from './statistics.ts';
 
 /** Where the domains past a cap are added up (parentheses cannot occur in a host name). */
 export const OTHER = '(other)';
@@ -67,13 +68,11 @@ const DAY_MS = 86_400_000;
 /** Host names whose domain is remembered (the lookup is most of the cost of a completion). */
 const DOMAIN_CACHE = 10_000;
 
-export class TargetTally {
+export class TargetTally extends Statistics<TargetRow> {
   private entries = new Map<string, TargetRow>();
   /** Distinct domains per account and day since the last drain. */
   private domains = new Map<string, number>();
-  private inFlight: Promise<void> | undefined;
-  private readonly opts: Required<Omit<TargetTallyOptions, 'pool' | 'logger'>> &
-    Pick<TargetTallyOptions, 'pool' | 'logger'>;
+  private readonly opts: Required<Omit<TargetTallyOptions, 'pool' | 'logger'>>;
   /** Completions dropped because the gateway-wide cap was reached (since start). */
   dropped = 0;
   /** The current UTC day and when it ends: formatting a date per completion cost 1 µs. */
@@ -82,11 +81,12 @@ export class TargetTally {
   private readonly domainOf = new Map<string, string>();
 
   constructor(opts: TargetTallyOptions) {
+    super(opts.pool, opts.logger, 'target statistics');
     this.opts = {
-      perAccount: DEFAULT_DOMAINS_PER_ACCOUNT,
-      perDay: DEFAULT_DOMAINS_PER_DAY,
-      maxEntries: DEFAULT_MAX_ENTRIES,
-      ...opts,
+      perAccount: opts.perAccount ?? DEFAULT_DOMAINS_PER_ACCOUNT,
+      perDay: opts.perDay ?? DEFAULT_DOMAINS_PER_DAY,
+      maxEntries: opts.maxEntries ?? DEFAULT_MAX_ENTRIES,
+      plan: opts.plan,
     };
   }
 
@@ -144,37 +144,17 @@ export class TargetTally {
     return this.entries.size;
   }
 
-  /**
-   * Writes what was tallied since the last call, unless a write is still in flight (then the tally
-   * waits for the next tick). Never throws: a failure is logged and its rows are lost (these are
-   * statistics; billing has its own batches and retries).
-   */
-  flush(): Promise<void> {
-    if (this.inFlight || this.entries.size === 0) return this.inFlight ?? Promise.resolve();
+  protected take(): TargetRow[] {
     const rows = [...this.entries.values()];
     this.entries = new Map();
     this.domains = new Map();
-    this.inFlight = this.write(rows).finally(() => (this.inFlight = undefined));
-    return this.inFlight;
+    return rows;
   }
 
-  /** Waits for a write in flight, then writes the rest (shutdown's final flush; tests). */
-  async drain(): Promise<void> {
-    while (this.inFlight) await this.inFlight;
-    await this.flush();
-  }
-
-  private async write(rows: TargetRow[]): Promise<void> {
-    try {
-      await this.opts.pool.query('SELECT target_usage_record($1::jsonb, $2)', [
-        JSON.stringify(rows),
-        this.opts.perDay,
-      ]);
-    } catch (err) {
-      this.opts.logger.warn(
-        { err: (err as Error).message, rows: rows.length },
-        'target statistics flush failed; rows dropped',
-      );
-    }
+  protected async write(rows: TargetRow[]): Promise<void> {
+    await this.pool.query('SELECT target_usage_record($1::jsonb, $2)', [
+      JSON.stringify(rows),
+      this.opts.perDay,
+    ]);
   }
 }

@@ -28,7 +28,15 @@ export type AuthResult =
       /** The allowlist entry that admitted a request without credentials. */
       entry?: AllowEntry;
     }
-  | { ok: false; status: 407 | 403 | 429; reason: AuthRefusal; details: string; retryAfter?: number };
+  | {
+      ok: false;
+      status: 407 | 403 | 429;
+      reason: AuthRefusal;
+      details: string;
+      retryAfter?: number;
+      /** The account (or sub-user) the username named, when it named one (usage history). */
+      named?: CachedAccount;
+    };
 
 /** The refusal ids (proxy/refusals.ts) authentication answers with. */
 export type AuthRefusal =
@@ -104,7 +112,13 @@ export class Authenticator {
     if (!timingSafeEqual(digest, account.passwordSha256)) {
       this.backoff.fail(addrKey(address));
       this.backoff.fail(userKey(username), Date.now(), USERNAME_FAILURES_ALLOWED);
-      return { ok: false, status: 407, reason: 'wrong_password', details: 'wrong username or password' };
+      return {
+        ok: false,
+        status: 407,
+        reason: 'wrong_password',
+        details: 'wrong username or password',
+        named: account,
+      };
     }
     this.backoff.succeed(userKey(username));
     if (header !== undefined)
@@ -118,7 +132,13 @@ export class Authenticator {
 
   private status(account: CachedAccount, credentials: ParsedCredentials, entry?: AllowEntry): AuthResult {
     if (account.status !== 'active')
-      return { ok: false, status: 403, reason: 'account_suspended', details: 'account suspended' };
+      return {
+        ok: false,
+        status: 403,
+        reason: 'account_suspended',
+        details: 'account suspended',
+        named: account,
+      };
     return entry ? { ok: true, account, credentials, entry } : { ok: true, account, credentials };
   }
 

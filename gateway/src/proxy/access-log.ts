@@ -13,6 +13,7 @@
 import type http from 'node:http';
 import type net from 'node:net';
 import type { Logger } from '#common/logger.ts';
+import type { HistoryTally } from '../accounting/history.ts';
 import type { TargetTally } from '../accounting/targets.ts';
 import { wireOf } from '../accounting/wire.ts';
 import type { Exit } from './exits.ts';
@@ -42,6 +43,8 @@ export class AccessLog {
   private readonly marks = new WeakMap<net.Socket, Marks>();
   /** Target statistics (docs/adr/0026): fed from the same per-line bytes, for billed lines only. */
   private readonly targets: TargetTally | undefined;
+  /** Usage history with outcomes (docs/adr/0103): every line that names an account. */
+  private readonly history: HistoryTally | undefined;
 
   constructor(
     logger: Logger,
@@ -49,12 +52,14 @@ export class AccessLog {
     sample: number,
     random: () => number = Math.random,
     targets?: TargetTally,
+    history?: HistoryTally,
   ) {
     this.logger = logger;
     this.plan = plan;
     this.sample = sample;
     this.random = random;
     this.targets = targets;
+    this.history = history;
   }
 
   /**
@@ -103,6 +108,8 @@ export class AccessLog {
         undefined,
         subUser,
       );
+    if (account && this.history)
+      this.history.add(account, subUser ?? '', kind === 'http', status, reason, up, down, billed);
     const level = this.level(reason !== undefined && ALWAYS.has(reason));
     if (!level) return;
     this.logger[level](

@@ -2,7 +2,7 @@
 // request forms: credentials -> account state -> connection cap -> bandwidth -> exit choice.
 import type net from 'node:net';
 import type { Logger } from '#common/logger.ts';
-import type { Ledger } from '../accounting/ledger.ts';
+import type { AdmissionRefusal, Ledger } from '../accounting/ledger.ts';
 import type { Tab } from '../accounting/tab.ts';
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { ParsedCredentials } from '#common/credentials.ts';
@@ -69,9 +69,10 @@ export async function admit(
   const auth = ctx.auth.authenticate(header, socket.remoteAddress ?? '');
   if (!auth.ok) {
     ctx.metrics.authFailures.inc({ plan: ctx.plan, reason: auth.reason });
-    const refusal = refusalFor(auth.reason, { retryAfter: auth.retryAfter });
+    let refusal = refusalFor(auth.reason, { retryAfter: auth.retryAfter });
     // In clear on such a plan no 407 offers Basic: the credentials it asks for would be refused.
-    return inClear && refusal.status === 407 ? { ...refusal, challenge: false } : refusal;
+    if (inClear && refusal.status === 407) refusal = { ...refusal, challenge: false };
+    return auth.named ? attributed(refusal, auth.named.accountId, auth.named.subUser?.id) : refusal;
   }
   ctx.authenticated(socket);
   const sub = auth.account.subUser;
@@ -81,24 +82,33 @@ export async function admit(
     ctx.spec.limits.maxConnectionsPerAccount,
     sub && { id: sub.id, maxConnections: sub.maxConnections },
   );
+  if (typeof tab === 'string') return attributed(tabRefusal(tab, ctx.plan), auth.account.accountId, sub?.id);
+  if (auth.entry) ctx.viaAllowlist.set(socket, auth.entry.id);
+  else ctx.viaAllowlist.delete(socket);
+  return { accountId: auth.account.accountId, subUserId: sub?.id, credentials: auth.credentials, tab };
+}
+
+function tabRefusal(tab: AdmissionRefusal, plan: Plan): Refusal {
   switch (tab) {
     case 'connection_limit':
       return CONNECTION_LIMIT;
     // 402 only when the database said the balance is gone; it being unreachable is a 503.
     case 'no_bandwidth':
-      return refusalFor('no_bandwidth', { plan: ctx.plan });
+      return refusalFor('no_bandwidth', { plan });
     case 'sub_user_limit':
       return SUB_USER_LIMIT;
     case 'bandwidth_held':
-      return refusalFor('bandwidth_held', { retryAfter: 10, plan: ctx.plan });
+      return refusalFor('bandwidth_held', { retryAfter: 10, plan });
     case 'billing_unavailable':
       return refusalFor('billing_unavailable', { retryAfter: 5 });
     case 'client_gone':
       return refusalFor('client_gone');
   }
-  if (auth.entry) ctx.viaAllowlist.set(socket, auth.entry.id);
-  else ctx.viaAllowlist.delete(socket);
-  return { accountId: auth.account.accountId, subUserId: sub?.id, credentials: auth.credentials, tab };
+}
+
+/** A refusal at admission, named for the account (or sub-user) it belongs to (usage history). */
+function attributed(refusal: Refusal, accountId: string, subUserId: string | undefined): Refusal {
+  return { ...refusal, account: subUserId === undefined ? accountId : `${accountId}/${subUserId}` };
 }
 
 /**

@@ -68,7 +68,10 @@ async function forward(
     return refuse(refusalFor('bad_connection_header'));
   }
   const admitted = await admit(ctx, req.headers['proxy-authorization'], socket);
-  if ('status' in admitted) return refuse(admitted);
+  if ('status' in admitted) {
+    account = admitted.account;
+    return refuse(admitted);
+  }
   account = accessAccount(admitted);
   const host = target.hostname;
   const port = target.port ? Number(target.port) : 80;

@@ -43,6 +43,11 @@ export interface Refusal {
    * connection is not TLS (docs/adr/0096): nothing invites the client to send them that way.
    */
   challenge?: false;
+  /**
+   * Who a refusal at admission belongs to, as accessAccount words it, when the credentials named
+   * an account (a wrong password, a spent balance): its usage history counts it (docs/adr/0103).
+   */
+  account?: string;
 }
 
 const STATUS_TEXT: Record<number, string> = {

@@ -3,10 +3,10 @@ import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
 import { basicAuth, get } from '#test/gateway/client.ts';
+import { startSilentServer, type Origin } from '#test/gateway/origin.ts';
 
 // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
-let silent: net.Server;
-const held = new Set<net.Socket>();
+let silent: Origin;
 
 const fx = useTestGateway({
   spec: gatewaySpec('basic', undefined, {
@@ -15,18 +15,10 @@ const fx = useTestGateway({
 });
 
 beforeAll(async () => {
-  silent = net.createServer((s) => {
-    held.add(s);
-    s.on('error', () => undefined);
-    s.on('close', () => held.delete(s));
-  });
-  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  silent = await startSilentServer();
 });
 
-afterAll(async () => {
-  for (const s of held) s.destroy();
-  await new Promise<void>((r) => silent.close(() => r()));
-});
+afterAll(() => silent.close());
 
 const total = async (name: string) =>
   (await fx.gateway.registry.getSingleMetric(name)!.get()).values.reduce((n, v) => n + v.value, 0);
@@ -42,10 +34,7 @@ describe('forward timeout', () => {
     socket.on('data', (c: Buffer) => chunks.push(c));
     const closed = new Promise<void>((r) => socket.on('close', () => r()));
     socket.write(
-      get(
-        `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/`,
-        basicAuth(account.proxyUsername, account.proxyPassword),
-      ),
+      get(`http://127.0.0.1:${silent.port}/`, basicAuth(account.proxyUsername, account.proxyPassword)),
     );
     await closed;
     const text = Buffer.concat(chunks).toString('latin1');

@@ -109,7 +109,10 @@ async function tunnel(
   if (answer.invalid) return refuse(answer.invalid);
   if (!target) return refuse(refusalFor('connect_needs_authority'));
   const admitted = await admit(ctx, proxyAuthorization, socket);
-  if ('status' in admitted) return refuse(admitted);
+  if ('status' in admitted) {
+    account = admitted.account;
+    return refuse(admitted);
+  }
   account = accessAccount(admitted);
   const dest = await ctx.guard.check(target.host, target.port);
   if (!dest.ok) return refuse(guardRefusal(dest.reason));

@@ -41,7 +41,16 @@ describe('the dashboard path list', () => {
     ])
       expect({ path, dashboard: paths.test(path) }).toEqual({ path, dashboard: false });
     const nav = pages.flatMap((p) => (p.nav ? [p.nav.href] : []));
-    expect(nav).toEqual(['/', '/proxies', '/sub-users', '/billing', '/settings', '/security', '/activity']);
+    expect(nav).toEqual([
+      '/',
+      '/usage',
+      '/proxies',
+      '/sub-users',
+      '/billing',
+      '/settings',
+      '/security',
+      '/activity',
+    ]);
     for (const href of nav) expect(paths.test(href)).toBe(true);
   });
 });

@@ -18,6 +18,7 @@ import { securityPage } from './pages/security.ts';
 import { settingsPage } from './pages/settings.ts';
 import { signInPage, signInView } from './pages/sign-in.ts';
 import { subUsersPage } from './pages/sub-users.ts';
+import { usagePage } from './pages/usage.ts';
 import type { Person } from './repo.ts';
 import { csrfKeyFrom, Sessions } from './session.ts';
 
@@ -25,6 +26,7 @@ import { csrfKeyFrom, Sessions } from './session.ts';
 export const PAGES: PageModule[] = [
   signInPage,
   overviewPage,
+  usagePage,
   proxiesPage,
   subUsersPage,
   billingPage,

@@ -1,9 +1,11 @@
+import type { Pool } from '#common/db/pool.ts';
 import { defineRoute, type RouteDef } from '../../http/route.ts';
 import { principal } from '../auth/middleware.ts';
 import { usageResponseSchema } from './schemas.ts';
 import type { UsageService } from './service.ts';
+import { usageHistoryRoute } from './routes/history.ts';
 
-export function usageRoutes(usage: UsageService): RouteDef[] {
+export function usageRoutes(usage: UsageService, pool: Pool): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -22,5 +24,6 @@ export function usageRoutes(usage: UsageService): RouteDef[] {
         return { body, headers: { 'Cache-Control': `private, max-age=${freshForSeconds}` } };
       },
     }),
+    usageHistoryRoute(pool),
   ];
 }

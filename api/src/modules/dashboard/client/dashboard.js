@@ -65,17 +65,22 @@ if (chart && data) {
   const usage = JSON.parse(data.textContent);
   const colors = ['#1d4ed8', '#b45309', '#047857', '#9d174d', '#4338ca'];
   const series = [
-    { label: 'Day' },
-    ...usage.products.map((p, i) => ({ label: p, stroke: colors[i % colors.length], width: 2 })),
+    { label: usage.times ? 'Time' : 'Day' },
+    ...(usage.labels ?? usage.products).map((p, i) => ({
+      label: p,
+      stroke: colors[i % colors.length],
+      width: 2,
+    })),
   ];
-  const xs = usage.days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
+  // The Usage page gives its buckets' times (seconds); the Overview, its days.
+  const xs = usage.times ?? usage.days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
   const width = () => Math.max(280, Math.min(chart.clientWidth || 600, 900));
   const plot = new uPlot(
     {
       width: width(),
       height: 260,
       series,
-      axes: [{}, { label: 'MB', size: 60 }],
+      axes: [{}, { label: usage.unit ?? 'MB', size: 60 }],
       scales: { x: { time: true } },
     },
     [xs, ...usage.series],
