@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '#common/config.ts';
-import { apiTuningEnv } from '../api/src/config.ts';
+import { apiTuningEnv } from '#api/config.ts';
 import { gatewayEnv, proxyProtocolEnv, proxyProtocolNeedsTrust } from '../gateway/src/config.ts';
 import { auditEnv, emailEnv } from '../worker/src/config.ts';
 

@@ -9,7 +9,7 @@ import { runMain } from '#common/runtime.ts';
 import { exitWhenParentExits } from '#common/shutdown.ts';
 import { readOrCreateSecretFile } from '#common/secret-file.ts';
 import { exitLocations, upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
-import { startApi } from '../api/src/server.ts';
+import { startApi } from '#api/server.ts';
 import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways, withProxyProtocolEnv } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';

@@ -13,8 +13,7 @@
 // --cpu-prof (profiles in /tmp/pf-bench-prof). BENCH_GATEWAY_NODE_ARGS='--flag ...': one more target,
 // the full gateway started with those node/V8 flags. The report gives each proxy's share of CPU
 // outside its main thread (GC helper threads: a CPU profile only samples the main thread).
-// Tunnels also go to the full gateway behind a PROXY-protocol balancer (each tunnel's connection
-// starts with a v2 header): the header's CPU per tunnel against gateway (full) in the same rounds.
+// Tunnels also go through a PROXY-protocol balancer (a v2 header each): the header's CPU per tunnel.
 // `--smoke` (or BENCH_SMOKE=1, run by .ci/run): one short round (about a minute), the idle slope
 // between 100 and 300 tunnels; it prints the table and fails on any error in any phase of our
 // gateway. It asserts no speed.
@@ -352,8 +351,7 @@ async function main(): Promise<void> {
       ['gateway (full)', () => startGatewayTarget('gateway (full)', databaseUrl, auth, 'full', dir)],
       ['gateway (bare)', () => startGatewayTarget('gateway (bare)', databaseUrl, auth, 'bare', dir)],
       ['proxy-chain', () => startProxyChainTarget(db.user, db.pass, auth)],
-      // The full gateway behind a PROXY-protocol balancer: every tunnel starts with a v2 header
-      // (its cost per connection, against gateway (full) in the same rounds; docs/adr/0102).
+      // Behind a PROXY-protocol balancer: each tunnel starts with a v2 header (docs/adr/0102).
       [
         PROXY_V2,
         async () => ({
@@ -384,9 +382,8 @@ async function main(): Promise<void> {
       const name = `gateway (full, ${nodeArgs.join(' ')})`;
       makers.push([name, () => startGatewayTarget(name, databaseUrl, auth, 'full', dir, true, nodeArgs)]);
     }
-    // The full gateway of another checkout (`BENCH_BASELINE=/tmp/pf-baseline`: an earlier commit
-    // unpacked with `git archive`, node_modules linked in), side by side on the same database: a
-    // change's cost measured in the same rounds as the code before it.
+    // The full gateway of another checkout (`BENCH_BASELINE=/tmp/pf-baseline`, node_modules linked
+    // in) on the same database: a change's cost in the same rounds as the code before it.
     const baseline = process.env.BENCH_BASELINE;
     if (baseline)
       makers.push([

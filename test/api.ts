@@ -10,8 +10,8 @@ import type { Pool } from '#common/db/pool.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { jestHooks } from './hooks.ts';
 import { TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from './fixtures.ts';
-import { loadApiConfig } from '../api/src/config.ts';
-import { startApi, type RunningApi } from '../api/src/server.ts';
+import { loadApiConfig } from '#api/config.ts';
+import { startApi, type RunningApi } from '#api/server.ts';
 
 export interface TestApi {
   url: string;

@@ -4,7 +4,7 @@
 // in the low-bandwidth email while the API said 0.
 import { expect, test } from '@jest/globals';
 import { bandwidthIn } from '#common/billing/remaining.ts';
-import { gbText } from '../api/src/modules/dashboard/layout.ts';
+import { gbText } from '#api/modules/dashboard/layout.ts';
 import { formatBytes } from '../worker/src/jobs/render.ts';
 
 test.each([246_388, 1, 999_999_999, 1_999_999_999, 1_750_000_000, 0])(

@@ -1,6 +1,6 @@
 // The admin CLI run in-process (api/src/cli/main.ts's runCli) with its output captured, against a
 // test API (`useCli`) or any environment (`runCapturedCli`).
-import { runCli } from '../api/src/cli/main.ts';
+import { runCli } from '#api/cli/main.ts';
 import { useTestApi } from './api.ts';
 import { TEST_ADMIN_TOKEN } from './fixtures.ts';
 

@@ -3,8 +3,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { apiSchema } from '../api/src/config.ts';
-import { cliSchema } from '../api/src/cli/config.ts';
+import { apiSchema } from '#api/config.ts';
+import { cliSchema } from '#api/cli/config.ts';
 import { controllerSchema } from '../controllers/src/config.ts';
 import { devSchema } from '../dev/config.ts';
 import { gatewaySchema } from '../gateway/src/config.ts';

@@ -2,7 +2,7 @@
 // on `rate(x[5m]) > 0` over a series that appears only at its first increment sees no data.
 import { describe, expect, it } from '@jest/globals';
 import type { Pool } from 'pg';
-import { ApiMetrics } from '../api/src/http/metrics.ts';
+import { ApiMetrics } from '#api/http/metrics.ts';
 import { createRegistry } from '#common/metrics.ts';
 import { createLogger } from '#common/logger.ts';
 import { ControllerMetrics } from '../controllers/src/runtime/metrics.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
 import { ConfigError, baseEnv, bool, cidrList, encryptionKey, parseConfig, port } from './config.ts';
-import { loadApiConfig } from '../../api/src/config.ts';
+import { loadApiConfig } from '#api/config.ts';
 
 const schema = z.object({
   ...baseEnv,

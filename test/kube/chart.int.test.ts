@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { expect, test } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
-import { loadApiConfig } from '../../api/src/config.ts';
+import { loadApiConfig } from '#api/config.ts';
 import { loadControllerConfig } from '../../controllers/src/config.ts';
 import { loadWorkerConfig } from '../../worker/src/config.ts';
 import { describeKube } from './describe-kube.ts';

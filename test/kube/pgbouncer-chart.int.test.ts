@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import pg from 'pg';
-import { loadApiConfig } from '../../api/src/config.ts';
+import { loadApiConfig } from '#api/config.ts';
 import { loadControllerConfig } from '../../controllers/src/config.ts';
 import { loadWorkerConfig } from '../../worker/src/config.ts';
 import { createTestDatabase, type TestDatabase } from '../db.ts';

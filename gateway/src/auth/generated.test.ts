@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { credentialFor } from '../../../api/src/modules/proxies/format.ts';
+import { credentialFor } from '#api/modules/proxies/format.ts';
 import { newProxyPassword, newProxyUsername } from '#common/secrets.ts';
 import { PLANS } from '../spec.ts';
 import { parseCredentials } from '#common/credentials.ts';

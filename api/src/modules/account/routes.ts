@@ -1,5 +1,5 @@
-import { defineRoute, type RouteDef } from '../../http/route.ts';
-import { principal } from '../auth/middleware.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { accountResponseSchema } from './schemas.ts';
 import type { AccountService } from './service.ts';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
 import { lowBandwidthFloorGb } from '#common/billing/alerts.ts';
 import { creditSchema } from '#common/billing/credit.ts';
-import { productsSchema } from '../usage/schemas.ts';
+import { productsSchema } from '#api/modules/usage/schemas.ts';
 
 export const alertsSchema = z.object({
   lowBandwidth: z.boolean(),

@@ -7,7 +7,7 @@ import type { Pool } from '#common/db/pool.ts';
 import type { Change, ChangeFeed } from '#common/db/changes.ts';
 import { MAX_NAMED_KEYS } from '#common/accounts/keys.ts';
 import { readCredit } from '#common/billing/credit.ts';
-import { gb, toUsageResponse, type UsageService } from '../usage/service.ts';
+import { gb, toUsageResponse, type UsageService } from '#api/modules/usage/service.ts';
 import { readAccount } from './repo.ts';
 import type { AccountResponse } from './schemas.ts';
 

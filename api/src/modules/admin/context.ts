@@ -4,10 +4,10 @@
 import type { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import type { RouteResult } from '../../http/route.ts';
-import { accountParams } from '../../http/schemas.ts';
-import type { AccountService } from '../account/service.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
+import type { RouteResult } from '#api/http/route.ts';
+import { accountParams } from '#api/http/schemas.ts';
+import type { AccountService } from '#api/modules/account/service.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import { accountExists } from './repo.ts';
 
 export interface AdminDeps {

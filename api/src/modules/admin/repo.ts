@@ -1,7 +1,7 @@
 import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts';
 import { lockAccountForAudit, recordAudit, type AuditActor } from '#common/audit/record.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
-import type { IspProxyRow } from '../proxies/repo.ts';
+import type { IspProxyRow } from '#api/modules/proxies/repo.ts';
 import type { Product } from '#common/products.ts';
 
 export interface AccountSummaryRow {

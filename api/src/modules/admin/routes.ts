@@ -3,7 +3,7 @@
 // file only lists them, in the order the OpenAPI document shows them. Every change that API caches
 // hold (keys, status, balances, settings) answers only once every API process has applied it, and
 // says how many did in the Proxyfleet-Cache-Sync header (context.ts).
-import type { RouteDef } from '../../http/route.ts';
+import type { RouteDef } from '#api/http/route.ts';
 import { adminContext, type AdminDeps } from './context.ts';
 import { createAccountRoute } from './routes/create-account.ts';
 import { listAccountsRoute } from './routes/list-accounts.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
-import { MAX_PURCHASE_GB, throttleRate, uuid } from '../../http/schemas.ts';
-import { keySummarySchema } from '../account/schemas.ts';
+import { MAX_PURCHASE_GB, throttleRate, uuid } from '#api/http/schemas.ts';
+import { keySummarySchema } from '#api/modules/account/schemas.ts';
 
 export const keyParams = z.object({ id: uuid, keyId: uuid });
 export const ispProxyParams = z.object({ id: uuid, proxyId: uuid });

@@ -3,9 +3,9 @@
 import type { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
-import { accountParams } from '../../http/schemas.ts';
-import { principal } from '../auth/middleware.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
+import { accountParams } from '#api/http/schemas.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { readAuditLog } from './repo.ts';
 import { auditLogQuery, auditLogSchema, type AuditLogQuery } from './schemas.ts';
 

@@ -9,10 +9,10 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '#common/errors.ts';
 import { API_KEY_PATTERN, constantTimeEqualStrings, hashApiKey } from '#common/secrets.ts';
-import type { ApiMetrics, AuthFailureReason } from '../../http/metrics.ts';
-import { sendError } from '../../http/errors.ts';
-import type { RateLimiter } from '../rate-limit/limiter.ts';
-import { setRateLimitHeaders } from '../rate-limit/headers.ts';
+import type { ApiMetrics, AuthFailureReason } from '#api/http/metrics.ts';
+import { sendError } from '#api/http/errors.ts';
+import type { RateLimiter } from '#api/modules/rate-limit/limiter.ts';
+import { setRateLimitHeaders } from '#api/modules/rate-limit/headers.ts';
 import type { KeyCache } from './key-cache.ts';
 import type { KeyUsageRecorder } from './key-usage.ts';
 

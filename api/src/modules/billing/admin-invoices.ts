@@ -5,11 +5,11 @@ import { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import { invoiceViewSchema } from '#common/billing/invoices.ts';
 import { settleInvoice, type Settlement } from '#common/billing/settle.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
-import { adminActor } from '../../http/actor.ts';
-import { invoiceParams } from '../../http/schemas.ts';
-import { deleteSnapshot } from '../usage/repo.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { invoiceParams } from '#api/http/schemas.ts';
+import { deleteSnapshot } from '#api/modules/usage/repo.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import {
   adminInvoiceCsvQuery,
   adminInvoiceListSchema,

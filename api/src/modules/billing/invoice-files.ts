@@ -3,10 +3,10 @@
 import type { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import { AppError } from '#common/errors.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
-import { apiKeyActor } from '../../http/actor.ts';
-import { invoiceParams } from '../../http/schemas.ts';
-import { principal } from '../auth/middleware.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
+import { apiKeyActor } from '#api/http/actor.ts';
+import { invoiceParams } from '#api/http/schemas.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import {
   billingDetailsSchema,
   readBillingDetails,

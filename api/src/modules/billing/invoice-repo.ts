@@ -9,7 +9,7 @@ import {
   toInvoiceView,
   type InvoiceRow,
 } from '#common/billing/invoices.ts';
-import { uuid } from '../../http/schemas.ts';
+import { uuid } from '#api/http/schemas.ts';
 
 /** The most rows one CSV export holds; a larger export is cut by `before` as the list is. */
 export const CSV_MAX_ROWS = 100_000;

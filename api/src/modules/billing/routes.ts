@@ -21,11 +21,11 @@ import {
   type CreditLimitUpdate,
 } from '#common/billing/credit.ts';
 import { PRODUCTS } from '#common/products.ts';
-import { defineRoute, ok, okSchema, validationError, type RouteDef } from '../../http/route.ts';
-import { principal } from '../auth/middleware.ts';
-import { adminActor, apiKeyActor } from '../../http/actor.ts';
-import { accountParams } from '../../http/schemas.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
+import { defineRoute, ok, okSchema, validationError, type RouteDef } from '#api/http/route.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
+import { adminActor, apiKeyActor } from '#api/http/actor.ts';
+import { accountParams } from '#api/http/schemas.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import { adminInvoiceRoutes } from './admin-invoices.ts';
 
 const productParams = z.object({ product: z.enum(PRODUCTS) });

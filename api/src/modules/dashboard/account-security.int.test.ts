@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { freshCode } from '#test/totp.ts';
 import { renderEmail } from '../../../../worker/src/jobs/render.ts';
-import { TwoFactor } from '../two-factor/service.ts';
+import { TwoFactor } from '#api/modules/two-factor/service.ts';
 import { hashPassword } from './passwords.ts';
 
 // scrypt on a shared 2-core machine: generous limits; nothing here measures speed.

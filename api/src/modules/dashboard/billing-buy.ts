@@ -5,16 +5,20 @@
 // kept beside it to hold that page to one concern per file.
 import { randomUUID } from 'node:crypto';
 import { PRODUCTS } from '#common/products.ts';
-import { dashboardActor } from '../../http/actor.ts';
-import { customerPurchaseSchema, idempotencyKeySchema, type PurchaseLimits } from '../purchases/schemas.ts';
-import { buyAsCustomer } from '../purchases/service.ts';
-import { deleteSnapshot } from '../usage/repo.ts';
+import { dashboardActor } from '#api/http/actor.ts';
+import {
+  customerPurchaseSchema,
+  idempotencyKeySchema,
+  type PurchaseLimits,
+} from '#api/modules/purchases/schemas.ts';
+import { buyAsCustomer } from '#api/modules/purchases/service.ts';
+import { deleteSnapshot } from '#api/modules/usage/repo.ts';
 import { attempt, formProblem, formValues, type FieldWords } from './forms.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, type PageContext } from './layout.ts';
 import { post, type PageRoute, type SignedInVisit } from './page.ts';
 import type { Pool } from '#common/db/pool.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 
 /** What the form shows: a new key and nothing typed, or what was typed when it was refused. */
 export interface BuyForm {

@@ -3,14 +3,14 @@
 // (company, address, VAT id), changed in a form judged by the schema of PUT /api/v1/billing-details.
 // A part of pages/billing.ts, kept beside it to hold that page to one concern per file.
 import type { Pool } from '#common/db/pool.ts';
-import { dashboardActor } from '../../http/actor.ts';
+import { dashboardActor } from '#api/http/actor.ts';
 import {
   billingDetailsSchema,
   readBillingDetails,
   saveBillingDetails,
   type BillingDetails,
-} from '../billing/details.ts';
-import { accountInvoicePdf, pdfHeaders, type Seller } from '../billing/pdf.ts';
+} from '#api/modules/billing/details.ts';
+import { accountInvoicePdf, pdfHeaders, type Seller } from '#api/modules/billing/pdf.ts';
 import { formProblem, formValues, pathId, type FieldWords } from './forms.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, layout, message, type PageContext } from './layout.ts';

@@ -8,7 +8,7 @@ import {
   type SubscriptionView,
 } from '#common/billing/subscriptions.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { dashboardActor } from '../../http/actor.ts';
+import { dashboardActor } from '#api/http/actor.ts';
 import { pathId } from './forms.ts';
 import { html, type Html } from './html.ts';
 import {

@@ -4,8 +4,8 @@
 import type { Request } from 'express';
 import type { z } from 'zod';
 import { AppError } from '#common/errors.ts';
-import { fieldProblems } from '../../http/route.ts';
-import { uuid } from '../../http/schemas.ts';
+import { fieldProblems } from '#api/http/route.ts';
+import { uuid } from '#api/http/schemas.ts';
 
 /**
  * The named fields of a posted form, as typed: '' when absent or not one string. Trimmed, except

@@ -6,12 +6,12 @@
 import type { Request, Response } from 'express';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
-import type { ResetRequests } from '../password-links/reset-requests.ts';
-import type { ProxiesDeps } from '../proxies/service.ts';
-import type { PurchaseLimits } from '../purchases/schemas.ts';
-import type { Seller } from '../billing/pdf.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
-import type { UsageService } from '../usage/service.ts';
+import type { ResetRequests } from '#api/modules/password-links/reset-requests.ts';
+import type { ProxiesDeps } from '#api/modules/proxies/service.ts';
+import type { PurchaseLimits } from '#api/modules/purchases/schemas.ts';
+import type { Seller } from '#api/modules/billing/pdf.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
+import type { UsageService } from '#api/modules/usage/service.ts';
 import type { Html } from './html.ts';
 import type { NavEntry, PageContext } from './layout.ts';
 import type { Person } from './repo.ts';

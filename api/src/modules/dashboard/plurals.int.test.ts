@@ -7,8 +7,8 @@ import { signedOutForm, postForm, STRONG } from '#test/dashboard.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { hashPassword } from './passwords.ts';
-import { createPasswordLink, hashToken } from '../password-links/service.ts';
-import { setPasswordWithToken } from '../password-links/repo.ts';
+import { createPasswordLink, hashToken } from '#api/modules/password-links/service.ts';
+import { setPasswordWithToken } from '#api/modules/password-links/repo.ts';
 
 let db: TestDatabase;
 let api: TestApi;

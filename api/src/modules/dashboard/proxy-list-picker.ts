@@ -3,8 +3,13 @@
 // function as the API's `lines`/`entries`, and Download saves it as .txt, .csv or .json. A part of
 // pages/proxies.ts, kept beside it as billing-subscriptions.ts is.
 import type { Product } from '#common/products.ts';
-import type { ProxyScheme } from '../proxies/format.ts';
-import { listFile, MAX_TEMPLATE_LENGTH, type Formatted, type ListFormat } from '../proxies/list-format.ts';
+import type { ProxyScheme } from '#api/modules/proxies/format.ts';
+import {
+  listFile,
+  MAX_TEMPLATE_LENGTH,
+  type Formatted,
+  type ListFormat,
+} from '#api/modules/proxies/list-format.ts';
 import { copyButton } from './layout.ts';
 import { html, type Html } from './html.ts';
 

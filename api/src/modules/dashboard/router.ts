@@ -5,7 +5,7 @@
 // as the API; like the admin API, an action answers once every API process has applied it.
 import express, { type Request, type Response, type Router } from 'express';
 import helmet from 'helmet';
-import { rejectNul } from '../../http/plumbing.ts';
+import { rejectNul } from '#api/http/plumbing.ts';
 import { loadAssets } from './assets.ts';
 import type { Html } from './html.ts';
 import { forbiddenPage, type PageContext } from './layout.ts';

@@ -4,10 +4,10 @@
 // pages/settings.ts, kept beside it as billing-subscriptions.ts is.
 import { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
-import { readAlerts, updateAlerts, type AlertsRow } from '../account/repo.ts';
-import { readTargetStatsEnabled, setTargetStats } from '../targets/repo.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
-import { dashboardActor } from '../../http/actor.ts';
+import { readAlerts, updateAlerts, type AlertsRow } from '#api/modules/account/repo.ts';
+import { readTargetStatsEnabled, setTargetStats } from '#api/modules/targets/repo.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
+import { dashboardActor } from '#api/http/actor.ts';
 import { formProblem } from './forms.ts';
 import { html, type Html } from './html.ts';
 import { csrfField, type PageContext } from './layout.ts';

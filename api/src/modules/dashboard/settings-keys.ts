@@ -12,10 +12,10 @@ import {
   type KeyRecord,
 } from '#common/accounts/keys.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { activeKeyKind } from '../account/repo.ts';
-import { createKeySchema } from '../account/schemas.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
-import { dashboardActor } from '../../http/actor.ts';
+import { activeKeyKind } from '#api/modules/account/repo.ts';
+import { createKeySchema } from '#api/modules/account/schemas.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
+import { dashboardActor } from '#api/http/actor.ts';
 import { attempt, formProblem, formValues, pathId } from './forms.ts';
 import { html, type Html } from './html.ts';
 import {

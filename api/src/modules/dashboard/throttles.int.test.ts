@@ -10,7 +10,7 @@ import { adminCall, postForm, signedOutForm, STRONG } from '#test/dashboard.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { freshCode } from '#test/totp.ts';
-import { TwoFactor } from '../two-factor/service.ts';
+import { TwoFactor } from '#api/modules/two-factor/service.ts';
 import { hashPassword } from './passwords.ts';
 import { FORGOT_PER_EMAIL, LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_EMAIL } from './sign-in-rules.ts';
 

@@ -4,10 +4,10 @@
 import { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
-import { principal } from '../auth/middleware.ts';
-import { adminActor, apiKeyActor } from '../../http/actor.ts';
-import { accountParams, uuid } from '../../http/schemas.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
+import { adminActor, apiKeyActor } from '#api/http/actor.ts';
+import { accountParams, uuid } from '#api/http/schemas.ts';
 import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from './repo.ts';
 import {
   allowlistCreate,

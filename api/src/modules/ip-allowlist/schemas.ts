@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { CREDENTIAL_ERROR_TEXT, parseTargeting } from '#common/credentials.ts';
 import { parseAllowlistCidr } from '#common/ip-allowlist.ts';
 import { PRODUCTS, type Product } from '#common/products.ts';
-import { MAX_SESSION_MINUTES } from '../proxies/schemas.ts';
+import { MAX_SESSION_MINUTES } from '#api/modules/proxies/schemas.ts';
 
 /** Longest targeting string accepted (the database's check; real ones are under 80 characters). */
 const MAX_TARGETING_LENGTH = 200;

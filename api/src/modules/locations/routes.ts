@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import { PRODUCTS, type Product } from '#common/products.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { locationsOf } from './service.ts';
 
 const locationsQuery = z.strictObject({

@@ -10,7 +10,7 @@ import { accountWithBandwidth } from '#test/fixtures.ts';
 import { emailSenderJob } from '../../../../worker/src/jobs/email.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '#test/smtp.ts';
 import { createPasswordLink, hashToken } from './service.ts';
-import { insertSession } from '../dashboard/repo.ts';
+import { insertSession } from '#api/modules/dashboard/repo.ts';
 import { peekToken, setPasswordWithToken } from './repo.ts';
 
 let db: TestDatabase;

@@ -1,5 +1,5 @@
-import { defineRoute, ok, type RouteDef } from '../../http/route.ts';
-import { principal } from '../auth/middleware.ts';
+import { defineRoute, ok, type RouteDef } from '#api/http/route.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import {
   generateRequestSchema,
   generateResponseSchema,

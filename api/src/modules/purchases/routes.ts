@@ -1,10 +1,10 @@
 // POST /api/v1/purchases (docs/api.md): a customer buys bandwidth with an Idempotency-Key.
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, ok, okSchema, validationError, type RouteDef } from '../../http/route.ts';
-import { apiKeyActor } from '../../http/actor.ts';
-import { principal } from '../auth/middleware.ts';
-import { deleteSnapshot } from '../usage/repo.ts';
-import type { WaitForApiCaches } from '../sync/wait.ts';
+import { defineRoute, ok, okSchema, validationError, type RouteDef } from '#api/http/route.ts';
+import { apiKeyActor } from '#api/http/actor.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
+import { deleteSnapshot } from '#api/modules/usage/repo.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import {
   customerPurchaseSchema,
   idempotencyKeySchema,

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { invoiceViewSchema } from '#common/billing/invoices.ts';
 import { PRODUCTS } from '#common/products.ts';
-import { MAX_PURCHASE_GB } from '../../http/schemas.ts';
+import { MAX_PURCHASE_GB } from '#api/http/schemas.ts';
 
 export interface PurchaseLimits {
   /** The most one purchase may buy, GB. */

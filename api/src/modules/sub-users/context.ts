@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { uuid } from '../../http/schemas.ts';
+import { uuid } from '#api/http/schemas.ts';
 
 export interface SubUsersDeps {
   pool: Pool;

@@ -3,7 +3,7 @@
 // and the operator's (/admin/v1/accounts/:id/sub-users) share the repo, the schemas and context.ts;
 // one file per route in routes/, each with its tests; this file only lists them. Gateways learn
 // every change from the database's triggers (change_log), nothing is called here.
-import type { RouteDef } from '../../http/route.ts';
+import type { RouteDef } from '#api/http/route.ts';
 import type { SubUsersDeps } from './context.ts';
 import { listSubUsersRoute } from './routes/list.ts';
 import { createSubUserRoute } from './routes/create.ts';

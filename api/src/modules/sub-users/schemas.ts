@@ -3,7 +3,7 @@
 // request the API accepts is one the database stores and a gateway reads the same way.
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
-import { MAX_PURCHASE_GB, throttleRate } from '../../http/schemas.ts';
+import { MAX_PURCHASE_GB, throttleRate } from '#api/http/schemas.ts';
 
 /** The most concurrent connections a sub-user's cap may allow (the database's CHECK). */
 export const MAX_SUB_USER_CONNECTIONS = 100_000;

@@ -13,10 +13,10 @@ import {
   type SubscriptionChange,
   type SubscriptionCreate,
 } from '#common/billing/subscriptions.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
-import { adminActor, apiKeyActor } from '../../http/actor.ts';
-import { accountParams } from '../../http/schemas.ts';
-import { principal } from '../auth/middleware.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
+import { adminActor, apiKeyActor } from '#api/http/actor.ts';
+import { accountParams } from '#api/http/schemas.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import {
   adminSubscriptionParams,
   autoRenewUpdate,

@@ -1,7 +1,7 @@
 // Request and response schemas of the subscription routes (docs/api.md "Subscriptions").
 import { z } from 'zod';
 import { subscriptionViewSchema } from '#common/billing/subscriptions.ts';
-import { uuid } from '../../http/schemas.ts';
+import { uuid } from '#api/http/schemas.ts';
 
 export const subscriptionParams = z.object({ subscriptionId: uuid });
 export type SubscriptionParams = z.infer<typeof subscriptionParams>;

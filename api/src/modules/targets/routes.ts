@@ -2,11 +2,11 @@
 // The operator's equivalents are in admin/routes.ts and share targetsView and setTargetStats.
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../http/route.ts';
-import { principal } from '../auth/middleware.ts';
-import { adminActor, apiKeyActor } from '../../http/actor.ts';
-import { accountParams } from '../../http/schemas.ts';
-import { subUserExists } from '../sub-users/repo.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
+import { adminActor, apiKeyActor } from '#api/http/actor.ts';
+import { accountParams } from '#api/http/schemas.ts';
+import { subUserExists } from '#api/modules/sub-users/repo.ts';
 import { readTargets, setTargetStats } from './repo.ts';
 import {
   targetsQuery,

@@ -4,9 +4,9 @@
 import { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { adminActor } from '../../http/actor.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
-import { accountParams } from '../../http/schemas.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
+import { accountParams } from '#api/http/schemas.ts';
 import { resetTwoFactor } from './service.ts';
 
 const resetResponse = z.object({

@@ -4,11 +4,11 @@
 // codes once each, the throttle shared with passwords, turning off, the admin reset, the session
 // list with Sign out and Sign out everywhere else, and the audit entries, none with a secret.
 import { describe, expect, it } from '@jest/globals';
-import { hashPassword } from '../dashboard/passwords.ts';
+import { hashPassword } from '#api/modules/dashboard/passwords.ts';
 import { adminCall } from '#test/dashboard.ts';
 import { useTestApi } from '#test/api.ts';
 import { TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
-import { runCli } from '../../cli/main.ts';
+import { runCli } from '#api/cli/main.ts';
 import { freshCode as totpCode } from '#test/totp.ts';
 import { hashRecoveryCode, recoveryKeyFrom } from './service.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';

@@ -2,7 +2,7 @@
 // history", docs/adr/0103). A bucket's outcomes add up to its requests.
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
-import { uuid } from '../../http/schemas.ts';
+import { uuid } from '#api/http/schemas.ts';
 
 export const GRANULARITIES = ['hour', 'day'] as const;
 export type Granularity = (typeof GRANULARITIES)[number];

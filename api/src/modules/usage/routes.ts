@@ -1,6 +1,6 @@
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, type RouteDef } from '../../http/route.ts';
-import { principal } from '../auth/middleware.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { usageResponseSchema } from './schemas.ts';
 import type { UsageService } from './service.ts';
 import { usageHistoryRoute } from './routes/history.ts';

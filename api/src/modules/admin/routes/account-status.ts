@@ -2,8 +2,8 @@
 // account's keys are refused on every API server before the answer.
 import { AppError } from '#common/errors.ts';
 import { setAccountStatus } from '#common/accounts/accounts.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

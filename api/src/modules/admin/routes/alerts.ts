@@ -1,9 +1,9 @@
 // PUT /admin/v1/accounts/:id/alerts: email alerts on or off; fields not given keep their value.
 import { AppError } from '#common/errors.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { updateAlerts } from '../../account/repo.ts';
-import { alertsSchema, alertsUpdateSchema, type AlertsUpdate } from '../../account/schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { updateAlerts } from '#api/modules/account/repo.ts';
+import { alertsSchema, alertsUpdateSchema, type AlertsUpdate } from '#api/modules/account/schemas.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 
 export function alertsRoute(ctx: AdminContext): RouteDef {

@@ -1,8 +1,8 @@
 // PUT /admin/v1/accounts/:id/auto-refill/:product: as the customer's PUT /api/v1/auto-refill/:product.
 import type { z } from 'zod';
 import { autoRefillUpdateSchema, putAutoRefill, type AutoRefillUpdate } from '#common/billing/auto-refill.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import type { AdminContext } from '../context.ts';
 

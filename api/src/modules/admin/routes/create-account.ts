@@ -1,8 +1,8 @@
 // POST /admin/v1/accounts: a new account with its primary API key and proxy credentials, shown once.
 import type { z } from 'zod';
 import { createAccount } from '#common/accounts/accounts.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import type { AdminContext } from '../context.ts';
 

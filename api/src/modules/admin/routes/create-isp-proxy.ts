@@ -2,11 +2,11 @@
 import { AppError } from '#common/errors.ts';
 import { SQLSTATE, sqlState } from '#common/db/pool.ts';
 import { newProxyPassword, seal } from '#common/secrets.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { toIspProxy } from '../../proxies/service.ts';
-import { ispProxySchema } from '../../proxies/schemas.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { toIspProxy } from '#api/modules/proxies/service.ts';
+import { ispProxySchema } from '#api/modules/proxies/schemas.ts';
 import { insertIspProxy } from '../repo.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

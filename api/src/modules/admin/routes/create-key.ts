@@ -1,9 +1,9 @@
 // POST /admin/v1/accounts/:id/keys: a named key (at most 10 active per account).
 import type { z } from 'zod';
 import { createNamedKey } from '#common/accounts/keys.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { createKeySchema } from '../../account/schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { createKeySchema } from '#api/modules/account/schemas.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

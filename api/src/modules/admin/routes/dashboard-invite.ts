@@ -1,7 +1,7 @@
 // POST /admin/v1/accounts/:id/dashboard-invite: a one-time link that sets the dashboard password.
-import { adminActor } from '../../../http/actor.ts';
-import { createPasswordLink } from '../../password-links/service.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { createPasswordLink } from '#api/modules/password-links/service.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

@@ -1,9 +1,9 @@
 // DELETE /admin/v1/accounts/:id/isp-proxies/:proxyId: an ISP proxy taken from the account.
 import type { z } from 'zod';
 import { AppError } from '#common/errors.ts';
-import { adminActor } from '../../../http/actor.ts';
+import { adminActor } from '#api/http/actor.ts';
 import { deleteIspProxy } from '../repo.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import type { AdminContext } from '../context.ts';
 

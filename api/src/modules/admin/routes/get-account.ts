@@ -1,5 +1,5 @@
 // GET /admin/v1/accounts/:id: the record the account's owner sees at GET /api/v1/account.
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 
 export function getAccountRoute(ctx: AdminContext): RouteDef {

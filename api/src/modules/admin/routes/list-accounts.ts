@@ -1,7 +1,7 @@
 // GET /admin/v1/accounts: the accounts, a page at a time, optionally those of one email.
 import { z } from 'zod';
 import { listAccounts } from '../repo.ts';
-import { defineRoute, validationError, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, validationError, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import type { AdminContext } from '../context.ts';
 

@@ -1,9 +1,9 @@
 // GET /admin/v1/accounts/:id/isp-proxies: the account's ISP proxies, as the customer's list shows them.
 import { z } from 'zod';
-import { toIspProxy } from '../../proxies/service.ts';
-import { listIspProxies } from '../../proxies/repo.ts';
-import { ispProxySchema } from '../../proxies/schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { toIspProxy } from '#api/modules/proxies/service.ts';
+import { listIspProxies } from '#api/modules/proxies/repo.ts';
+import { ispProxySchema } from '#api/modules/proxies/schemas.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 
 export function listIspProxiesRoute(ctx: AdminContext): RouteDef {

@@ -1,7 +1,7 @@
 // GET /admin/v1/accounts/:id/keys: the account's API keys, revoked ones included, never the keys.
 import { z } from 'zod';
 import { listKeys } from '#common/accounts/keys.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

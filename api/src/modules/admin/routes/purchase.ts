@@ -1,10 +1,10 @@
 // POST /admin/v1/accounts/:id/purchases: bandwidth bought, an invoice issued; usage shows it at once.
 import { recordPurchase } from '#common/billing/purchases.ts';
 import { gbToBytes } from '#common/products.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { deleteSnapshot } from '../../usage/repo.ts';
-import { gb } from '../../usage/service.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { deleteSnapshot } from '#api/modules/usage/repo.ts';
+import { gb } from '#api/modules/usage/service.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

@@ -1,7 +1,7 @@
 // POST /admin/v1/accounts/:id/keys/primary/regenerate: a new primary key; the old one stops at once.
 import { regeneratePrimaryKey } from '#common/accounts/keys.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

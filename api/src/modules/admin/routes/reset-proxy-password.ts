@@ -1,7 +1,7 @@
 // POST /admin/v1/accounts/:id/proxy-password/reset: a new proxy password; the old one stops on the gateways.
 import { readProxyCredentials, resetProxyPassword } from '#common/accounts/accounts.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import { type AdminContext, type IdParams, oneAccount } from '../context.ts';
 

@@ -2,9 +2,9 @@
 import type { z } from 'zod';
 import { AppError } from '#common/errors.ts';
 import { revokeKey } from '#common/accounts/keys.ts';
-import { adminActor } from '../../../http/actor.ts';
-import { activeKeyKind } from '../../account/repo.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { activeKeyKind } from '#api/modules/account/repo.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import type { AdminContext } from '../context.ts';
 

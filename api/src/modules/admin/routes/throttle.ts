@@ -1,8 +1,8 @@
 // PUT /admin/v1/accounts/:id/throttle/:product: an account's bandwidth cap per product (docs/adr/0035).
 import type { z } from 'zod';
-import { adminActor } from '../../../http/actor.ts';
+import { adminActor } from '#api/http/actor.ts';
 import { putThrottle } from '../repo.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import * as s from '../schemas.ts';
 import type { AdminContext } from '../context.ts';
 

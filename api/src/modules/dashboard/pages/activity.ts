@@ -3,8 +3,8 @@
 // "Newest". The same reads as the API (audit-log/repo.ts); who acted is named as the customer
 // knows it: the signed-in email, the API key's display prefix, "operator", or the component.
 import { listKeys } from '#common/accounts/keys.ts';
-import { readAuditLog } from '../../audit-log/repo.ts';
-import { decodeCursor, type AuditEntryView } from '../../audit-log/schemas.ts';
+import { readAuditLog } from '#api/modules/audit-log/repo.ts';
+import { decodeCursor, type AuditEntryView } from '#api/modules/audit-log/schemas.ts';
 import { html, type Html } from '../html.ts';
 import { dateText, layout, message, table, type PageContext } from '../layout.ts';
 import { get, type PageModule } from '../page.ts';

@@ -4,12 +4,12 @@
 import { AppError } from '#common/errors.ts';
 import { PRODUCTS } from '#common/products.ts';
 import { TARGET_RETENTION_DAYS } from '#common/target-stats.ts';
-import { readThrottles } from '../../account/repo.ts';
-import { subUserNames } from '../../sub-users/repo.ts';
-import { readTargets } from '../../targets/repo.ts';
-import { dayProblem, utcToday } from '../../targets/schemas.ts';
-import { dailyUsage, type DailyUsage } from '../../usage/repo.ts';
-import { productBalances } from '../../usage/service.ts';
+import { readThrottles } from '#api/modules/account/repo.ts';
+import { subUserNames } from '#api/modules/sub-users/repo.ts';
+import { readTargets } from '#api/modules/targets/repo.ts';
+import { dayProblem, utcToday } from '#api/modules/targets/schemas.ts';
+import { dailyUsage, type DailyUsage } from '#api/modules/usage/repo.ts';
+import { productBalances } from '#api/modules/usage/service.ts';
 import { html, jsonBlock, type Html } from '../html.ts';
 import { gbText, layout, message, rateText, table, type PageContext } from '../layout.ts';
 import { get, type PageModule } from '../page.ts';

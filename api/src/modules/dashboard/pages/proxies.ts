@@ -5,13 +5,13 @@
 // (docs/adr/0083).
 import { readProxyCredentials, resetProxyPassword } from '#common/accounts/accounts.ts';
 import { PRODUCTS, type Product } from '#common/products.ts';
-import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from '../../ip-allowlist/repo.ts';
-import { allowlistCreate, type AllowlistEntry } from '../../ip-allowlist/schemas.ts';
-import { generateRequestSchema, type IspProxy } from '../../proxies/schemas.ts';
-import { generateProxySet, ispProxies, tlsPlans } from '../../proxies/service.ts';
-import { subUserNames } from '../../sub-users/repo.ts';
+import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from '#api/modules/ip-allowlist/repo.ts';
+import { allowlistCreate, type AllowlistEntry } from '#api/modules/ip-allowlist/schemas.ts';
+import { generateRequestSchema, type IspProxy } from '#api/modules/proxies/schemas.ts';
+import { generateProxySet, ispProxies, tlsPlans } from '#api/modules/proxies/service.ts';
+import { subUserNames } from '#api/modules/sub-users/repo.ts';
 import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
-import { dashboardActor } from '../../../http/actor.ts';
+import { dashboardActor } from '#api/http/actor.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,
@@ -27,8 +27,8 @@ import {
 } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { formatFields, formatPicker, generatedList } from '../proxy-list-picker.ts';
-import { locationsOf, type Locations } from '../../locations/service.ts';
-import type { Formatted } from '../../proxies/list-format.ts';
+import { locationsOf, type Locations } from '#api/modules/locations/service.ts';
+import type { Formatted } from '#api/modules/proxies/list-format.ts';
 import { countOf } from '#common/words.ts';
 
 const NOTICES: ReadonlyMap<string, string> = new Map([

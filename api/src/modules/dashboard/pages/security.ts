@@ -4,8 +4,8 @@
 // password) is here too, as a signed-out route, throttled with the password's failures. And the
 // account's sessions: where and when each started and was last seen, signed out one by one or all
 // but this one.
-import { dashboardActor } from '../../../http/actor.ts';
-import { TwoFactor } from '../../two-factor/service.ts';
+import { dashboardActor } from '#api/http/actor.ts';
+import { TwoFactor } from '#api/modules/two-factor/service.ts';
 import { doneNotice, formValues, pathId } from '../forms.ts';
 import { html, raw, type Html } from '../html.ts';
 import { csrfField, dateText, layout, message, table, type PageContext } from '../layout.ts';

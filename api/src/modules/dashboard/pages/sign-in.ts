@@ -4,8 +4,8 @@
 // With two-factor sign-in on, a right password leads to the code step (pages/security.ts,
 // docs/adr/0077) instead of a session.
 import { z } from 'zod';
-import { hashToken, SET_PASSWORD_PATH } from '../../password-links/service.ts';
-import { peekToken, setPasswordWithToken } from '../../password-links/repo.ts';
+import { hashToken, SET_PASSWORD_PATH } from '#api/modules/password-links/service.ts';
+import { peekToken, setPasswordWithToken } from '#api/modules/password-links/repo.ts';
 import { formValues } from '../forms.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, layout, message, type PageContext } from '../layout.ts';
@@ -31,7 +31,7 @@ import {
   SIGN_IN_THROTTLED,
   TOO_MANY_REQUESTS,
 } from '../sign-in-rules.ts';
-import { isEnabled as twoFactorEnabled } from '../../two-factor/repo.ts';
+import { isEnabled as twoFactorEnabled } from '#api/modules/two-factor/repo.ts';
 
 const formString = (max: number) => z.string().max(max).optional().default('');
 const signInForm = z.object({ email: formString(254), password: formString(MAX_PASSWORD_LENGTH) });

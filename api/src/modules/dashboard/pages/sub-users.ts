@@ -9,10 +9,10 @@ import {
   getSubUser,
   listSubUsers,
   updateSubUser,
-} from '../../sub-users/repo.ts';
-import { subUserCreate, subUserUpdate, type SubUser } from '../../sub-users/schemas.ts';
+} from '#api/modules/sub-users/repo.ts';
+import { subUserCreate, subUserUpdate, type SubUser } from '#api/modules/sub-users/schemas.ts';
 import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
-import { dashboardActor } from '../../../http/actor.ts';
+import { dashboardActor } from '#api/http/actor.ts';
 import { html, type Html } from '../html.ts';
 import {
   confirmButton,

@@ -3,9 +3,13 @@
 // the exact meaning of each, and "Download CSV": the API's usage history (docs/api.md "Usage
 // history", docs/adr/0103), read through the same functions.
 import { AppError } from '#common/errors.ts';
-import { subUserNames } from '../../sub-users/repo.ts';
-import { historyCsv, usageHistory } from '../../usage/history.ts';
-import { usageHistoryQuery, type HistoryCounts, type UsageHistory } from '../../usage/history-schemas.ts';
+import { subUserNames } from '#api/modules/sub-users/repo.ts';
+import { historyCsv, usageHistory } from '#api/modules/usage/history.ts';
+import {
+  usageHistoryQuery,
+  type HistoryCounts,
+  type UsageHistory,
+} from '#api/modules/usage/history-schemas.ts';
 import { formProblem } from '../forms.ts';
 import { html, jsonBlock, type Html } from '../html.ts';
 import { layout, message, table, type PageContext } from '../layout.ts';

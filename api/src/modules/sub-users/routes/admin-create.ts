@@ -1,9 +1,9 @@
 // POST /admin/v1/accounts/:id/sub-users: a new sub-user of the account named.
-import { adminActor } from '../../../http/actor.ts';
-import { accountParams } from '../../../http/schemas.ts';
+import { adminActor } from '#api/http/actor.ts';
+import { accountParams } from '#api/http/schemas.ts';
 import { createSubUser } from '../repo.ts';
 import { subUserCreate, subUserSchema, type SubUserCreate } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, DESCRIPTION, CREATE_ERRORS } from '../context.ts';
 
 export function adminCreateSubUserRoute(deps: SubUsersDeps): RouteDef {

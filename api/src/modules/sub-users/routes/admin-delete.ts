@@ -1,8 +1,8 @@
 // DELETE /admin/v1/accounts/:id/sub-users/:subUserId: the account's sub-user gone.
 import { AppError } from '#common/errors.ts';
-import { adminActor } from '../../../http/actor.ts';
+import { adminActor } from '#api/http/actor.ts';
 import { deleteSubUser } from '../repo.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, accountSubUser, type AccountSubUserParams } from '../context.ts';
 
 export function adminDeleteSubUserRoute(deps: SubUsersDeps): RouteDef {

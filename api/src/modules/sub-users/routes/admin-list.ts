@@ -1,9 +1,9 @@
 // GET /admin/v1/accounts/:id/sub-users: an account's sub-users, for the operator.
 import { AppError } from '#common/errors.ts';
-import { accountParams } from '../../../http/schemas.ts';
+import { accountParams } from '#api/http/schemas.ts';
 import { listSubUsers } from '../repo.ts';
 import { subUserListSchema } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import type { SubUsersDeps } from '../context.ts';
 
 export function adminListSubUsersRoute(deps: SubUsersDeps): RouteDef {

@@ -1,9 +1,9 @@
 // PATCH /admin/v1/accounts/:id/sub-users/:subUserId: suspend, resume, limits, caps.
 import { AppError } from '#common/errors.ts';
-import { adminActor } from '../../../http/actor.ts';
+import { adminActor } from '#api/http/actor.ts';
 import { updateSubUser } from '../repo.ts';
 import { subUserSchema, subUserUpdate, type SubUserUpdate } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, UPDATE_ERRORS, accountSubUser, type AccountSubUserParams } from '../context.ts';
 
 export function adminUpdateSubUserRoute(deps: SubUsersDeps): RouteDef {

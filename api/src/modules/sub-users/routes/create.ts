@@ -1,9 +1,9 @@
 // POST /api/v1/sub-users: a new sub-user; the answer carries its proxy username and password.
-import { apiKeyActor } from '../../../http/actor.ts';
-import { principal } from '../../auth/middleware.ts';
+import { apiKeyActor } from '#api/http/actor.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { createSubUser } from '../repo.ts';
 import { subUserCreate, subUserSchema, type SubUserCreate } from '../schemas.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, DESCRIPTION, CREATE_ERRORS, keyGone } from '../context.ts';
 
 export function createSubUserRoute(deps: SubUsersDeps): RouteDef {

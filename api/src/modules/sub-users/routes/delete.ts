@@ -1,9 +1,9 @@
 // DELETE /api/v1/sub-users/:subUserId: the sub-user gone; its connections end within a second.
 import { AppError } from '#common/errors.ts';
-import { apiKeyActor } from '../../../http/actor.ts';
-import { principal } from '../../auth/middleware.ts';
+import { apiKeyActor } from '#api/http/actor.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { deleteSubUser } from '../repo.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, oneSubUser, type SubUserParams } from '../context.ts';
 
 export function deleteSubUserRoute(deps: SubUsersDeps): RouteDef {

@@ -1,9 +1,9 @@
 // GET /api/v1/sub-users/:subUserId: one sub-user of the account.
 import { AppError } from '#common/errors.ts';
-import { principal } from '../../auth/middleware.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { getSubUser } from '../repo.ts';
 import { subUserSchema } from '../schemas.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, oneSubUser, type SubUserParams } from '../context.ts';
 
 export function getSubUserRoute(deps: SubUsersDeps): RouteDef {

@@ -1,9 +1,9 @@
 // GET /api/v1/sub-users: the account's sub-users, with their limits and what they used.
 import { AppError } from '#common/errors.ts';
-import { principal } from '../../auth/middleware.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { listSubUsers } from '../repo.ts';
 import { subUserListSchema } from '../schemas.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, DESCRIPTION } from '../context.ts';
 
 export function listSubUsersRoute(deps: SubUsersDeps): RouteDef {

@@ -1,10 +1,10 @@
 // PATCH /api/v1/sub-users/:subUserId: any field changed; traffic limits merge per product.
 import { AppError } from '#common/errors.ts';
-import { apiKeyActor } from '../../../http/actor.ts';
-import { principal } from '../../auth/middleware.ts';
+import { apiKeyActor } from '#api/http/actor.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { updateSubUser } from '../repo.ts';
 import { subUserSchema, subUserUpdate, type SubUserUpdate } from '../schemas.ts';
-import { defineRoute, ok, okSchema, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, DESCRIPTION, UPDATE_ERRORS, oneSubUser, type SubUserParams } from '../context.ts';
 
 export function updateSubUserRoute(deps: SubUsersDeps): RouteDef {

@@ -1,9 +1,9 @@
 // GET /api/v1/sub-users/:subUserId/usage: a sub-user's traffic per hour and product.
 import { AppError } from '#common/errors.ts';
-import { principal } from '../../auth/middleware.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { readSubUserUsage } from '../repo.ts';
 import { subUserUsageQuery, subUserUsageSchema, type SubUserUsageQuery } from '../schemas.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
 import { type SubUsersDeps, oneSubUser, type SubUserParams } from '../context.ts';
 
 export function subUserUsageRoute(deps: SubUsersDeps): RouteDef {

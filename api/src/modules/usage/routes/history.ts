@@ -1,7 +1,7 @@
 // GET /api/v1/usage/history: traffic and how it ended, per hour or day (docs/api.md "Usage history").
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, type RouteDef } from '../../../http/route.ts';
-import { principal } from '../../auth/middleware.ts';
+import { defineRoute, type RouteDef } from '#api/http/route.ts';
+import { principal } from '#api/modules/auth/middleware.ts';
 import { historyCsv, usageHistory } from '../history.ts';
 import { usageHistoryQuery, usageHistorySchema, type UsageHistoryQuery } from '../history-schemas.ts';
 
