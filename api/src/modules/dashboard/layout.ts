@@ -218,3 +218,23 @@ export function rateText(bytesPerSecond: number): string {
   const [size, unit] = units.find(([s]) => bytesPerSecond >= s) ?? [1, 'B/s'];
   return `${Number((bytesPerSecond / size).toPrecision(3))} ${unit}`;
 }
+
+/**
+ * The "Sent by" picker of a page that shows the whole account or one sub-user (Top targets, Usage);
+ * nothing when the account has no sub-users.
+ */
+export function sentBySelect(
+  id: string,
+  subUsers: readonly { id: string; name: string }[],
+  picked?: string,
+): Html | '' {
+  if (subUsers.length === 0) return '';
+  return html`<label for="${id}">Sent by</label>
+    <select id="${id}" name="subUser">
+      <option value="">The whole account</option>
+      ${subUsers.map(
+        (x) =>
+          html`<option value="${x.id}" ${x.id === picked ? html` selected` : ''}>Sub-user ${x.name}</option>`,
+      )}
+    </select>`;
+}

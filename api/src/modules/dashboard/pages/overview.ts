@@ -11,7 +11,7 @@ import { dayProblem, utcToday } from '#api/modules/targets/schemas.ts';
 import { dailyUsage, type DailyUsage } from '#api/modules/usage/repo.ts';
 import { productBalances } from '#api/modules/usage/service.ts';
 import { html, jsonBlock, type Html } from '../html.ts';
-import { gbText, layout, message, rateText, table, type PageContext } from '../layout.ts';
+import { gbText, layout, message, rateText, sentBySelect, table, type PageContext } from '../layout.ts';
 import { get, type PageModule } from '../page.ts';
 
 const CHART_DAYS = 30;
@@ -195,20 +195,7 @@ function topTargets(t: TopTargets): Html {
     <form method="get" action="/">
       <label for="targets-day">Day (UTC)</label>
       <input id="targets-day" name="day" type="date" min="${t.earliest}" max="${t.today}" value="${t.date}" />
-      ${
-        t.subUsers.length === 0
-          ? ''
-          : html`<label for="targets-sub-user">Sent by</label>
-              <select id="targets-sub-user" name="subUser">
-                <option value="">The whole account</option>
-                ${t.subUsers.map(
-                  (x) =>
-                    html`<option value="${x.id}" ${x.id === t.subUser ? html` selected` : ''}>
-                      Sub-user ${x.name}
-                    </option>`,
-                )}
-              </select>`
-      }
+      ${sentBySelect('targets-sub-user', t.subUsers, t.subUser)}
       <button type="submit" class="secondary">Show</button>
     </form>
     ${

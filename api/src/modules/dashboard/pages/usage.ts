@@ -12,7 +12,7 @@ import {
 } from '#api/modules/usage/history-schemas.ts';
 import { formProblem } from '../forms.ts';
 import { html, jsonBlock, type Html } from '../html.ts';
-import { layout, message, table, type PageContext } from '../layout.ts';
+import { layout, message, sentBySelect, table, type PageContext } from '../layout.ts';
 import { get, type PageModule } from '../page.ts';
 
 const DAY_MS = 86_400_000;
@@ -162,20 +162,7 @@ function usageView(
             <option value="day" ${p.granularity === 'day' ? html` selected` : ''}>Day</option>
             <option value="hour" ${p.granularity === 'hour' ? html` selected` : ''}>Hour</option>
           </select>
-          ${
-            data.subUsers.length === 0
-              ? ''
-              : html`<label for="usage-sub-user">Sent by</label>
-                  <select id="usage-sub-user" name="subUser">
-                    <option value="">The whole account</option>
-                    ${data.subUsers.map(
-                      (x) =>
-                        html`<option value="${x.id}" ${x.id === p.subUser ? html` selected` : ''}>
-                          Sub-user ${x.name}
-                        </option>`,
-                    )}
-                  </select>`
-          }
+          ${sentBySelect('usage-sub-user', data.subUsers, p.subUser)}
           <button type="submit" class="secondary">Show</button>
         </form>
         <p class="hint">
