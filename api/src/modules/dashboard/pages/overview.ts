@@ -200,7 +200,10 @@ function topTargets(t: TopTargets): Html {
     </form>
     ${
       !t.enabled
-        ? html`<p>Target statistics are off for this account; turn them on under Alerts.</p>`
+        ? html`<p>
+            Target statistics are off for this account; turn them on under
+            <a href="/settings#alerts">Settings</a>.
+          </p>`
         : shown.length === 0
           ? html`<p>No traffic recorded on ${t.date}.</p>`
           : table({
