@@ -70,8 +70,8 @@ export interface PageRoute {
 }
 
 export interface Page {
-  /** Its entry in the navigation (shown when signed in). */
-  nav?: NavEntry;
+  /** Its entries in the navigation (shown when signed in): the page, and maybe links into its sections. */
+  nav?: readonly NavEntry[];
   routes: PageRoute[];
 }
 

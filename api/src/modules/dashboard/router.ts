@@ -57,7 +57,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   const routes = pages.flatMap((p) => p.routes);
   const dashboardPath = pathsOf(pages);
   const signedOutPaths = new Set(routes.filter((r) => r.signedOut).map((r) => r.path));
-  const nav = pages.flatMap((p) => (p.nav ? [p.nav] : []));
+  const nav = pages.flatMap((p) => p.nav ?? []);
   const assets = loadAssets();
   const sessions = new Sessions({
     pool: deps.pool,

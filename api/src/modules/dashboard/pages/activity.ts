@@ -35,7 +35,7 @@ export function actionText(action: string): string {
 }
 
 export const activityPage: PageModule = ({ pool }) => ({
-  nav: { href: '/activity', label: 'Activity' },
+  nav: [{ href: '/activity', label: 'Activity' }],
   routes: [
     get('/activity', async ({ req, person, ctx, send }) => {
       const asked = typeof req.query.cursor === 'string' ? req.query.cursor : undefined;

@@ -90,7 +90,7 @@ export const billingPage: PageModule = ({ pool, usage, purchaseLimits, seller, w
   };
 
   return {
-    nav: { href: '/billing', label: 'Billing' },
+    nav: [{ href: '/billing', label: 'Billing' }],
     routes: [
       get('/billing', (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
       ...subscriptionRoutes(pool, (visit, error) => render(visit, { error }, 404)),

@@ -20,7 +20,7 @@ const DAY_MS = 86_400_000;
 const TOP_TARGETS = 20;
 
 export const overviewPage: PageModule = ({ pool, usage }) => ({
-  nav: { href: '/', label: 'Overview' },
+  nav: [{ href: '/', label: 'Overview' }],
   routes: [
     get('/', async ({ req, person, ctx, send }) => {
       const snapshot = await usage.snapshot(person.accountId);

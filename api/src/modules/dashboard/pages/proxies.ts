@@ -109,7 +109,7 @@ export const proxiesPage: PageModule = (deps) => {
   };
 
   return {
-    nav: { href: '/proxies', label: 'Proxies' },
+    nav: [{ href: '/proxies', label: 'Proxies' }],
     routes: [
       get('/proxies', (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
 

@@ -84,7 +84,7 @@ export const securityPage: PageModule = ({ pool, credentialsKey, https }) => {
   const actor = (visit: SignedInVisit) => dashboardActor(visit.req, visit.person.email);
 
   return {
-    nav: { href: PATH, label: 'Security' },
+    nav: [{ href: PATH, label: 'Security' }],
     routes: [
       get(PATH, (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
 

@@ -31,7 +31,13 @@ export const settingsPage: PageModule = ({ pool, waitForApiCaches }) => {
   };
 
   return {
-    nav: { href: SETTINGS, label: 'Settings' },
+    // "API keys" and "Alerts" stay in the navigation, as links into this page's sections: browser
+    // tests outside the project find those pages by these names.
+    nav: [
+      { href: `${SETTINGS}#api-keys`, label: 'API keys' },
+      { href: `${SETTINGS}#alerts`, label: 'Alerts' },
+      { href: SETTINGS, label: 'Settings' },
+    ],
     routes: [
       get(SETTINGS, (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
       ...keyRoutes(pool, waitForApiCaches, render),

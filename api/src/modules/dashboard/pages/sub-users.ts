@@ -133,7 +133,7 @@ export const subUsersPage: PageModule = (deps) => {
     });
 
   return {
-    nav: { href: '/sub-users', label: 'Sub-users' },
+    nav: [{ href: '/sub-users', label: 'Sub-users' }],
     routes: [
       get('/sub-users', (visit) => render(visit, { notice: doneNotice(visit.req, NOTICES) })),
 

@@ -105,7 +105,7 @@ async function read(
 }
 
 export const usagePage: PageModule = ({ pool }) => ({
-  nav: { href: '/usage', label: 'Usage' },
+  nav: [{ href: '/usage', label: 'Usage' }],
   routes: [
     get('/usage', async ({ req, person, ctx, send }) => {
       const p = picked(req.query);
