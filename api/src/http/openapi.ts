@@ -33,6 +33,21 @@ function queryParameters(query: z.ZodType | undefined): Record<string, unknown>[
   });
 }
 
+/** A success answer's media types: the JSON schema, and each declared raw type (a CSV, a PDF). */
+function successContent(route: RouteDef): { content?: Record<string, unknown> } {
+  const content: Record<string, unknown> = {};
+  if (route.response) content['application/json'] = { schema: jsonSchema(route.response, 'output') };
+  for (const [type, what] of Object.entries(route.rawTypes ?? {}))
+    content[type] = {
+      schema: {
+        type: 'string',
+        description: what,
+        ...(type.startsWith('text/') ? {} : { format: 'binary' }),
+      },
+    };
+  return Object.keys(content).length > 0 ? { content } : {};
+}
+
 export function openApiDocument(groups: RouteGroup[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const group of groups) {
@@ -48,14 +63,7 @@ export function openApiDocument(groups: RouteGroup[], version: string): Record<s
       const status = String(route.status ?? 200);
       const responses: Record<string, unknown> = {
         [status]:
-          status === '204'
-            ? { description: 'Done' }
-            : {
-                description: 'Success',
-                ...(route.response
-                  ? { content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } }
-                  : {}),
-              },
+          status === '204' ? { description: 'Done' } : { description: 'Success', ...successContent(route) },
       };
       const codes: ErrorCode[] = [...(route.errors ?? [])];
       if (route.auth === 'apiKey') codes.push('INVALID_API_KEY', 'CONFLICTING_API_KEYS', 'RATE_LIMITED');

@@ -42,6 +42,11 @@ export interface RouteDef<B = unknown, P = Record<string, string>, Q = Record<st
   /** Code to answer when `params` do not validate (an id that cannot exist is "not found"). */
   paramsError?: ErrorCode;
   response?: z.ZodType;
+  /**
+   * The answers that are not JSON (`raw`), by media type, with what the body is: the OpenAPI
+   * document lists them beside the JSON schema, and a raw answer of an undeclared type is a 500.
+   */
+  rawTypes?: Readonly<Record<string, string>>;
   /** Status of a successful answer (default 200); 204 sends no body. */
   status?: number;
   /** Error codes the route can answer with, for the OpenAPI document. */
@@ -173,8 +178,14 @@ export function mountRoutes(
         if (result.headers) res.set(result.headers);
         const status = result.status ?? route.status ?? 200;
         if (status === 204) res.status(204).end();
-        else if (result.raw) res.status(status).type(result.raw.contentType).send(result.raw.body);
-        else if (result.json) res.status(status).type('application/json; charset=utf-8').send(result.json);
+        else if (result.raw) {
+          const type = result.raw.contentType.split(';')[0]!.trim();
+          if (!route.rawTypes?.[type])
+            throw new Error(
+              `${route.method} ${route.path} answered ${type}, which its rawTypes do not declare`,
+            );
+          res.status(status).type(result.raw.contentType).send(result.raw.body);
+        } else if (result.json) res.status(status).type('application/json; charset=utf-8').send(result.json);
         else res.status(status).json(result.body);
       },
     );

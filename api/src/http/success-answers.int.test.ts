@@ -1,6 +1,7 @@
 // `success: true` on every customer answer (docs/adr/0012, docs/adr/0100): the OpenAPI document
 // names any /api/v1 success answer whose schema does not require it, and every customer GET is
 // called to show that the answer carries what the document says. A 204 has no body to carry it.
+// The answers that are not JSON (a CSV, a PDF) are in the document with their media types.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { call, startTestApi, type TestApi } from '#test/api.ts';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
@@ -86,5 +87,12 @@ describe('success: true on every customer answer', () => {
       }),
     );
     expect(answers.filter((a) => a.status !== 200 || a.success !== true)).toEqual([]);
+  });
+
+  test('the answers that are not JSON are in the document with their media types', () => {
+    const media = (path: string) => Object.keys(doc.paths[path]?.get?.responses['200']?.content ?? {});
+    expect(media('/api/v1/usage/history')).toEqual(['application/json', 'text/csv']);
+    expect(media('/api/v1/invoices/{invoiceId}/pdf')).toEqual(['application/pdf']);
+    expect(media('/admin/v1/invoices.csv')).toEqual(['text/csv']);
   });
 });

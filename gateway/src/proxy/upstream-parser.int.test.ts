@@ -153,6 +153,8 @@ const seen = {
   llhttpRefusesOnly: 0,
   bothRefuse: 0,
   trailing: 0,
+  /** Verdicts llhttp was asked for twice (its first answer differed from ours). */
+  oracleAskedAgain: 0,
   /** Ours refused and llhttp accepted, by our code: the documented strictness. */
   oursOnlyRefusals: {} as Record<string, number>,
   /** The first such input per code (its first 100 bytes). */
@@ -164,6 +166,11 @@ const escaped = (bytes: Buffer) =>
   bytes
     .toString('latin1')
     .replace(/[^\x20-\x5b\x5d-\x7e]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+
+/** The same verdict, bodies compared byte for byte (as toEqual below compares them). */
+const sameVerdict = (a: Verdict, b: Verdict) =>
+  JSON.stringify(a, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('latin1') : v)) ===
+  JSON.stringify(b, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('latin1') : v));
 
 interface Case {
   bytes: Buffer;
@@ -184,7 +191,20 @@ async function agree({ bytes, head, cuts, pauseEvery }: Case): Promise<void> {
       ),
     ).toEqual(whole);
   const mine = oursVerdict(whole);
-  const theirs = await llhttp(bytes, head);
+  let theirs = await llhttp(bytes, head);
+  if (mine.kind === 'accept' && !sameVerdict(theirs, { ...mine, trailing: undefined })) {
+    // Asked again before failing: a difference of the parsers is deterministic and comes back; the
+    // oracle's socket (a connection refused or reset by a loaded machine, not llhttp) does not.
+    // One CI run out of many failed below without printing the case; this prints it whole.
+    const again = await llhttp(bytes, head);
+    console.log(
+      `llhttp answered differently, then ${sameVerdict(again, { ...mine, trailing: undefined }) ? 'as ours' : 'the same again'}:`,
+      escaped(bytes),
+      JSON.stringify({ head, first: theirs, again }),
+    );
+    seen.oracleAskedAgain++;
+    theirs = again;
+  }
   if (mine.kind === 'refuse') {
     if (theirs.kind === 'refuse') seen.bothRefuse++;
     else {
@@ -213,13 +233,22 @@ describe('response parser against llhttp (node:http client)', () => {
   });
 
   it('what ours accepts, llhttp accepts the same; any split gives ours the same result', async () => {
-    await fc.assert(fc.asyncProperty(caseOf(fc.oneof(clean, noisy, mutated)), agree), { numRuns: 6_000 });
+    // 6,000 cases take ~20 s on a quiet machine; a loaded one (CI's parallel projects) runs what
+    // fits in 100 s, and fast-check stops by itself, not jest's timeout in the middle of a case.
+    const started = Date.now();
+    await fc.assert(fc.asyncProperty(caseOf(fc.oneof(clean, noisy, mutated)), agree), {
+      numRuns: 6_000,
+      interruptAfterTimeLimit: 100_000,
+      markInterruptAsFailure: false,
+    });
+    const compared = seen.bothAccept + seen.bothRefuse + seen.oursRefusesOnly + seen.llhttpRefusesOnly;
+    console.log(`cases compared: ${compared} in ${Date.now() - started} ms`);
     // The generators must reach every quadrant, or the test proves little.
     expect(seen.bothAccept).toBeGreaterThan(200);
     expect(seen.bothRefuse).toBeGreaterThan(200);
     expect(seen.oursRefusesOnly).toBeGreaterThan(10);
     expect(seen.trailing).toBeGreaterThan(10);
-  }, 120_000);
+  }, 150_000);
 
   // The first runs' findings, minimised: ours accepted them, llhttp refused (now both refuse,
   // with llhttp's code); each failed before upstream-parser.ts refused it.

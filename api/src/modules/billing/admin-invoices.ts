@@ -91,6 +91,7 @@ export function adminInvoiceRoutes(pool: Pool, waitForApiCaches: WaitForApiCache
         'Takes the filters of GET /admin/v1/invoices; limit defaults to and is at most 100000 rows.',
       auth: 'admin',
       query: adminInvoiceCsvQuery,
+      rawTypes: { 'text/csv': 'one line per invoice, a header line, amounts as 20.00' },
       errors: ['VALIDATION_FAILED'],
       handler: async ({ query }) => {
         const { invoices } = await listAllInvoices(pool, query);

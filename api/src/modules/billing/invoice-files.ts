@@ -31,6 +31,7 @@ export function invoiceFileRoutes(pool: Pool, seller: Seller): RouteDef[] {
       auth: 'apiKey',
       params: invoiceParams,
       paramsError: 'INVOICE_NOT_FOUND',
+      rawTypes: { 'application/pdf': 'the invoice as a PDF document' },
       errors: ['INVOICE_NOT_FOUND'],
       handler: async ({ params, res }) => {
         const file = await accountInvoicePdf(pool, seller, principal(res).accountId, params.invoiceId);

@@ -18,6 +18,7 @@ export function usageHistoryRoute(pool: Pool): RouteDef {
     auth: 'apiKey',
     query: usageHistoryQuery,
     response: usageHistorySchema,
+    rawTypes: { 'text/csv': "one line per bucket, the JSON buckets' fields as columns (RFC 4180)" },
     errors: ['VALIDATION_FAILED'],
     handler: async ({ req, res, query }) => {
       const history = await usageHistory(pool, principal(res).accountId, query);
