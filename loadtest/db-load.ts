@@ -31,7 +31,7 @@ import { createGatewayMetrics } from '../gateway/src/metrics.ts';
 import { JobRunner } from '../worker/src/jobs.ts';
 import { balanceSweepJob } from '../worker/src/jobs/auto-refill.ts';
 import { maintenanceJob } from '../worker/src/jobs/maintenance.ts';
-import { leaseReaperJob, usageFoldJob } from '../worker/src/jobs/usage.ts';
+import { balanceStripesJob, leaseReaperJob, usageFoldJob } from '../worker/src/jobs/usage.ts';
 import { REPO_ROOT } from './fleet/fleet.ts';
 import {
   backends,
@@ -165,7 +165,7 @@ async function main(): Promise<number> {
     cleanups.push(() => workerPool.end());
     const fold = new Calls();
     const worker = new JobRunner(
-      [usageFoldJob, leaseReaperJob, balanceSweepJob, maintenanceJob].map((job) => ({
+      [usageFoldJob, leaseReaperJob, balanceStripesJob, balanceSweepJob, maintenanceJob].map((job) => ({
         ...job,
         run: (ctx: Parameters<typeof job.run>[0]) => fold.time(() => job.run(ctx)),
       })),
