@@ -304,6 +304,17 @@ async function main(): Promise<number> {
         usageFold: '%usage_fold(%',
       });
       const top = await topStatements(control);
+      // The hot customer's leases of the window drawn from a stripe (docs/adr/0107), of all.
+      const striped = await admin
+        .query<{ n: number; of: number }>(
+          `SELECT count(*) FILTER (WHERE stripe IS NOT NULL)::int AS n, count(*)::int AS "of"
+             FROM bandwidth_leases WHERE account_id = $1 AND created_at >= to_timestamp($2 / 1000.0)`,
+          [hot, before.at],
+        )
+        .then(
+          (r) => r.rows[0]!,
+          () => ({ n: 0, of: 0 }),
+        );
       const self = process.cpuUsage(before.self);
       const draws = new Calls();
       const all = [calls.leaseDraw, calls.hotLeaseDraw];
@@ -332,6 +343,7 @@ async function main(): Promise<number> {
         topStatements: top,
         leaseDraw: draws.summary(seconds),
         hotLeaseDraw: calls.hotLeaseDraw.summary(seconds),
+        hotDrawsFromStripes: `${striped.n} of ${striped.of}`,
         flush: calls.flush.summary(seconds),
         heartbeat: calls.heartbeat.summary(seconds),
         refresh: calls.refresh.summary(seconds),
@@ -391,6 +403,7 @@ function markdown(rows: Record<string, unknown>[], broke: Record<string, unknown
     ],
     ['lease draw (all): rate, p50 / p99', call('leaseDraw')],
     ['lease draw, hot customer', call('hotLeaseDraw')],
+    ['hot customer: leases drawn from a stripe', (r) => String(r.hotDrawsFromStripes)],
     ['usage flush (usage_record)', call('flush')],
     ['heartbeat', call('heartbeat')],
     ['credential refresh per change, each pod', call('refresh')],
