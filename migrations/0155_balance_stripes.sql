@@ -22,12 +22,15 @@ ALTER TABLE balances
   ADD COLUMN stripes_open boolean NOT NULL DEFAULT false;
 ALTER TABLE bandwidth_leases ADD COLUMN stripe smallint CHECK (stripe >= 0);
 
+-- No foreign key to balances: PostgreSQL checks one again when a row updated earlier in the same
+-- transaction is updated (a flush returning two leases of one stripe), and that check's KEY SHARE
+-- lock on the balance row would wait for a draw holding it, which waits for this stripe: a
+-- deadlock. The account's (KEY SHARE on the account row, as every lease insert takes) is harmless.
 CREATE TABLE balance_stripes (
-  account_id uuid NOT NULL,
-  product text NOT NULL,
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  product text NOT NULL REFERENCES products (name),
   stripe smallint NOT NULL CHECK (stripe >= 0),
   free_bytes bigint NOT NULL DEFAULT 0 CHECK (free_bytes >= 0),
-  PRIMARY KEY (account_id, product, stripe),
-  FOREIGN KEY (account_id, product) REFERENCES balances (account_id, product) ON DELETE CASCADE
+  PRIMARY KEY (account_id, product, stripe)
 );
 CREATE INDEX balances_stripes_open_idx ON balances (account_id, product) WHERE stripes_open;

@@ -344,4 +344,54 @@ describe('a hot balance on stripes (model)', () => {
     // The model reached the stripes, not only the balance row.
     expect(striped).toBeGreaterThan(100);
   }, 600_000);
+
+  it('gateways drawing and returning at once, while the worker folds and re-levels and draws take the stripes back, neither deadlock nor lose a byte', async () => {
+    const pool = createPool({
+      url: fx.db.url,
+      max: 14,
+      applicationName: 'proxyfleet-test',
+      logger: createLogger('test', 'silent'),
+    });
+    // Less than the gateways ask for in all: the run ends near zero, with denials and take-backs.
+    const m = await start(pool, 3_000_000);
+    let running = true;
+    const gatewayRuns = m.gateways.map(async (g, i) => {
+      for (let n = 0; n < 25; n++) {
+        await draw(pool, m, g, 20_000 + 7_000 * i);
+        relay(m, g, 25_000, n % 4 === 0);
+        await flush(pool, m, g, n % 2 === 0);
+      }
+    });
+    const worker = (async () => {
+      while (running) {
+        await pool.query('SELECT usage_fold(1000)');
+        await pool.query('SELECT balance_stripes_rebalance($1, $2)', [m.account, 'basic']);
+      }
+    })();
+    // A draw on the balance row (or a refund) taking every stripe's free back, after the row's lock.
+    const takeBack = (async () => {
+      while (running) {
+        const c = await pool.connect();
+        try {
+          await c.query('BEGIN');
+          await c.query(`SELECT 1 FROM balances WHERE account_id = $1 AND product = 'basic' FOR UPDATE`, [
+            m.account,
+          ]);
+          await c.query(`SELECT balance_stripes_drain($1, 'basic')`, [m.account]);
+          await c.query('COMMIT');
+        } finally {
+          c.release();
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await Promise.all(gatewayRuns).finally(() => (running = false));
+    await Promise.all([worker, takeBack]);
+    // Everything flushed meanwhile was folded by the worker or is folded now.
+    await pool.query('SELECT usage_fold(1000)');
+    m.folded = m.flushed;
+    m.flushed = 0;
+    await settle(pool, m);
+    await pool.end();
+  }, 300_000);
 });
