@@ -279,11 +279,16 @@ async function main(): Promise<number> {
         tx: await transactions(control, DATABASE),
       };
       // Lock waiters sampled once a second through the window (row locks on hot rows).
+      // Which statements wait, and for what (tuple, transactionid, ...): sessions summed over the samples.
       const waits: number[] = [];
+      const waitingFor = new Map<string, number>();
       const sampler = setInterval(
         () =>
           void lockWaiters(control, DATABASE).then(
-            (n) => waits.push(n),
+            (by) => {
+              waits.push([...by.values()].reduce((a, b) => a + b, 0));
+              for (const [what, n] of by) waitingFor.set(what, (waitingFor.get(what) ?? 0) + n);
+            },
             () => undefined,
           ),
         1000,
@@ -335,6 +340,7 @@ async function main(): Promise<number> {
         pgbouncerServerConnections: pooledPool.servers,
         pgbouncerWaiting: pooledPool.waiting,
         lockWaitersMean: round2(waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)),
+        lockWaitersByStatement: Object.fromEntries([...waitingFor].sort((a, b) => b[1] - a[1]).slice(0, 6)),
         pgbouncerAvgTransactionMs: round2(
           (bouncerAfter.xactMicros - bouncerBefore.xactMicros) / xacts / 1000,
         ),
