@@ -31,7 +31,7 @@ import { createGatewayMetrics } from '../gateway/src/metrics.ts';
 import { JobRunner } from '../worker/src/jobs.ts';
 import { balanceSweepJob } from '../worker/src/jobs/auto-refill.ts';
 import { maintenanceJob } from '../worker/src/jobs/maintenance.ts';
-import { leaseReaperJob, usageFoldJob } from '../worker/src/jobs/usage.ts';
+import { balanceStripesJob, leaseReaperJob, usageFoldJob } from '../worker/src/jobs/usage.ts';
 import { REPO_ROOT } from './fleet/fleet.ts';
 import {
   backends,
@@ -165,7 +165,7 @@ async function main(): Promise<number> {
     cleanups.push(() => workerPool.end());
     const fold = new Calls();
     const worker = new JobRunner(
-      [usageFoldJob, leaseReaperJob, balanceSweepJob, maintenanceJob].map((job) => ({
+      [usageFoldJob, leaseReaperJob, balanceStripesJob, balanceSweepJob, maintenanceJob].map((job) => ({
         ...job,
         run: (ctx: Parameters<typeof job.run>[0]) => fold.time(() => job.run(ctx)),
       })),
@@ -279,11 +279,16 @@ async function main(): Promise<number> {
         tx: await transactions(control, DATABASE),
       };
       // Lock waiters sampled once a second through the window (row locks on hot rows).
+      // Which statements wait, and for what (tuple, transactionid, ...): sessions summed over the samples.
       const waits: number[] = [];
+      const waitingFor = new Map<string, number>();
       const sampler = setInterval(
         () =>
           void lockWaiters(control, DATABASE).then(
-            (n) => waits.push(n),
+            (by) => {
+              waits.push([...by.values()].reduce((a, b) => a + b, 0));
+              for (const [what, n] of by) waitingFor.set(what, (waitingFor.get(what) ?? 0) + n);
+            },
             () => undefined,
           ),
         1000,
@@ -304,6 +309,17 @@ async function main(): Promise<number> {
         usageFold: '%usage_fold(%',
       });
       const top = await topStatements(control);
+      // The hot customer's leases of the window drawn from a stripe (docs/adr/0107), of all.
+      const striped = await admin
+        .query<{ n: number; of: number }>(
+          `SELECT count(*) FILTER (WHERE stripe IS NOT NULL)::int AS n, count(*)::int AS "of"
+             FROM bandwidth_leases WHERE account_id = $1 AND created_at >= to_timestamp($2 / 1000.0)`,
+          [hot, before.at],
+        )
+        .then(
+          (r) => r.rows[0]!,
+          () => ({ n: 0, of: 0 }),
+        );
       const self = process.cpuUsage(before.self);
       const draws = new Calls();
       const all = [calls.leaseDraw, calls.hotLeaseDraw];
@@ -324,6 +340,7 @@ async function main(): Promise<number> {
         pgbouncerServerConnections: pooledPool.servers,
         pgbouncerWaiting: pooledPool.waiting,
         lockWaitersMean: round2(waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)),
+        lockWaitersByStatement: Object.fromEntries([...waitingFor].sort((a, b) => b[1] - a[1]).slice(0, 6)),
         pgbouncerAvgTransactionMs: round2(
           (bouncerAfter.xactMicros - bouncerBefore.xactMicros) / xacts / 1000,
         ),
@@ -332,6 +349,7 @@ async function main(): Promise<number> {
         topStatements: top,
         leaseDraw: draws.summary(seconds),
         hotLeaseDraw: calls.hotLeaseDraw.summary(seconds),
+        hotDrawsFromStripes: `${striped.n} of ${striped.of}`,
         flush: calls.flush.summary(seconds),
         heartbeat: calls.heartbeat.summary(seconds),
         refresh: calls.refresh.summary(seconds),
@@ -391,6 +409,7 @@ function markdown(rows: Record<string, unknown>[], broke: Record<string, unknown
     ],
     ['lease draw (all): rate, p50 / p99', call('leaseDraw')],
     ['lease draw, hot customer', call('hotLeaseDraw')],
+    ['hot customer: leases drawn from a stripe', (r) => String(r.hotDrawsFromStripes)],
     ['usage flush (usage_record)', call('flush')],
     ['heartbeat', call('heartbeat')],
     ['credential refresh per change, each pod', call('refresh')],

@@ -198,10 +198,11 @@ export async function topStatements(
 }
 
 /** Backends of the database waiting for a lock now (a row lock: a hot balance row, say). */
-export async function lockWaiters(client: pg.Client, database: string): Promise<number> {
-  const { rows } = await client.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'",
+export async function lockWaiters(client: pg.Client, database: string): Promise<Map<string, number>> {
+  const { rows } = await client.query<{ what: string; n: number }>(
+    `SELECT wait_event || ': ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 40) AS what, count(*)::int AS n
+       FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' GROUP BY 1`,
     [database],
   );
-  return rows[0]?.n ?? 0;
+  return new Map(rows.map((r) => [r.what, r.n]));
 }

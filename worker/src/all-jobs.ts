@@ -5,7 +5,7 @@ import type { Logger } from '#common/logger.ts';
 import type { WorkerConfig } from './config.ts';
 import type { Job } from './jobs.ts';
 import { maintenanceJob } from './jobs/maintenance.ts';
-import { leaseReaperJob, usageFoldJob } from './jobs/usage.ts';
+import { balanceStripesJob, leaseReaperJob, usageFoldJob } from './jobs/usage.ts';
 import { rateLimitCleanupJob } from './jobs/rate-limit-cleanup.ts';
 import { targetRetentionJob } from './jobs/target-retention.ts';
 import { auditRetentionJob } from './jobs/audit-retention.ts';
@@ -47,6 +47,7 @@ export function allJobs({ config, credentialsKey, logger, registry, payments }: 
     maintenanceJob,
     usageFoldJob,
     leaseReaperJob,
+    balanceStripesJob,
     rateLimitCleanupJob,
     targetRetentionJob,
     auditRetentionJob({ retentionDays: config.PROXYFLEET_AUDIT_RETENTION_DAYS }),

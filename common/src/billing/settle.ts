@@ -80,14 +80,22 @@ export async function settleInvoice(
 /**
  * Lowers the product's bought total by what of this invoice's bytes is still unused: remaining
  * (total - used, docs/adr/0073) less what gateways hold in leases, never below 0, never more than
- * the invoice bought. An ISP rental's renewal bought no bytes: nothing to take back.
+ * the invoice bought. An ISP rental's renewal bought no bytes: nothing to take back. A hot
+ * balance's stripes give their free bytes back first (docs/adr/0107: after the balance row, the
+ * lock order); what their leases hold stays in striped_bytes.
  */
 async function takeBackUnused(client: PoolClient, row: Row): Promise<number> {
   if (row.product === null || !row.bytes) return 0;
+  await client.query('SELECT 1 FROM balances WHERE account_id = $1 AND product = $2 FOR UPDATE', [
+    row.account_id,
+    row.product,
+  ]);
+  await client.query('SELECT balance_stripes_drain($1, $2)', [row.account_id, row.product]);
   const { rows } = await client.query<{ taken: string }>(
     `WITH b AS (
        SELECT account_id, product,
-              least($3::bigint, greatest(0, total_bytes - billing_used(used_bytes, reported_used_bytes) - leased_bytes)) AS taken
+              least($3::bigint, greatest(0, total_bytes - billing_used(used_bytes, reported_used_bytes)
+                                               - leased_bytes - striped_bytes)) AS taken
          FROM balances WHERE account_id = $1 AND product = $2 FOR UPDATE)
      UPDATE balances x SET total_bytes = x.total_bytes - b.taken, updated_at = now()
        FROM b WHERE x.account_id = b.account_id AND x.product = b.product

@@ -12,6 +12,14 @@
 -- say through one door, billing_on_draw (docs/adr/0073: an auto-refill is bought before traffic
 -- stops); then the grant.
 --
+-- A hot balance's stripes come first (docs/adr/0107): an account's own draw (not a sub-user's,
+-- whose limit the balance row's lock keeps exact) takes from one stripe row if one is open, has at
+-- least p_min free and is not held by another (lease_stripe_draw), and the balance row is not
+-- locked at all. Else the draw is on the balance row as above; when its free (total - used -
+-- leased - striped) is less than wanted, the stripes' free bytes come back to it first
+-- (balance_stripes_drain, after the balance row: the lock order), so a denial or a shrunken grant
+-- sees every free byte.
+--
 -- p_sub_user: a sub-user's budget (docs/adr/0037): the grant is also capped by what its limit
 -- leaves (limit - used - what its leases hold); out_sub_user_limited says the limit, not the
 -- balance, decided (out_held is then what the sub-user's leases hold). A sub-user that is not the
@@ -56,11 +64,26 @@ BEGIN
    WHERE l.id = e.lease_id AND l.gateway_id = p_gateway AND l.account_id = p_account AND l.product = p_product
      AND l.released_at IS NULL AND least(e.spent, l.granted_bytes) > l.reported_bytes;
 
-  PERFORM 1 FROM balances b WHERE b.account_id = p_account AND b.product = p_product FOR UPDATE;
+  IF p_sub_user IS NULL THEN
+    RETURN QUERY SELECT d.out_lease_id, d.out_granted, d.out_expires_at, d.out_free, d.out_held, false, false
+                   FROM lease_stripe_draw(p_account, p_product, p_gateway, p_wanted, p_min, p_ttl_seconds) d;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
+
+  SELECT greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes - b.striped_bytes) INTO v_free
+    FROM balances b WHERE b.account_id = p_account AND b.product = p_product FOR UPDATE;
   IF FOUND THEN
+    IF v_free < p_wanted THEN
+      PERFORM balance_stripes_drain(p_account, p_product);
+    END IF;
     PERFORM billing_on_draw(p_account, p_product, p_min);
   END IF;
-  SELECT greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes), b.leased_bytes INTO v_free, v_held
+  SELECT greatest(0, b.total_bytes - b.used_bytes - b.leased_bytes - b.striped_bytes),
+         b.leased_bytes + b.striped_bytes - (SELECT coalesce(sum(x.free_bytes), 0) FROM balance_stripes x
+                                              WHERE x.account_id = p_account AND x.product = p_product)::bigint
+    INTO v_free, v_held
     FROM balances b WHERE b.account_id = p_account AND b.product = p_product;
   IF p_sub_user IS NOT NULL THEN
     PERFORM 1 FROM sub_users s WHERE s.id = p_sub_user AND s.account_id = p_account FOR KEY SHARE;

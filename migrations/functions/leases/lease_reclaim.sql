@@ -2,8 +2,9 @@
 -- expired ones: spent = charged + the spends of its flushed, unfolded batches (what the gateway
 -- flushed is all the database knows; docs/adr/0025 says what that loses). The caller holds the
 -- lease rows locked (by id: the lock order of usage_record and usage_fold); this locks their
--- balances, in order, before lease_release writes them. Released leases are skipped, so a lease
--- reclaimed twice, or released by its gateway meanwhile, is returned once.
+-- balances (of leases drawn on the balance row), in order, then their stripes (of leases drawn from
+-- a stripe, docs/adr/0107), in order, before lease_release writes them. Released leases are
+-- skipped, so a lease reclaimed twice, or released by its gateway meanwhile, is returned once.
 CREATE OR REPLACE FUNCTION lease_reclaim(p_ids uuid[]) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -11,8 +12,13 @@ DECLARE
   n integer := 0;
 BEGIN
   PERFORM 1 FROM balances b
-   WHERE (b.account_id, b.product) IN (SELECT l.account_id, l.product FROM bandwidth_leases l WHERE l.id = ANY (p_ids))
+   WHERE (b.account_id, b.product) IN (SELECT l.account_id, l.product FROM bandwidth_leases l
+                                        WHERE l.id = ANY (p_ids) AND l.stripe IS NULL)
    ORDER BY b.account_id, b.product FOR UPDATE;
+  PERFORM 1 FROM balance_stripes x
+   WHERE (x.account_id, x.product, x.stripe) IN (SELECT l.account_id, l.product, l.stripe FROM bandwidth_leases l
+                                                  WHERE l.id = ANY (p_ids) AND l.stripe IS NOT NULL)
+   ORDER BY x.account_id, x.product, x.stripe FOR UPDATE;
   FOR r IN
     SELECT l.id, l.charged_bytes + coalesce((
              SELECT sum(s.bytes) FROM usage_batch_lease_spend s JOIN usage_batches ub ON ub.id = s.batch_id

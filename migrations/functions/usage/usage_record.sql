@@ -5,7 +5,9 @@
 -- usage, sub-users' bytes included; lines of accounts deleted meanwhile are dropped instead of
 -- failing the batch forever.
 -- Lock order, shared with usage_fold: every lease the batch spends on or releases, by id, then
--- their balances, by (account, product), and only then the writes (a flush releasing leases
+-- the balances of the released leases drawn on a balance row, by (account, product), then the
+-- stripes of those drawn from a stripe (docs/adr/0107: a hot balance's row is not locked by their
+-- release), by (account, product, stripe), and only then the writes (a flush releasing leases
 -- A < B and a fold holding B that then updates A's balance would deadlock otherwise). The spends
 -- count because their foreign key takes a KEY SHARE lock on the lease, which conflicts with the
 -- fold's FOR UPDATE.
@@ -28,8 +30,13 @@ BEGIN
   PERFORM 1 FROM balances b
    WHERE (b.account_id, b.product) IN (
            SELECT l.account_id, l.product FROM bandwidth_leases l
-            WHERE l.id IN (SELECT x.lease_id FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid)))
+            WHERE l.id IN (SELECT x.lease_id FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid)) AND l.stripe IS NULL)
    ORDER BY b.account_id, b.product FOR UPDATE;
+  PERFORM 1 FROM balance_stripes s
+   WHERE (s.account_id, s.product, s.stripe) IN (
+           SELECT l.account_id, l.product, l.stripe FROM bandwidth_leases l
+            WHERE l.id IN (SELECT x.lease_id FROM jsonb_to_recordset(p_releases) AS x (lease_id uuid)) AND l.stripe IS NOT NULL)
+   ORDER BY s.account_id, s.product, s.stripe FOR UPDATE;
   INSERT INTO usage_batch_lines (batch_id, account_id, product, bytes_up, bytes_down, requests)
   SELECT v_batch, x.account_id, x.product, x.bytes_up, x.bytes_down, x.requests
     FROM jsonb_to_recordset(p_lines) AS x (account_id uuid, product text, bytes_up bigint, bytes_down bigint, requests bigint)

@@ -1,7 +1,8 @@
 // The worker jobs that settle gateway usage (migrations/0020, docs/adr/0020): the fold turns
 // usage batches into balances (used_bytes, requests_count, leased_bytes) and usage_hourly; the
 // reaper returns leases that expired or whose gateway stopped heartbeating (migrations/0080: over
-// 30 s silent), and forgets expired sticky sessions.
+// 30 s silent), and forgets expired sticky sessions. The stripes job re-levels the stripes of hot
+// balances (docs/adr/0107), one short transaction per balance.
 import type { Job } from '../jobs.ts';
 
 /** Batches folded per statement; the job loops until none is left. */
@@ -10,6 +11,9 @@ const FOLD_BATCHES = 500;
 const FOLD_MAX_ROUNDS = 20;
 const USAGE_FOLD_INTERVAL_MS = 1_000;
 const LEASE_REAPER_INTERVAL_MS = 10_000;
+const BALANCE_STRIPES_INTERVAL_MS = 1_000;
+/** Hot balances re-levelled per run. */
+const BALANCE_STRIPES_PER_RUN = 1_000;
 
 export const usageFoldJob: Job = {
   name: 'usage-fold',
@@ -36,5 +40,18 @@ export const leaseReaperJob: Job = {
         'bandwidth leases returned: expired, or their gateway stopped heartbeating without releasing them',
       );
     await pool.query("DELETE FROM sticky_sessions WHERE expires_at < now() - interval '1 hour'");
+  },
+};
+
+export const balanceStripesJob: Job = {
+  name: 'balance-stripes',
+  intervalMs: BALANCE_STRIPES_INTERVAL_MS,
+  async run({ pool }) {
+    const { rows } = await pool.query<{ account_id: string; product: string }>(
+      'SELECT account_id, product FROM balance_stripes_due($1)',
+      [BALANCE_STRIPES_PER_RUN],
+    );
+    for (const { account_id, product } of rows)
+      await pool.query('SELECT balance_stripes_rebalance($1, $2)', [account_id, product]);
   },
 };
