@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { baseEnv, cidrList, encryptionKey, parseConfig, port, relayUrlEnv, type Env } from '#common/config.ts';
+import {
+  baseEnv,
+  cidrList,
+  encryptionKey,
+  parseConfig,
+  port,
+  relayUrlEnv,
+  type Env,
+} from '#common/config.ts';
 import { apiTuningEnv } from '#api/config.ts';
 import { gatewayEnv, proxyProtocolEnv, proxyProtocolNeedsTrust } from '../gateway/src/config.ts';
 import { auditEnv, emailEnv } from '../worker/src/config.ts';

@@ -7,7 +7,6 @@
 // The process sends `ack` (the version it applied) and `bye` (it stops: its ack row goes).
 // The process names what it has in the URL: ?version=&component=&instance=.
 import { z } from 'zod';
-import type { Change } from './changes.ts';
 
 const uuid = z.string().min(1);
 const credentialRow = z.object({
@@ -74,9 +73,6 @@ export const clientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('bye') }),
 ]);
 export type ClientMessage = z.infer<typeof clientMessage>;
-
-/** A change as sent: the same fields, the rows included (null: gone). */
-export type WireChange = Change;
 
 /** WebSocket close code of a relay that is behind the process asking: try another, or later. */
 export const RELAY_BEHIND = 4001;
