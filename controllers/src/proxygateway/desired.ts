@@ -377,9 +377,8 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
   return { objects, absent, autoscaled };
 }
 
-/** The session URL and pooling mode (behind a transaction pooler), and the change relay. */
 type EnvVar = { name: string; value?: string; valueFrom?: Record<string, unknown> };
-
+/** The session URL and pooling mode (behind a transaction pooler), and the change relay. */
 function databaseSessionEnv(options: GatewayOptions): EnvVar[] {
   const env: EnvVar[] = [];
   if (options.databaseSecret.sessionKey)
@@ -396,7 +395,6 @@ function databaseSessionEnv(options: GatewayOptions): EnvVar[] {
 
 /** The named fields of `o` that are set. */
 function pick<T extends object, K extends keyof T>(o: T, ...keys: K[]): Partial<Pick<T, K>> {
-  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Partial<
-    Pick<T, K>
-  >;
+  const set = keys.filter((k) => o[k] !== undefined);
+  return Object.fromEntries(set.map((k) => [k, o[k]])) as Partial<Pick<T, K>>;
 }
