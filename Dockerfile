@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The one proxyfleet image: every entrypoint (api, gateway, worker, controller) runs from it,
+# The one proxyfleet image: every entrypoint (api, gateway, worker, relay, controller) runs from it,
 # chosen by the command (`node <entrypoint>/src/main.ts`; Node 24 runs the TypeScript sources
 # directly through type stripping, so there is no build step). Kubernetes supplies DATABASE_URL,
 # so the embedded PostgreSQL of `npm start` is not used here.
@@ -31,10 +31,12 @@ COPY --chown=root:root common ./common
 COPY --chown=root:root api ./api
 COPY --chown=root:root gateway ./gateway
 COPY --chown=root:root worker ./worker
+COPY --chown=root:root relay ./relay
 COPY --chown=root:root controllers ./controllers
 COPY --chown=root:root migrations ./migrations
 COPY --chown=root:root crds ./crds
 USER 10001:10001
-# api 8080; health/metrics: gateway 9090, worker 9091, controller 9092; gateways add their plan's port.
-EXPOSE 8080 9090 9091 9092
+# api 8080, relay stream 8095; health/metrics: gateway 9090, worker 9091, controller 9092, relay 9093;
+# gateways add their plan's port.
+EXPOSE 8080 8095 9090 9091 9092 9093
 CMD ["node", "api/src/main.ts"]

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { baseEnv, cidrList, encryptionKey, parseConfig, port, type Env } from '#common/config.ts';
+import {
+  baseEnv,
+  cidrList,
+  encryptionKey,
+  parseConfig,
+  port,
+  relayUrlEnv,
+  type Env,
+} from '#common/config.ts';
 import { apiTuningEnv } from '#api/config.ts';
 import { gatewayEnv, proxyProtocolEnv, proxyProtocolNeedsTrust } from '../gateway/src/config.ts';
 import { auditEnv, emailEnv } from '../worker/src/config.ts';
@@ -9,6 +17,7 @@ import { auditEnv, emailEnv } from '../worker/src/config.ts';
 export const devSchema = z
   .object({
     ...baseEnv,
+    ...relayUrlEnv,
     PROXYFLEET_API_HOST: z.string().default('127.0.0.1'),
     PROXYFLEET_API_PORT: port(8080),
     PROXYFLEET_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),

@@ -1,5 +1,6 @@
 // `npm start`: the whole platform in one process on the embedded database (unless DATABASE_URL
-// is set): the API on 127.0.0.1:8080, the worker, and one gateway per ProxyGateway in
+// is set): the API on 127.0.0.1:8080, the worker, the change relay (the API and the gateways take
+// their changes from it, unless PROXYFLEET_RELAY_URL names another), and one gateway per ProxyGateway in
 // dev/gateways.yaml (with PROXYFLEET_GATEWAY_TLS_CERT/_KEY, each serves TLS on its port too and
 // its endpoint says so: docs/adr/0083). No Kubernetes: the controller is not part of dev.
 import { randomBytes } from 'node:crypto';
@@ -15,6 +16,7 @@ import { readProxyGateways, withProxyProtocolEnv } from '../gateway/src/spec.ts'
 import { allJobs } from '../worker/src/all-jobs.ts';
 import { registerOutboxMetrics } from '../worker/src/outbox-metrics.ts';
 import { startWorker } from '../worker/src/server.ts';
+import { ChangeRelay } from '../relay/src/relay.ts';
 import { GatewayCertificates } from '../gateway/src/tls/certificates.ts';
 import { loadDevConfig } from './config.ts';
 import { startMailSink } from './mail-sink.ts';
@@ -60,6 +62,22 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   registerOutboxMetrics(registry, db.pool);
   const worker = startWorker({ pool: db.pool, databaseUrl: db.sessionUrl, logger, registry, health, jobs });
 
+  // The change relay on an ephemeral local port, as the chart runs it beside the pods.
+  let relayUrl = config.PROXYFLEET_RELAY_URL;
+  if (!relayUrl) {
+    const relay = new ChangeRelay({
+      pool: db.pool,
+      databaseUrl: db.sessionUrl,
+      logger: logger.child({ process: 'relay' }),
+      registry,
+    });
+    await relay.start();
+    const stream = await relay.listen('127.0.0.1', 0);
+    relayUrl = `ws://127.0.0.1:${stream.port}/changes`;
+    // After the API and the gateways, whose streams it serves.
+    shutdown.add({ name: 'relay', run: () => stream.close().then(() => relay.close()), order: 10 });
+  }
+
   const gateways = config.PROXYFLEET_DEV_START_GATEWAYS
     ? (await readProxyGateways(config.PROXYFLEET_DEV_GATEWAYS)).map((g) => withProxyProtocolEnv(g, config))
     : [];
@@ -69,6 +87,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     ? await GatewayProcess.open({
         pool: db.pool,
         databaseUrl: db.sessionUrl,
+        relayUrl,
         logger,
         registry,
         health,
@@ -107,6 +126,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
         allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
         pool: db.pool,
         databaseUrl: db.sessionUrl,
+        relayUrl,
         logger: logger.child({ gateway: gateway.metadata.name }),
         registry,
         health,
@@ -121,6 +141,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
       ...config,
       PROXYFLEET_ADMIN_TOKEN: adminToken,
       PROXYFLEET_CREDENTIALS_KEY: credentialsKey,
+      PROXYFLEET_RELAY_URL: relayUrl,
     },
     logger,
     registry,

@@ -13,6 +13,8 @@
 //   --lease-rate 0.05 (draws/s per budget)  --changes 0.74 (admin changes/s)  --regulars 2
 //   (customers per pod besides the hot one)  --pool-size 3 (per pod)  --server-pool 20 (PgBouncer)
 //   --listen pgbouncer|direct (the LISTEN sessions through PgBouncer's session pool, or not)
+//   --feed relay|listen (relay, the default: two change relays, each its own process with the one
+//   LISTEN, and the pods on their streams, docs/adr/0105; listen: one LISTEN session per pod)
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +28,7 @@ import { createPool, DEFAULT_QUERY_TIMEOUT_MS, statementTimeoutFor } from '#comm
 import { createLogger } from '#common/logger.ts';
 import { accountWithBandwidth, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { PgCluster } from '#test/pg-cluster.ts';
+import { startEntrypoint, stopProcess } from '#test/process.ts';
 import { POOLED_DATABASE, SESSION_DATABASE, startProxyfleetBouncer } from '#test/pgbouncer.ts';
 import { createGatewayMetrics } from '../gateway/src/metrics.ts';
 import { JobRunner } from '../worker/src/jobs.ts';
@@ -59,6 +62,7 @@ const { values: args } = parseArgs({
     'pool-size': { type: 'string', default: '3' },
     'server-pool': { type: 'string', default: '20' },
     listen: { type: 'string', default: 'pgbouncer' },
+    feed: { type: 'string', default: 'relay' },
   },
 });
 const steps = args.pods.split(',').map(Number);
@@ -73,7 +77,10 @@ const opt = {
   serverPool: Number(args['server-pool']),
   /** Where the LISTEN sessions go: PgBouncer's session pool, or PostgreSQL directly. */
   listen: args.listen,
+  /** Where the pods take their changes: two change relays, or a LISTEN session each. */
+  feed: args.feed,
 };
+if (opt.feed !== 'relay' && opt.feed !== 'listen') throw new Error('--feed is relay or listen');
 if (opt.listen !== 'pgbouncer' && opt.listen !== 'direct') throw new Error('--listen is pgbouncer or direct');
 if (!steps.every((n, i) => Number.isInteger(n) && n > 0 && (i === 0 || n > steps[i - 1]!)))
   throw new Error(`--pods must be increasing positive integers: ${args.pods}`);
@@ -183,6 +190,25 @@ async function main(): Promise<number> {
       refresh: new Calls(),
       applied: new Calls(),
     };
+    // The change relays: two processes, as the chart's two replicas, through PgBouncer as the pods.
+    const relayUrls: string[] = [];
+    if (opt.feed === 'relay')
+      for (let i = 0; i < 2; i++) {
+        const relay = startEntrypoint('relay/src/main.ts', {
+          DATABASE_URL: pgb.pooledUrl,
+          PROXYFLEET_DATABASE_SESSION_URL: opt.listen === 'direct' ? url : pgb.sessionUrl,
+          PROXYFLEET_DB_POOLING: 'transaction',
+          PROXYFLEET_DB_POOL_SIZE: '4',
+          PROXYFLEET_RELAY_HOST: '127.0.0.1',
+          PROXYFLEET_RELAY_PORT: '0',
+          PROXYFLEET_HEALTH_HOST: '127.0.0.1',
+          PROXYFLEET_HEALTH_PORT: '0',
+        });
+        cleanups.push(() => stopProcess(relay));
+        const listening = await relay.waitForLog('change relay listening', 120_000);
+        relayUrls.push(`ws://127.0.0.1:${String(listening.port)}/changes`);
+      }
+    if (relayUrls.length) say(`change relays: ${relayUrls.join(', ')}`);
     const fanout = new Calls();
     const change = new Calls();
     const changedAt = new Map<string, { at: number; left: number }>();
@@ -202,6 +228,7 @@ async function main(): Promise<number> {
       rate: opt.rate,
       leaseRate: opt.leaseRate,
       poolSize: opt.poolSize,
+      relayUrls,
       onApplied(accountId: string, now: number) {
         const c = changedAt.get(accountId);
         if (!c) return;

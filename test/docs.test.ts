@@ -8,12 +8,13 @@ import { cliSchema } from '#api/cli/config.ts';
 import { controllerSchema } from '../controllers/src/config.ts';
 import { devSchema } from '../dev/config.ts';
 import { gatewaySchema } from '../gateway/src/config.ts';
+import { relaySchema } from '../relay/src/config.ts';
 import { workerSchema } from '../worker/src/config.ts';
 import { REPO_ROOT } from './process.ts';
 
 const variables = [
   ...new Set(
-    [apiSchema, cliSchema, controllerSchema, devSchema, gatewaySchema, workerSchema].flatMap((s) =>
+    [apiSchema, cliSchema, controllerSchema, devSchema, gatewaySchema, relaySchema, workerSchema].flatMap((s) =>
       Object.keys(s.shape),
     ),
   ),

@@ -55,6 +55,11 @@ spec:
       env: (port) => ({ PROXYFLEET_HEALTH_PORT: String(port) }),
     },
     {
+      name: 'relay',
+      script: 'relay/src/main.ts',
+      env: (port) => ({ PROXYFLEET_HEALTH_PORT: String(port), PROXYFLEET_RELAY_PORT: '0' }),
+    },
+    {
       name: 'gateway',
       script: 'gateway/src/main.ts',
       env: (port) => ({ PROXYFLEET_HEALTH_PORT: String(port), PROXYFLEET_GATEWAY_CONFIG: gatewayConfig }),

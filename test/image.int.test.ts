@@ -86,6 +86,7 @@ describe('the image (npm run image)', () => {
       'migrations',
       'node_modules',
       'package.json',
+      'relay',
       'worker',
     ]);
     expect(testFiles).toBe('');

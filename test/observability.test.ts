@@ -156,7 +156,7 @@ describe('metric names in rules and dashboard', () => {
           sources.push(await readFile(full, 'utf8'));
       }
     };
-    for (const tree of ['api/src', 'common/src', 'controllers/src', 'gateway/src', 'worker/src'])
+    for (const tree of ['api/src', 'common/src', 'controllers/src', 'gateway/src', 'relay/src', 'worker/src'])
       await walk(path.join(REPO_ROOT, tree));
     const code = sources.join('\n');
     const text = `${await readFile(RULES, 'utf8')}\n${await readFile(DASHBOARD, 'utf8')}`;
@@ -167,7 +167,7 @@ describe('metric names in rules and dashboard', () => {
       if (code.includes(`'${name}'`)) return true;
       // Per-component names built from a template: proxyfleet_${component}_cache_version.
       const m = /^proxyfleet_(api|gateway|worker|controller)_(.+)$/.exec(name);
-      return m !== null && code.includes(`proxyfleet_\${options.component}_${m[2]}`);
+      return m !== null && code.includes(`proxyfleet_\${component}_${m[2]}`);
     };
     expect([...names].filter((n) => !exported(n))).toEqual([]);
   });

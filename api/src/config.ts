@@ -2,7 +2,16 @@ import { z } from 'zod';
 import { TRUST_SILENCE_MS } from '#common/db/changes.ts';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { DEFAULT_PURCHASE_LIMITS, purchaseGb } from './modules/purchases/schemas.ts';
-import { baseEnv, bool, encryptionKey, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
+import {
+  baseEnv,
+  bool,
+  encryptionKey,
+  parseConfig,
+  port,
+  positiveInt,
+  relayUrlEnv,
+  type Env,
+} from '#common/config.ts';
 
 /** The variables of the API (also understood by `npm start`, which runs the API in-process). */
 export const apiTuningEnv = {
@@ -63,7 +72,7 @@ export const apiEnv = {
   ...apiTuningEnv,
 };
 
-export const apiSchema = z.object({ ...baseEnv, ...apiEnv });
+export const apiSchema = z.object({ ...baseEnv, ...relayUrlEnv, ...apiEnv });
 export type ApiConfig = z.infer<typeof apiSchema>;
 
 export const loadApiConfig = (env?: Env) => parseConfig(apiSchema, env);

@@ -9,7 +9,7 @@ import type { Registry } from 'prom-client';
 import type { Health } from '#common/health.ts';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
-import { ChangeFeed } from '#common/db/changes.ts';
+import { openChangeSource } from '#common/db/relay-feed.ts';
 import type { ApiConfig } from './config.ts';
 import { createApp } from './app.ts';
 import { ApiMetrics } from './http/metrics.ts';
@@ -62,8 +62,9 @@ export interface RunningApi {
 export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   const { config, logger, pool } = deps;
   const instance = config.PROXYFLEET_INSTANCE_ID ?? `api-${os.hostname()}-${randomBytes(3).toString('hex')}`;
-  const feed = new ChangeFeed({
-    url: deps.databaseUrl,
+  const feed = openChangeSource({
+    relayUrl: config.PROXYFLEET_RELAY_URL,
+    databaseUrl: deps.databaseUrl,
     logger: logger.child({ feed: 'api' }),
     registry: deps.registry,
     component: 'api',

@@ -88,6 +88,18 @@ export const baseEnv = {
   PROXYFLEET_DB_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(20_000),
 };
 
+/**
+ * The change relay (docs/adr/0105) that API and gateway processes take their changes from, with
+ * the rows: `ws://host:port/changes`, several comma-separated (tried in turn). Unset: the process
+ * LISTENs itself and reads what changed (a single-process setup needs no relay).
+ */
+export const relayUrlEnv = {
+  PROXYFLEET_RELAY_URL: z
+    .string()
+    .regex(/^wss?:\/\/[^,\s]+(,\s*wss?:\/\/[^,\s]+)*$/, 'one or more ws:// URLs, comma-separated')
+    .optional(),
+};
+
 /** 32 bytes as 64 hex characters or base64: the key that encrypts proxy passwords at rest. */
 export const encryptionKey = z.string().transform((s, ctx) => {
   const buf = /^[0-9a-fA-F]{64}$/.test(s) ? Buffer.from(s, 'hex') : Buffer.from(s, 'base64');

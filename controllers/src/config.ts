@@ -6,6 +6,7 @@ import {
   cidrList,
   logLevel,
   parseConfig,
+  relayUrlEnv,
   port,
   positiveInt,
   type Env,
@@ -49,6 +50,8 @@ export const controllerEnv = {
    * the controller's logging up must not roll the whole fleet.
    */
   PROXYFLEET_GATEWAY_LOG_LEVEL: logLevel,
+  /** The gateway pods' PROXYFLEET_RELAY_URL (docs/adr/0105); unset: each LISTENs itself. */
+  PROXYFLEET_GATEWAY_RELAY_URL: relayUrlEnv.PROXYFLEET_RELAY_URL,
   /**
    * The gateway pods' PROXYFLEET_GATEWAY_ALLOW_CIDRS: ranges exempt from their destination guard
    * (an origin inside the cluster's own network, as the e2e tests use; default none).

@@ -34,6 +34,7 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
           : {}),
       },
       dbPooling: config.PROXYFLEET_GATEWAY_DB_POOLING,
+      relayUrl: config.PROXYFLEET_GATEWAY_RELAY_URL,
       logLevel: config.PROXYFLEET_GATEWAY_LOG_LEVEL,
       allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     },

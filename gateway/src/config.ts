@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseEnv, cidrList, parseConfig, port, type Env } from '#common/config.ts';
+import { baseEnv, cidrList, parseConfig, port, relayUrlEnv, type Env } from '#common/config.ts';
 import { parseCidr, PROXY_PROTOCOL_MODES } from './proxy/proxy-protocol.ts';
 
 /**
@@ -85,7 +85,7 @@ export const gatewayEnv = {
 };
 
 export const gatewaySchema = z
-  .object({ ...baseEnv, ...gatewayEnv })
+  .object({ ...baseEnv, ...relayUrlEnv, ...gatewayEnv })
   .refine(
     (c) => (c.PROXYFLEET_GATEWAY_TLS_CERT === undefined) === (c.PROXYFLEET_GATEWAY_TLS_KEY === undefined),
     {

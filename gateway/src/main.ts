@@ -54,6 +54,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
     pool: db.pool,
     databaseUrl: db.sessionUrl,
+    relayUrl: config.PROXYFLEET_RELAY_URL,
     logger,
     registry,
     health,

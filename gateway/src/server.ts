@@ -7,7 +7,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type net from 'node:net';
 import type { Registry } from 'prom-client';
-import { ChangeFeed } from '#common/db/changes.ts';
+import type { ChangeSource } from '#common/db/changes.ts';
+import { openChangeSource } from '#common/db/relay-feed.ts';
 import type { Health } from '#common/health.ts';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
@@ -46,6 +47,8 @@ export interface GatewayDeps {
   allowCidrs: readonly string[];
   pool: Pool;
   databaseUrl: string;
+  /** PROXYFLEET_RELAY_URL (docs/adr/0105); unset: the process's own LISTEN session. */
+  relayUrl?: string | undefined;
   logger: Logger;
   registry: Registry;
   health: Health;
@@ -111,6 +114,8 @@ const FINAL_FLUSH_MS = 5_000;
 export interface GatewayProcessOptions {
   pool: Pool;
   databaseUrl: string;
+  /** PROXYFLEET_RELAY_URL: the change relay's stream instead of a LISTEN session (docs/adr/0105). */
+  relayUrl?: string | undefined;
   logger: Logger;
   registry: Registry;
   health: Health;
@@ -130,7 +135,7 @@ export interface GatewayProcessOptions {
  */
 export class GatewayProcess {
   readonly cache: CredentialCache;
-  readonly feed: ChangeFeed;
+  readonly feed: ChangeSource;
   readonly metrics: GatewayMetrics;
   readonly limiter: ConnectionLimiter;
   readonly ledgers = new Set<Ledger>();
@@ -148,8 +153,9 @@ export class GatewayProcess {
       opts.maxConnections ?? defaultMaxConnections(),
       opts.maxUnauthenticatedPerSource ?? DEFAULT_UNAUTHENTICATED_PER_SOURCE,
     );
-    this.feed = new ChangeFeed({
-      url: opts.databaseUrl,
+    this.feed = openChangeSource({
+      relayUrl: opts.relayUrl,
+      databaseUrl: opts.databaseUrl,
       logger: opts.logger,
       component: 'gateway',
       ack: { instance: opts.gatewayId, component: 'gateway', batched: true },
@@ -195,7 +201,8 @@ export class GatewayProcess {
         );
     });
     await p.feed.start();
-    await p.cache.loadAll();
+    // From the relay, the start delivered every credential row already.
+    if (!p.feed.snapshots) await p.cache.loadAll();
     opts.health.addInfo('cacheVersion', () => p.feed.version);
     opts.health.addInfo('gatewayCredentials', () => p.cache.size);
     opts.health.addInfo('gatewayConnections', () => p.limiter.connections);

@@ -6,8 +6,10 @@
 //     its leases and the leases it returns: the batch shape the fleet measured;
 //   - heartbeats every HEARTBEAT_MS (GatewayHeartbeat: gateway_register, gateway_heartbeat);
 //   - the change feed's LISTEN session, its heartbeat and cache_acks row (ChangeFeed), and the
-//     credential cache's load and refresh on each change (CredentialCache).
-import { ChangeFeed } from '#common/db/changes.ts';
+//     credential cache's load and refresh on each change (CredentialCache); or, with relays, the
+//     relay's stream (RelayFeed: the start's snapshot and the changes' rows, docs/adr/0105).
+import { ChangeFeed, type ChangeSource } from '#common/db/changes.ts';
+import { RelayFeed } from '#common/db/relay-feed.ts';
 import { createPool, type Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 import { CredentialCache } from '../../gateway/src/auth/cache.ts';
@@ -49,6 +51,8 @@ export interface PodEnv {
   onApplied(accountId: string, now: number): void;
   /** Connections of each pod's pool (PROXYFLEET_DB_POOL_SIZE). */
   poolSize: number;
+  /** The change relays' URLs: set, pods take their changes from them instead of a LISTEN each. */
+  relayUrls?: string[];
 }
 
 interface Lease {
@@ -74,7 +78,7 @@ export class SimPod {
   private readonly leases: LeaseClient;
   private readonly flusher: UsageFlusher;
   private readonly cache: CredentialCache;
-  private readonly feed: ChangeFeed;
+  private readonly feed: ChangeSource;
   private readonly budgets: Budget[];
   private heartbeat: GatewayHeartbeat | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -106,12 +110,18 @@ export class SimPod {
       metrics: env.metrics,
     });
     this.cache = new CredentialCache(this.pool);
-    this.feed = new ChangeFeed({
-      url: env.sessionUrl,
-      logger: env.logger,
-      component: 'gateway',
-      ack: { instance: this.gatewayId, component: 'gateway', batched: true },
-    });
+    const ack = { instance: this.gatewayId, component: 'gateway', batched: true } as const;
+    const relays = env.relayUrls;
+    // Pods spread over the relays, each trying the others next (as the Service would).
+    this.feed = relays?.length
+      ? new RelayFeed({
+          urls: relays.map((_, i) => relays[(index + i) % relays.length]!),
+          logger: env.logger,
+          component: 'gateway',
+          ack,
+          startTimeoutMs: 600_000,
+        })
+      : new ChangeFeed({ url: env.sessionUrl, logger: env.logger, component: 'gateway', ack });
     const customers = [
       { accountId: env.hot, hot: true },
       ...Array.from({ length: env.regularsPerPod }, (_, j) => ({
@@ -132,7 +142,7 @@ export class SimPod {
       for (const c of changes) if (c.kind === 'proxy_credentials') env.onApplied(c.accountId, now);
     });
     await pod.feed.start();
-    await pod.cache.loadAll();
+    if (!pod.feed.snapshots) await pod.cache.loadAll();
     // Beats driven here (timed) rather than by the class's own timer.
     pod.heartbeat = await GatewayHeartbeat.start({
       pool: pod.pool,

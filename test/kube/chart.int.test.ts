@@ -10,6 +10,7 @@ import { parseAllDocuments } from 'yaml';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
 import { loadApiConfig } from '#api/config.ts';
 import { loadControllerConfig } from '../../controllers/src/config.ts';
+import { loadRelayConfig } from '../../relay/src/config.ts';
 import { loadWorkerConfig } from '../../worker/src/config.ts';
 import { describeKube } from './describe-kube.ts';
 import {
@@ -136,13 +137,18 @@ describeKube('Helm chart charts/proxyfleet', () => {
     );
   });
 
-  test('controller, api and worker Deployments; CRDs behind crds.enabled, kept on uninstall', async () => {
+  test('controller, api, relay and worker Deployments; CRDs behind crds.enabled, kept on uninstall', async () => {
     const docs = (await helmTemplate()) as Doc[];
     const deployments = docs
       .filter((d) => d.kind === 'Deployment')
       .map((d) => d.metadata.name)
       .sort();
-    expect(deployments).toEqual(['proxyfleet-api', 'proxyfleet-controller', 'proxyfleet-worker']);
+    expect(deployments).toEqual([
+      'proxyfleet-api',
+      'proxyfleet-controller',
+      'proxyfleet-relay',
+      'proxyfleet-worker',
+    ]);
     const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');
     expect(crds.map((c) => c.metadata.name).sort()).toEqual([
       'apikeys.proxyfleet.io',
@@ -205,6 +211,7 @@ describeKube('Helm chart charts/proxyfleet', () => {
       'proxyfleet-api': loadApiConfig,
       'proxyfleet-worker': loadWorkerConfig,
       'proxyfleet-controller': loadControllerConfig,
+      'proxyfleet-relay': loadRelayConfig,
     };
     for (const d of docs.filter((x) => x.kind === 'Deployment')) {
       const container = (
@@ -223,7 +230,22 @@ describeKube('Helm chart charts/proxyfleet', () => {
         container.env.map((e) => [e.name, e.value ?? SECRET_VALUES[e.name] ?? `${d.metadata.name}-0`]),
       );
       expect(() => loaders[d.metadata.name]!(env)).not.toThrow();
-      expect(container.command[1]).toMatch(/^(api|worker|controllers)\/src\/main\.ts$/);
+      expect(container.command[1]).toMatch(/^(api|worker|controllers|relay)\/src\/main\.ts$/);
     }
+    // The API and (through the controller) the gateways take their changes from the relay's Service.
+    const envOf = (name: string) =>
+      (
+        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name) as unknown as {
+          spec: {
+            template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } };
+          };
+        }
+      ).spec.template.spec.containers[0]!.env;
+    const relayUrl = 'ws://proxyfleet-relay.default.svc:8095/changes';
+    expect(envOf('proxyfleet-api')).toContainEqual({ name: 'PROXYFLEET_RELAY_URL', value: relayUrl });
+    expect(envOf('proxyfleet-controller')).toContainEqual({
+      name: 'PROXYFLEET_GATEWAY_RELAY_URL',
+      value: relayUrl,
+    });
   });
 });

@@ -143,3 +143,13 @@ service:
   externalTrafficPolicy: {{ . }}
   {{- end }}
 {{- end }}
+
+{{/*
+PROXYFLEET_RELAY_URL of the API and gateway pods: the relay's Service, by its cluster name (the
+gateways may run in other namespaces); empty when the relay is off (docs/adr/0105).
+*/}}
+{{- define "proxyfleet.relayUrl" -}}
+{{- if .Values.relay.enabled -}}
+ws://{{ include "proxyfleet.fullname" . }}-relay.{{ .Release.Namespace }}.svc:8095/changes
+{{- end -}}
+{{- end -}}

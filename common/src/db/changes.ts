@@ -8,9 +8,11 @@
 // before reading it again, fail closed), and after a failover it refused every recently changed
 // customer with 407 while the refresh ran (docs/adr/0069).
 import pg from 'pg';
-import { Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.ts';
 import { PG_TYPES } from './pool.ts';
+import type { CredentialRow, KeyRow } from './change-rows.ts';
+import { pruneApplied, registerFeedGauges } from './feed-common.ts';
 
 /**
  * Above this silence the feed may be dead without knowing it (heartbeat 5 s; acks count as fresh
@@ -36,9 +38,33 @@ export interface Change {
   kind: ChangeKind;
   accountId: string;
   subject: string | null;
+  /**
+   * From the change relay (docs/adr/0105), on 'proxy_credentials' and 'account' changes: the
+   * account's credential row as the relay read it after the change (null: it has none any more).
+   * Absent: the cache reads it itself.
+   */
+  credentials?: CredentialRow | null;
+  /** From the change relay, on 'api_key' changes: the key's row (null: no such key). */
+  apiKey?: KeyRow | null;
 }
 
 export type ChangeHandler = (changes: Change[]) => Promise<void> | void;
+
+/**
+ * What the caches subscribe to: the change feed (this process's own LISTEN) or the change relay's
+ * stream (relay-feed.ts). `snapshots`: start() delivers every account's credential row as
+ * changes, so a cache loads nothing itself.
+ */
+export interface ChangeSource {
+  readonly snapshots: boolean;
+  onChanges(handler: ChangeHandler): void;
+  readonly version: number;
+  readonly connected: boolean;
+  silenceMs(): number;
+  trusted(): boolean;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
 
 export interface ChangeFeedOptions {
   url: string;
@@ -101,10 +127,12 @@ export function reconnectDelayMs(
   return Math.round(base / 2 + (random() * base) / 2);
 }
 
-const DEFAULT_CATCH_UP_OVERLAP = 1_000;
+export const DEFAULT_CATCH_UP_OVERLAP = 1_000;
+
 const QUERY_TIMEOUT_MS = 5_000;
 
-export class ChangeFeed {
+export class ChangeFeed implements ChangeSource {
+  readonly snapshots = false;
   private client: pg.Client | undefined;
   private state: 'idle' | 'connecting' | 'connected' | 'closed' = 'idle';
   private readonly handlers: ChangeHandler[] = [];
@@ -127,28 +155,7 @@ export class ChangeFeed {
       catchUpOverlap: DEFAULT_CATCH_UP_OVERLAP,
       ...options,
     };
-    if (options.registry) {
-      const feed = {
-        silence: () => (this.lastHeard ? (Date.now() - this.lastHeard) / 1000 : -1),
-        version: () => this.appliedVersion,
-      };
-      new Gauge({
-        name: `proxyfleet_${options.component}_change_feed_silence_seconds`,
-        help: 'Seconds since the change feed last heard from the database (notification or heartbeat)',
-        registers: [options.registry],
-        collect() {
-          this.set(feed.silence());
-        },
-      });
-      new Gauge({
-        name: `proxyfleet_${options.component}_cache_version`,
-        help: 'Highest change_log id this process has applied to its caches',
-        registers: [options.registry],
-        collect() {
-          this.set(feed.version());
-        },
-      });
-    }
+    if (options.registry) registerFeedGauges(options.registry, options.component, this);
   }
 
   /** Handlers see every change after start(), in batches, in commit order of notification. */
@@ -355,10 +362,7 @@ export class ChangeFeed {
       this.appliedVersion = Math.max(this.appliedVersion, c.id);
       this.appliedIds.add(c.id);
     }
-    if (this.appliedIds.size > 2 * this.opts.catchUpOverlap) {
-      const floor = this.appliedVersion - this.opts.catchUpOverlap;
-      for (const id of this.appliedIds) if (id <= floor) this.appliedIds.delete(id);
-    }
+    pruneApplied(this.appliedIds, this.appliedVersion, this.opts.catchUpOverlap);
     const client = this.client;
     if (client && !this.opts.ack?.batched)
       await this.writeAck(client, false).catch((err: Error) => this.lost(client, err));

@@ -21,6 +21,7 @@ export interface GatewayOptions {
   /** `transaction`: the URL is a transaction-mode pooler (PROXYFLEET_DB_POOLING). */
   dbPooling?: 'session' | 'transaction';
   logLevel: string;
+  relayUrl?: string | undefined; // the gateway pods' PROXYFLEET_RELAY_URL (docs/adr/0105)
   /** PROXYFLEET_GATEWAY_ALLOW_CIDRS of the gateway pods; empty: the destination guard has no exemption. */
   allowCidrs?: string[];
 }
@@ -376,9 +377,8 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
   return { objects, absent, autoscaled };
 }
 
-/** The session URL and the pooling mode, when the gateways are behind a transaction pooler. */
 type EnvVar = { name: string; value?: string; valueFrom?: Record<string, unknown> };
-
+/** The session URL and pooling mode (behind a transaction pooler), and the change relay. */
 function databaseSessionEnv(options: GatewayOptions): EnvVar[] {
   const env: EnvVar[] = [];
   if (options.databaseSecret.sessionKey)
@@ -389,12 +389,12 @@ function databaseSessionEnv(options: GatewayOptions): EnvVar[] {
       },
     });
   if (options.dbPooling === 'transaction') env.push({ name: 'PROXYFLEET_DB_POOLING', value: 'transaction' });
+  if (options.relayUrl) env.push({ name: 'PROXYFLEET_RELAY_URL', value: options.relayUrl });
   return env;
 }
 
 /** The named fields of `o` that are set. */
 function pick<T extends object, K extends keyof T>(o: T, ...keys: K[]): Partial<Pick<T, K>> {
-  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Partial<
-    Pick<T, K>
-  >;
+  const set = keys.filter((k) => o[k] !== undefined);
+  return Object.fromEntries(set.map((k) => [k, o[k]])) as Partial<Pick<T, K>>;
 }

@@ -1,9 +1,11 @@
 // Every customer's proxy credentials and account status, in memory: loaded at start, kept current
-// by the change feed (LISTEN/NOTIFY plus change_log catch-up after a reconnect). While the
+// by the change feed (LISTEN/NOTIFY plus change_log catch-up after a reconnect), or both from the
+// change relay's stream, whose changes carry the rows (docs/adr/0105). While the
 // database is unreachable the cache keeps what it has, so known customers keep being served
 // (docs/adr/0021).
 import type { Change } from '#common/db/changes.ts';
 import type { Pool } from '#common/db/pool.ts';
+import { loadCredentialRows, type CredentialRow } from '#common/db/change-rows.ts';
 import { AllowlistIndex, type AllowEntry } from './allowlist.ts';
 
 export interface CachedAccount {
@@ -31,41 +33,6 @@ interface SubUserFacts {
   /** Bandwidth cap across the fleet, bytes per second (null: none of its own). */
   bytesPerSecond: number | null;
 }
-
-interface SubUserRow {
-  id: string;
-  username: string;
-  password_sha256: string;
-  status: 'active' | 'suspended';
-  max_connections: number | null;
-  bytes_per_second: number | string | null;
-}
-
-interface Row {
-  account_id: string;
-  username: string;
-  password_sha256: Buffer;
-  status: 'active' | 'suspended';
-  throttles: Record<string, number> | null;
-  allowlist: Omit<AllowEntry, 'accountId'>[] | null;
-  sub_users: SubUserRow[] | null;
-}
-
-// An override change is announced as an 'account' change (migrations/0083), so it arrives here
-// with the account's other facts and reaches live budgets on the ledger's next tick.
-const SELECT = `SELECT c.account_id, c.username, c.password_sha256, a.status,
-                       (SELECT jsonb_object_agg(t.product, t.bytes_per_second)
-                          FROM account_throttles t WHERE t.account_id = a.id) AS throttles,
-                       (SELECT jsonb_agg(jsonb_build_object('id', l.id, 'product', l.product,
-                                                            'cidr', l.cidr::text, 'targeting', l.targeting))
-                          FROM ip_allowlist l WHERE l.account_id = a.id) AS allowlist,
-                       (SELECT jsonb_agg(jsonb_build_object('id', s.id, 'username', s.username,
-                                                            'password_sha256', encode(s.password_sha256, 'hex'),
-                                                            'status', s.status,
-                                                            'max_connections', s.max_connections,
-                                                            'bytes_per_second', s.bytes_per_second))
-                          FROM sub_users s WHERE s.account_id = a.id) AS sub_users
-                  FROM proxy_credentials c JOIN accounts a ON a.id = c.account_id`;
 
 export class CredentialCache {
   private readonly byUsername = new Map<string, CachedAccount>();
@@ -150,19 +117,27 @@ export class CredentialCache {
   }
 
   async loadAll(): Promise<void> {
-    const { rows } = await this.pool.query<Row>(SELECT);
-    for (const row of rows) this.put(row);
+    for (const row of await loadCredentialRows(this.pool)) this.put(row);
     this.generation++;
   }
 
   /**
    * Applies the credential and account changes of a change-feed batch. Returns the accounts whose
    * live connections must end, their sub-users' included: suspended or credentials removed. A
-   * changed username or password of the account ends its own only (drainRevokedOwn).
+   * changed username or password of the account ends its own only (drainRevokedOwn). Changes
+   * from the relay carry the rows: the cache reads nothing then.
    */
   async apply(changes: Change[]): Promise<Set<string>> {
     const ids = new Set<string>();
-    for (const c of changes) if (c.kind === 'proxy_credentials' || c.kind === 'account') ids.add(c.accountId);
+    /** The rows the changes carry, the last of each account (null: it has none any more). */
+    const carried = new Map<string, CredentialRow | null>();
+    let read = false;
+    for (const c of changes) {
+      if (c.kind !== 'proxy_credentials' && c.kind !== 'account') continue;
+      ids.add(c.accountId);
+      if (c.credentials === undefined) read = true;
+      else carried.set(c.accountId, c.credentials);
+    }
     const revoked = new Set<string>();
     if (ids.size === 0) return revoked;
     const before = new Map<string, CachedAccount>();
@@ -175,9 +150,11 @@ export class CredentialCache {
     // e2e rolling update saw two 407s in that window. Fail closed when the refresh fails (the
     // change feed then replays this batch): a suspension or password reset is not outlived by the
     // old entry; those customers are refused until the replay succeeds.
-    let rows: Row[];
+    let rows: CredentialRow[];
     try {
-      ({ rows } = await this.pool.query<Row>(`${SELECT} WHERE c.account_id = ANY($1::uuid[])`, [[...ids]]));
+      rows = read
+        ? await loadCredentialRows(this.pool, [...ids])
+        : [...carried.values()].filter((r) => r !== null);
     } catch (err) {
       for (const id of ids) this.remove(id);
       this.generation++;
@@ -210,12 +187,12 @@ export class CredentialCache {
     return revoked;
   }
 
-  private put(row: Row): void {
+  private put(row: CredentialRow): void {
     this.remove(row.account_id);
     const entry: CachedAccount = {
       accountId: row.account_id,
       username: row.username,
-      passwordSha256: row.password_sha256,
+      passwordSha256: Buffer.from(row.password_sha256, 'hex'),
       status: row.status,
       throttles: row.throttles,
       allowlist: (row.allowlist ?? []).map((e) => ({ ...e, accountId: row.account_id })),

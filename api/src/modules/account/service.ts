@@ -4,7 +4,7 @@
 // trusted only while the change feed is healthy.
 import { AppError } from '#common/errors.ts';
 import type { Pool } from '#common/db/pool.ts';
-import type { Change, ChangeFeed } from '#common/db/changes.ts';
+import type { Change, ChangeSource } from '#common/db/changes.ts';
 import { MAX_NAMED_KEYS } from '#common/accounts/keys.ts';
 import { readCredit } from '#common/billing/credit.ts';
 import { gb, toUsageResponse, type UsageService } from '#api/modules/usage/service.ts';
@@ -24,10 +24,10 @@ export class AccountService {
   private readonly cache = new Map<string, Entry>();
   private generation = 0;
   private readonly pool: Pool;
-  private readonly feed: ChangeFeed;
+  private readonly feed: ChangeSource;
   private readonly usage: UsageService;
 
-  constructor(pool: Pool, feed: ChangeFeed, usage: UsageService) {
+  constructor(pool: Pool, feed: ChangeSource, usage: UsageService) {
     this.pool = pool;
     this.feed = feed;
     this.usage = usage;

@@ -2,14 +2,15 @@
 // authenticated request costs no database round trip (docs/adr/0010). Correctness rests on three
 // rules:
 //  1. Every change to keys or accounts reaches this cache through the change feed
-//     (LISTEN/NOTIFY + change_log catch-up) and evicts the affected entries.
+//     (LISTEN/NOTIFY + change_log catch-up) and evicts the affected entries; from the change
+//     relay (docs/adr/0105) the change carries the key's row, which replaces a cached entry.
 //  2. The cache is trusted only while the feed is connected and has heard from the database
 //     recently; otherwise every lookup goes to the database (and the cache is emptied).
 //  3. Admin changes wait until every API process has acknowledged the change's version
 //     (modules/sync) before they answer, so "revoked" is true on every process when the call returns.
 // Only valid keys are cached; unknown keys always reach the database (and the failure limiter).
 import type { Pool } from '#common/db/pool.ts';
-import type { Change, ChangeFeed } from '#common/db/changes.ts';
+import type { Change, ChangeSource } from '#common/db/changes.ts';
 import type { AccountStatus } from '#common/accounts/accounts.ts';
 import { findKeyByHash, type KeyRow } from './repo.ts';
 
@@ -27,9 +28,9 @@ export class KeyCache {
   /** Bumped by every eviction: a lookup that raced with a change does not store its answer. */
   private generation = 0;
   private readonly pool: Pool;
-  private readonly feed: ChangeFeed;
+  private readonly feed: ChangeSource;
 
-  constructor(pool: Pool, feed: ChangeFeed) {
+  constructor(pool: Pool, feed: ChangeSource) {
     this.pool = pool;
     this.feed = feed;
     feed.onChanges((changes) => this.apply(changes));
@@ -90,7 +91,12 @@ export class KeyCache {
     for (const change of changes) {
       if (change.kind === 'api_key') {
         this.generation++;
-        if (change.subject) this.evict(change.subject);
+        if (!change.subject) continue;
+        const cached = this.byHash.has(change.subject);
+        this.evict(change.subject);
+        // The row as the lookup would read it: a cached key stays cached, with its new facts.
+        const row = change.apiKey;
+        if (cached && row && !row.revoked) this.store(change.subject, row);
       } else if (change.kind === 'account') {
         this.generation++;
         for (const hex of [...(this.byAccount.get(change.accountId) ?? [])]) this.evict(hex);

@@ -1,22 +1,13 @@
 // The one query on the authentication path when the key is not cached: the key's row by its
 // sha256 (unique index api_keys_hash_key) and its account's status.
 import type { Pool } from '#common/db/pool.ts';
-import type { AccountStatus } from '#common/accounts/accounts.ts';
+import { loadKeyRows, type KeyRow } from '#common/db/change-rows.ts';
 
-export interface KeyRow {
-  keyId: string;
-  accountId: string;
-  revoked: boolean;
-  status: AccountStatus;
-}
+export type { KeyRow };
 
 export async function findKeyByHash(pool: Pool, hash: Buffer): Promise<KeyRow | undefined> {
-  const { rows } = await pool.query<KeyRow>(
-    `SELECT k.id AS "keyId", k.account_id AS "accountId", k.revoked_at IS NOT NULL AS revoked, a.status
-       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
-    [hash],
-  );
-  return rows[0];
+  const row = (await loadKeyRows(pool, [hash]))[0];
+  return row && { keyId: row.keyId, accountId: row.accountId, revoked: row.revoked, status: row.status };
 }
 
 /** Records when keys were last used; called at most once a minute per key and process. */

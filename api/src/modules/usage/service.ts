@@ -3,7 +3,7 @@
 // keeps the row it read until the row's age reaches the interval, or a purchase changes the
 // account's balances (change feed 'balance').
 import type { Pool } from '#common/db/pool.ts';
-import type { Change, ChangeFeed } from '#common/db/changes.ts';
+import type { Change, ChangeSource } from '#common/db/changes.ts';
 import { bandwidthIn } from '#common/billing/remaining.ts';
 import { BYTES_PER_GB, BYTES_PER_MB, PRODUCTS, type Product } from '#common/products.ts';
 import { readFreshSnapshot, recomputeSnapshot, type SnapshotRow } from './repo.ts';
@@ -23,10 +23,10 @@ const mb = (bytes: number) => round(bytes / BYTES_PER_MB, 2);
 export class UsageService {
   private readonly cache = new Map<string, Snapshot>();
   private readonly pool: Pool;
-  private readonly feed: ChangeFeed;
+  private readonly feed: ChangeSource;
   private readonly refreshSeconds: number;
 
-  constructor(pool: Pool, feed: ChangeFeed, refreshSeconds: number) {
+  constructor(pool: Pool, feed: ChangeSource, refreshSeconds: number) {
     this.pool = pool;
     this.feed = feed;
     this.refreshSeconds = refreshSeconds;
