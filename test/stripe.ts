@@ -144,17 +144,6 @@ function createHash(key: string): string {
   return h.toString(36).padStart(8, '0');
 }
 
-/** The package, pointed at the front, for signing and for direct calls. */
-export const stripeFor = (url: string) => {
-  const u = new URL(url);
-  return new Stripe(STRIPE_TEST_KEY, {
-    host: u.hostname,
-    port: u.port,
-    protocol: 'http',
-    maxNetworkRetries: 0,
-  });
-};
-
 /** A webhook body and its Stripe-Signature header, as Stripe sends them. */
 export function signedEvent(
   type: string,

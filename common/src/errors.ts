@@ -71,7 +71,6 @@ export const ERRORS = {
     message: 'Card payments are not set up on this platform; buy billed by invoice',
   },
   NO_SAVED_CARD: { status: 409, message: 'No card is saved; save one on the Billing page first' },
-  CARD_DECLINED: { status: 402, message: 'The card payment failed: {reason}' },
   PAYMENT_PROVIDER_UNAVAILABLE: {
     status: 503,
     message: 'The card payment could not be made now; retry with the same Idempotency-Key',
