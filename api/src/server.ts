@@ -186,6 +186,8 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
       resetRequests,
+      stripe,
+      linkBase,
     }),
   });
 
