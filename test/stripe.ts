@@ -45,7 +45,9 @@ export async function startFront(target: string): Promise<StripeFront> {
     intentStatus: 'processing',
     close: async () => {
       for (const res of hanging) res.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections(); // the package's keep-alive sockets
+      await closed;
     },
   };
   const server = http.createServer((req, res) => {

@@ -139,7 +139,6 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
             stripe,
             secret: config.PROXYFLEET_STRIPE_WEBHOOK_SECRET,
             logger: logger.child({ module: 'stripe-webhook' }),
-            waitForApiCaches,
           })
         : undefined,
     apiRoutes: [

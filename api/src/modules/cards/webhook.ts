@@ -11,7 +11,6 @@ import { withTransaction, type Pool, type PoolClient } from '#common/db/pool.ts'
 import type { Logger } from '#common/logger.ts';
 import { cardMoneyReturned, lockCardPayment, type Outcome } from '#common/billing/card-settle.ts';
 import { deleteSnapshot } from '#api/modules/usage/repo.ts';
-import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import { applyIntentIn } from './service.ts';
 
 export const WEBHOOK_PATH = '/webhooks/stripe';
@@ -21,7 +20,6 @@ export interface WebhookDeps {
   stripe: Stripe;
   secret: string;
   logger: Logger;
-  waitForApiCaches: WaitForApiCaches;
 }
 
 class NotYet extends Error {}
@@ -57,10 +55,12 @@ export function stripeWebhook(deps: WebhookDeps): express.Router {
   return router;
 }
 
+/**
+ * The usage answer shows the bandwidth at once. No wait for every API process's caches, unlike a
+ * purchase's answer: nobody reads this answer but Stripe, which only needs it to come in time.
+ */
 async function settleCaches(deps: WebhookDeps, accountId: string | null) {
-  if (!accountId) return;
-  await deleteSnapshot(deps.pool, accountId);
-  await deps.waitForApiCaches();
+  if (accountId) await deleteSnapshot(deps.pool, accountId);
 }
 
 interface Handled {
