@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import {
   baseEnv,
@@ -39,6 +41,8 @@ export const devSchema = z
     ...proxyProtocolEnv,
     ...emailEnv,
     ...auditEnv,
+    /** scripts/install-tools.sh's bin dir: stripe-mock from there runs as Stripe when no Stripe key is set. */
+    PROXYFLEET_TOOLS_BIN: z.string().min(1).default(path.join(os.homedir(), '.cache/proxyfleet/tools/bin')),
   })
   .refine(
     (c) => (c.PROXYFLEET_GATEWAY_TLS_CERT === undefined) === (c.PROXYFLEET_GATEWAY_TLS_KEY === undefined),

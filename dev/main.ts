@@ -20,6 +20,9 @@ import { ChangeRelay } from '../relay/src/relay.ts';
 import { GatewayCertificates } from '../gateway/src/tls/certificates.ts';
 import { loadDevConfig } from './config.ts';
 import { startMailSink } from './mail-sink.ts';
+import { startStripeMock, stripeMockBinary } from './stripe-mock.ts';
+import { paymentMethods } from '#common/billing/payment.ts';
+import { cardMethod, stripeClient } from '#common/billing/stripe.ts';
 
 runMain('dev', loadDevConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
@@ -52,11 +55,28 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   // No SMTP configured: a local sink keeps every email as a file (`npx proxyfleet mail list`).
   const mailSink = config.PROXYFLEET_SMTP_URL ? undefined : await startMailSink(path.join(dataDir, 'mail'));
   if (mailSink) process.stdout.write(`emails are kept in ${mailSink.dir} (npx proxyfleet mail list)\n`);
+  // No Stripe key and stripe-mock built: card payments go to stripe-mock. It sends no webhooks: a
+  // developer signs them with the webhook secret ('whsec_dev' unless set) as test/stripe.ts does.
+  const mockBinary = config.PROXYFLEET_STRIPE_SECRET_KEY
+    ? null
+    : stripeMockBinary(config.PROXYFLEET_TOOLS_BIN);
+  const stripeMock = mockBinary ? await startStripeMock(mockBinary) : undefined;
+  if (stripeMock) shutdown.add({ name: 'stripe-mock', run: () => stripeMock.close() });
+  const stripeConfig = stripeMock
+    ? {
+        PROXYFLEET_STRIPE_SECRET_KEY: 'sk_test_dev',
+        PROXYFLEET_STRIPE_WEBHOOK_SECRET: config.PROXYFLEET_STRIPE_WEBHOOK_SECRET ?? 'whsec_dev',
+        PROXYFLEET_STRIPE_API_BASE: stripeMock.url,
+      }
+    : {};
+  if (stripeMock) process.stdout.write(`card payments go to stripe-mock at ${stripeMock.url}\n`);
+  const stripe = stripeClient({ ...config, ...stripeConfig });
   const jobs = allJobs({
     config: { ...config, PROXYFLEET_SMTP_URL: config.PROXYFLEET_SMTP_URL ?? mailSink?.url },
     credentialsKey,
     logger,
     registry,
+    ...(stripe ? { payments: paymentMethods(cardMethod(db.pool, stripe)) } : {}),
   });
   // The worker's scrape-time gauges as in worker/src/main.ts: this /metrics is the worker's too.
   registerOutboxMetrics(registry, db.pool);
@@ -139,6 +159,7 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   const api = await startApi({
     config: {
       ...config,
+      ...stripeConfig,
       PROXYFLEET_ADMIN_TOKEN: adminToken,
       PROXYFLEET_CREDENTIALS_KEY: credentialsKey,
       PROXYFLEET_RELAY_URL: relayUrl,

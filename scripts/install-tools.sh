@@ -2,7 +2,8 @@
 # Builds the test and ops tools from the Go module proxy into a cache outside the repo:
 #   kube-apiserver, kubectl and the rest of a one-node cluster (kube-controller-manager,
 #   kube-scheduler, kubelet, kube-proxy) from tools/kube, etcd (tools/etcd), k6 and helm
-#   (go install), crictl and metrics-server for the local cluster (scripts/cluster.sh).
+#   (go install), crictl and metrics-server for the local cluster (scripts/cluster.sh), stripe-mock
+#   (go install) for the card payment tests and `npm start`.
 # Why wrapper modules: `go install k8s.io/kubernetes/cmd/kube-apiserver@v1.x` is refused,
 # because k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go, ...) at
 # v0.0.0 and replaces them with ./staging paths, and replace directives of a dependency are
@@ -22,6 +23,7 @@ HELM_MODULE=helm.sh/helm/v4     # helm 4 takes its default kube version from cli
 HELM_VERSION=v4.3.1             # module version in the build info, so no 1.20 default
 CRICTL_VERSION=v1.34.0          # sigs.k8s.io/cri-tools: the local cluster's `down` removes pods through the CRI
 METRICS_SERVER_VERSION=v0.8.0   # sigs.k8s.io/metrics-server: the local cluster's resource metrics (HPA on CPU)
+STRIPE_MOCK_VERSION=v0.203.0    # github.com/stripe/stripe-mock: Stripe's API for the card payment tests and `npm start`
 MIN_GO=1.26                     # helm v4.3.1's go.mod says go 1.26.0
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -146,6 +148,7 @@ go_install() {
 go_install k6 go.k6.io/k6 "${K6_VERSION}" "-s -w"
 go_install crictl sigs.k8s.io/cri-tools/cmd/crictl "${CRICTL_VERSION}" "-s -w"
 go_install metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server "${METRICS_SERVER_VERSION}" "-s -w"
+go_install stripe-mock github.com/stripe/stripe-mock "${STRIPE_MOCK_VERSION}" "-s -w"
 go_install helm "${HELM_MODULE}/cmd/helm" "${HELM_VERSION}" \
   "-s -w -X ${HELM_MODULE}/internal/version.version=${HELM_VERSION} -X ${HELM_MODULE}/internal/version.gitTreeState=clean"
 

@@ -38,13 +38,13 @@ export interface DashboardRun {
   close(): Promise<void>;
 }
 
-/** A database, an API on it and a browser with one page. */
-export async function startDashboardRun(): Promise<DashboardRun> {
+/** A database, an API on it (with `env` besides the test's) and a browser with one page. */
+export async function startDashboardRun(env: Record<string, string> = {}): Promise<DashboardRun> {
   const db = await createTestDatabase();
   const logLines: string[] = [];
   // One trusted proxy hop: the throttling test sends X-Forwarded-For to act from other addresses.
   const api = await startTestApi(db, {
-    env: { PROXYFLEET_API_TRUST_PROXY_HOPS: '1' },
+    env: { PROXYFLEET_API_TRUST_PROXY_HOPS: '1', ...env },
     logLevel: 'debug',
     logStream: new Writable({
       write(chunk: Buffer, _enc, done) {

@@ -60,6 +60,9 @@ export async function runRace(r: Race<unknown>): Promise<string[]> {
  */
 export const RACED_ELSEWHERE = [
   'POST /api/v1/purchases',
+  // api/src/modules/cards/cards.int.test.ts (two tabs with one key; the setup is one customer per account).
+  'POST /api/v1/card-purchases',
+  'POST /api/v1/card/setup',
   'PUT /api/v1/billing-details',
   'POST /admin/v1/invoices/:invoiceId/paid',
   'POST /admin/v1/invoices/:invoiceId/void',

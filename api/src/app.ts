@@ -24,6 +24,8 @@ export interface AppDeps {
   bodyLimitBytes: number;
   /** Express "trust proxy": hops of reverse proxies whose X-Forwarded-For is believed (0: none). */
   trustProxyHops: number;
+  /** POST /webhooks/stripe with its raw body (modules/cards/webhook.ts), when card payments are on. */
+  webhooks?: express.Router | undefined;
   /** The customer dashboard, mounted at / (modules/dashboard). */
   dashboard?: express.Router;
 }
@@ -37,6 +39,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use((req, res, next) => {
     if (!deps.health.handle(req, res)) next();
   });
+
+  if (deps.webhooks) app.use(deps.webhooks);
 
   const groups: RouteGroup[] = [
     { prefix: API_PREFIX, routes: deps.apiRoutes },

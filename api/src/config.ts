@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TRUST_SILENCE_MS } from '#common/db/changes.ts';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { DEFAULT_PURCHASE_LIMITS, purchaseGb } from './modules/purchases/schemas.ts';
+import { stripeEnv } from '#common/billing/stripe.ts';
 import {
   baseEnv,
   bool,
@@ -60,6 +61,8 @@ export const apiTuningEnv = {
   /** Lines separated by "\n" (the two characters) or real line breaks. */
   PROXYFLEET_SELLER_ADDRESS: z.string().max(1000).default(''),
   PROXYFLEET_SELLER_TAX_ID: z.string().max(100).default(''),
+  /** Card payments through Stripe (docs/billing.md "Cards"); unset: bill-later only. */
+  ...stripeEnv,
 };
 
 export const apiEnv = {
@@ -72,7 +75,12 @@ export const apiEnv = {
   ...apiTuningEnv,
 };
 
-export const apiSchema = z.object({ ...baseEnv, ...relayUrlEnv, ...apiEnv });
+export const apiSchema = z
+  .object({ ...baseEnv, ...relayUrlEnv, ...apiEnv })
+  .refine((c) => !c.PROXYFLEET_STRIPE_SECRET_KEY || c.PROXYFLEET_STRIPE_WEBHOOK_SECRET, {
+    path: ['PROXYFLEET_STRIPE_WEBHOOK_SECRET'],
+    message: 'is required with PROXYFLEET_STRIPE_SECRET_KEY (card payments are settled by its webhooks)',
+  });
 export type ApiConfig = z.infer<typeof apiSchema>;
 
 export const loadApiConfig = (env?: Env) => parseConfig(apiSchema, env);

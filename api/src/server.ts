@@ -29,6 +29,9 @@ import { adminAllowlistRoutes, allowlistRoutes } from './modules/ip-allowlist/ro
 import { adminSubUserRoutes, subUserRoutes } from './modules/sub-users/routes.ts';
 import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { purchaseRoutes } from './modules/purchases/routes.ts';
+import { cardRoutes } from './modules/cards/routes.ts';
+import { stripeWebhook } from './modules/cards/webhook.ts';
+import { stripeClient } from '#common/billing/stripe.ts';
 import { sellerFromConfig } from './modules/billing/pdf.ts';
 import { invoiceFileRoutes } from './modules/billing/invoice-files.ts';
 import { adminSubscriptionRoutes, subscriptionRoutes } from './modules/subscriptions/routes.ts';
@@ -89,6 +92,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     perDayGb: config.PROXYFLEET_PURCHASE_DAILY_MAX_GB,
   };
   const seller = sellerFromConfig(config);
+  const stripe = stripeClient(config);
   const subUsers = {
     pool,
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
@@ -129,6 +133,15 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
         burst: config.PROXYFLEET_AUTH_FAILURES_BURST,
       }),
     },
+    webhooks:
+      stripe && config.PROXYFLEET_STRIPE_WEBHOOK_SECRET
+        ? stripeWebhook({
+            pool,
+            stripe,
+            secret: config.PROXYFLEET_STRIPE_WEBHOOK_SECRET,
+            logger: logger.child({ module: 'stripe-webhook' }),
+          })
+        : undefined,
     apiRoutes: [
       ...accountRoutes(accounts),
       ...usageRoutes(usage, pool),
@@ -139,6 +152,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...locationsRoutes(pool),
       ...billingRoutes(pool),
       ...purchaseRoutes(pool, purchaseLimits, waitForApiCaches),
+      ...cardRoutes({ pool, stripe, limits: purchaseLimits, waitForApiCaches, linkBase }),
       ...invoiceFileRoutes(pool, seller),
       ...subscriptionRoutes(pool),
       ...auditLogRoutes(pool),
@@ -172,6 +186,8 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,
       resetRequests,
+      stripe,
+      linkBase,
     }),
   });
 

@@ -66,6 +66,15 @@ export const ERRORS = {
     message:
       'This purchase would pass the monthly credit limit of {limit}; available this month: {available}',
   },
+  CARD_PAYMENTS_OFF: {
+    status: 409,
+    message: 'Card payments are not set up on this platform; buy billed by invoice',
+  },
+  NO_SAVED_CARD: { status: 409, message: 'No card is saved; save one on the Billing page first' },
+  PAYMENT_PROVIDER_UNAVAILABLE: {
+    status: 503,
+    message: 'The card payment could not be made now; retry with the same Idempotency-Key',
+  },
   SUB_USER_LIMIT: { status: 409, message: 'An account can have at most {limit} sub-users' },
   SUB_USER_NAME_TAKEN: { status: 409, message: 'A sub-user with this name already exists' },
   PROXY_USERNAME_TAKEN: { status: 409, message: 'This proxy username is taken; choose another' },

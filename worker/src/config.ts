@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { baseEnv, encryptionKey, parseConfig, port, positiveInt, type Env } from '#common/config.ts';
 import { currency, ispPricesPerMonth, pricesPerGb } from '#common/billing/prices.ts';
 import { creditLimitEnv } from '#common/billing/credit.ts';
+import { stripeEnv } from '#common/billing/stripe.ts';
 
 export const workerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9091),
@@ -39,6 +40,10 @@ export const auditEnv = {
 /** The worker decrypts ISP proxy passwords for the server-alert checks; unset: no checks. */
 export const workerSecretsEnv = {
   PROXYFLEET_CREDENTIALS_KEY: encryptionKey.optional(),
+  /** Auto-refills and renewals whose payment method is 'card' charge the saved card (docs/billing.md "Cards"). */
+  PROXYFLEET_STRIPE_SECRET_KEY: stripeEnv.PROXYFLEET_STRIPE_SECRET_KEY,
+  PROXYFLEET_STRIPE_API_BASE: stripeEnv.PROXYFLEET_STRIPE_API_BASE,
+  PROXYFLEET_STRIPE_TIMEOUT_MS: stripeEnv.PROXYFLEET_STRIPE_TIMEOUT_MS,
 };
 
 export const workerSchema = z.object({

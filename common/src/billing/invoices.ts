@@ -35,8 +35,10 @@ export const invoiceViewSchema = z.object({
   subscriptionId: z.string().nullable().describe('The subscription a renewal invoice renews'),
   description: z.string().nullable().describe('A renewal: what and which period (UTC dates)'),
   status: z
-    .enum(['issued', 'paid', 'void'])
-    .describe('issued: unpaid; paid and void are set by an operator (docs/adr/0101)'),
+    .enum(['issued', 'paid', 'void', 'refunded'])
+    .describe(
+      'issued: unpaid; paid and void are set by an operator (docs/adr/0101) or by a card payment; refunded: a card payment refunded or disputed (docs/adr/0110)',
+    ),
   issuedAt: z.string(),
   paidAt: z.string().nullable().describe('When it was marked paid; null unless paid'),
   voidedAt: z.string().nullable().describe('When it was voided; null unless void'),

@@ -18,7 +18,7 @@ export interface Invoice {
   bytes: number;
   amountCents: number | null;
   currency: string;
-  status: 'issued' | 'paid' | 'void';
+  status: 'issued' | 'paid' | 'void' | 'refunded';
   /** 'deferred': billed later (counted against the credit limit); 'charged': paid when bought. */
   settlement: 'deferred' | 'charged';
   paymentMethod: string;

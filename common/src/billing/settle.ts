@@ -53,7 +53,7 @@ export async function settleInvoice(
     if (!row) throw new AppError('INVOICE_NOT_FOUND');
     if (row.status === to) return view(row);
     if (row.status !== 'issued') throw new AppError('INVOICE_SETTLED', { status: row.status });
-    const taken = to === 'void' ? await takeBackUnused(client, row) : null;
+    const taken = to === 'void' ? await takeBackInvoice(client, row) : null;
     await client.query(
       to === 'paid'
         ? `UPDATE invoices SET status = 'paid', paid_at = billing_now() WHERE id = $1`
@@ -78,19 +78,32 @@ export async function settleInvoice(
 }
 
 /**
- * Lowers the product's bought total by what of this invoice's bytes is still unused: remaining
- * (total - used, docs/adr/0073) less what gateways hold in leases, never below 0, never more than
- * the invoice bought. An ISP rental's renewal bought no bytes: nothing to take back. A hot
- * balance's stripes give their free bytes back first (docs/adr/0107: after the balance row, the
- * lock order); what their leases hold stays in striped_bytes.
+ * Lowers the product's bought total by what of this invoice's bytes is still unused (takeBackUnused).
+ * An ISP rental's renewal bought no bytes: nothing to take back.
  */
-async function takeBackUnused(client: PoolClient, row: Row): Promise<number> {
+async function takeBackInvoice(client: PoolClient, row: Row): Promise<number> {
   if (row.product === null || !row.bytes) return 0;
+  return takeBackUnused(client, row.account_id, row.product, row.bytes);
+}
+
+/**
+ * Lowers the product's bought total by at most `bytes`, as far as they are unused: remaining
+ * (total - used, docs/adr/0073) less what gateways hold in leases, never below 0. Voiding takes
+ * back an invoice's bytes, a card refund or dispute the part its money paid for (card-settle.ts).
+ * A hot balance's stripes give their free bytes back first (docs/adr/0107: after the balance row,
+ * the lock order); what their leases hold stays in striped_bytes.
+ */
+export async function takeBackUnused(
+  client: PoolClient,
+  accountId: string,
+  product: string,
+  bytes: number,
+): Promise<number> {
   await client.query('SELECT 1 FROM balances WHERE account_id = $1 AND product = $2 FOR UPDATE', [
-    row.account_id,
-    row.product,
+    accountId,
+    product,
   ]);
-  await client.query('SELECT balance_stripes_drain($1, $2)', [row.account_id, row.product]);
+  await client.query('SELECT balance_stripes_drain($1, $2)', [accountId, product]);
   const { rows } = await client.query<{ taken: string }>(
     `WITH b AS (
        SELECT account_id, product,
@@ -100,7 +113,7 @@ async function takeBackUnused(client: PoolClient, row: Row): Promise<number> {
      UPDATE balances x SET total_bytes = x.total_bytes - b.taken, updated_at = now()
        FROM b WHERE x.account_id = b.account_id AND x.product = b.product
      RETURNING b.taken`,
-    [row.account_id, row.product, row.bytes],
+    [accountId, product, bytes],
   );
   return Number(rows[0]?.taken ?? 0);
 }

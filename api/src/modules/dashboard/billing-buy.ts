@@ -39,7 +39,12 @@ const FIELDS = (limits: PurchaseLimits) =>
     key: { label: 'The form', says: 'reload the page and try again' },
   }) satisfies Record<string, FieldWords>;
 
-export function buySection(ctx: PageContext, limits: PurchaseLimits, form: BuyForm): Html {
+export function buySection(
+  ctx: PageContext,
+  limits: PurchaseLimits,
+  form: BuyForm,
+  card: string | null = null,
+): Html {
   return html`<section class="card" aria-labelledby="buy-h">
     <h2 id="buy-h">Buy bandwidth</h2>
     <form method="post" action="/billing/buy">
@@ -68,6 +73,7 @@ export function buySection(ctx: PageContext, limits: PurchaseLimits, form: BuyFo
         aria-describedby="buy-gb-hint"
       />
       <button type="submit">Buy</button>
+      ${card ? html`<button type="submit" formaction="/billing/buy-card">Pay by card (${card})</button>` : ''}
     </form>
   </section>`;
 }

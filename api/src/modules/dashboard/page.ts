@@ -3,6 +3,7 @@
 // navigation entry and its routes. The router (router.ts) mounts every page's routes behind the
 // session and CSRF checks, answers only their paths, and lists the pages in navigation order:
 // a new page is a new module and one line in that list.
+import type Stripe from 'stripe';
 import type { Request, Response } from 'express';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
@@ -35,6 +36,10 @@ export interface DashboardDeps {
   https: boolean;
   /** "Forgot password?" asks, looked up and mailed after the answer (password-links/reset-requests.ts). */
   resetRequests: ResetRequests;
+  /** Card payments (docs/adr/0110); null: off, the Billing page says purchases are billed by invoice. */
+  stripe: Stripe | null;
+  /** The dashboard's base URL, where Stripe sends the customer back. */
+  linkBase: () => string;
 }
 
 /** One request to a page, as the router hands it over. */

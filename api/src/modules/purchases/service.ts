@@ -20,7 +20,7 @@ import type { PurchaseLimits } from './schemas.ts';
  * `auto-refill:<product>:crossing:<n>`, renewals', operators'): prefixed, a customer's key can
  * never name, and so pre-empt, a purchase the platform makes.
  */
-const KEY_PREFIX = 'customer:';
+export const KEY_PREFIX = 'customer:';
 
 /** The built-in method: bill later, within the credit limit. Card payments are not built yet. */
 const METHODS = paymentMethods();
@@ -72,6 +72,11 @@ export async function buyAsCustomer(
       [input.accountId, key],
     );
     const first = earlier.rows[0];
+    const card = await client.query(
+      'SELECT 1 FROM card_payments WHERE account_id = $1 AND idempotency_key = $2',
+      [input.accountId, key],
+    );
+    if (card.rowCount) throw new AppError('IDEMPOTENCY_KEY_REUSED');
     if (first) {
       if (first.product !== input.product || Number(first.bytes) !== bytes)
         throw new AppError('IDEMPOTENCY_KEY_REUSED');
@@ -110,16 +115,23 @@ export async function buyAsCustomer(
   return { invoice: invoice!, replayed: invoiceId.replayed };
 }
 
-/** PURCHASE_DAILY_LIMIT when this purchase would take the day's customer purchases past the limit. */
-async function withinDailyLimit(
+/**
+ * PURCHASE_DAILY_LIMIT when this purchase would take the day's customer purchases past the limit:
+ * those bought today and the card payments still open (a card purchase counts from its request).
+ * The caller holds the account's credit lock, so two purchases cannot both fit the last room.
+ */
+export async function withinDailyLimit(
   client: PoolClient,
   limits: PurchaseLimits,
   accountId: string,
   bytes: number,
 ) {
   const { rows } = await client.query<{ bought: string }>(
-    `SELECT coalesce(sum(bytes), 0) AS bought FROM purchases
-      WHERE account_id = $1 AND source = 'customer' AND created_at >= date_trunc('day', billing_now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`,
+    `WITH today AS (SELECT date_trunc('day', billing_now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS start)
+     SELECT (SELECT coalesce(sum(bytes), 0) FROM purchases, today
+               WHERE account_id = $1 AND source = 'customer' AND created_at >= today.start)
+          + (SELECT coalesce(sum(bytes), 0) FROM card_payments
+               WHERE account_id = $1 AND status IN ('creating', 'requires_action', 'processing')) AS bought`,
     [accountId],
   );
   const bought = Number(rows[0]!.bought);

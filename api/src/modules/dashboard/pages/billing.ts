@@ -22,6 +22,7 @@ import { csrfField, dateText, gbText, layout, message, table, type PageContext }
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { readSubscriptions, subscriptionRoutes, subscriptionsSection } from '../billing-subscriptions.ts';
 import { buyRoutes, buySection, newBuyForm, type BuyForm } from '../billing-buy.ts';
+import { CARD_NOTICES, cardPageRoutes, cardSection, readCardState } from '../billing-card.ts';
 import { detailsSection, fileRoutes, pdfLink, readBillingDetails } from '../billing-files.ts';
 
 /** Invoices shown: one page of the API's listing, its largest. */
@@ -33,6 +34,7 @@ const NOTICES = new Map([
   ['renewal-off', 'Renewal turned off: the subscription ends when its paid time does.'],
   ['bought', 'Bandwidth bought: it is yours now, and its invoice is listed below.'],
   ['details', 'Billing details saved: every invoice PDF names you by them.'],
+  ...CARD_NOTICES,
 ]);
 
 /** What the auto-refill form shows: the stored settings, or what was typed when it was refused. */
@@ -56,23 +58,32 @@ const REFILL_FIELDS = {
   maxRefillsPerMonth: { label: 'At most per month', says: 'a whole number from 1 to 100' },
 } satisfies Record<string, FieldWords>;
 
-export const billingPage: PageModule = ({ pool, usage, purchaseLimits, seller, waitForApiCaches }) => {
+export const billingPage: PageModule = ({
+  pool,
+  usage,
+  purchaseLimits,
+  seller,
+  waitForApiCaches,
+  stripe,
+  linkBase,
+}) => {
   const render = async (
     { person, ctx, send }: SignedInVisit,
     state: { notice?: string | undefined; error?: string; buyForm?: BuyForm },
     status = 200,
   ) => {
-    const [invoices, autoRefill, snapshot, credit, subscriptions, details] = await Promise.all([
+    const [invoices, autoRefill, snapshot, credit, subscriptions, details, card] = await Promise.all([
       listInvoices(pool, person.accountId, { limit: INVOICES_SHOWN }),
       configuredAutoRefill(pool, person.accountId),
       usage.snapshot(person.accountId),
       readCredit(pool, person.accountId),
       readSubscriptions(pool, person.accountId),
       readBillingDetails(pool, person.accountId),
+      readCardState(pool, stripe, person.accountId),
     ]);
     const remaining = productBalances(snapshot.row);
     const subs = subscriptionsSection(ctx, subscriptions);
-    const buy = buySection(ctx, purchaseLimits, state.buyForm ?? newBuyForm());
+    const buy = html`${buySection(ctx, purchaseLimits, state.buyForm ?? newBuyForm(), card.label)}${cardSection(ctx, card)}`;
     const files = detailsSection(details, person.email);
     send(
       billingView(ctx, {
@@ -97,6 +108,10 @@ export const billingPage: PageModule = ({ pool, usage, purchaseLimits, seller, w
       ...fileRoutes(pool, seller, (visit, error) => render(visit, { error }, 404)),
       ...buyRoutes(pool, purchaseLimits, waitForApiCaches, (visit, error, buyForm, status) =>
         render(visit, { error, buyForm }, status),
+      ),
+      ...cardPageRoutes(
+        { pool, stripe, limits: purchaseLimits, waitForApiCaches, linkBase },
+        (visit, error, buyForm, status) => render(visit, { error, buyForm }, status),
       ),
 
       get('/billing/auto-refill/:product', async (visit) => {
@@ -148,8 +163,9 @@ export const billingPage: PageModule = ({ pool, usage, purchaseLimits, seller, w
   };
 };
 
-/** "paid on 3 Mar 2027": when an operator settled it (docs/adr/0101). */
+/** "paid on 3 Mar 2027": when an operator or a card payment settled it (docs/adr/0101, 0110). */
 function statusText(i: InvoiceView): string {
+  if (i.status === 'refunded') return 'refunded';
   if (i.paidAt) return `paid on ${dateText(new Date(i.paidAt))}`;
   if (i.voidedAt) return `void since ${dateText(new Date(i.voidedAt))}`;
   return 'issued, unpaid';
