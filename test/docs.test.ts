@@ -14,8 +14,8 @@ import { REPO_ROOT } from './process.ts';
 
 const variables = [
   ...new Set(
-    [apiSchema, cliSchema, controllerSchema, devSchema, gatewaySchema, relaySchema, workerSchema].flatMap((s) =>
-      Object.keys(s.shape),
+    [apiSchema, cliSchema, controllerSchema, devSchema, gatewaySchema, relaySchema, workerSchema].flatMap(
+      (s) => Object.keys(s.shape),
     ),
   ),
 ].sort();
