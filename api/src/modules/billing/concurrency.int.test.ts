@@ -5,7 +5,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { accountWithBandwidth, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
 import { call, type CallOptions, useTestApi } from '#test/api.ts';
-import { count, race, RACED_ELSEWHERE, runRace, type Race } from '#test/races.ts';
+import { count, race, RACED_IN_BILLING, runRace, type Race } from '#test/races.ts';
 
 const fx = useTestApi({
   env: { PROXYFLEET_RATE_LIMIT_PER_MINUTE: '1000000', PROXYFLEET_RATE_LIMIT_BURST: '100000' },
@@ -93,8 +93,8 @@ const CASES: Race<unknown>[] = [
 ];
 
 describe('billing routes raced over HTTP', () => {
-  test('the cases cover exactly the routes RACED_ELSEWHERE names', () => {
-    expect(CASES.flatMap((c) => c.covers).sort()).toEqual([...RACED_ELSEWHERE].sort());
+  test('the cases cover exactly the routes RACED_IN_BILLING names', () => {
+    expect(CASES.flatMap((c) => c.covers).sort()).toEqual([...RACED_IN_BILLING].sort());
   });
 
   test.each(CASES.map((c) => [c.name, c] as const))('%s', async (_, c) => {
