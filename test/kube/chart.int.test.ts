@@ -241,7 +241,7 @@ describeKube('Helm chart charts/proxyfleet', () => {
           };
         }
       ).spec.template.spec.containers[0]!.env;
-    const relayUrl = 'ws://proxyfleet-relay.default.svc:8095/changes';
+    const relayUrl = `ws://proxyfleet-relay.${RELEASE_NAMESPACE}.svc:8095/changes`;
     expect(envOf('proxyfleet-api')).toContainEqual({ name: 'PROXYFLEET_RELAY_URL', value: relayUrl });
     expect(envOf('proxyfleet-controller')).toContainEqual({
       name: 'PROXYFLEET_GATEWAY_RELAY_URL',
