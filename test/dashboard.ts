@@ -3,16 +3,15 @@
 // no secret reaches the log); `seenUrls` holds every URL the first page requested.
 // PROXYFLEET_DASHBOARD_SCREENSHOTS=<dir> saves screenshots.
 import { describe, expect } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
 import { call, startTestApi, type CallOptions, type CallResult, type TestApi } from './api.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
-import { TEST_ADMIN_TOKEN } from './fixtures.ts';
-import { basicAuth, get, rawExchange } from './gateway/client.ts';
+import { exampleEmail, TEST_ADMIN_TOKEN } from './fixtures.ts';
+import { basicAuth, curlStatus, get, rawExchange } from './gateway/client.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = process.env.PROXYFLEET_DASHBOARD_SCREENSHOTS;
@@ -101,6 +100,25 @@ export async function newContext(
 export const adminCall = (api: TestApi, p: string, o: CallOptions = {}): Promise<CallResult> =>
   call(api.url, `/admin/v1${p}`, { admin: TEST_ADMIN_TOKEN, ...o });
 
+/** An account as the admin API creates it: its first API key and its proxy credentials. */
+export interface NewCustomer {
+  id: string;
+  email: string;
+  apiKey: string;
+  proxyUsername: string;
+  proxyPassword: string;
+}
+
+/** A customer an operator made (its email after `label`), with 1 GB of basic bought. */
+export async function newCustomer(api: TestApi, label: string): Promise<NewCustomer> {
+  const created = await adminCall(api, '/accounts', { body: { email: exampleEmail(label) } });
+  expect(created.status).toBe(201);
+  const account = created.body as NewCustomer;
+  const purchase = { body: { product: 'basic', gb: 1 } };
+  expect((await adminCall(api, `/accounts/${account.id}/purchases`, purchase)).status).toBe(201);
+  return account;
+}
+
 /** No serious or critical axe-core violation on the page as it is now. */
 export async function axe(p: Page, name: string): Promise<void> {
   const result = await new AxeBuilder({ page: p }).analyze();
@@ -166,9 +184,12 @@ export async function proxyLineStatus(line: string, url: string): Promise<number
 /** The same GET through the same proxy line as SOCKS5, by curl: the HTTP status curl got. */
 export function proxyLineSocksStatus(line: string, url: string): Promise<string> {
   const [host, port, user, ...rest] = line.split(':');
-  const args = ['--silent', '--max-time', '20', '--socks5-hostname', `${host}:${port}`];
-  args.push('--proxy-user', `${user}:${rest.join(':')}`, '-o', '/dev/null', '-w', '%{http_code}', url);
-  return new Promise((resolve) => execFile('curl', args, (_err, stdout) => resolve(stdout)));
+  return curlStatus(url, [
+    '--socks5-hostname',
+    `${host}:${port}`,
+    '--proxy-user',
+    `${user}:${rest.join(':')}`,
+  ]);
 }
 
 /**
@@ -191,13 +212,16 @@ export async function signInThroughInvite(
   return inviteUrl;
 }
 
-/** The text of each cell of each body row of the table labelled `label`, whitespace folded. */
-export const tableCells = (p: Page, label: string): Promise<string[][]> =>
-  p
-    .getByRole('region', { name: label })
+/** The text of each cell of each body row of `table` (or of the tables it holds), whitespace folded. */
+export const rowCells = (table: Locator): Promise<string[][]> =>
+  table
     .locator('tbody tr')
     .evaluateAll((trs) =>
       trs.map((tr) =>
         [...tr.querySelectorAll('th, td')].map((td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()),
       ),
     );
+
+/** The text of each cell of each body row of the table labelled `label`, whitespace folded. */
+export const tableCells = (p: Page, label: string): Promise<string[][]> =>
+  rowCells(p.getByRole('region', { name: label }));

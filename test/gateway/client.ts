@@ -1,8 +1,19 @@
 // Clients of a gateway under test that measure the exact bytes they moved: raw requests over one
 // connection, CONNECT tunnels, downloads, over TCP or a TLS session to the proxy.
+import { execFile } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
+
+/**
+ * One GET of `url` by curl with `proxyArgs` (`--proxy socks5h://user:pass@host:port`, or
+ * `--proxy http://host:port --proxy-user user:pass`), as a customer runs it: the HTTP status curl
+ * got ('000': none; a proxy's refusal is its status, 407 or 504).
+ */
+export function curlStatus(url: string, proxyArgs: string[]): Promise<string> {
+  const args = ['--silent', '--max-time', '20', ...proxyArgs, '-o', '/dev/null', '-w', '%{http_code}', url];
+  return new Promise((resolve) => execFile('curl', args, (_err, stdout) => resolve(stdout)));
+}
 
 export const basicAuth = (user: string, pass: string) =>
   `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;

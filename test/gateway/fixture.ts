@@ -27,6 +27,14 @@ export function gatewaySpec(
   });
 }
 
+/**
+ * gatewaySpec's `extra` for an answer timeout of 1 s: a destination that accepts and never answers
+ * (startSilentServer) gets the gateway's 504 within about a second.
+ */
+export const ONE_SECOND_ANSWER_TIMEOUT = {
+  timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 },
+} as const;
+
 export interface TestGatewayOptions {
   gatewayId?: string;
   drainMs?: number;

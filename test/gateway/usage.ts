@@ -2,6 +2,7 @@
 import type { Registry } from 'prom-client';
 import type { Pool } from '#common/db/pool.ts';
 import type { RunningGateway } from '../../gateway/src/server.ts';
+import { until } from '../process.ts';
 
 /** Billed bytes and requests recorded in usage batches for an account (flushed, unfolded or not). */
 export async function recordedUsage(
@@ -70,4 +71,31 @@ export function counterDelta(
 
 export async function fold(pool: Pool): Promise<void> {
   while (((await pool.query<{ n: number }>('SELECT usage_fold(1000) AS n')).rows[0]?.n ?? 0) > 0);
+}
+
+/**
+ * What a gateway counted, in the database: once its connections have closed, its usage flushed
+ * twice (a flush already in flight, the timer's, may have begun before the last close) and its
+ * usage history tally drained (a write in flight waited for, then the rest written).
+ */
+export async function historyWritten(gateway: Pick<RunningGateway, 'ledger' | 'history'>): Promise<void> {
+  await until(() => gateway.ledger.activeConnections === 0, 'connections closed', 10_000);
+  await gateway.ledger.flush();
+  await gateway.ledger.flush();
+  await gateway.history.drain();
+}
+
+/**
+ * An account's usage history moved back `days` whole days, hours and days alike, as it stands: a
+ * test cannot wait a day to see its traffic as yesterday's.
+ */
+export async function historyMovedBack(pool: Pool, accountId: string, days = 1): Promise<void> {
+  await pool.query(
+    `UPDATE usage_history_hourly SET hour = hour - make_interval(days => $2) WHERE account_id = $1`,
+    [accountId, days],
+  );
+  await pool.query(`UPDATE usage_history_daily SET day = day - $2::int WHERE account_id = $1`, [
+    accountId,
+    days,
+  ]);
 }

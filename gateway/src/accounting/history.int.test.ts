@@ -4,19 +4,21 @@
 // billed ones.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import {
+  cacheSynced,
+  gatewaySpec,
+  ONE_SECOND_ANSWER_TIMEOUT,
+  useTestGateway,
+} from '#test/gateway/fixture.ts';
 import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
-import { recordedUsage } from '#test/gateway/usage.ts';
+import { historyWritten, recordedUsage } from '#test/gateway/usage.ts';
 import { startSilentServer, type Origin } from '#test/gateway/origin.ts';
-import { until } from '#test/process.ts';
 
 // A destination that accepts and never answers, behind a gateway whose answer timeout is 1 s.
 let silent: Origin;
 
 const fx = useTestGateway({
-  spec: gatewaySpec('basic', undefined, {
-    timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 },
-  }),
+  spec: gatewaySpec('basic', undefined, ONE_SECOND_ANSWER_TIMEOUT),
 });
 
 beforeAll(async () => {
@@ -51,10 +53,7 @@ describe('usage history', () => {
     const prohibited = await rawExchange(fx.gateway.port, [get(`http://127.0.0.1:25/`, good)]);
     expect(prohibited.responses.map((r) => r.status)).toEqual([403]);
 
-    await until(() => fx.gateway.ledger.activeConnections === 0, 'connections closed', 10_000);
-    await fx.gateway.ledger.flush();
-    await fx.gateway.ledger.flush();
-    await fx.gateway.history.drain();
+    await historyWritten(fx.gateway);
 
     const billed = await recordedUsage(fx.db.pool, account.id);
     const expected = {

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { cacheSynced, gatewaySpec, useTestGateway } from '#test/gateway/fixture.ts';
+import {
+  cacheSynced,
+  gatewaySpec,
+  ONE_SECOND_ANSWER_TIMEOUT,
+  useTestGateway,
+} from '#test/gateway/fixture.ts';
 import { basicAuth, get } from '#test/gateway/client.ts';
 import { startSilentServer, type Origin } from '#test/gateway/origin.ts';
 
@@ -9,9 +14,7 @@ import { startSilentServer, type Origin } from '#test/gateway/origin.ts';
 let silent: Origin;
 
 const fx = useTestGateway({
-  spec: gatewaySpec('basic', undefined, {
-    timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 },
-  }),
+  spec: gatewaySpec('basic', undefined, ONE_SECOND_ANSWER_TIMEOUT),
 });
 
 beforeAll(async () => {

@@ -4,21 +4,21 @@
 // with an unknown placeholder refused in the API's words with what was typed kept, and the Country
 // field suggesting only what the exits serve (an unserved one refused as the API does); axe on each.
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { call, type TestApi } from '#test/api.ts';
 import {
-  adminCall,
   axe,
   describeInChromium,
+  newCustomer,
   signInThroughInvite,
   startDashboardRun,
   type DashboardRun,
+  type NewCustomer,
 } from '#test/dashboard.ts';
-import { exampleEmail } from '#test/fixtures.ts';
 import { cacheSynced, gatewaySpec, startTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import { curlStatus } from '#test/gateway/client.ts';
 import { startOrigin, type Origin } from '#test/gateway/origin.ts';
 
 // A browser on a shared 2-core machine: generous per-test limits; nothing here measures speed.
@@ -29,7 +29,7 @@ let api: TestApi;
 let page: Page;
 let gateway: TestGateway;
 let origin: Origin;
-let account: { id: string; email: string; apiKey: string };
+let account: NewCustomer;
 
 /** Rotating proxies: every line the same, so the page and the API can be compared exactly. */
 async function generate(format: string, template = ''): Promise<void> {
@@ -68,12 +68,7 @@ describeInChromium('customer dashboard in Chromium: proxy list formats', () => {
       { plan: 'basic', host: '127.0.0.1', port: gateway.port },
       'test',
     );
-    const created = await adminCall(api, '/accounts', { body: { email: exampleEmail('formats') } });
-    account = created.body as typeof account;
-    expect(
-      (await adminCall(api, `/accounts/${account.id}/purchases`, { body: { product: 'basic', gb: 1 } }))
-        .status,
-    ).toBe(201);
+    account = await newCustomer(api, 'formats');
     await cacheSynced(run.db.pool, [gateway]);
     await signInThroughInvite(run, account);
   }, 120_000);
@@ -111,25 +106,9 @@ describeInChromium('customer dashboard in Chromium: proxy list formats', () => {
     await generate('socks5h');
     const [url] = (await page.getByLabel('Generated proxies').inputValue()).split('\n');
     expect(url).toMatch(new RegExp(`^socks5h://[a-z0-9]+:[^@]+@127\\.0\\.0\\.1:${gateway.port}$`));
-    const status = await new Promise<string>((resolve) =>
-      execFile(
-        'curl',
-        [
-          '--silent',
-          '--max-time',
-          '20',
-          '--proxy',
-          url!,
-          '-o',
-          '/dev/null',
-          '-w',
-          '%{http_code}',
-          `http://localhost:${origin.port}/bytes/1000`,
-        ],
-        (_err, stdout) => resolve(stdout),
-      ),
+    await expect(curlStatus(`http://localhost:${origin.port}/bytes/1000`, ['--proxy', url!])).resolves.toBe(
+      '200',
     );
-    expect(status).toBe('200');
     expect(await downloaded('Download .txt')).toMatchObject({ file: 'proxies-basic.txt' });
   });
 

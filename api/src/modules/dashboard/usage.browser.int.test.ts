@@ -5,21 +5,27 @@
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import type { CallOptions, TestApi } from '#test/api.ts';
+import type { TestApi } from '#test/api.ts';
 import {
-  adminCall,
   axe,
   describeInChromium,
+  newCustomer,
   shot,
   signInThroughInvite,
   startDashboardRun,
   type DashboardRun,
+  type NewCustomer,
 } from '#test/dashboard.ts';
-import { exampleEmail } from '#test/fixtures.ts';
-import { cacheSynced, gatewaySpec, startTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
+import {
+  cacheSynced,
+  gatewaySpec,
+  ONE_SECOND_ANSWER_TIMEOUT,
+  startTestGateway,
+  type TestGateway,
+} from '#test/gateway/fixture.ts';
 import { startOrigin, startSilentServer, type Origin } from '#test/gateway/origin.ts';
 import { basicAuth, get, rawExchange } from '#test/gateway/client.ts';
-import { until } from '#test/process.ts';
+import { historyMovedBack, historyWritten } from '#test/gateway/usage.ts';
 
 // A browser on a shared 2-core machine: generous per-test limits; nothing here measures speed.
 jest.setTimeout(180_000);
@@ -31,10 +37,9 @@ let page: Page;
 let gateway: TestGateway;
 let origin: Origin;
 let silent: Origin;
-let account: { id: string; email: string; apiKey: string; proxyUsername: string; proxyPassword: string };
+let account: NewCustomer;
 const yesterday = new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
 
-const admin = (p: string, o: CallOptions = {}) => adminCall(api, p, o);
 /** The Outcomes table as [outcome, requests] pairs. */
 const outcomes = (p: Page) =>
   p
@@ -57,16 +62,9 @@ describeInChromium('customer dashboard in Chromium: Usage', () => {
     gateway = await startTestGateway(
       run.db.pool,
       run.db.url,
-      gatewaySpec('basic', undefined, {
-        timeouts: { headersSeconds: 10, connectSeconds: 10, idleSeconds: 1, maxLifetimeSeconds: 86_400 },
-      }),
+      gatewaySpec('basic', undefined, ONE_SECOND_ANSWER_TIMEOUT),
     );
-    const created = await admin('/accounts', { body: { email: exampleEmail('usage') } });
-    expect(created.status).toBe(201);
-    account = created.body as typeof account;
-    expect(
-      (await admin(`/accounts/${account.id}/purchases`, { body: { product: 'basic', gb: 1 } })).status,
-    ).toBe(201);
+    account = await newCustomer(api, 'usage');
     await cacheSynced(run.db.pool, [gateway]);
     await signInThroughInvite(run, account);
   }, 120_000);
@@ -89,18 +87,9 @@ describeInChromium('customer dashboard in Chromium: Usage', () => {
     }
     const timedOut = await rawExchange(gateway.port, [get(`http://127.0.0.1:${silent.port}/`, good)]);
     expect(timedOut.responses.map((r) => r.status)).toEqual([504]);
-    await until(() => gateway.ledger.activeConnections === 0, 'connections closed', 10_000);
-    await gateway.ledger.flush();
-    await gateway.ledger.flush();
-    await gateway.history.drain();
+    await historyWritten(gateway);
     // The test cannot wait a day: what the gateway wrote today is moved to yesterday, as it stands.
-    await run.db.pool.query(
-      `UPDATE usage_history_hourly SET hour = hour - interval '1 day' WHERE account_id = $1`,
-      [account.id],
-    );
-    await run.db.pool.query(`UPDATE usage_history_daily SET day = day - 1 WHERE account_id = $1`, [
-      account.id,
-    ]);
+    await historyMovedBack(run.db.pool, account.id);
 
     await page.getByRole('link', { name: 'Usage' }).click();
     await page.waitForURL(`${api.url}/usage`);
