@@ -4,10 +4,10 @@
 // queue is refused with a 503 in the API's error format, with Retry-After.
 import { afterAll, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
 import { describe } from '@jest/globals';
-import { startTestApi, type TestApi } from '#test/api.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
 import { burst, rawFormPost, statusCounts } from '#test/burst.ts';
 import { adminCall, postForm, signedOutForm, STRONG } from '#test/dashboard.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
+import { createTestDatabase, createTestPool, type TestDatabase } from '#test/db.ts';
 import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { freshCode } from '#test/totp.ts';
 import { TwoFactor } from '#api/modules/two-factor/service.ts';
@@ -49,6 +49,17 @@ async function twoFactorOn(accountId: string): Promise<string> {
   const actor = { kind: 'dashboard' as const, id: 'test', ip: null };
   expect(await tf.confirm(accountId, await freshCode(db.pool, accountId, secret), actor)).toBeDefined();
   return secret;
+}
+
+/**
+ * A pool of one on the test database by the name `localhost`: opening its connection needs libuv's
+ * thread pool (the name's lookup), where scrypt runs, as a new connection to `npm start`'s embedded
+ * database does (SCRAM's PBKDF2 runs there too; the test server trusts and asks for none).
+ */
+function poolByName() {
+  const url = new URL(db.url);
+  if (url.hostname === '127.0.0.1') url.hostname = 'localhost';
+  return createTestPool(url.toString(), 'proxyfleet-test-by-name', 1);
 }
 
 /** The password step of a two-factor sign-in: the pre-session cookie and CSRF token waiting for a code. */
@@ -207,4 +218,46 @@ describe('dashboard throttles under a burst of requests released at once', () =>
     );
     expect(rows[0]!.n).toBe(counts[401]);
   });
+
+  // Before the bounded queue, 400 sign-ins queued 400 hashes in libuv's four threads for minutes on
+  // this machine: a new database connection (a worker's, under `npm start`) waited behind them and
+  // failed with pg's connection timeout. Now 2 hash, 32 wait, and the rest are answered 503 at once.
+  it('scrypt work cannot starve the database: during 400 sign-ins at once, a new connection and an API request are answered', async () => {
+    const created = await adminCall(api, '/accounts', { body: { email: exampleEmail('probe') } });
+    const key = (created.body as { apiKey: string }).apiKey;
+    const form = await signedOutForm(api.url);
+    const M = 400;
+    const requests = Array.from({ length: M }, (_, i) =>
+      rawFormPost(
+        '/sign-in',
+        { _csrf: form.csrf, email: exampleEmail(`stampede-${i}`), password: 'a guess' },
+        form.cookie,
+        { 'x-forwarded-for': `10.9.${i >> 8}.${i & 255}`, accept: 'text/html' },
+      ),
+    );
+    const byName = poolByName();
+    let running = true;
+    let probed: Promise<unknown> | undefined;
+    try {
+      // Once one sign-in is answered the others are in the server's hands (hashing or queued).
+      const answers = await burst(port, requests, () => {
+        probed = Promise.all([
+          byName.query<{ one: number }>('SELECT 1 AS one').then(
+            (r) => r.rows[0]!.one,
+            (err: Error) => err.message,
+          ),
+          call(api.url, '/api/v1/account', { key }).then(
+            (r) => r.status,
+            (err: Error) => err.message,
+          ),
+        ]).then(([one, status]) => ({ one, status, duringBurst: running }));
+      });
+      running = false;
+      expect(await probed).toEqual({ one: 1, status: 200, duringBurst: true });
+      const counts = statusCounts(answers);
+      expect((counts[401] ?? 0) + (counts[503] ?? 0)).toBe(M);
+    } finally {
+      await byName.end();
+    }
+  }, 300_000);
 });
