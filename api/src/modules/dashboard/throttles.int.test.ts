@@ -6,11 +6,10 @@ import { afterAll, beforeAll, beforeEach, expect, it, jest } from '@jest/globals
 import { describe } from '@jest/globals';
 import { call, startTestApi, type TestApi } from '#test/api.ts';
 import { burst, rawFormPost, statusCounts } from '#test/burst.ts';
-import { adminCall, postForm, signedOutForm, STRONG } from '#test/dashboard.ts';
+import { adminCall, postForm, signedOutForm, STRONG, waitingForCode } from '#test/dashboard.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '#test/db.ts';
-import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
-import { freshCode } from '#test/totp.ts';
-import { TwoFactor } from '#api/modules/two-factor/service.ts';
+import { exampleEmail } from '#test/fixtures.ts';
+import { freshCode, twoFactorOn } from '#test/totp.ts';
 import { hashPassword } from './passwords.ts';
 import { FORGOT_PER_EMAIL, LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_EMAIL } from './sign-in-rules.ts';
 
@@ -42,15 +41,6 @@ async function newAccount(label: string): Promise<{ id: string; email: string }>
   return a;
 }
 
-/** Turns two-factor on for the account, as the Security page does; its secret. */
-async function twoFactorOn(accountId: string): Promise<string> {
-  const tf = new TwoFactor(db.pool, TEST_CREDENTIALS_KEY);
-  const secret = (await tf.start(accountId))!;
-  const actor = { kind: 'dashboard' as const, id: 'test', ip: null };
-  expect(await tf.confirm(accountId, await freshCode(db.pool, accountId, secret), actor)).toBeDefined();
-  return secret;
-}
-
 /**
  * A pool of one on the test database by the name `localhost`: opening its connection needs libuv's
  * thread pool (the name's lookup), where scrypt runs, as a new connection to `npm start`'s embedded
@@ -60,14 +50,6 @@ function poolByName() {
   const url = new URL(db.url);
   if (url.hostname === '127.0.0.1') url.hostname = 'localhost';
   return createTestPool(url.toString(), 'proxyfleet-test-by-name', 1);
-}
-
-/** The password step of a two-factor sign-in: the pre-session cookie and CSRF token waiting for a code. */
-async function waitingForCode(email: string): Promise<{ cookie: string; csrf: string }> {
-  const form = await signedOutForm(api.url);
-  const res = await postForm(api.url, '/sign-in', { _csrf: form.csrf, email, password: STRONG }, form.cookie);
-  expect([res.status, res.headers.get('location')]).toEqual([303, '/sign-in/code']);
-  return form;
 }
 
 describe('dashboard throttles under a burst of requests released at once', () => {
@@ -105,8 +87,8 @@ describe('dashboard throttles under a burst of requests released at once', () =>
 
   it(`two-factor code: ${N} wrong codes after the right password: at most ${LOGIN_FAILURES_PER_EMAIL} checked`, async () => {
     const other = await newAccount('burst-code');
-    await twoFactorOn(other.id);
-    const waiting = await waitingForCode(other.email);
+    await twoFactorOn(db.pool, other.id);
+    const waiting = await waitingForCode(api.url, other.email);
     const requests = Array.from({ length: N }, (_, i) =>
       rawFormPost(
         '/sign-in/code',
@@ -122,8 +104,8 @@ describe('dashboard throttles under a burst of requests released at once', () =>
 
   it(`turning two-factor off: ${N} wrong codes from a session: at most ${LOGIN_FAILURES_PER_EMAIL} checked`, async () => {
     const other = await newAccount('burst-off');
-    const secret = await twoFactorOn(other.id);
-    const waiting = await waitingForCode(other.email);
+    const secret = await twoFactorOn(db.pool, other.id);
+    const waiting = await waitingForCode(api.url, other.email);
     const signedIn = await postForm(
       api.url,
       '/sign-in/code',
