@@ -52,8 +52,13 @@ const written = (socket: Socket, data: string | Buffer) =>
 /**
  * Sends every request, all but its last byte first and the last bytes together; each answer in
  * the order of `requests`. Answers are read until the server closes (requests say Connection: close).
+ * `onFirstAnswer` runs when the server has answered one of them: the others are in its hands.
  */
-export async function burst(port: number, requests: string[]): Promise<BurstAnswer[]> {
+export async function burst(
+  port: number,
+  requests: string[],
+  onFirstAnswer?: () => void,
+): Promise<BurstAnswer[]> {
   const sockets = await Promise.all(
     requests.map(
       () =>
@@ -63,11 +68,17 @@ export async function burst(port: number, requests: string[]): Promise<BurstAnsw
         }),
     ),
   );
+  let first = onFirstAnswer;
   const answers = sockets.map(
     (s) =>
       new Promise<Buffer>((resolve, reject) => {
         const chunks: Buffer[] = [];
-        s.on('data', (c: Buffer) => chunks.push(c));
+        s.on('data', (c: Buffer) => {
+          const call = first;
+          first = undefined;
+          call?.();
+          chunks.push(c);
+        });
         s.once('error', reject);
         s.once('close', () => resolve(Buffer.concat(chunks)));
       }),

@@ -173,6 +173,18 @@ export async function postForm(
   });
 }
 
+/** The password step of a two-factor sign-in: the pre-session cookie and CSRF token waiting for a code. */
+export async function waitingForCode(
+  apiUrl: string,
+  email: string,
+  password = STRONG,
+): Promise<{ cookie: string; csrf: string }> {
+  const form = await signedOutForm(apiUrl);
+  const res = await postForm(apiUrl, '/sign-in', { _csrf: form.csrf, email, password }, form.cookie);
+  expect([res.status, res.headers.get('location')]).toEqual([303, '/sign-in/code']);
+  return form;
+}
+
 /** A generated proxy line host:port:user:pass used for one plain-HTTP GET: the status it got. */
 export async function proxyLineStatus(line: string, url: string): Promise<number> {
   const [host, port, user, ...rest] = line.split(':');

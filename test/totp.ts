@@ -2,6 +2,8 @@
 // would, from the secret the Security page shows.
 import * as OTPAuth from 'otpauth';
 import type { Pool } from '#common/db/pool.ts';
+import { TwoFactor } from '#api/modules/two-factor/service.ts';
+import { TEST_CREDENTIALS_KEY } from './fixtures.ts';
 
 const totpOf = (secret: string) =>
   new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' });
@@ -20,4 +22,14 @@ export async function freshCode(pool: Pool, accountId: string, secret: string): 
   const step = Math.max(totp.counter(), Number(rows[0]?.last_step ?? -1) + 1);
   while (totp.counter() < step - 1) await new Promise((resolve) => setTimeout(resolve, 500));
   return totp.generate({ timestamp: step * 30_000 + 1_000 });
+}
+
+/** Turns two-factor on for the account, as the Security page does; its secret. */
+export async function twoFactorOn(pool: Pool, accountId: string): Promise<string> {
+  const tf = new TwoFactor(pool, TEST_CREDENTIALS_KEY);
+  const secret = (await tf.start(accountId))!;
+  const actor = { kind: 'dashboard' as const, id: 'test', ip: null };
+  if (!(await tf.confirm(accountId, await freshCode(pool, accountId, secret), actor)))
+    throw new Error('two-factor not confirmed');
+  return secret;
 }

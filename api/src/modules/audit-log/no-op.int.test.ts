@@ -4,7 +4,10 @@
 import { describe, expect, test } from '@jest/globals';
 import { exampleEmail, TEST_ADMIN_TOKEN } from '#test/fixtures.ts';
 import { call, useTestApi } from '#test/api.ts';
-import { postForm, signedOutForm } from '#test/dashboard.ts';
+import { burst, rawFormPost, statusCounts } from '#test/burst.ts';
+import { postForm, signedOutForm, STRONG, waitingForCode } from '#test/dashboard.ts';
+import { twoFactorOn } from '#test/totp.ts';
+import { hashPassword } from '#api/modules/dashboard/passwords.ts';
 
 const fx = useTestApi({ env: { PROXYFLEET_API_TRUST_PROXY_HOPS: '1' } });
 const admin = (path: string, options: Parameters<typeof call>[2] = {}) =>
@@ -132,6 +135,55 @@ describe('audit log: failed sign-ins and the invite', () => {
       ['198.51.100.21', 1],
       ['198.51.100.20', 3],
     ]);
+  });
+
+  test('30 wrong sign-ins from one address released at once are one entry, counting those checked', async () => {
+    const a = await newAccount();
+    const form = await signedOutForm(fx.api.url);
+    const requests = Array.from({ length: 30 }, (_, i) =>
+      rawFormPost('/sign-in', { _csrf: form.csrf, email: a.email, password: `not it ${i}` }, form.cookie, {
+        'x-forwarded-for': '198.51.100.30',
+      }),
+    );
+    const counts = statusCounts(await burst(Number(new URL(fx.api.url).port), requests));
+    // The email's throttle checks a few (429 for the rest, which record nothing); each checked one counts.
+    expect(counts[401]).toBeGreaterThan(0);
+    expect((counts[401] ?? 0) + (counts[429] ?? 0)).toBe(30);
+    const failed = await entries(a, 'session.sign_in_failed');
+    expect(failed.map((e) => [e.actor.ip, e.details.count])).toEqual([['198.51.100.30', counts[401]]]);
+  });
+
+  // Wrong codes need no scrypt: the checked ones finish together and their entries race for one row.
+  // Three victims in one burst, each from its own address, so that the race is run three times.
+  test('30 wrong two-factor codes from one address released at once are one entry, counting those checked', async () => {
+    const victims = await Promise.all(
+      [32, 33, 34].map(async (n) => {
+        const a = await newAccount();
+        await fx.db.pool.query(
+          'INSERT INTO dashboard_credentials (account_id, password_hash) VALUES ($1, $2)',
+          [a.id, await hashPassword(STRONG)],
+        );
+        await twoFactorOn(fx.db.pool, a.id);
+        return { a, ip: `198.51.100.${n}`, waiting: await waitingForCode(fx.api.url, a.email) };
+      }),
+    );
+    const requests = victims.flatMap(({ ip, waiting }) =>
+      Array.from({ length: 30 }, (_, i) =>
+        rawFormPost('/sign-in/code', { _csrf: waiting.csrf, code: String(100000 + i) }, waiting.cookie, {
+          'x-forwarded-for': ip,
+        }),
+      ),
+    );
+    const answers = await burst(Number(new URL(fx.api.url).port), requests);
+    for (const [v, { a, ip }] of victims.entries()) {
+      const counts = statusCounts(answers.slice(v * 30, v * 30 + 30));
+      expect(counts[401]).toBeGreaterThan(0);
+      expect((counts[401] ?? 0) + (counts[429] ?? 0)).toBe(30);
+      const failed = await entries(a, 'session.sign_in_failed');
+      expect(failed.map((e) => [e.actor.ip, e.details.reason, e.details.count])).toEqual([
+        [ip, 'second_factor', counts[401]],
+      ]);
+    }
   });
 
   test('the dashboard invite is recorded (never the link)', async () => {

@@ -4,13 +4,12 @@
 // queue is refused with a 503 in the API's error format, with Retry-After.
 import { afterAll, beforeAll, beforeEach, expect, it, jest } from '@jest/globals';
 import { describe } from '@jest/globals';
-import { startTestApi, type TestApi } from '#test/api.ts';
+import { call, startTestApi, type TestApi } from '#test/api.ts';
 import { burst, rawFormPost, statusCounts } from '#test/burst.ts';
-import { adminCall, postForm, signedOutForm, STRONG } from '#test/dashboard.ts';
-import { createTestDatabase, type TestDatabase } from '#test/db.ts';
-import { exampleEmail, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
-import { freshCode } from '#test/totp.ts';
-import { TwoFactor } from '#api/modules/two-factor/service.ts';
+import { adminCall, postForm, signedOutForm, STRONG, waitingForCode } from '#test/dashboard.ts';
+import { createTestDatabase, createTestPool, type TestDatabase } from '#test/db.ts';
+import { exampleEmail } from '#test/fixtures.ts';
+import { freshCode, twoFactorOn } from '#test/totp.ts';
 import { hashPassword } from './passwords.ts';
 import { FORGOT_PER_EMAIL, LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_EMAIL } from './sign-in-rules.ts';
 
@@ -42,21 +41,15 @@ async function newAccount(label: string): Promise<{ id: string; email: string }>
   return a;
 }
 
-/** Turns two-factor on for the account, as the Security page does; its secret. */
-async function twoFactorOn(accountId: string): Promise<string> {
-  const tf = new TwoFactor(db.pool, TEST_CREDENTIALS_KEY);
-  const secret = (await tf.start(accountId))!;
-  const actor = { kind: 'dashboard' as const, id: 'test', ip: null };
-  expect(await tf.confirm(accountId, await freshCode(db.pool, accountId, secret), actor)).toBeDefined();
-  return secret;
-}
-
-/** The password step of a two-factor sign-in: the pre-session cookie and CSRF token waiting for a code. */
-async function waitingForCode(email: string): Promise<{ cookie: string; csrf: string }> {
-  const form = await signedOutForm(api.url);
-  const res = await postForm(api.url, '/sign-in', { _csrf: form.csrf, email, password: STRONG }, form.cookie);
-  expect([res.status, res.headers.get('location')]).toEqual([303, '/sign-in/code']);
-  return form;
+/**
+ * A pool of one on the test database by the name `localhost`: opening its connection needs libuv's
+ * thread pool (the name's lookup), where scrypt runs, as a new connection to `npm start`'s embedded
+ * database does (SCRAM's PBKDF2 runs there too; the test server trusts and asks for none).
+ */
+function poolByName() {
+  const url = new URL(db.url);
+  if (url.hostname === '127.0.0.1') url.hostname = 'localhost';
+  return createTestPool(url.toString(), 'proxyfleet-test-by-name', 1);
 }
 
 describe('dashboard throttles under a burst of requests released at once', () => {
@@ -94,8 +87,8 @@ describe('dashboard throttles under a burst of requests released at once', () =>
 
   it(`two-factor code: ${N} wrong codes after the right password: at most ${LOGIN_FAILURES_PER_EMAIL} checked`, async () => {
     const other = await newAccount('burst-code');
-    await twoFactorOn(other.id);
-    const waiting = await waitingForCode(other.email);
+    await twoFactorOn(db.pool, other.id);
+    const waiting = await waitingForCode(api.url, other.email);
     const requests = Array.from({ length: N }, (_, i) =>
       rawFormPost(
         '/sign-in/code',
@@ -111,8 +104,8 @@ describe('dashboard throttles under a burst of requests released at once', () =>
 
   it(`turning two-factor off: ${N} wrong codes from a session: at most ${LOGIN_FAILURES_PER_EMAIL} checked`, async () => {
     const other = await newAccount('burst-off');
-    const secret = await twoFactorOn(other.id);
-    const waiting = await waitingForCode(other.email);
+    const secret = await twoFactorOn(db.pool, other.id);
+    const waiting = await waitingForCode(api.url, other.email);
     const signedIn = await postForm(
       api.url,
       '/sign-in/code',
@@ -207,4 +200,46 @@ describe('dashboard throttles under a burst of requests released at once', () =>
     );
     expect(rows[0]!.n).toBe(counts[401]);
   });
+
+  // Before the bounded queue, 400 sign-ins queued 400 hashes in libuv's four threads for minutes on
+  // this machine: a new database connection (a worker's, under `npm start`) waited behind them and
+  // failed with pg's connection timeout. Now 2 hash, 32 wait, and the rest are answered 503 at once.
+  it('scrypt work cannot starve the database: during 400 sign-ins at once, a new connection and an API request are answered', async () => {
+    const created = await adminCall(api, '/accounts', { body: { email: exampleEmail('probe') } });
+    const key = (created.body as { apiKey: string }).apiKey;
+    const form = await signedOutForm(api.url);
+    const M = 400;
+    const requests = Array.from({ length: M }, (_, i) =>
+      rawFormPost(
+        '/sign-in',
+        { _csrf: form.csrf, email: exampleEmail(`stampede-${i}`), password: 'a guess' },
+        form.cookie,
+        { 'x-forwarded-for': `10.9.${i >> 8}.${i & 255}`, accept: 'text/html' },
+      ),
+    );
+    const byName = poolByName();
+    let running = true;
+    let probed: Promise<unknown> | undefined;
+    try {
+      // Once one sign-in is answered the others are in the server's hands (hashing or queued).
+      const answers = await burst(port, requests, () => {
+        probed = Promise.all([
+          byName.query<{ one: number }>('SELECT 1 AS one').then(
+            (r) => r.rows[0]!.one,
+            (err: Error) => err.message,
+          ),
+          call(api.url, '/api/v1/account', { key }).then(
+            (r) => r.status,
+            (err: Error) => err.message,
+          ),
+        ]).then(([one, status]) => ({ one, status, duringBurst: running }));
+      });
+      running = false;
+      expect(await probed).toEqual({ one: 1, status: 200, duringBurst: true });
+      const counts = statusCounts(answers);
+      expect((counts[401] ?? 0) + (counts[503] ?? 0)).toBe(M);
+    } finally {
+      await byName.end();
+    }
+  }, 300_000);
 });
