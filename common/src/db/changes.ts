@@ -21,13 +21,7 @@ import {
 } from './feed-common.ts';
 
 // The changes and the interface the caches subscribe to, shared with the relay's client.
-export {
-  TRUST_SILENCE_MS,
-  type Change,
-  type ChangeHandler,
-  type ChangeKind,
-  type ChangeSource,
-} from './feed-common.ts';
+export { TRUST_SILENCE_MS, type Change, type ChangeHandler, type ChangeSource } from './feed-common.ts';
 
 /** The newest change_log id (0 when empty): a cache at this version has every change so far. */
 export async function changeLogHead(db: Pick<pg.ClientBase, 'query'>): Promise<number> {
