@@ -46,17 +46,12 @@ const files = (dir) => {
 export const SOURCE_MAX_LINES = 400;
 export const TEST_MAX_LINES = 600;
 /**
- * Source files allowed past SOURCE_MAX_LINES (up to TEST_MAX_LINES), each with why. An entry goes
- * when its file is cut; test/lint/size.test.ts fails on an entry whose file no longer needs it.
+ * Source files allowed past SOURCE_MAX_LINES (up to TEST_MAX_LINES), each with why and the seam it
+ * is to be cut at. None today: the last ones (the admin CLI, the Proxies and Sub-users pages) were
+ * cut at their seams. An entry goes when its file is cut; test/lint/size.test.ts fails on an entry
+ * whose file no longer needs it, and names the list's entries so that adding one is seen.
  */
-export const SIZE_EXCEPTIONS = {
-  'api/src/cli/main.ts':
-    'the admin CLI: argument parsing and every command group but subscriptions (already its own file), to be cut into one file per group',
-  'api/src/modules/dashboard/pages/proxies.ts':
-    'the Proxies page: credentials, the generator, ISP proxies and the allowlist in one page module, to be cut by section',
-  'api/src/modules/dashboard/pages/sub-users.ts':
-    'the Sub-users page: the list and its actions, the edit form and the new sub-user form, to be cut by section',
-};
+export const SIZE_EXCEPTIONS = {};
 
 /** A zone of import-x/no-restricted-paths; none when nothing is forbidden. */
 const zone = (target, from, message) =>
@@ -112,8 +107,11 @@ export function importZones(root) {
   ];
 }
 
-/** The lint configuration of the repository at `root` (the lint-config test gives a fixture's). */
-export function lintConfig(root) {
+/**
+ * The lint configuration of the repository at `root` (the lint-config test gives a fixture's), with
+ * `sizeExceptions` allowed past SOURCE_MAX_LINES (the size test names its own).
+ */
+export function lintConfig(root, sizeExceptions = SIZE_EXCEPTIONS) {
   return tseslint.config(
     {
       ignores: [
@@ -200,7 +198,7 @@ export function lintConfig(root) {
     },
     {
       // Tables of cases and harnesses run longer than a source file; load tests are harnesses too.
-      files: ['**/*.test.ts', 'test/**/*.ts', 'loadtest/**/*.ts', ...Object.keys(SIZE_EXCEPTIONS)],
+      files: ['**/*.test.ts', 'test/**/*.ts', 'loadtest/**/*.ts', ...Object.keys(sizeExceptions)],
       rules: { 'max-lines': ['error', { max: TEST_MAX_LINES, skipBlankLines: false, skipComments: false }] },
     },
     // Written by a generator from a schema (controllers/src/crds/generate.ts): read, not edited.

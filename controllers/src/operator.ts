@@ -7,7 +7,7 @@ import type { Logger } from '#common/logger.ts';
 import { apiKeyReconciler } from './apikey/reconciler.ts';
 import { API_KEY, MANAGED_BY, MANAGED_BY_LABEL, PROXY_GATEWAY } from './crds/resources.ts';
 import type { ApiKey, ProxyGateway } from './crds/types.generated.ts';
-import type { GatewayOptions } from './proxygateway/desired.ts';
+import type { GatewayOptions } from './proxygateway/pod.ts';
 import { proxyGatewayReconciler } from './proxygateway/reconciler.ts';
 import { Controller, controllerOwnerKey } from './runtime/controller.ts';
 import { createEventRecorder } from './runtime/events.ts';

@@ -1,6 +1,7 @@
 // The size rule (eslint.config.js: max-lines): source files stop at SOURCE_MAX_LINES, tests and
 // harnesses at TEST_MAX_LINES, generated files are not capped, and every exception is named with
-// its reason and removed once its file is cut.
+// its reason and removed once its file is cut. None is named today: every source file is within
+// SOURCE_MAX_LINES.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -18,9 +19,16 @@ interface SizeConfig {
 }
 const config = async () => (await import(CONFIG)) as SizeConfig;
 
-/** The max-lines findings for a file of `lines` lines at `file` (a path in this repository). */
-async function sizeFindings(file: string, lines: number): Promise<string[]> {
-  const eslint = await eslintWithRules(REPO_ROOT, ['max-lines']);
+/**
+ * The max-lines findings for a file of `lines` lines at `file` (a path in this repository), with the
+ * configuration's exceptions or `exceptions`.
+ */
+async function sizeFindings(
+  file: string,
+  lines: number,
+  exceptions?: Record<string, string>,
+): Promise<string[]> {
+  const eslint = await eslintWithRules(REPO_ROOT, ['max-lines'], exceptions);
   const text = Array.from({ length: lines }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n';
   const [result] = await eslint.lintText(text, { filePath: path.join(REPO_ROOT, file) });
   return result!.messages.map((m) => `${m.ruleId}: ${m.message}`);
@@ -43,11 +51,17 @@ describe('the size rule', () => {
     expect(await sizeFindings('controllers/src/crds/big.generated.ts', 3 * tests)).toEqual([]);
   });
 
-  it('lets each named exception run to the test cap, no further', async () => {
-    const { SIZE_EXCEPTIONS, TEST_MAX_LINES: tests } = await config();
-    const [file] = Object.keys(SIZE_EXCEPTIONS);
-    expect(await sizeFindings(file!, tests)).toEqual([]);
-    expect(await sizeFindings(file!, tests + 1)).toEqual([expect.stringMatching(/^max-lines: /)]);
+  it('lets a named exception run to the test cap, no further', async () => {
+    const { TEST_MAX_LINES: tests } = await config();
+    const file = 'api/src/modules/usage/big.ts';
+    const exceptions = { [file]: 'a made-up file, to be cut at its seam' };
+    expect(await sizeFindings(file, tests, exceptions)).toEqual([]);
+    expect(await sizeFindings(file, tests + 1, exceptions)).toEqual([expect.stringMatching(/^max-lines: /)]);
+  });
+
+  it('names no exception today: a new one is added here too, where a reviewer sees it', async () => {
+    const { SIZE_EXCEPTIONS } = await config();
+    expect(Object.keys(SIZE_EXCEPTIONS)).toEqual([]);
   });
 
   it('names each exception with its reason, and only while its file is still past the source cap', async () => {

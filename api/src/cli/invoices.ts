@@ -1,6 +1,7 @@
-// `npx proxyfleet admin invoices ...` (docs/operator.md "Invoices"): every account's invoices by
-// status, their CSV export, and marking one paid or void through /admin/v1/invoices.
-import type { Command, OptionValue } from './command.ts';
+// `npx proxyfleet admin invoices ...` (docs/api.md "Admin API"): one account's invoices
+// (/admin/v1/accounts/:id/invoices), every account's by status, their CSV export, and marking one
+// paid or void through /admin/v1/invoices.
+import { getWith, type Command, type OptionValue } from './command.ts';
 
 const FILTERS = ['status', 'account', 'limit', 'before'] as const;
 
@@ -29,6 +30,16 @@ const settle = (to: 'paid' | 'void', summary: string): Command => ({
 });
 
 export const INVOICE_COMMANDS: Record<string, Command> = {
+  'invoices list': {
+    usage: 'invoices list <accountId> [--limit <n>] [--before <number>]',
+    summary: "An account's invoices, newest first",
+    args: ['accountId'],
+    options: {
+      limit: { type: 'string', help: 'Page size, 1-100 (default 20)' },
+      before: { type: 'string', help: 'Only invoices numbered below this (nextBefore of the previous page)' },
+    },
+    request: (a, o) => getWith(`/accounts/${a.accountId}/invoices`, o, ['limit', 'before']),
+  },
   'invoices all': {
     usage:
       'invoices all [--status issued|paid|void] [--account <accountId>] [--limit <n>] [--before <number>]',

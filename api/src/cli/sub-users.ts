@@ -1,10 +1,6 @@
 // `npx proxyfleet admin sub-users ...` (docs/api.md "Sub-users"): list, create, change, suspend,
 // resume and delete an account's sub-users through /admin/v1/accounts/:id/sub-users.
-import { num, UsageError, type Command, type OptionValue } from './command.ts';
-
-/** A number, or null for `none` (a cap removed). */
-export const numOrNone = (value: OptionValue, name: string): number | null | undefined =>
-  value === 'none' ? null : num(value, name);
+import { numOrNone, UsageError, type Command, type OptionValue } from './command.ts';
 /** Repeated `--limit <plan>=<GB|none>` as the API's trafficLimits; undefined when none given. */
 const trafficLimits = (value: OptionValue): Record<string, number | null> | undefined => {
   if (!Array.isArray(value) || value.length === 0) return undefined;

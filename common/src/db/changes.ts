@@ -11,14 +11,17 @@ import pg from 'pg';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.ts';
 import { PG_TYPES } from './pool.ts';
-import type { CredentialRow, KeyRow } from './change-rows.ts';
-import { pruneApplied, registerFeedGauges } from './feed-common.ts';
+import {
+  FeedBase,
+  pruneApplied,
+  registerFeedGauges,
+  type Change,
+  type ChangeKind,
+  type ChangeSource,
+} from './feed-common.ts';
 
-/**
- * Above this silence the feed may be dead without knowing it (heartbeat 5 s; acks count as fresh
- * for 15 s): caches fed by it stop answering on their own (ChangeFeed.trusted).
- */
-export const TRUST_SILENCE_MS = 10_000;
+// The changes and the interface the caches subscribe to, shared with the relay's client.
+export { TRUST_SILENCE_MS, type Change, type ChangeHandler, type ChangeSource } from './feed-common.ts';
 
 /** The newest change_log id (0 when empty): a cache at this version has every change so far. */
 export async function changeLogHead(db: Pick<pg.ClientBase, 'query'>): Promise<number> {
@@ -29,42 +32,6 @@ export async function changeLogHead(db: Pick<pg.ClientBase, 'query'>): Promise<n
 }
 
 export const CHANGES_CHANNEL = 'proxyfleet_changes';
-
-/** give_back: a draw was denied while other gateways' leases hold bytes (subject: the product; docs/adr/0073). */
-export type ChangeKind = 'api_key' | 'proxy_credentials' | 'account' | 'balance' | 'isp_proxy' | 'give_back';
-
-export interface Change {
-  id: number;
-  kind: ChangeKind;
-  accountId: string;
-  subject: string | null;
-  /**
-   * From the change relay (docs/adr/0105), on 'proxy_credentials' and 'account' changes: the
-   * account's credential row as the relay read it after the change (null: it has none any more).
-   * Absent: the cache reads it itself.
-   */
-  credentials?: CredentialRow | null;
-  /** From the change relay, on 'api_key' changes: the key's row (null: no such key). */
-  apiKey?: KeyRow | null;
-}
-
-export type ChangeHandler = (changes: Change[]) => Promise<void> | void;
-
-/**
- * What the caches subscribe to: the change feed (this process's own LISTEN) or the change relay's
- * stream (relay-feed.ts). `snapshots`: start() delivers every account's credential row as
- * changes, so a cache loads nothing itself.
- */
-export interface ChangeSource {
-  readonly snapshots: boolean;
-  onChanges(handler: ChangeHandler): void;
-  readonly version: number;
-  readonly connected: boolean;
-  silenceMs(): number;
-  trusted(): boolean;
-  start(): Promise<void>;
-  close(): Promise<void>;
-}
 
 export interface ChangeFeedOptions {
   url: string;
@@ -131,13 +98,9 @@ export const DEFAULT_CATCH_UP_OVERLAP = 1_000;
 
 const QUERY_TIMEOUT_MS = 5_000;
 
-export class ChangeFeed implements ChangeSource {
+export class ChangeFeed extends FeedBase implements ChangeSource {
   readonly snapshots = false;
   private client: pg.Client | undefined;
-  private state: 'idle' | 'connecting' | 'connected' | 'closed' = 'idle';
-  private readonly handlers: ChangeHandler[] = [];
-  private appliedVersion = 0;
-  private lastHeard = 0;
   private heartbeat: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private failures = 0;
@@ -149,6 +112,7 @@ export class ChangeFeed implements ChangeSource {
   private readonly appliedIds = new Set<number>();
 
   constructor(options: ChangeFeedOptions) {
+    super();
     this.opts = {
       heartbeatMs: DEFAULT_HEARTBEAT_MS,
       maxBackoffMs: DEFAULT_MAX_BACKOFF_MS,
@@ -156,33 +120,6 @@ export class ChangeFeed implements ChangeSource {
       ...options,
     };
     if (options.registry) registerFeedGauges(options.registry, options.component, this);
-  }
-
-  /** Handlers see every change after start(), in batches, in commit order of notification. */
-  onChanges(handler: ChangeHandler): void {
-    this.handlers.push(handler);
-  }
-
-  /** The highest change_log id applied: the cache version this process reports. */
-  get version(): number {
-    return this.appliedVersion;
-  }
-
-  get connected(): boolean {
-    return this.state === 'connected';
-  }
-
-  /** Milliseconds since the database was last heard from; Infinity before the first contact. */
-  silenceMs(): number {
-    return this.lastHeard ? Date.now() - this.lastHeard : Number.POSITIVE_INFINITY;
-  }
-
-  /**
-   * Whether a cache kept up to date by this feed may answer without asking the database: the
-   * feed is connected and has heard from the database within TRUST_SILENCE_MS.
-   */
-  trusted(): boolean {
-    return this.connected && this.silenceMs() < TRUST_SILENCE_MS;
   }
 
   /**
@@ -348,16 +285,9 @@ export class ChangeFeed implements ChangeSource {
    */
   private async apply(changes: Change[]): Promise<void> {
     if (changes.length === 0) return;
-    let failure: unknown;
-    for (const handler of this.handlers) {
-      try {
-        await handler(changes);
-      } catch (err) {
-        failure ??= err;
-        this.opts.logger.error({ err }, 'change handler failed; the batch will be replayed');
-      }
-    }
-    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
+    await this.runHandlers(changes, (err) =>
+      this.opts.logger.error({ err }, 'change handler failed; the batch will be replayed'),
+    );
     for (const c of changes) {
       this.appliedVersion = Math.max(this.appliedVersion, c.id);
       this.appliedIds.add(c.id);

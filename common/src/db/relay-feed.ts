@@ -10,16 +10,8 @@
 import type { Registry } from 'prom-client';
 import WebSocket from 'ws';
 import type { Logger } from '../logger.ts';
-import {
-  ChangeFeed,
-  DEFAULT_CATCH_UP_OVERLAP,
-  reconnectDelayMs,
-  TRUST_SILENCE_MS,
-  type Change,
-  type ChangeHandler,
-  type ChangeSource,
-} from './changes.ts';
-import { pruneApplied, registerFeedGauges } from './feed-common.ts';
+import { ChangeFeed, DEFAULT_CATCH_UP_OVERLAP, reconnectDelayMs } from './changes.ts';
+import { FeedBase, pruneApplied, registerFeedGauges, type Change, type ChangeSource } from './feed-common.ts';
 import { relayMessage, type ClientMessage, type RelayMessage } from './relay-protocol.ts';
 
 export interface RelayFeedOptions {
@@ -41,18 +33,14 @@ export interface RelayFeedOptions {
 
 const DEFAULT_STALL_MS = 5_000;
 
-export class RelayFeed implements ChangeSource {
+export class RelayFeed extends FeedBase implements ChangeSource {
   readonly snapshots = true;
   private readonly opts: RelayFeedOptions &
     Required<Pick<RelayFeedOptions, 'stallMs' | 'maxBackoffMs' | 'catchUpOverlap' | 'startTimeoutMs'>>;
-  private readonly handlers: ChangeHandler[] = [];
-  private state: 'idle' | 'connecting' | 'connected' | 'closed' = 'idle';
   private socket: WebSocket | undefined;
-  private appliedVersion = 0;
   private readonly appliedIds = new Set<number>();
   /** Accounts with a credential row (a snapshot changes those gone too). */
   private readonly known = new Set<string>();
-  private lastHeard = 0;
   private lastMessage = 0;
   private seq = 0;
   private urlIndex = 0;
@@ -67,6 +55,7 @@ export class RelayFeed implements ChangeSource {
   readonly counts = { snapshots: 0, resumes: 0, drops: 0 };
 
   constructor(options: RelayFeedOptions) {
+    super();
     if (options.urls.length === 0) throw new Error('RelayFeed needs at least one URL');
     this.opts = {
       stallMs: DEFAULT_STALL_MS,
@@ -76,27 +65,6 @@ export class RelayFeed implements ChangeSource {
       ...options,
     };
     if (options.registry) registerFeedGauges(options.registry, options.component, this);
-  }
-
-  onChanges(handler: ChangeHandler): void {
-    this.handlers.push(handler);
-  }
-
-  get version(): number {
-    return this.appliedVersion;
-  }
-
-  get connected(): boolean {
-    return this.state === 'connected';
-  }
-
-  /** Milliseconds since the relay's feed last heard from the database; Infinity before that. */
-  silenceMs(): number {
-    return this.lastHeard ? Date.now() - this.lastHeard : Number.POSITIVE_INFINITY;
-  }
-
-  trusted(): boolean {
-    return this.connected && this.silenceMs() < TRUST_SILENCE_MS;
   }
 
   /** Connects (trying the URLs in turn) and returns once the first snapshot reached the handlers. */
@@ -237,7 +205,7 @@ export class RelayFeed implements ChangeSource {
         changes.push({ id: msg.version, kind: 'account', accountId, subject: null, credentials: null });
     this.applyingSnapshot = true;
     try {
-      await this.run(changes);
+      await this.runHandlers(changes);
     } finally {
       this.applyingSnapshot = false;
     }
@@ -251,7 +219,7 @@ export class RelayFeed implements ChangeSource {
 
   private async applyChanges(all: Change[]): Promise<void> {
     const changes = all.filter((c) => !this.appliedIds.has(c.id));
-    await this.run(changes);
+    await this.runHandlers(changes);
     for (const c of changes) {
       this.appliedVersion = Math.max(this.appliedVersion, c.id);
       this.appliedIds.add(c.id);
@@ -259,20 +227,6 @@ export class RelayFeed implements ChangeSource {
       else if (c.credentials) this.known.add(c.accountId);
     }
     pruneApplied(this.appliedIds, this.appliedVersion, this.opts.catchUpOverlap);
-  }
-
-  /** Every handler on the batch; the first failure is thrown after all ran (as the ChangeFeed). */
-  private async run(changes: Change[]): Promise<void> {
-    if (changes.length === 0) return;
-    let failure: unknown;
-    for (const handler of this.handlers) {
-      try {
-        await handler(changes);
-      } catch (err) {
-        failure ??= err;
-      }
-    }
-    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
   }
 }
 

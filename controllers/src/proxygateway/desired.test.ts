@@ -9,7 +9,8 @@ import { stringify } from 'yaml';
 import { loadGatewayConfig } from '../../../gateway/src/config.ts';
 import { readProxyGateways } from '../../../gateway/src/spec.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
-import { desiredObjects, gatewayConfigYaml, UPSTREAMS_DIR, type GatewayOptions } from './desired.ts';
+import { desiredObjects, gatewayConfigYaml } from './desired.ts';
+import { UPSTREAMS_DIR, type GatewayOptions } from './pod.ts';
 import { mayUpdateGolden } from '#test/golden.ts';
 
 const OPTIONS: GatewayOptions = {

@@ -1,44 +1,16 @@
 // The objects a ProxyGateway should produce: a pure function of the CR and the operator's
 // options, tested with golden files (testdata/). ConfigMap (the gateway's YAML, what
-// gateway/src/spec.ts reads), Deployment, Service, PodDisruptionBudget, and an autoscaling/v2
-// HorizontalPodAutoscaler when replicas.max > replicas.min. While the HPA exists the Deployment's
-// replicas field is left out of what we apply, so the HPA alone owns it.
+// gateway/src/spec.ts reads), Deployment (its pod in pod.ts), Service, PodDisruptionBudget, the
+// upstreams Secret, and an autoscaling/v2 HorizontalPodAutoscaler when replicas.max >
+// replicas.min. While the HPA exists the Deployment's replicas field is left out of what we
+// apply, so the HPA alone owns it.
 import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import type { KubeObject, Resource } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
 import { API_VERSION, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
-
-export interface GatewayOptions {
-  image: string;
-  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
-  /**
-   * The Secret (in the ProxyGateway's namespace) holding the database URL, and the key of the
-   * session URL when the gateways reach the database through a transaction pooler (ADR 0068).
-   */
-  databaseSecret: { name: string; key: string; sessionKey?: string };
-  /** `transaction`: the URL is a transaction-mode pooler (PROXYFLEET_DB_POOLING). */
-  dbPooling?: 'session' | 'transaction';
-  logLevel: string;
-  relayUrl?: string | undefined; // the gateway pods' PROXYFLEET_RELAY_URL (docs/adr/0105)
-  /** PROXYFLEET_GATEWAY_ALLOW_CIDRS of the gateway pods; empty: the destination guard has no exemption. */
-  allowCidrs?: string[];
-}
-
-export const HEALTH_PORT = 9090;
-export const CONFIG_DIR = '/etc/proxyfleet';
-export const CONFIG_FILE = 'gateway.yaml';
-/**
- * The bound of the pod's preStop (GET /prestop: readiness false, then accepting until no new
- * connection comes, gateway/src/prestop.ts, which gives up at 15 s), counted in the termination
- * grace before the drain (docs/adr/0094).
- */
-export const PRE_STOP_SECONDS = 20;
-/** Upper bound on the time given to open tunnels to finish (tunnels may live up to maxLifetimeSeconds). */
-export const MAX_DRAIN_SECONDS = 300;
-export const ACTIVE_CONNECTIONS_METRIC = 'proxyfleet_gateway_active_connections';
-const DEFAULT_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
+import { CONFIG_FILE, gatewayPod, UPSTREAMS_DIR, upstreamsSecretName, type GatewayOptions } from './pod.ts';
 
 export interface DesiredObject {
   resource: Resource;
@@ -52,6 +24,8 @@ export interface Desired {
   /** Whether the HPA owns the Deployment's replicas. */
   autoscaled: boolean;
 }
+
+export const ACTIVE_CONNECTIONS_METRIC = 'proxyfleet_gateway_active_connections';
 
 export const childName = (pgw: ProxyGateway) => `${pgw.metadata.name}-gateway`;
 
@@ -69,18 +43,6 @@ export function labels(pgw: ProxyGateway): Record<string, string> {
     'proxyfleet.io/plan': pgw.spec.plan,
   };
 }
-
-/**
- * Where the gateway finds its TLS certificate (spec.tls.secretName, a kubernetes.io/tls Secret):
- * the kubelet updates the files when the Secret changes and the gateway reloads them
- * (docs/adr/0071), so a renewed certificate needs no new pods.
- */
-export const TLS_DIR = '/etc/proxyfleet-tls';
-const TLS_FILES = ['tls.crt', 'tls.key'];
-
-/** Where the gateway finds the upstream URLs that carry credentials (a Secret volume). */
-export const UPSTREAMS_DIR = '/etc/proxyfleet-upstreams';
-export const upstreamsSecretName = (pgw: ProxyGateway) => `${pgw.metadata.name}-gateway-upstreams`;
 
 /** Upstream URLs with a user or password, by Secret key (exit-<index>): they never go in the ConfigMap. */
 export function upstreamSecrets(pgw: ProxyGateway): Map<number, { key: string; url: string }> {
@@ -131,9 +93,6 @@ export function gatewayConfigYaml(pgw: ProxyGateway): string {
   });
 }
 
-export const drainSeconds = (pgw: ProxyGateway) =>
-  Math.min(pgw.spec.timeouts.maxLifetimeSeconds, MAX_DRAIN_SECONDS);
-
 export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desired {
   const name = childName(pgw);
   const namespace = pgw.metadata.namespace;
@@ -163,8 +122,6 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     .slice(0, 16);
   const { min, max } = pgw.spec.replicas;
   const autoscaled = max > min;
-  const tls = pgw.spec.tls;
-  const drain = drainSeconds(pgw);
 
   const configMap = {
     apiVersion: 'v1',
@@ -189,104 +146,11 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
           labels: labels(pgw),
           annotations: { 'proxyfleet.io/config-sha256': configHash },
         },
-        spec: {
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          terminationGracePeriodSeconds: PRE_STOP_SECONDS + drain + 5,
-          securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
-          topologySpreadConstraints: [
-            {
-              maxSkew: 1,
-              topologyKey: 'topology.kubernetes.io/zone',
-              whenUnsatisfiable: 'ScheduleAnyway',
-              labelSelector: { matchLabels: selectorLabels(pgw) },
-            },
-            {
-              maxSkew: 1,
-              topologyKey: 'kubernetes.io/hostname',
-              whenUnsatisfiable: 'ScheduleAnyway',
-              labelSelector: { matchLabels: selectorLabels(pgw) },
-            },
-          ],
-          containers: [
-            {
-              name: 'gateway',
-              image: options.image,
-              imagePullPolicy: options.imagePullPolicy,
-              command: ['node', 'gateway/src/main.ts'],
-              ports: [
-                { name: 'proxy', containerPort: pgw.spec.port, protocol: 'TCP' },
-                { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' },
-              ],
-              env: [
-                { name: 'PROXYFLEET_GATEWAY_CONFIG', value: `${CONFIG_DIR}/${CONFIG_FILE}` },
-                { name: 'PROXYFLEET_GATEWAY_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                {
-                  name: 'DATABASE_URL',
-                  valueFrom: {
-                    secretKeyRef: { name: options.databaseSecret.name, key: options.databaseSecret.key },
-                  },
-                },
-                ...databaseSessionEnv(options),
-                { name: 'PROXYFLEET_HEALTH_PORT', value: String(HEALTH_PORT) },
-                { name: 'PROXYFLEET_SHUTDOWN_GRACE_SECONDS', value: String(drain) },
-                { name: 'PROXYFLEET_LOG_LEVEL', value: options.logLevel },
-                ...(tls
-                  ? [
-                      { name: 'PROXYFLEET_GATEWAY_TLS_CERT', value: `${TLS_DIR}/tls.crt` },
-                      { name: 'PROXYFLEET_GATEWAY_TLS_KEY', value: `${TLS_DIR}/tls.key` },
-                    ]
-                  : []),
-                ...(options.allowCidrs?.length
-                  ? [{ name: 'PROXYFLEET_GATEWAY_ALLOW_CIDRS', value: options.allowCidrs.join(',') }]
-                  : []),
-              ],
-              readinessProbe: {
-                httpGet: { path: '/readyz', port: 'health' },
-                periodSeconds: 5,
-                failureThreshold: 2,
-              },
-              livenessProbe: {
-                httpGet: { path: '/healthz', port: 'health' },
-                periodSeconds: 10,
-                failureThreshold: 3,
-              },
-              lifecycle: { preStop: { httpGet: { path: '/prestop', port: 'health' } } },
-              resources: pgw.spec.resources ?? DEFAULT_RESOURCES,
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                capabilities: { drop: ['ALL'] },
-              },
-              volumeMounts: [
-                { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
-                { name: 'tmp', mountPath: '/tmp' },
-                ...(secrets.length ? [{ name: 'upstreams', mountPath: UPSTREAMS_DIR, readOnly: true }] : []),
-                ...(tls ? [{ name: 'tls', mountPath: TLS_DIR, readOnly: true }] : []),
-              ],
-            },
-          ],
-          volumes: [
-            { name: 'config', configMap: { name } },
-            { name: 'tmp', emptyDir: {} },
-            ...(secrets.length
-              ? [{ name: 'upstreams', secret: { secretName: upstreamsSecretName(pgw) } }]
-              : []),
-            // Not optional: until the Secret exists (cert-manager still issuing) the pods wait,
-            // rather than serve without the TLS the plan promises.
-            ...(tls
-              ? [
-                  {
-                    name: 'tls',
-                    secret: {
-                      secretName: tls.secretName,
-                      items: TLS_FILES.map((key) => ({ key, path: key })),
-                    },
-                  },
-                ]
-              : []),
-          ],
-        },
+        spec: gatewayPod(pgw, options, {
+          configMap: name,
+          selector: selectorLabels(pgw),
+          upstreams: secrets.length > 0,
+        }),
       },
     },
   };
@@ -375,22 +239,6 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     absent.push({ resource: RESOURCES.hpa, name });
   }
   return { objects, absent, autoscaled };
-}
-
-type EnvVar = { name: string; value?: string; valueFrom?: Record<string, unknown> };
-/** The session URL and pooling mode (behind a transaction pooler), and the change relay. */
-function databaseSessionEnv(options: GatewayOptions): EnvVar[] {
-  const env: EnvVar[] = [];
-  if (options.databaseSecret.sessionKey)
-    env.push({
-      name: 'PROXYFLEET_DATABASE_SESSION_URL',
-      valueFrom: {
-        secretKeyRef: { name: options.databaseSecret.name, key: options.databaseSecret.sessionKey },
-      },
-    });
-  if (options.dbPooling === 'transaction') env.push({ name: 'PROXYFLEET_DB_POOLING', value: 'transaction' });
-  if (options.relayUrl) env.push({ name: 'PROXYFLEET_RELAY_URL', value: options.relayUrl });
-  return env;
 }
 
 /** The named fields of `o` that are set. */

@@ -20,7 +20,8 @@ import { applyStatus } from '../runtime/status.ts';
 import { setConditions } from '../runtime/conditions.ts';
 import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
-import { childName, desiredObjects, type GatewayOptions } from './desired.ts';
+import { childName, desiredObjects } from './desired.ts';
+import type { GatewayOptions } from './pod.ts';
 import { claimGatewayEndpoint, releaseGatewayEndpoints, type ClaimResult } from './endpoint.ts';
 import { gatewayStatus, statusEvents, type ObservedDeployment, type StatusInputs } from './status.ts';
 

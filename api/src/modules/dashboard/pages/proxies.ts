@@ -1,16 +1,14 @@
 // Proxies: the account's proxy credentials (Reveal, Copy, Reset after a confirmation), the proxy
-// generator, the ISP proxies, and the IP allowlist (docs/adr/0036). The generator and the allowlist
-// take the API's own schemas, service and repo, so the page does what the JSON API does. The
-// generator gives the colon form or URLs; https:// only for plans whose gateways serve TLS
-// (docs/adr/0083).
+// generator, the ISP proxies, and the IP allowlist (docs/adr/0036; its section, form and routes in
+// ../proxies-allowlist.ts). The generator and the allowlist take the API's own schemas, service
+// and repo, so the page does what the JSON API does. The generator gives the colon form or URLs;
+// https:// only for plans whose gateways serve TLS (docs/adr/0083).
 import { readProxyCredentials, resetProxyPassword } from '#common/accounts/accounts.ts';
 import { PRODUCTS, type Product } from '#common/products.ts';
-import { addAllowlistEntry, listAllowlist, removeAllowlistEntry } from '#api/modules/ip-allowlist/repo.ts';
-import { allowlistCreate, type AllowlistEntry } from '#api/modules/ip-allowlist/schemas.ts';
 import { generateRequestSchema, type IspProxy } from '#api/modules/proxies/schemas.ts';
 import { generateProxySet, ispProxies, tlsPlans } from '#api/modules/proxies/service.ts';
 import { subUserNames } from '#api/modules/sub-users/repo.ts';
-import { attempt, doneNotice, formProblem, formValues, pathId } from '../forms.ts';
+import { attempt, doneNotice, formProblem, formValues } from '../forms.ts';
 import { dashboardActor } from '#api/http/actor.ts';
 import { html, type Html } from '../html.ts';
 import {
@@ -29,12 +27,18 @@ import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { formatFields, formatPicker, generatedList } from '../proxy-list-picker.ts';
 import { locationsOf, type Locations } from '#api/modules/locations/service.ts';
 import type { Formatted } from '#api/modules/proxies/list-format.ts';
-import { countOf } from '#common/words.ts';
+import {
+  ALLOWLIST_NOTICES,
+  allowlistRoutes,
+  allowlistSection,
+  readAllowlist,
+  type Allowlist,
+  type AllowlistState,
+} from '../proxies-allowlist.ts';
 
 const NOTICES: ReadonlyMap<string, string> = new Map([
   ['password', 'A new proxy password is in place.'],
-  ['allowlist-added', 'The address is allowlisted; gateways accept it within a second.'],
-  ['allowlist-removed', 'The entry is removed; connections it admitted are ended.'],
+  ...ALLOWLIST_NOTICES,
 ]);
 
 const RESET: Confirmation = {
@@ -68,11 +72,7 @@ const GENERATE_LABELS = {
   template: 'Template',
 };
 
-const ALLOWLIST_FIELDS = ['product', 'cidr', 'targeting'] as const;
-type AllowlistForm = Record<(typeof ALLOWLIST_FIELDS)[number], string>;
-const ALLOWLIST_LABELS = { product: 'Product', cidr: 'Address or range', targeting: 'Targeting' };
-
-interface ProxiesState {
+interface ProxiesState extends AllowlistState {
   form?: GenerateForm;
   generated?: Formatted;
   /** Plans whose gateways serve TLS: the https:// format is offered for them. */
@@ -81,13 +81,10 @@ interface ProxiesState {
   served?: Locations[];
   error?: string;
   notice?: string | undefined;
-  allowlistForm?: AllowlistForm;
-  allowlistError?: string;
 }
 
 export const proxiesPage: PageModule = (deps) => {
   const { pool, credentialsKey } = deps;
-  const allowlistSchema = allowlistCreate(deps.allowlist.allowPrivate);
   const render = async ({ person, ctx, send }: SignedInVisit, state: ProxiesState, status = 200) => {
     const creds = await readProxyCredentials(pool, person.accountId, credentialsKey);
     send(
@@ -95,10 +92,7 @@ export const proxiesPage: PageModule = (deps) => {
         username: creds.username,
         password: creds.password,
         isp: await ispProxies(deps.proxies, person.accountId),
-        allowlist: {
-          entries: (await listAllowlist(pool, person.accountId)) ?? [],
-          limit: deps.allowlist.limit,
-        },
+        allowlist: await readAllowlist(pool, person.accountId, deps.allowlist.limit),
         subUsers: await subUserNames(pool, person.accountId),
         tlsPlans: await tlsPlans(deps.proxies),
         served: await Promise.all(PRODUCTS.map((p) => locationsOf(pool, p))),
@@ -146,47 +140,7 @@ export const proxiesPage: PageModule = (deps) => {
         });
       }),
 
-      post('/proxies/allowlist', async (visit) => {
-        const form = formValues(visit.req.body, ALLOWLIST_FIELDS);
-        const parsed = allowlistSchema.safeParse({
-          product: form.product,
-          cidr: form.cidr,
-          ...(form.targeting ? { targeting: form.targeting } : {}),
-        });
-        if (!parsed.success) {
-          const allowlistError = formProblem(parsed.error, ALLOWLIST_LABELS);
-          return render(visit, { allowlistForm: form, allowlistError }, 422);
-        }
-        const added = await attempt(() =>
-          addAllowlistEntry(
-            pool,
-            visit.person.accountId,
-            parsed.data,
-            deps.allowlist.limit,
-            dashboardActor(visit.req, visit.person.email),
-          ),
-        );
-        if (!added.ok)
-          return render(visit, { allowlistForm: form, allowlistError: added.refusal.message }, 409);
-        visit.res.redirect(303, '/proxies?done=allowlist-added');
-      }),
-
-      post('/proxies/allowlist/:entryId/remove', async (visit) => {
-        const entryId = pathId(visit.req, 'entryId');
-        const removed =
-          entryId &&
-          (await removeAllowlistEntry(
-            pool,
-            visit.person.accountId,
-            entryId,
-            dashboardActor(visit.req, visit.person.email),
-          ));
-        if (!removed) {
-          const allowlistError = 'That entry does not exist or is already removed.';
-          return render(visit, { allowlistError }, 404);
-        }
-        visit.res.redirect(303, '/proxies?done=allowlist-removed');
-      }),
+      ...allowlistRoutes(pool, deps.allowlist, render),
 
       get(RESET.action, ({ ctx, send }) => send(confirmPage(ctx, RESET))),
 
@@ -214,7 +168,7 @@ function proxiesView(
     username: string;
     password: string;
     isp: IspProxy[];
-    allowlist: { entries: AllowlistEntry[]; limit: number };
+    allowlist: Allowlist;
     /** Sub-users whose credentials the generator can use instead of the account's. */
     subUsers: { id: string; name: string }[];
   },
@@ -370,87 +324,4 @@ ${data.isp.map((p) => p.proxy).join('\n')}</textarea>
       </section>
       ${allowlistSection(ctx, data.allowlist, data.allowlistForm, data.allowlistError)}`,
   );
-}
-
-/** The IP allowlist (docs/adr/0036): entries, a remove button each, an add form. */
-function allowlistSection(
-  ctx: PageContext,
-  list: { entries: AllowlistEntry[]; limit: number },
-  form: AllowlistForm = { product: 'basic', cidr: '', targeting: '' },
-  error?: string,
-): Html {
-  return html`<section class="card" aria-labelledby="allow-h">
-    <h2 id="allow-h">IP allowlist</h2>
-    <p class="hint">
-      Requests from these addresses use the product's gateways without a username or password (at most
-      ${countOf(list.limit, 'entry', 'entries')}; a range at most /24 or /48 wide). Requests that send
-      credentials are judged by them.
-    </p>
-    ${message('error', error)}
-    ${
-      list.entries.length === 0
-        ? html`<p>No allowlisted addresses.</p>`
-        : table({
-            label: 'IP allowlist',
-            columns: ['Address or range', 'Product', 'Targeting', { hidden: 'Remove' }],
-            rows: list.entries.map(
-              (e) =>
-                html`<tr>
-                  <td class="mono">${e.cidr}</td>
-                  <td>${e.product}</td>
-                  <td class="mono">${e.targeting ?? 'rotating, any country'}</td>
-                  <td>
-                    <form method="post" action="/proxies/allowlist/${e.id}/remove">
-                      ${csrfField(ctx)}
-                      <button type="submit" class="secondary" aria-label="Remove ${e.cidr} (${e.product})">
-                        Remove
-                      </button>
-                    </form>
-                  </td>
-                </tr>`,
-            ),
-          })
-    }
-    <form method="post" action="/proxies/allowlist">
-      ${csrfField(ctx)}
-      <div class="grid">
-        <div>
-          <label for="allow-product">Product to allow</label>
-          <select id="allow-product" name="product">
-            ${PRODUCTS.map((p) => html`<option value="${p}" ${p === form.product ? html` selected` : ''}>${p}</option>`)}
-          </select>
-        </div>
-        <div>
-          <label for="allow-cidr">Address or range</label>
-          <input
-            id="allow-cidr"
-            name="cidr"
-            class="mono"
-            value="${form.cidr}"
-            maxlength="50"
-            autocomplete="off"
-            aria-describedby="allow-cidr-hint"
-            required
-          />
-          <p class="hint" id="allow-cidr-hint">For example 203.0.113.7 or 203.0.113.0/24</p>
-        </div>
-        <div>
-          <label for="allow-targeting">Targeting (optional)</label>
-          <input
-            id="allow-targeting"
-            name="targeting"
-            class="mono"
-            value="${form.targeting}"
-            maxlength="200"
-            autocomplete="off"
-            aria-describedby="allow-targeting-hint"
-          />
-          <p class="hint" id="allow-targeting-hint">
-            As after the password or username, for example country-us_session-abc123
-          </p>
-        </div>
-      </div>
-      <button type="submit">Add to allowlist</button>
-    </form>
-  </section>`;
 }

@@ -1,6 +1,7 @@
 // Sub-users (docs/adr/0037): the list with credentials (Reveal, Copy), Suspend / Resume, New
-// password and Delete (each after a confirmation), an edit form, and a New sub-user form. Forms
-// are judged by the API's own schemas; the API's repo does the work, with its errors.
+// password and Delete (each after a confirmation), an edit form, and a New sub-user form (the
+// form, read and drawn, in ../sub-users-form.ts). Forms are judged by the API's own schemas; the
+// API's repo does the work, with its errors.
 import { z } from 'zod';
 import { PRODUCTS } from '#common/products.ts';
 import {
@@ -29,6 +30,17 @@ import {
 } from '../layout.ts';
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { countOf } from '#common/words.ts';
+import {
+  createFields,
+  emptyForm,
+  formOf,
+  SUB_USER_LABELS,
+  readForm,
+  subUserEditView,
+  subUserFields,
+  updateFields,
+  type SubUserForm,
+} from '../sub-users-form.ts';
 
 const NOTICES: ReadonlyMap<string, string> = new Map([
   ['created', 'The sub-user is created; gateways accept its credentials within a second.'],
@@ -39,50 +51,6 @@ const NOTICES: ReadonlyMap<string, string> = new Map([
   ['deleted', 'The sub-user is deleted.'],
 ]);
 const MISSING = 'That sub-user does not exist or is already deleted.';
-
-/** What the create and edit forms hold, as typed (strings), so a refused form keeps it. */
-interface SubUserForm {
-  name: string;
-  username: string;
-  password: string;
-  maxConnections: string;
-  bytesPerSecond: string;
-  /** GB per product; '' is no limit. */
-  limits: Record<string, string>;
-}
-
-const FIELDS = ['name', 'username', 'password', 'maxConnections', 'bytesPerSecond'] as const;
-const LIMIT_FIELDS = PRODUCTS.map((p) => `limit_${p}`);
-const LABELS = {
-  name: 'Name',
-  username: 'Proxy username',
-  password: 'Proxy password',
-  maxConnections: 'Connection cap',
-  bytesPerSecond: 'Bandwidth cap',
-  ...Object.fromEntries(PRODUCTS.map((p) => [`trafficLimits.${p}`, `${p} limit`])),
-};
-
-function readForm(body: unknown): SubUserForm {
-  const limits = formValues(body, LIMIT_FIELDS);
-  return {
-    ...formValues(body, FIELDS),
-    limits: Object.fromEntries(PRODUCTS.map((p) => [p, limits[`limit_${p}`] ?? ''])),
-  };
-}
-
-/** An empty field: left out when creating, removed (null) when editing. */
-const numberOr = (v: string, empty: null | undefined) => (v === '' ? empty : Number(v));
-
-const formOf = (s: SubUser): SubUserForm => ({
-  name: s.name,
-  username: s.username,
-  password: '',
-  maxConnections: s.maxConnections === null ? '' : String(s.maxConnections),
-  bytesPerSecond: s.bytesPerSecond === null ? '' : String(s.bytesPerSecond),
-  limits: Object.fromEntries(
-    PRODUCTS.map((p) => [p, s.products[p].limitGb === null ? '' : String(s.products[p].limitGb)]),
-  ),
-});
 
 const resetPassword = (s: SubUser): Confirmation => ({
   id: `sub-password-${s.id}`,
@@ -139,18 +107,9 @@ export const subUsersPage: PageModule = (deps) => {
 
       post('/sub-users', async (visit) => {
         const form = readForm(visit.req.body);
-        const limits = Object.fromEntries(
-          PRODUCTS.filter((p) => form.limits[p] !== '').map((p) => [p, Number(form.limits[p])]),
-        );
-        const parsed = subUserCreate.safeParse({
-          name: form.name,
-          ...(form.username ? { username: form.username } : {}),
-          ...(form.password ? { password: form.password } : {}),
-          maxConnections: numberOr(form.maxConnections, undefined),
-          bytesPerSecond: numberOr(form.bytesPerSecond, undefined),
-          ...(Object.keys(limits).length ? { trafficLimits: limits } : {}),
-        });
-        if (!parsed.success) return render(visit, { form, error: formProblem(parsed.error, LABELS) }, 422);
+        const parsed = subUserCreate.safeParse(createFields(form));
+        if (!parsed.success)
+          return render(visit, { form, error: formProblem(parsed.error, SUB_USER_LABELS) }, 422);
         const created = await attempt(() =>
           createSubUser(
             pool,
@@ -171,15 +130,10 @@ export const subUsersPage: PageModule = (deps) => {
 
       onSubUser(post, '', async (visit, subUser) => {
         const form = readForm(visit.req.body);
-        const parsed = subUserUpdate.safeParse({
-          name: form.name,
-          maxConnections: numberOr(form.maxConnections, null),
-          bytesPerSecond: numberOr(form.bytesPerSecond, null),
-          trafficLimits: Object.fromEntries(PRODUCTS.map((p) => [p, numberOr(form.limits[p] ?? '', null)])),
-        });
+        const parsed = subUserUpdate.safeParse(updateFields(form));
         const again = (error: string, status: number) =>
           visit.send(subUserEditView(visit.ctx, { subUser, form, error }), status);
-        if (!parsed.success) return again(formProblem(parsed.error, LABELS), 422);
+        if (!parsed.success) return again(formProblem(parsed.error, SUB_USER_LABELS), 422);
         const saved = await attempt(() =>
           updateSubUser(
             pool,
@@ -263,53 +217,6 @@ function trafficLines(s: SubUser): Html {
   </ul>`;
 }
 
-function subUserFields(form: SubUserForm, prefix: string, creating: boolean): Html {
-  const field = (id: string, label: string, value: string, hint: string, extra: Html | string = '') =>
-    html`<div>
-      <label for="${prefix}-${id}">${label}</label>
-      <input
-        id="${prefix}-${id}"
-        name="${id}"
-        value="${value}"
-        autocomplete="off"
-        aria-describedby="${prefix}-${id}-hint"
-        ${extra}
-      />
-      <p class="hint" id="${prefix}-${id}-hint">${hint}</p>
-    </div>`;
-  return html`<div class="grid">
-      ${field('name', 'Name', form.name, 'Letters, digits, spaces, . _ -; unique in the account', html`maxlength="64" required`)}
-      ${
-        creating
-          ? html`${field('username', 'Proxy username (optional)', form.username, '4 to 32 lowercase letters and digits; empty: generated', html`class="mono" maxlength="32"`)}
-            ${field('password', 'Proxy password (optional)', form.password, '8 to 128 letters and digits; empty: generated', html`class="mono" maxlength="128"`)}`
-          : ''
-      }
-      ${field('maxConnections', 'Connection cap (optional)', form.maxConnections, "Concurrent connections, 1 to 100000; empty: the plan's cap", html`type="number" min="1" max="100000"`)}
-      ${field('bytesPerSecond', 'Bandwidth cap (optional)', form.bytesPerSecond, 'Bytes per second, 65536 to 10000000000; empty: no cap of its own', html`type="number" min="65536" max="10000000000"`)}
-    </div>
-    <fieldset>
-      <legend>Traffic limit per product, GB since creation (empty: no limit)</legend>
-      <div class="grid">
-        ${PRODUCTS.map(
-          (p) =>
-            html`<div>
-              <label for="${prefix}-limit-${p}">${p} limit (GB)</label>
-              <input
-                id="${prefix}-limit-${p}"
-                name="limit_${p}"
-                type="number"
-                min="0"
-                step="any"
-                value="${form.limits[p] ?? ''}"
-                autocomplete="off"
-              />
-            </div>`,
-        )}
-      </div>
-    </fieldset>`;
-}
-
 /** A sub-user's credentials as username:password, masked, with Reveal and Copy. */
 function credentials(s: SubUser): Html {
   return html`<div class="row">
@@ -351,14 +258,6 @@ function subUsersView(
     notice?: string | undefined;
   },
 ): Html {
-  const empty: SubUserForm = {
-    name: '',
-    username: '',
-    password: '',
-    maxConnections: '',
-    bytesPerSecond: '',
-    limits: Object.fromEntries(PRODUCTS.map((p) => [p, ''])),
-  };
   return layout(
     ctx,
     'Sub-users',
@@ -404,25 +303,9 @@ function subUsersView(
         <h2 id="sub-new-h">New sub-user</h2>
         ${message('error', data.error)}
         <form method="post" action="/sub-users">
-          ${csrfField(ctx)} ${subUserFields(data.form ?? empty, 'new', true)}
+          ${csrfField(ctx)} ${subUserFields(data.form ?? emptyForm(), 'new', true)}
           <button type="submit">Create sub-user</button>
         </form>
       </section>`,
-  );
-}
-
-function subUserEditView(
-  ctx: PageContext,
-  data: { subUser: SubUser; form: SubUserForm; error?: string },
-): Html {
-  return layout(
-    ctx,
-    `Edit ${data.subUser.name}`,
-    html`${message('error', data.error)}
-      <form method="post" action="/sub-users/${data.subUser.id}">
-        ${csrfField(ctx)} ${subUserFields(data.form, 'edit', false)}
-        <button type="submit">Save</button>
-      </form>
-      <p><a href="/sub-users">Back to sub-users</a></p>`,
   );
 }
