@@ -49,7 +49,12 @@ export interface SubscriptionDeps {
   waitForApiCaches: WaitForApiCaches;
 }
 
-export function subscriptionRoutes({ pool, methods, limits, waitForApiCaches }: SubscriptionDeps): RouteDef[] {
+export function subscriptionRoutes({
+  pool,
+  methods,
+  limits,
+  waitForApiCaches,
+}: SubscriptionDeps): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -67,7 +72,8 @@ export function subscriptionRoutes({ pool, methods, limits, waitForApiCaches }: 
       method: 'post',
       path: '/subscriptions',
       tag: 'billing',
-      summary: 'Subscribe: a bandwidth plan or an ISP rental, its first month paid now (Idempotency-Key required)',
+      summary:
+        'Subscribe: a bandwidth plan or an ISP rental, its first month paid now (Idempotency-Key required)',
       description:
         'kind "bandwidth_plan": {product, gbPerPeriod} (whole GB, at most PROXYFLEET_PURCHASE_MAX_GB); kind ' +
         '"isp_proxy": {country, proxyCount}, renting that many of the account’s own ISP proxies in the country ' +

@@ -33,7 +33,10 @@ export interface SubscribeOutcome {
   replayed: boolean;
 }
 
-export async function subscribeAsCustomer(deps: SubscribeDeps, input: SubscribeInput): Promise<SubscribeOutcome> {
+export async function subscribeAsCustomer(
+  deps: SubscribeDeps,
+  input: SubscribeInput,
+): Promise<SubscribeOutcome> {
   const { pool, methods, limits } = deps;
   const { accountId, request } = input;
   const { id, replayed } = await withTransaction(pool, async (client) => {
