@@ -231,7 +231,11 @@ export function subscribeRoutes(
           }),
         (err) => [402, 403, 409, 422, 503].includes(err.status),
       );
-      if (!made.ok) return refuse(visit, `${made.refusal.message}.`, typed, made.refusal.status);
+      if (!made.ok) {
+        // A declined card answers the same under the same key (Stripe remembers it): a new key tries again.
+        const form = made.refusal.code === 'CARD_PAYMENT_REFUSED' ? { ...typed, key: randomUUID() } : typed;
+        return refuse(visit, `${made.refusal.message}.`, form, made.refusal.status);
+      }
       if (!made.value.replayed && parsed.request.kind === 'bandwidth_plan') {
         await deleteSnapshot(deps.pool, accountId);
         await deps.waitForApiCaches();
