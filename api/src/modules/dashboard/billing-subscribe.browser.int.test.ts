@@ -11,6 +11,7 @@ import {
   axe,
   describeInChromium,
   postForm,
+  sessionCookie,
   signInThroughInvite,
   startDashboardRun,
   tableCells,
@@ -25,12 +26,6 @@ let run: DashboardRun;
 let api: TestApi;
 let page: Page;
 let account: { id: string; email: string; apiKey: string };
-
-const sessionCookie = async () =>
-  (await run.context.cookies())
-    .filter((c) => c.name === 'pf_session')
-    .map((c) => `${c.name}=${c.value}`)
-    .join('; ');
 
 const subscriptions = async () =>
   (await call(api.url, '/api/v1/subscriptions', { key: account.apiKey })).body.subscriptions as {
@@ -149,8 +144,8 @@ describeInChromium('customer dashboard in Chromium: Subscribe on the Billing pag
     };
     const before = (await subscriptions()).length;
     const answers = await Promise.all([
-      postForm(api.url, '/billing/subscribe/confirm', fields, await sessionCookie()),
-      postForm(api.url, '/billing/subscribe/confirm', fields, await sessionCookie()),
+      postForm(api.url, '/billing/subscribe/confirm', fields, await sessionCookie(run)),
+      postForm(api.url, '/billing/subscribe/confirm', fields, await sessionCookie(run)),
     ]);
     expect(answers.map((a) => [a.status, a.headers.get('location')])).toEqual([
       [303, '/billing?done=subscribed'],
@@ -165,7 +160,7 @@ describeInChromium('customer dashboard in Chromium: Subscribe on the Billing pag
       api.url,
       '/billing/subscribe/confirm',
       { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: '1', paymentMethod: 'invoice', key: 'k-1' },
-      await sessionCookie(),
+      await sessionCookie(run),
     );
     expect(refused.status).toBe(403);
     expect((await subscriptions()).length).toBe(before);
