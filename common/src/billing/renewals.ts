@@ -112,12 +112,16 @@ export async function payPeriod(
   // The billing room's lock order is the balance row, then the account's credit lock (ADR 0075):
   // a bill-later plan takes its balance row before charge() takes the credit lock, as a gateway's
   // draw does. Not for a method that charges first: no balance row is held while a payment
-  // provider answers (the draws would wait on it).
-  if (s.kind === 'bandwidth_plan' && settlement === 'deferred')
-    await client.query('SELECT 1 FROM balances WHERE account_id = $1 AND product = $2 FOR UPDATE', [
-      s.account_id,
-      s.product,
-    ]);
+  // provider answers (the draws would wait on it). A plan's first period may find no balance row
+  // yet: made first (as a customer purchase makes it), so there is a row to lock.
+  if (s.kind === 'bandwidth_plan' && settlement === 'deferred') {
+    const row = [s.account_id, s.product];
+    await client.query(
+      'INSERT INTO balances (account_id, product) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      row,
+    );
+    await client.query('SELECT 1 FROM balances WHERE account_id = $1 AND product = $2 FOR UPDATE', row);
+  }
   const outcome = await charge(client, methods, {
     accountId: s.account_id,
     amountCents: Number(s.cents),
