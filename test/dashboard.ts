@@ -157,6 +157,13 @@ export async function signedOutForm(
   return { cookie, csrf };
 }
 
+/** The signed-in browser's session cookie, for a form posted beside the browser (postForm). */
+export const sessionCookie = async (run: Pick<DashboardRun, 'context'>): Promise<string> =>
+  (await run.context.cookies())
+    .filter((c) => c.name === 'pf_session')
+    .map((c) => `${c.name}=${c.value}`)
+    .join('; ');
+
 /** A form post by a plain HTTP client; redirects are not followed. */
 export async function postForm(
   apiUrl: string,

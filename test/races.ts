@@ -71,4 +71,6 @@ export const RACED_ELSEWHERE = [
   // api/src/modules/cards/cards.int.test.ts (two tabs with one key; the setup is one customer per account).
   'POST /api/v1/card-purchases',
   'POST /api/v1/card/setup',
+  // api/src/modules/subscriptions/subscribe.int.test.ts (one key three times, another body under it).
+  'POST /api/v1/subscriptions',
 ];

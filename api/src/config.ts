@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TRUST_SILENCE_MS } from '#common/db/changes.ts';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { DEFAULT_PURCHASE_LIMITS, purchaseGb } from './modules/purchases/schemas.ts';
+import { DEFAULT_SUBSCRIPTIONS_MAX } from './modules/subscriptions/schemas.ts';
 import { stripeEnv } from '#common/billing/stripe.ts';
 import {
   baseEnv,
@@ -56,6 +57,8 @@ export const apiTuningEnv = {
   /** What a customer may buy themselves (POST /api/v1/purchases, the Billing page): GB per purchase, and per account and calendar day (UTC). */
   PROXYFLEET_PURCHASE_MAX_GB: purchaseGb(DEFAULT_PURCHASE_LIMITS.perPurchaseGb),
   PROXYFLEET_PURCHASE_DAILY_MAX_GB: purchaseGb(DEFAULT_PURCHASE_LIMITS.perDayGb),
+  /** Subscriptions a customer may hold active or past due at once (POST /api/v1/subscriptions, docs/adr/0114). */
+  PROXYFLEET_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(0).max(10_000).default(DEFAULT_SUBSCRIPTIONS_MAX),
   /** The seller named on every invoice PDF (docs/api.md "GET /api/v1/invoices/:id/pdf"). */
   PROXYFLEET_SELLER_NAME: z.string().trim().min(1).max(200).default('proxyfleet'),
   /** Lines separated by "\n" (the two characters) or real line breaks. */

@@ -47,6 +47,8 @@ describe('docs/api.md', () => {
     'POST /api/v1/card/setup',
     'POST /api/v1/card-purchases',
     'GET /api/v1/card-payments/:id',
+    'GET /api/v1/subscriptions',
+    'POST /api/v1/subscriptions',
     'POST /webhooks/stripe',
     ...admin.map((r) => `${r.method.toUpperCase()} /admin/v1${r.path}`),
     ...allowlistRoutes(allowlist).map((r) => `${r.method.toUpperCase()} /api/v1${r.path}`),

@@ -33,6 +33,9 @@ describe('every error message', () => {
         status: 'paid',
         left: `${n} GB`,
         available: `${n}.00 USD`,
+        reason: 'the card was declined',
+        country: 'DE',
+        requested: n,
       }).message;
       expect(message).not.toMatch(/\{/);
       expect(message).not.toMatch(/\b1 [a-z]+s\b/);

@@ -31,7 +31,8 @@ import { adminBillingRoutes, billingRoutes } from './modules/billing/routes.ts';
 import { purchaseRoutes } from './modules/purchases/routes.ts';
 import { cardRoutes } from './modules/cards/routes.ts';
 import { stripeWebhook } from './modules/cards/webhook.ts';
-import { stripeClient } from '#common/billing/stripe.ts';
+import { cardMethod, stripeClient } from '#common/billing/stripe.ts';
+import { paymentMethods } from '#common/billing/payment.ts';
 import { sellerFromConfig } from './modules/billing/pdf.ts';
 import { invoiceFileRoutes } from './modules/billing/invoice-files.ts';
 import { adminSubscriptionRoutes, subscriptionRoutes } from './modules/subscriptions/routes.ts';
@@ -93,6 +94,12 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   };
   const seller = sellerFromConfig(config);
   const stripe = stripeClient(config);
+  // Customers' own subscriptions, from the API and the Billing page: the first month paid now.
+  const subscribe = {
+    pool,
+    methods: paymentMethods(...(stripe ? [cardMethod(pool, stripe)] : [])),
+    limits: { perPurchaseGb: purchaseLimits.perPurchaseGb, maxActive: config.PROXYFLEET_SUBSCRIPTIONS_MAX },
+  };
   const subUsers = {
     pool,
     credentialsKey: config.PROXYFLEET_CREDENTIALS_KEY,
@@ -154,7 +161,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       ...purchaseRoutes(pool, purchaseLimits, waitForApiCaches),
       ...cardRoutes({ pool, stripe, limits: purchaseLimits, waitForApiCaches, linkBase }),
       ...invoiceFileRoutes(pool, seller),
-      ...subscriptionRoutes(pool),
+      ...subscriptionRoutes({ ...subscribe, waitForApiCaches }),
       ...auditLogRoutes(pool),
     ],
     adminRoutes: [
@@ -182,6 +189,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
       allowlist,
       subUsers,
       purchaseLimits,
+      subscribe,
       seller,
       waitForApiCaches,
       https: config.PROXYFLEET_DASHBOARD_HTTPS,

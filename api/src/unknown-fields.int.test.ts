@@ -19,6 +19,7 @@ const BODIES: Record<string, object | null> = {
   'PUT /api/v1/account/target-stats': { enabled: true },
   'PATCH /api/v1/subscriptions/:subscriptionId': { autoRenew: false },
   'POST /api/v1/purchases': { product: 'basic', gb: 1 },
+  'POST /api/v1/subscriptions': { kind: 'bandwidth_plan', product: 'basic', gbPerPeriod: 1 },
   'POST /api/v1/card-purchases': { product: 'basic', gb: 1 },
   'PUT /api/v1/billing-details': { company: 'A', address: '', vatId: '' },
   'POST /admin/v1/invoices/:invoiceId/paid': null,

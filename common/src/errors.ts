@@ -75,6 +75,19 @@ export const ERRORS = {
     status: 503,
     message: 'The card payment could not be made now; retry with the same Idempotency-Key',
   },
+  CARD_PAYMENT_REFUSED: {
+    status: 402,
+    message: 'The card payment was refused ({reason}); nothing was bought',
+  },
+  SUBSCRIPTION_LIMIT: {
+    status: 409,
+    message: 'An account can have at most {limit|subscription} active at once',
+  },
+  ISP_PROXIES_UNAVAILABLE: {
+    status: 409,
+    message:
+      'Too few ISP proxies in {country} to rent: {available} on this account not rented yet, {requested} asked for',
+  },
   SUB_USER_LIMIT: { status: 409, message: 'An account can have at most {limit} sub-users' },
   SUB_USER_NAME_TAKEN: { status: 409, message: 'A sub-user with this name already exists' },
   PROXY_USERNAME_TAKEN: { status: 409, message: 'This proxy username is taken; choose another' },

@@ -169,50 +169,75 @@ export async function createSubscription(
 ): Promise<SubscriptionView> {
   return withTransaction(pool, async (client) => {
     if (!(await lockAccountForAudit(client, accountId))) throw new AppError('ACCOUNT_NOT_FOUND');
-    const isp = input.kind === 'isp_proxy' ? input : null;
-    const plan = input.kind === 'bandwidth_plan' ? input : null;
-    const count = isp ? Math.max(isp.proxyCount, isp.ispProxyIds.length) : null;
-    const { rows } = await client.query<{ id: string }>(
-      `INSERT INTO subscriptions (account_id, kind, country, proxy_count, product, gb_per_period, auto_renew,
-                                  started_at, paid_until, next_renewal_at, payment_method)
-       SELECT $1, $2, $3, $4, $5, $6, $7, t, t, t, $9 FROM coalesce($8::timestamptz, billing_now()) t
-       RETURNING id`,
-      [
-        accountId,
-        input.kind,
-        isp?.country ?? null,
-        count,
-        plan?.product ?? null,
-        plan?.gbPerPeriod ?? null,
-        input.autoRenew,
-        input.startAt ?? null,
-        input.paymentMethod,
-      ],
-    );
-    const id = rows[0]!.id;
-    if (isp && isp.ispProxyIds.length > 0) {
-      const linked = await client.query(
-        `UPDATE isp_proxies SET subscription_id = $3 WHERE account_id = $1 AND id = ANY($2::uuid[])`,
-        [accountId, isp.ispProxyIds, id],
-      );
-      if (linked.rowCount !== new Set(isp.ispProxyIds).size) throw new AppError('ISP_PROXY_NOT_FOUND');
-    }
-    const view = await readSubscription(client, accountId, id);
-    await audit(client, accountId, actor, 'subscription.created', id, {
-      kind: view.kind,
-      country: view.country,
-      proxyCount: view.proxyCount,
-      ispProxyIds: isp?.ispProxyIds ?? [],
-      product: view.product,
-      gbPerPeriod: view.gbPerPeriod,
-      autoRenew: view.autoRenew,
-      paymentMethod: view.paymentMethod,
-      startedAt: view.startedAt,
-      price: view.price,
-      currency: view.currency,
-    });
-    return view;
+    const id = await insertSubscription(client, accountId, input, actor);
+    return readSubscription(client, accountId, id);
   });
+}
+
+/** The Idempotency-Key a customer subscribed with, and the request it came with. */
+export interface SubscriptionKey {
+  key: string;
+  request: object;
+}
+
+/**
+ * Inserts a subscription, links the ISP proxies it names and records `subscription.created`, in the
+ * caller's transaction (which holds the account's row: lockAccountForAudit). Its first period is
+ * unpaid: the worker's next pass pays it, or the caller does (payPeriod, renewals.ts).
+ */
+export async function insertSubscription(
+  client: PoolClient,
+  accountId: string,
+  input: SubscriptionCreate,
+  actor: AuditActor,
+  idempotency?: SubscriptionKey,
+): Promise<string> {
+  const isp = input.kind === 'isp_proxy' ? input : null;
+  const plan = input.kind === 'bandwidth_plan' ? input : null;
+  const count = isp ? Math.max(isp.proxyCount, isp.ispProxyIds.length) : null;
+  const { rows } = await client.query<{ id: string }>(
+    `INSERT INTO subscriptions (account_id, kind, country, proxy_count, product, gb_per_period, auto_renew,
+                                started_at, paid_until, next_renewal_at, payment_method, idempotency_key,
+                                idempotency_request)
+     SELECT $1, $2, $3, $4, $5, $6, $7, t, t, t, $9, $10, $11 FROM coalesce($8::timestamptz, billing_now()) t
+     RETURNING id`,
+    [
+      accountId,
+      input.kind,
+      isp?.country ?? null,
+      count,
+      plan?.product ?? null,
+      plan?.gbPerPeriod ?? null,
+      input.autoRenew,
+      input.startAt ?? null,
+      input.paymentMethod,
+      idempotency?.key ?? null,
+      idempotency ? JSON.stringify(idempotency.request) : null,
+    ],
+  );
+  const id = rows[0]!.id;
+  if (isp && isp.ispProxyIds.length > 0) {
+    const linked = await client.query(
+      `UPDATE isp_proxies SET subscription_id = $3 WHERE account_id = $1 AND id = ANY($2::uuid[])`,
+      [accountId, isp.ispProxyIds, id],
+    );
+    if (linked.rowCount !== new Set(isp.ispProxyIds).size) throw new AppError('ISP_PROXY_NOT_FOUND');
+  }
+  const view = await readSubscription(client, accountId, id);
+  await audit(client, accountId, actor, 'subscription.created', id, {
+    kind: view.kind,
+    country: view.country,
+    proxyCount: view.proxyCount,
+    ispProxyIds: isp?.ispProxyIds ?? [],
+    product: view.product,
+    gbPerPeriod: view.gbPerPeriod,
+    autoRenew: view.autoRenew,
+    paymentMethod: view.paymentMethod,
+    startedAt: view.startedAt,
+    price: view.price,
+    currency: view.currency,
+  });
+  return id;
 }
 
 /**

@@ -6,13 +6,13 @@ import { z } from 'zod';
 import type { Pool } from '#common/db/pool.ts';
 import { AppError } from '#common/errors.ts';
 import { savedCard } from '#common/billing/stripe.ts';
-import { defineRoute, ok, okSchema, validationError, type RouteDef } from '#api/http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { principal } from '#api/modules/auth/middleware.ts';
 import { deleteSnapshot } from '#api/modules/usage/repo.ts';
 import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import {
   customerPurchaseSchema,
-  idempotencyKeySchema,
+  idempotencyKey,
   type CustomerPurchase,
   type PurchaseLimits,
 } from '#api/modules/purchases/schemas.ts';
@@ -27,14 +27,6 @@ export interface CardDeps {
   waitForApiCaches: WaitForApiCaches;
   /** The dashboard's base URL (Stripe sends the customer back there). */
   linkBase: () => string;
-}
-
-function idempotencyKey(value: string | undefined): string {
-  const parsed = z
-    .object({ 'Idempotency-Key': idempotencyKeySchema })
-    .safeParse({ 'Idempotency-Key': value });
-  if (!parsed.success) throw validationError(parsed.error);
-  return parsed.data['Idempotency-Key'];
 }
 
 const idParams = z.object({ id: z.uuid() });

@@ -10,6 +10,7 @@ import {
   axe,
   describeInChromium,
   postForm,
+  sessionCookie,
   signInThroughInvite,
   startDashboardRun,
   tableCells,
@@ -26,12 +27,6 @@ let page: Page;
 let account: { id: string; email: string; apiKey: string };
 
 const rows = tableCells;
-
-const sessionCookie = async () =>
-  (await run.context.cookies())
-    .filter((c) => c.name === 'pf_session')
-    .map((c) => `${c.name}=${c.value}`)
-    .join('; ');
 
 const invoices = async () =>
   (await call(api.url, '/api/v1/invoices', { key: account.apiKey })).body.invoices as {
@@ -91,8 +86,8 @@ describeInChromium('customer dashboard in Chromium: Buy bandwidth on the Billing
     };
     const before = (await invoices()).length;
     const answers = await Promise.all([
-      postForm(api.url, '/billing/buy', fields, await sessionCookie()),
-      postForm(api.url, '/billing/buy', fields, await sessionCookie()),
+      postForm(api.url, '/billing/buy', fields, await sessionCookie(run)),
+      postForm(api.url, '/billing/buy', fields, await sessionCookie(run)),
     ]);
     expect(answers.map((a) => [a.status, a.headers.get('location')])).toEqual([
       [303, '/billing?done=bought'],
@@ -124,10 +119,7 @@ describeInChromium('customer dashboard in Chromium: Buy bandwidth on the Billing
 
   it('without the CSRF token nothing is bought', async () => {
     const before = (await invoices()).length;
-    const cookie = (await run.context.cookies())
-      .filter((c) => c.name === 'pf_session')
-      .map((c) => `${c.name}=${c.value}`)
-      .join('; ');
+    const cookie = await sessionCookie(run);
     const refused = await postForm(
       api.url,
       '/billing/buy',

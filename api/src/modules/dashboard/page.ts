@@ -11,6 +11,7 @@ import type { ResetRequests } from '#api/modules/password-links/reset-requests.t
 import type { ProxiesDeps } from '#api/modules/proxies/service.ts';
 import type { PurchaseLimits } from '#api/modules/purchases/schemas.ts';
 import type { Seller } from '#api/modules/billing/pdf.ts';
+import type { SubscribeDeps } from '#api/modules/subscriptions/service.ts';
 import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import type { UsageService } from '#api/modules/usage/service.ts';
 import type { Html } from './html.ts';
@@ -29,6 +30,8 @@ export interface DashboardDeps {
   subUsers: { limit: number };
   /** What a customer may buy themselves, as POST /api/v1/purchases applies it. */
   purchaseLimits: PurchaseLimits;
+  /** Customers' own subscriptions, as POST /api/v1/subscriptions makes them (its payment methods, limits). */
+  subscribe: SubscribeDeps;
   /** The seller named on invoice PDFs (PROXYFLEET_SELLER_*). */
   seller: Seller;
   waitForApiCaches: WaitForApiCaches;

@@ -1,28 +1,18 @@
 // POST /api/v1/purchases (docs/api.md): a customer buys bandwidth with an Idempotency-Key.
 import type { Pool } from '#common/db/pool.ts';
-import { defineRoute, ok, okSchema, validationError, type RouteDef } from '#api/http/route.ts';
+import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { apiKeyActor } from '#api/http/actor.ts';
 import { principal } from '#api/modules/auth/middleware.ts';
 import { deleteSnapshot } from '#api/modules/usage/repo.ts';
 import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import {
   customerPurchaseSchema,
-  idempotencyKeySchema,
+  idempotencyKey,
   purchaseAnswerSchema,
   type CustomerPurchase,
   type PurchaseLimits,
 } from './schemas.ts';
 import { buyAsCustomer } from './service.ts';
-import { z } from 'zod';
-
-/** The header, refused as a field would be ("Idempotency-Key: is required"). */
-function idempotencyKey(value: string | undefined): string {
-  const parsed = z
-    .object({ 'Idempotency-Key': idempotencyKeySchema })
-    .safeParse({ 'Idempotency-Key': value });
-  if (!parsed.success) throw validationError(parsed.error);
-  return parsed.data['Idempotency-Key'];
-}
 
 export function purchaseRoutes(
   pool: Pool,

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { invoiceViewSchema } from '#common/billing/invoices.ts';
 import { PRODUCTS } from '#common/products.ts';
 import { MAX_PURCHASE_GB } from '#api/http/schemas.ts';
+import { validationError } from '#api/http/route.ts';
 
 export interface PurchaseLimits {
   /** The most one purchase may buy, GB. */
@@ -40,5 +41,14 @@ export const idempotencyKeySchema = z
   .min(1, 'is required')
   .max(200)
   .regex(/^[\x20-\x7e]*$/, 'must be printable ASCII');
+
+/** The Idempotency-Key header, refused as a field would be ("Idempotency-Key: is required"). */
+export function idempotencyKey(value: string | undefined): string {
+  const parsed = z
+    .object({ 'Idempotency-Key': idempotencyKeySchema })
+    .safeParse({ 'Idempotency-Key': value });
+  if (!parsed.success) throw validationError(parsed.error);
+  return parsed.data['Idempotency-Key'];
+}
 
 export const purchaseAnswerSchema = invoiceViewSchema;

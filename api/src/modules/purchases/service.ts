@@ -144,7 +144,7 @@ export async function withinDailyLimit(
 }
 
 /** CREDIT_LIMIT_REACHED, naming the limit and what is left of it this month. */
-async function creditRefusal(client: PoolClient, accountId: string): Promise<AppError> {
+export async function creditRefusal(client: PoolClient, accountId: string): Promise<AppError> {
   const { rows } = await client.query<{ limit_cents: string; used_cents: string; currency: string }>(
     'SELECT limit_cents, used_cents, currency FROM credit_status($1)',
     [accountId],

@@ -13,26 +13,48 @@ import {
   type SubscriptionChange,
   type SubscriptionCreate,
 } from '#common/billing/subscriptions.ts';
+import type { PaymentMethods } from '#common/billing/payment.ts';
 import { defineRoute, ok, okSchema, type RouteDef } from '#api/http/route.ts';
 import { adminActor, apiKeyActor } from '#api/http/actor.ts';
 import { accountParams } from '#api/http/schemas.ts';
 import { principal } from '#api/modules/auth/middleware.ts';
+import { idempotencyKey } from '#api/modules/purchases/schemas.ts';
+import { deleteSnapshot } from '#api/modules/usage/repo.ts';
+import type { WaitForApiCaches } from '#api/modules/sync/wait.ts';
 import {
   adminSubscriptionParams,
   autoRenewUpdate,
+  customerSubscriptionSchema,
+  subscribedSchema,
   subscriptionListSchema,
+  type CustomerSubscription,
+  type SubscribeLimits,
   subscriptionParams,
   type AdminSubscriptionParams,
   type AutoRenewUpdate,
   type SubscriptionParams,
 } from './schemas.ts';
+import { subscribeAsCustomer } from './service.ts';
 
 const WHAT =
   'Monthly, on the start day’s anniversary (UTC; the last day of shorter months). Each renewal is an invoice ' +
   '(source "renewal"); a plan adds its GB (unused GB roll over); an ISP rental extends paidUntil. A failed ' +
   'payment makes it past_due until graceEndsAt, then expired.';
 
-export function subscriptionRoutes(pool: Pool): RouteDef[] {
+export interface SubscriptionDeps {
+  pool: Pool;
+  /** invoice, and card when Stripe is configured. */
+  methods: PaymentMethods;
+  limits: SubscribeLimits;
+  waitForApiCaches: WaitForApiCaches;
+}
+
+export function subscriptionRoutes({
+  pool,
+  methods,
+  limits,
+  waitForApiCaches,
+}: SubscriptionDeps): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -45,6 +67,57 @@ export function subscriptionRoutes(pool: Pool): RouteDef[] {
       handler: async ({ res }) => ({
         body: ok({ subscriptions: await listSubscriptions(pool, principal(res).accountId) }),
       }),
+    }),
+    defineRoute<CustomerSubscription>({
+      method: 'post',
+      path: '/subscriptions',
+      tag: 'billing',
+      summary:
+        'Subscribe: a bandwidth plan or an ISP rental, its first month paid now (Idempotency-Key required)',
+      description:
+        'kind "bandwidth_plan": {product, gbPerPeriod} (whole GB, at most PROXYFLEET_PURCHASE_MAX_GB); kind ' +
+        '"isp_proxy": {country, proxyCount}, renting that many of the account’s own ISP proxies in the country ' +
+        'that no subscription pays for yet (409 ISP_PROXIES_UNAVAILABLE names how many there are). paymentMethod ' +
+        '"invoice" (default: billed later, within the credit limit) or "card" (the saved card, charged ' +
+        'off-session; a decline or 3-D Secure is 402 and nothing is subscribed). The first month is paid in ' +
+        'the same transaction that creates the subscription: refused, nothing is left. The same ' +
+        'Idempotency-Key and body again answers the same subscription (Idempotent-Replayed: true); another ' +
+        'body under it is 422. At most PROXYFLEET_SUBSCRIPTIONS_MAX active at once. ' +
+        WHAT,
+      auth: 'apiKey',
+      body: customerSubscriptionSchema(limits),
+      response: okSchema(subscribedSchema),
+      status: 201,
+      errors: [
+        'VALIDATION_FAILED',
+        'IDEMPOTENCY_KEY_REUSED',
+        'ACCOUNT_SUSPENDED',
+        'CREDIT_LIMIT_REACHED',
+        'ISP_PROXIES_UNAVAILABLE',
+        'SUBSCRIPTION_LIMIT',
+        'CARD_PAYMENTS_OFF',
+        'NO_SAVED_CARD',
+        'CARD_PAYMENT_REFUSED',
+        'PAYMENT_PROVIDER_UNAVAILABLE',
+      ],
+      handler: async ({ body, req, res }) => {
+        const key = idempotencyKey(req.get('Idempotency-Key'));
+        const { accountId } = principal(res);
+        const { subscription, replayed } = await subscribeAsCustomer(
+          { pool, methods, limits },
+          { accountId, request: body, idempotencyKey: key, actor: apiKeyActor(req, res) },
+        );
+        if (!replayed && subscription.kind === 'bandwidth_plan') {
+          // The usage answer and every API process's caches show the plan's GB before the answer.
+          await deleteSnapshot(pool, accountId);
+          await waitForApiCaches();
+        }
+        return {
+          status: 201,
+          body: ok(subscription),
+          headers: { 'Idempotent-Replayed': String(replayed) },
+        };
+      },
     }),
     defineRoute<AutoRenewUpdate, SubscriptionParams>({
       method: 'patch',

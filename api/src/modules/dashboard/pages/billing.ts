@@ -22,6 +22,12 @@ import { csrfField, dateText, gbText, layout, message, table, type PageContext }
 import { get, post, type PageModule, type SignedInVisit } from '../page.ts';
 import { readSubscriptions, subscriptionRoutes, subscriptionsSection } from '../billing-subscriptions.ts';
 import { buyRoutes, buySection, newBuyForm, type BuyForm } from '../billing-buy.ts';
+import {
+  newSubscribeForm,
+  subscribeRoutes,
+  subscribeSection,
+  type SubscribeForm,
+} from '../billing-subscribe.ts';
 import { CARD_NOTICES, cardPageRoutes, cardSection, readCardState } from '../billing-card.ts';
 import { detailsSection, fileRoutes, pdfLink, readBillingDetails } from '../billing-files.ts';
 
@@ -34,6 +40,10 @@ const NOTICES = new Map([
   ['renewal-off', 'Renewal turned off: the subscription ends when its paid time does.'],
   ['bought', 'Bandwidth bought: it is yours now, and its invoice is listed below.'],
   ['details', 'Billing details saved: every invoice PDF names you by them.'],
+  [
+    'subscribed',
+    'Subscribed: the first month is paid, and the subscription and its invoice are listed below.',
+  ],
   ...CARD_NOTICES,
 ]);
 
@@ -62,6 +72,7 @@ export const billingPage: PageModule = ({
   pool,
   usage,
   purchaseLimits,
+  subscribe,
   seller,
   waitForApiCaches,
   stripe,
@@ -69,7 +80,7 @@ export const billingPage: PageModule = ({
 }) => {
   const render = async (
     { person, ctx, send }: SignedInVisit,
-    state: { notice?: string | undefined; error?: string; buyForm?: BuyForm },
+    state: { notice?: string | undefined; error?: string; buyForm?: BuyForm; subscribeForm?: SubscribeForm },
     status = 200,
   ) => {
     const [invoices, autoRefill, snapshot, credit, subscriptions, details, card] = await Promise.all([
@@ -82,7 +93,10 @@ export const billingPage: PageModule = ({
       readCardState(pool, stripe, person.accountId),
     ]);
     const remaining = productBalances(snapshot.row);
-    const subs = subscriptionsSection(ctx, subscriptions);
+    // A refused subscription is said on its own form, beside what was typed.
+    const { subscribeForm, ...shown } = state;
+    const subscribeError = subscribeForm ? state.error : undefined;
+    const subs = html`${subscribeSection(ctx, subscribe, subscribeForm ?? newSubscribeForm(), card.label, subscribeError)}${subscriptionsSection(ctx, subscriptions)}`;
     const buy = html`${buySection(ctx, purchaseLimits, state.buyForm ?? newBuyForm(), card.label)}${cardSection(ctx, card)}`;
     const files = detailsSection(details, person.email);
     send(
@@ -94,7 +108,8 @@ export const billingPage: PageModule = ({
         subs,
         buy,
         files,
-        ...state,
+        ...shown,
+        ...(subscribeForm ? { error: undefined } : {}),
       }),
       status,
     );
@@ -108,6 +123,9 @@ export const billingPage: PageModule = ({
       ...fileRoutes(pool, seller, (visit, error) => render(visit, { error }, 404)),
       ...buyRoutes(pool, purchaseLimits, waitForApiCaches, (visit, error, buyForm, status) =>
         render(visit, { error, buyForm }, status),
+      ),
+      ...subscribeRoutes({ ...subscribe, waitForApiCaches }, (visit, error, subscribeForm, status) =>
+        render(visit, { error, subscribeForm }, status),
       ),
       ...cardPageRoutes(
         { pool, stripe, limits: purchaseLimits, waitForApiCaches, linkBase },
