@@ -32,6 +32,11 @@ export interface StripeFront {
   faults: Array<{ prefix: string; fault: Fault }>;
   /** The status PaymentIntents are answered with (stripe-mock's fixture otherwise). */
   intentStatus: IntentStatus;
+  /**
+   * Stripe's rule for idempotency keys, which stripe-mock does not keep: a key is the platform's
+   * (not a customer's), and used again with other parameters it is refused (400 idempotency_error).
+   */
+  keys: Map<string, string>;
   close(): Promise<void>;
 }
 
@@ -43,6 +48,7 @@ export async function startFront(target: string): Promise<StripeFront> {
     calls: [],
     faults: [],
     intentStatus: 'processing',
+    keys: new Map(),
     close: async () => {
       for (const res of hanging) res.destroy();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -63,6 +69,23 @@ export async function startFront(target: string): Promise<StripeFront> {
         idempotencyKey: typeof key === 'string' ? key : undefined,
         form: new URLSearchParams(body.toString()),
       });
+      if (typeof key === 'string' && req.method === 'POST') {
+        const sent = `${path} ${body.toString()}`;
+        const first = front.keys.get(key);
+        if (first !== undefined && first !== sent) {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              error: {
+                type: 'idempotency_error',
+                message: `Keys for idempotent requests can only be used with the same parameters they were first used with (${key})`,
+              },
+            }),
+          );
+          return;
+        }
+        front.keys.set(key, sent);
+      }
       const i = front.faults.findIndex((f) => path.startsWith(f.prefix));
       const fault = i >= 0 ? front.faults.splice(i, 1)[0]!.fault : null;
       if (fault === '500') {

@@ -74,7 +74,7 @@ describe('card payments', () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]!.form.get('amount')).toBe('500');
     expect(sent[0]!.form.get('currency')).toBe('usd');
-    expect(sent[0]!.idempotencyKey).toBe('customer:card-1');
+    expect(sent[0]!.idempotencyKey).toBe(`${account.id}:customer:card-1`);
     expect(await totalBytes(account.id)).toBe(0);
 
     const event = intentEvent(first.body, 'payment_intent.succeeded', {}, account.id);
@@ -203,7 +203,7 @@ describe('card payments', () => {
       const keys = intentCalls()
         .slice(before)
         .map((c) => c.idempotencyKey);
-      expect(keys).toEqual(Array(4).fill(`customer:fault-${fault}`));
+      expect(keys).toEqual(Array(4).fill(`${account.id}:customer:fault-${fault}`));
       await deliver(fx.api.url, intentEvent(retried.body));
       await deliver(fx.api.url, intentEvent(retried.body));
       expect(await totalBytes(account.id)).toBe(1e9);
@@ -244,10 +244,22 @@ describe('card payments', () => {
     expect(
       intentCalls()
         .slice(before)
-        .every((c) => c.idempotencyKey === 'customer:tabs'),
+        .every((c) => c.idempotencyKey === `${account.id}:customer:tabs`),
     ).toBe(true);
     await Promise.all([1, 2, 3].map(() => deliver(fx.api.url, intentEvent(answers[0]!.body))));
     expect(await totalBytes(account.id, 'light')).toBe(1e9);
+  });
+
+  test("two customers' purchases under the same Idempotency-Key are two payments at Stripe", async () => {
+    // Stripe's keys are the platform's: with the customer's key alone the second purchase met the
+    // first one's key with other parameters (another customer) and was refused (503).
+    const [one, two] = [await customer(), await customer()];
+    const first = await buy(one.apiKey, { product: 'basic', gb: 1 }, 'order-1');
+    const second = await buy(two.apiKey, { product: 'basic', gb: 1 }, 'order-1');
+    expect([first.status, second.status]).toEqual([201, 201]);
+    expect(second.body).toMatchObject({ status: 'processing' });
+    await deliver(fx.api.url, intentEvent(second.body, 'payment_intent.succeeded', {}, two.id));
+    expect([await totalBytes(one.id), await totalBytes(two.id)]).toEqual([0, 1e9]);
   });
 
   test('a refund and a dispute take back what is unused, once each, audited and emailed', async () => {

@@ -101,7 +101,9 @@ export async function buyByCard(
         return_url: input.returnUrl,
         metadata,
       },
-      { idempotencyKey: row.idempotency_key },
+      // Stripe's keys are the platform's, not one customer's: the account in it, as refills do, or
+      // two customers' "order-1" would meet at Stripe and the second purchase be refused.
+      { idempotencyKey: `${row.account_id}:${row.idempotency_key}` },
     );
   } catch (err) {
     if (
