@@ -394,11 +394,10 @@ const pick = fc.nat({ max: 1000 });
 /** Stripe acting on a payment (pick 0: the newest), or delivering an event (0: the newest). */
 const atStripe = (pick: fc.Arbitrary<number>) =>
   fc.oneof(
-    fc.tuple(pick, fc.boolean()).map(([i, ok]) => confirm(i, ok)),
-    fc.tuple(pick, fc.integer({ min: 1, max: 4 })).map(([i, q]) => refund(i, q)),
-    fc.tuple(pick, fc.boolean()).map(([i, all]) => dispute(i, all)),
-    fc.tuple(pick, fc.boolean()).map(([i, again]) => deliver(i, again)),
-    fc.tuple(pick, fc.boolean()).map(([i, again]) => deliver(i, again)),
+    { weight: 1, arbitrary: fc.tuple(pick, fc.boolean()).map(([i, ok]) => confirm(i, ok)) },
+    { weight: 2, arbitrary: fc.tuple(pick, fc.integer({ min: 1, max: 4 })).map(([i, q]) => refund(i, q)) },
+    { weight: 1, arbitrary: fc.tuple(pick, fc.boolean()).map(([i, all]) => dispute(i, all)) },
+    { weight: 3, arbitrary: fc.tuple(pick, fc.boolean()).map(([i, again]) => deliver(i, again)) },
   );
 
 /**
