@@ -1,9 +1,11 @@
 // A small in-memory model of the money path (docs/adr/0073, 0075) and fast-check commands that run
 // against the real database functions: three simulated gateways relaying, reporting and flushing
 // (test/billing.ts), folds, sweeps, operator purchases, setting changes, month changes, payments of
-// charge-first refills and a worker killed mid-payment, and the emails rendered as they are sent.
-// The model keeps what was bought and used and counts crossings of the thresholds on its own; each
-// command checks the invariants of the issue against it.
+// charge-first refills and a worker killed mid-payment, and the emails rendered as they are sent;
+// card payments through Stripe and operators settling invoices are in billing-model-payments.ts
+// (Stripe's side in billing-model-stripe.ts).
+// The model keeps what was bought, used and taken back and counts crossings of the thresholds on
+// its own; each command checks the invariants of the issue against it.
 import fc from 'fast-check';
 import { expect } from '@jest/globals';
 import { createPool, type Pool } from '#common/db/pool.ts';
@@ -20,6 +22,7 @@ import { newBudgetState } from '../gateway/src/accounting/budget-state.ts';
 import { allocate } from '../gateway/src/accounting/lease-book.ts';
 import { relayed } from '../gateway/src/accounting/lease-client.ts';
 import type { SimGateway } from './billing.ts';
+import type { Payments } from './billing-model-stripe.ts';
 import { foldAll, nextMonthOffset, setBillingClock } from './billing.ts';
 
 /** The model's unit of bandwidth: amounts are whole units, so prices are whole cents. */
@@ -45,6 +48,12 @@ export interface Model {
   paidRefills: Set<string>;
   /** The last email id seen by the checks. */
   seenEmail: number;
+  /** Invoices settled (paid, void, refunded) by the model's reckoning; any other is 'issued'. */
+  invoices: Map<string, 'paid' | 'void' | 'refunded'>;
+  /** Bytes voids, refunds and disputes took back (bought already counts them out). */
+  takenBack: number;
+  /** Card payments and Stripe's side of them. */
+  pay: Payments;
 }
 
 export interface Real {
@@ -105,8 +114,15 @@ interface Snapshot {
   refill_count: number;
   bad_refills: number;
   invoice_bytes: number;
+  /** What voids and refunds took back of the invoices' bytes. */
+  taken_bytes: number;
   invoice_cents: number;
   cents_due: number;
+  /** Invoices whose status is not the model's. */
+  bad_status: number;
+  /** The month's unpaid bill-later invoices: credit_status's, and by the model's statuses. */
+  credit_used: number;
+  credit_model: number;
   low: number;
   new_low: number;
   last_email: number;
@@ -122,7 +138,7 @@ async function snapshot(m: Model, real: Real, full: boolean): Promise<Snapshot> 
                     AND y.status IN ('pending', 'succeeded') AND y.created_at <= r.created_at
                     AND billing_month_start(y.created_at) = billing_month_start(r.created_at)) AS in_month,
                 (SELECT sum(i2.amount_cents)::int FROM invoices i JOIN invoices i2 ON i2.account_id = i.account_id
-                    AND i2.settlement = 'deferred' AND i2.number <= i.number
+                    AND i2.settlement = 'deferred' AND i2.status = 'issued' AND i2.number <= i.number
                     AND billing_month_start(i2.issued_at) = billing_month_start(i.issued_at)
                   WHERE i.purchase_id = r.purchase_id) AS credit
            FROM auto_refills r WHERE r.account_id = $1 AND r.status IN ('pending', 'succeeded')) x), '[]') AS refills,
@@ -131,16 +147,27 @@ async function snapshot(m: Model, real: Real, full: boolean): Promise<Snapshot> 
            AND ((SELECT count(*) FROM invoices i WHERE i.purchase_id = r.purchase_id) <> 1
              OR (SELECT count(*) FROM email_outbox o JOIN invoices i ON o.dedupe_key = 'new_invoice:' || i.id
                   WHERE i.purchase_id = r.purchase_id) <> 1)) AS bad_refills,
-       i.invoice_bytes, i.invoice_cents, i.cents_due,
+       i.invoice_bytes, i.taken_bytes, i.invoice_cents, i.cents_due, i.bad_status,
+       CASE WHEN $4 THEN (SELECT used_cents FROM credit_status($1)) END AS credit_used, i.credit_model,
        (SELECT count(*)::int FROM email_outbox WHERE account_id = $1 AND kind = 'low_bandwidth') AS low,
        (SELECT count(*)::int FROM email_outbox WHERE account_id = $1 AND kind = 'low_bandwidth' AND id > $3) AS new_low,
        (SELECT coalesce(max(id), 0)::int FROM email_outbox WHERE account_id = $1) AS last_email
        FROM balances b
        LEFT JOIN LATERAL (SELECT coalesce(sum(bytes), 0)::bigint AS invoice_bytes, coalesce(sum(amount_cents), 0)::bigint AS invoice_cents,
-                                 coalesce(sum(round(bytes * $2::numeric / 1000000000)), 0)::bigint AS cents_due
+                                 coalesce(sum(coalesce(voided_bytes, 0) + refund_taken_bytes), 0)::bigint AS taken_bytes,
+                                 coalesce(sum(round(bytes * $2::numeric / 1000000000)), 0)::bigint AS cents_due,
+                                 count(*) FILTER (WHERE coalesce($5::jsonb ->> id::text, 'issued') <> status)::int AS bad_status,
+                                 coalesce(sum(amount_cents) FILTER (WHERE settlement = 'deferred' AND $5::jsonb ->> id::text IS NULL
+                                   AND issued_at >= billing_month_start(billing_now())), 0)::bigint AS credit_model
                             FROM invoices WHERE $4 AND account_id = $1) i ON true
       WHERE b.account_id = $1 AND b.product = 'basic'`,
-    [real.accountId, CENTS_PER_GB, m.seenEmail, full],
+    [
+      real.accountId,
+      CENTS_PER_GB,
+      m.seenEmail,
+      full,
+      full ? JSON.stringify(Object.fromEntries(m.invoices)) : '{}',
+    ],
   );
   return rows[0]!;
 }
@@ -150,7 +177,7 @@ async function snapshot(m: Model, real: Real, full: boolean): Promise<Snapshot> 
  * (a refill is bought after the used that crossed), then adds what was bought (`purchased`, and
  * the refills the database bought or was paid for) and judges a rise; then the invariants.
  */
-async function settle(m: Model, real: Real, purchased = 0, full = true): Promise<void> {
+export async function settle(m: Model, real: Real, purchased = 0, full = true): Promise<void> {
   const o = await snapshot(m, real, full);
   expect(o.known).toBeGreaterThanOrEqual(o.folded);
   expect(o.known).toBeLessThanOrEqual(m.relayed);
@@ -174,17 +201,20 @@ async function settle(m: Model, real: Real, purchased = 0, full = true): Promise
   expect(o.refill_count).toBeLessThanOrEqual(m.refillCrossings); // refills <= crossings
   if (full) {
     expect(o.bad_refills).toBe(0); // each refill: one invoice, one new-invoice email
-    expect(o.invoice_bytes).toBe(m.bought); // invoices add up to what was bought ...
+    expect(o.taken_bytes).toBe(m.takenBack); // each void, refund and dispute took back once ...
+    expect(o.invoice_bytes - o.taken_bytes).toBe(m.bought); // ... and invoices add up to what was bought ...
     expect(o.invoice_cents).toBe(o.cents_due); // ... at the price
+    expect(o.bad_status).toBe(0); // every invoice issued, paid, void or refunded as the model says
+    expect(o.credit_used).toBe(o.credit_model); // the credit limit counts only unpaid bill-later invoices
   }
   expect(o.low).toBeLessThanOrEqual(m.alertCrossings); // at most one low email per crossing
   if (o.new_low > 0) expect(m.bought - m.known).toBeLessThanOrEqual(alertThreshold(m)); // none while above
   m.seenEmail = o.last_email;
 }
 
-type Cmd = fc.AsyncCommand<Model, Real>;
+export type Cmd = fc.AsyncCommand<Model, Real>;
 
-function command(
+export function command(
   label: string,
   run: (m: Model, real: Real) => Promise<void>,
   check = (_: Readonly<Model>) => true,
@@ -280,7 +310,9 @@ const stream = (g: number, bytes: number) =>
       const reported = rows.find((r) => r.id === l.id)?.reported ?? 0;
       return n + Math.max(0, Math.min(l.spent, l.granted) - reported);
     }, 0);
-    if (m.refill.enabled && m.bought - m.known - unreported < m.refill.threshold) await refillDecided(real);
+    // Not when nothing is left bought (a void took it all back): billing_check decides nothing at 0.
+    if (m.refill.enabled && m.bought > 0 && m.bought - m.known - unreported < m.refill.threshold)
+      await refillDecided(real);
   });
 
 /**
@@ -431,7 +463,8 @@ const sendEmails = command('sendEmails', async (m, real) => {
     if (row.kind !== 'low_bandwidth') continue;
     const remaining = m.bought - m.relayed;
     if ('drop' in rendered) {
-      expect(remaining).toBeGreaterThan(alertThreshold(m));
+      // Dropped: no longer low, or nothing bought any more (a void took it all back: 'no balance').
+      if (m.bought > 0) expect(remaining).toBeGreaterThan(alertThreshold(m));
       continue;
     }
     // The remaining stated is the model's bought - used.
@@ -490,5 +523,8 @@ export function initialModel(bought: number): Model {
     seenRefills: new Set(),
     paidRefills: new Set(),
     seenEmail: 0,
+    invoices: new Map(),
+    takenBack: 0,
+    pay: { cards: [], intents: [], queue: [], recorded: new Set(), returns: 0 },
   };
 }

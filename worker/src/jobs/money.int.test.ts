@@ -9,11 +9,16 @@
 // leases growing, reports with the estimate, draws after a denial; docs/adr/0097) with the lower
 // bounds: no stop while bytes remain that no other gateway holds, and no stop below the auto-refill
 // threshold before the crossing's refill was decided, when it was configured and affordable.
+// And payments (test/billing-model-payments.ts, docs/adr/0110, 0101): card purchases whose Stripe
+// events come once, twice or out of order, refunds and disputes, operators marking invoices paid or
+// void: every paid card purchase credited once with one paid invoice, every refund or dispute taking
+// back once, remaining = bought - used, the credit limit counting only unpaid bill-later invoices.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { billingAccount, setBillingClock, SimGateway } from '#test/billing.ts';
 import { commands, initialModel, UNIT, type Model, type Real } from '#test/billing-model.ts';
+import { paymentCommands, paymentFigures } from '#test/billing-model-payments.ts';
 
 /** 500 in CI (the issue asks for at least that many); PROXYFLEET_MONEY_RUNS sets it for a local run. */
 const RUNS = Number(process.env.PROXYFLEET_MONEY_RUNS ?? 500);
@@ -34,7 +39,7 @@ describe('the money path against its model', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 5, max: 30 }),
-        fc.commands(commands, { maxCommands: 20, size: '+1' }),
+        fc.commands([...commands, ...paymentCommands], { maxCommands: 24, size: '+1' }),
         async (bought, cmds) => {
           await setBillingClock(db.pool, null);
           const accountId = await billingAccount(db.pool, bought * UNIT);
@@ -53,7 +58,9 @@ describe('the money path against its model', () => {
       { numRuns: RUNS },
     );
     const seconds = (Date.now() - started) / 1000;
-    process.stdout.write(`money model: ${RUNS} runs, ${commandsRun} commands in ${seconds.toFixed(1)} s\n`);
+    process.stdout.write(
+      `money model: ${RUNS} runs, ${commandsRun} commands in ${seconds.toFixed(1)} s; payments: ${JSON.stringify(paymentFigures)}\n`,
+    );
     expect(commandsRun).toBeGreaterThan(RUNS);
   }, 600_000);
 });

@@ -22,7 +22,8 @@ export interface WebhookDeps {
   logger: Logger;
 }
 
-class NotYet extends Error {}
+/** A refund or dispute before its payment's success: answered 409, not recorded; Stripe delivers it again. */
+export class NotYet extends Error {}
 
 export function stripeWebhook(deps: WebhookDeps): express.Router {
   const router = express.Router();
@@ -38,7 +39,7 @@ export function stripeWebhook(deps: WebhookDeps): express.Router {
       res.status(400).json({ success: false, error: 'The Stripe signature does not verify' });
       return;
     }
-    handle(deps, event)
+    handleStripeEvent(deps, event)
       .then((outcome) => {
         if (outcome.bought) return settleCaches(deps, outcome.accountId).then(() => outcome);
         return outcome;
@@ -63,13 +64,17 @@ async function settleCaches(deps: WebhookDeps, accountId: string | null) {
   if (accountId) await deleteSnapshot(deps.pool, accountId);
 }
 
-interface Handled {
+export interface Handled {
   outcome: Outcome | 'duplicate';
   bought: boolean;
   accountId: string | null;
 }
 
-async function handle(deps: WebhookDeps, event: Stripe.Event): Promise<Handled> {
+/**
+ * One verified event, applied once by its id in its own transaction (the money model test,
+ * test/billing-model-payments.ts, calls it directly); throws NotYet for 'retry'.
+ */
+export async function handleStripeEvent(deps: WebhookDeps, event: Stripe.Event): Promise<Handled> {
   return withTransaction(deps.pool, async (client) => {
     const first = await client.query(
       `INSERT INTO stripe_events (id, type, outcome) VALUES ($1, $2, 'applying') ON CONFLICT (id) DO NOTHING`,
