@@ -4,13 +4,14 @@
 // process (node, PostgreSQL) is left running. Root in a directory of mode 700 gets a message.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { watch } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '#common/db/embedded.ts';
 import { freePort } from '#test/ports.ts';
+import { writeDevGateways } from '#test/dev-gateways.ts';
 import { createLogger } from '#common/logger.ts';
 import { startOrigin, type Origin } from '#test/gateway/origin.ts';
 import { basicAuth, openTunnel } from '#test/gateway/client.ts';
@@ -149,17 +150,7 @@ interface Platform {
 async function startPlatform(): Promise<Platform> {
   const dataDir = await newDataDir();
   const [apiPort, gatewayPort] = [await freePort(), await freePort()];
-  const gateways = path.join(dataDir, 'gateways.yaml');
-  await writeFile(
-    gateways,
-    [
-      'apiVersion: proxyfleet.io/v1alpha1',
-      'kind: ProxyGateway',
-      'metadata: { name: basic }',
-      `spec: { plan: basic, port: ${gatewayPort}, advertisedHost: 127.0.0.1, exits: [{ name: direct, country: '*' }] }`,
-      '',
-    ].join('\n'),
-  );
+  const gateways = await writeDevGateways(dataDir, [{ plan: 'basic', port: gatewayPort }]);
   const npm = npmStart({
     PROXYFLEET_DATA_DIR: dataDir,
     PROXYFLEET_API_PORT: String(apiPort),
