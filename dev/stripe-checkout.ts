@@ -1,12 +1,11 @@
 // `npm start` only: what stripe-mock cannot be, so that a person trying the platform can save a card
 // and pay by it (docs/billing.md "Cards on npm start"). stripe-mock answers Stripe's API from
 // fixtures: its Checkout URL is checkout.stripe.com (unreachable, and it would not know us), every
-// customer, session and PaymentIntent has the same id (stripe_customers.customer_id and
-// card_payments.payment_intent_id are UNIQUE: a second account could not save a card), every
-// PaymentIntent is requires_payment_method (a decline), and it sends no webhooks. This stand-in sits
-// between the platform and stripe-mock (PROXYFLEET_STRIPE_API_BASE points here): every call still
-// goes to stripe-mock, which validates it as Stripe would, and the answers are made what Stripe's
-// would be, with ids of their own:
+// PaymentIntent is requires_payment_method (a decline), an idempotency key is not remembered (a
+// retry would be another PaymentIntent), and it sends no webhooks. This stand-in sits between the
+// platform and stripe-mock (PROXYFLEET_STRIPE_API_BASE points here): every call still goes to
+// stripe-mock, which validates it as Stripe would, and the answers are made what Stripe's would be,
+// with ids of their own (one per idempotency key, as Stripe answers a retry):
 // - a Checkout Session in setup mode links to this server's page, where "Save test card" sends
 //   checkout.session.completed and setup_intent.succeeded to the API's /webhooks/stripe and goes
 //   back to the session's success URL;
