@@ -2,15 +2,17 @@
 // the whole foreground process group), a closed terminal (SIGHUP) and `kill <npm pid>` (SIGTERM to
 // npm alone). Every byte the gateway counted before the signal is billed in PostgreSQL, and no
 // process (node, PostgreSQL) is left running. Root in a directory of mode 700 gets a message.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { watch } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '#common/db/embedded.ts';
 import { freePort } from '#test/ports.ts';
+import { toolsBinDir } from '#test/kube/env.ts';
+import { writeDevGateways } from '#test/dev-gateways.ts';
 import { createLogger } from '#common/logger.ts';
 import { startOrigin, type Origin } from '#test/gateway/origin.ts';
 import { basicAuth, openTunnel } from '#test/gateway/client.ts';
@@ -23,6 +25,7 @@ import {
   waitForHttp,
   type RunningProcess,
 } from '#test/process.ts';
+import { stripeMockBinary } from './stripe-mock.ts';
 
 const dirs: string[] = [];
 const procs: RunningProcess[] = [];
@@ -68,6 +71,7 @@ describe('a second npm start on the same data directory', () => {
       PROXYFLEET_DATA_DIR: dataDir,
       PROXYFLEET_API_PORT: String(port),
       PROXYFLEET_DEV_START_GATEWAYS: 'false',
+      PROXYFLEET_TOOLS_BIN: toolsBinDir(),
     });
     const first = startEntrypoint('dev/main.ts', env(portA));
     procs.push(first);
@@ -93,8 +97,18 @@ describe('a second npm start on the same data directory', () => {
     expect(ready.status).toBe(200);
 
     // The holder dies without cleaning up: the next start takes the stale lock over.
+    // Its stripe-mock (npm start runs one when it is built) must not outlive it.
+    const mocks = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(first.child.pid)], {
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter((l) => l.includes('stripe-mock'))
+      .map((l) => Number.parseInt(l, 10));
+    expect(mocks).toHaveLength(stripeMockBinary(toolsBinDir()) ? 1 : 0);
     first.kill('SIGKILL');
     await first.exited;
+    for (const pid of mocks)
+      await until(() => !alive(pid), `stripe-mock (pid ${pid}) to exit with its npm start`);
     const third = startEntrypoint('dev/main.ts', env(portB));
     procs.push(third);
     await waitForHttp(`http://127.0.0.1:${portB}/readyz`, 200, 60_000);
@@ -149,17 +163,7 @@ interface Platform {
 async function startPlatform(): Promise<Platform> {
   const dataDir = await newDataDir();
   const [apiPort, gatewayPort] = [await freePort(), await freePort()];
-  const gateways = path.join(dataDir, 'gateways.yaml');
-  await writeFile(
-    gateways,
-    [
-      'apiVersion: proxyfleet.io/v1alpha1',
-      'kind: ProxyGateway',
-      'metadata: { name: basic }',
-      `spec: { plan: basic, port: ${gatewayPort}, advertisedHost: 127.0.0.1, exits: [{ name: direct, country: '*' }] }`,
-      '',
-    ].join('\n'),
-  );
+  const gateways = await writeDevGateways(dataDir, [{ plan: 'basic', port: gatewayPort }]);
   const npm = npmStart({
     PROXYFLEET_DATA_DIR: dataDir,
     PROXYFLEET_API_PORT: String(apiPort),

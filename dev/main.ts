@@ -11,6 +11,7 @@ import { exitWhenParentExits } from '#common/shutdown.ts';
 import { readOrCreateSecretFile } from '#common/secret-file.ts';
 import { exitLocations, upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { startApi } from '#api/server.ts';
+import { WEBHOOK_PATH } from '#api/modules/cards/webhook.ts';
 import { GatewayProcess, startGateway, type RunningGateway } from '../gateway/src/server.ts';
 import { readProxyGateways, withProxyProtocolEnv } from '../gateway/src/spec.ts';
 import { allJobs } from '../worker/src/all-jobs.ts';
@@ -21,6 +22,7 @@ import { GatewayCertificates } from '../gateway/src/tls/certificates.ts';
 import { loadDevConfig } from './config.ts';
 import { startMailSink } from './mail-sink.ts';
 import { startStripeMock, stripeMockBinary } from './stripe-mock.ts';
+import { startStripeStandIn } from './stripe-checkout.ts';
 import { paymentMethods } from '#common/billing/payment.ts';
 import { cardMethod, stripeClient } from '#common/billing/stripe.ts';
 
@@ -55,21 +57,33 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
   // No SMTP configured: a local sink keeps every email as a file (`npx proxyfleet mail list`).
   const mailSink = config.PROXYFLEET_SMTP_URL ? undefined : await startMailSink(path.join(dataDir, 'mail'));
   if (mailSink) process.stdout.write(`emails are kept in ${mailSink.dir} (npx proxyfleet mail list)\n`);
-  // No Stripe key and stripe-mock built: card payments go to stripe-mock. It sends no webhooks: a
-  // developer signs them with the webhook secret ('whsec_dev' unless set) as test/stripe.ts does.
+  // No Stripe key and stripe-mock built: card payments go to stripe-mock, through the stand-in for
+  // what it lacks (dev/stripe-checkout.ts: the hosted pages, ids of their own, the webhooks).
   const mockBinary = config.PROXYFLEET_STRIPE_SECRET_KEY
     ? null
     : stripeMockBinary(config.PROXYFLEET_TOOLS_BIN);
   const stripeMock = mockBinary ? await startStripeMock(mockBinary) : undefined;
-  if (stripeMock) shutdown.add({ name: 'stripe-mock', run: () => stripeMock.close() });
-  const stripeConfig = stripeMock
+  if (stripeMock) shutdown.add({ name: 'stripe-mock', run: () => stripeMock.close(), order: 20 });
+  const webhookSecret = config.PROXYFLEET_STRIPE_WEBHOOK_SECRET ?? 'whsec_dev';
+  const standIn = stripeMock
+    ? await startStripeStandIn({
+        mockUrl: stripeMock.url,
+        webhookSecret,
+        logger: logger.child({ process: 'stripe-mock' }),
+      })
+    : undefined;
+  if (standIn) shutdown.add({ name: 'stripe-mock stand-in', run: () => standIn.close(), order: 10 });
+  const stripeConfig = standIn
     ? {
         PROXYFLEET_STRIPE_SECRET_KEY: 'sk_test_dev',
-        PROXYFLEET_STRIPE_WEBHOOK_SECRET: config.PROXYFLEET_STRIPE_WEBHOOK_SECRET ?? 'whsec_dev',
-        PROXYFLEET_STRIPE_API_BASE: stripeMock.url,
+        PROXYFLEET_STRIPE_WEBHOOK_SECRET: webhookSecret,
+        PROXYFLEET_STRIPE_API_BASE: standIn.url,
       }
     : {};
-  if (stripeMock) process.stdout.write(`card payments go to stripe-mock at ${stripeMock.url}\n`);
+  if (standIn)
+    process.stdout.write(
+      `card payments go to stripe-mock (${stripeMock!.url}) through its stand-in at ${standIn.url}: save a test card on the Billing page\n`,
+    );
   const stripe = stripeClient({ ...config, ...stripeConfig });
   const jobs = allJobs({
     config: { ...config, PROXYFLEET_SMTP_URL: config.PROXYFLEET_SMTP_URL ?? mailSink?.url },
@@ -170,6 +184,13 @@ runMain('dev', loadDevConfig, async (config, runtime) => {
     pool: db.pool,
     databaseUrl: db.sessionUrl,
   });
+  // Stripe's webhooks go to the API as it listens (not 0.0.0.0: the stand-in connects to it).
+  if (standIn) {
+    const host = ['0.0.0.0', '::', ''].includes(config.PROXYFLEET_API_HOST)
+      ? '127.0.0.1'
+      : config.PROXYFLEET_API_HOST;
+    standIn.webhookUrl = `http://${host.includes(':') ? `[${host}]` : host}:${api.port}${WEBHOOK_PATH}`;
+  }
   logger.info(
     {
       pid: process.pid,

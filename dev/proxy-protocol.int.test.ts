@@ -1,7 +1,7 @@
 // `npm start` with PROXYFLEET_GATEWAY_PROXY_PROTOCOL and _TRUSTED_CIDRS (docs/adr/0102): every dev
 // gateway reads the header of the trusted balancer (HAProxy, leaving from 127.0.0.9) and admits an
 // allowlisted customer by the address it names; a connection without a header is closed unanswered.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
@@ -14,6 +14,7 @@ import { get, rawExchange } from '#test/gateway/client.ts';
 import { startOrigin, type Origin } from '#test/gateway/origin.ts';
 import { startHaproxy, type Haproxy } from '#test/haproxy.ts';
 import { freePort } from '#test/ports.ts';
+import { writeDevGateways } from '#test/dev-gateways.ts';
 import { startEntrypoint, stopProcess, until, waitForHttp, type RunningProcess } from '#test/process.ts';
 
 const BALANCER = '127.0.0.9';
@@ -38,15 +39,14 @@ describe('npm start with the PROXY protocol required', () => {
     origin = await startOrigin();
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'pf-dev-proxy-protocol-'));
     const [apiPort, basicPort, advancedPort] = [await freePort(), await freePort(), await freePort()];
-    const gateways = path.join(dataDir, 'gateways.yaml');
-    const doc = (plan: string, port: number) =>
+    const gateways = await writeDevGateways(
+      dataDir,
       [
-        'apiVersion: proxyfleet.io/v1alpha1',
-        'kind: ProxyGateway',
-        `metadata: { name: ${plan} }`,
-        `spec: { plan: ${plan}, port: ${port}, advertisedHost: localhost, exits: [{ name: direct, country: '*' }] }`,
-      ].join('\n');
-    await writeFile(gateways, [doc('basic', basicPort), doc('advanced', advancedPort)].join('\n---\n'));
+        { plan: 'basic', port: basicPort },
+        { plan: 'advanced', port: advancedPort },
+      ],
+      'localhost',
+    );
     const account = await accountWithBandwidth(db.pool, { basic: 1e9, advanced: 1e9 });
     for (const product of ['basic', 'advanced'])
       await addAllowlistEntry(

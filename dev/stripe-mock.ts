@@ -11,6 +11,8 @@ export function stripeMockBinary(binDir: string): string | null {
   return existsSync(file) ? file : null;
 }
 
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'];
+
 export interface StripeMock {
   /** http://127.0.0.1:<port> */
   url: string;
@@ -19,9 +21,16 @@ export interface StripeMock {
 
 /** Starts it on ephemeral ports (HTTP and HTTPS: its HTTPS default port is fixed) and waits until it listens. */
 export async function startStripeMock(binary: string, timeoutMs = 60_000): Promise<StripeMock> {
-  const child = spawn(binary, ['-http-addr', '127.0.0.1:', '-https-addr', '127.0.0.1:'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const flags = ['-http-addr', '127.0.0.1:', '-https-addr', '127.0.0.1:'];
+  // It dies with its parent: `npm start` killed with SIGKILL (or a killed test worker) left it
+  // running, orphaned, forever. Linux's parent-death signal, set by util-linux's setpriv (which
+  // then execs it), where there is one; elsewhere it is stopped by close() only.
+  const setpriv = SETPRIV.find((f) => existsSync(f));
+  const child = setpriv
+    ? spawn(setpriv, ['--pdeathsig', 'SIGTERM', '--', binary, ...flags], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn(binary, flags, { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';

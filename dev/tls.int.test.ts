@@ -15,6 +15,7 @@ import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth, TEST_ADMIN_TOKEN, TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
 import { startOrigin, type Origin } from '#test/gateway/origin.ts';
 import { freePort } from '#test/ports.ts';
+import { writeDevGateways } from '#test/dev-gateways.ts';
 import { startEntrypoint, stopProcess, until, waitForHttp, type RunningProcess } from '#test/process.ts';
 import { createTestCa, type TestCa } from '#test/tls.ts';
 
@@ -64,16 +65,7 @@ describe('npm start with a gateway certificate', () => {
     origin = await startOrigin();
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'pf-dev-tls-'));
     const [apiPort, gatewayPort] = [await freePort(), await freePort()];
-    const gateways = path.join(dataDir, 'gateways.yaml');
-    await writeFile(
-      gateways,
-      [
-        'apiVersion: proxyfleet.io/v1alpha1',
-        'kind: ProxyGateway',
-        'metadata: { name: basic }',
-        `spec: { plan: basic, port: ${gatewayPort}, advertisedHost: localhost, exits: [{ name: direct, country: '*' }] }`,
-      ].join('\n'),
-    );
+    const gateways = await writeDevGateways(dataDir, [{ plan: 'basic', port: gatewayPort }], 'localhost');
     const env = (withTls: boolean) => ({
       DATABASE_URL: db!.url,
       PROXYFLEET_DATA_DIR: dataDir,

@@ -52,19 +52,7 @@ export async function startDashboardRun(env: Record<string, string> = {}): Promi
       },
     }),
   });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   const context = await newContext(browser, api.url);
   const page = await context.newPage();
   const seenUrls: string[] = [];
@@ -83,6 +71,23 @@ export async function startDashboardRun(env: Record<string, string> = {}): Promi
       await db.drop();
     },
   };
+}
+
+/** Debian's Chromium, headless, with nothing of its own on the network. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
 }
 
 export async function newContext(
@@ -219,16 +224,20 @@ export async function signInThroughInvite(
   run: DashboardRun,
   account: { id: string; email: string },
 ): Promise<string> {
-  const { api, page } = run;
-  const invite = await adminCall(api, `/accounts/${account.id}/dashboard-invite`, { method: 'POST' });
+  const invite = await adminCall(run.api, `/accounts/${account.id}/dashboard-invite`, { method: 'POST' });
   const inviteUrl = (invite.body as { url: string }).url;
+  await acceptInvite(run.page, run.api.url, inviteUrl, account.email);
+  return inviteUrl;
+}
+
+/** An invite link opened on `page`, "New password" set to STRONG, then signed in (the Overview open). */
+export async function acceptInvite(page: Page, apiUrl: string, inviteUrl: string, email: string) {
   await page.goto(inviteUrl);
   await page.getByLabel('New password').fill(STRONG);
   await page.getByRole('button', { name: 'Set password' }).click();
-  await page.waitForURL(`${api.url}/sign-in?done=password`);
-  await signIn(page, account.email, STRONG);
-  await page.waitForURL(`${api.url}/`);
-  return inviteUrl;
+  await page.waitForURL(`${apiUrl}/sign-in?done=password`);
+  await signIn(page, email, STRONG);
+  await page.waitForURL(`${apiUrl}/`);
 }
 
 /** The text of each cell of each body row of `table` (or of the tables it holds), whitespace folded. */

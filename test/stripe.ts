@@ -123,7 +123,7 @@ async function forward(target: string, req: http.IncomingMessage, body: Buffer) 
 /** A PaymentIntent answered with the status the test chose; its amount and metadata as sent. */
 function rewrite(front: StripeFront, method: string, path: string, body: Buffer, text: string): string {
   const route = path.split('?')[0]!;
-  // stripe-mock answers one fixture id for every customer: one per account here, as Stripe would.
+  // One customer id per account, as Stripe keeps one customer per account here (stripe-mock's ids are new on every call).
   if (method === 'POST' && route === '/v1/customers') {
     const form = new URLSearchParams(body.toString());
     return JSON.stringify({
