@@ -111,4 +111,43 @@ describeInChromium('customer dashboard in Chromium: paying by card on the Billin
     ]);
     await axe(page, 'billing with a saved card');
   });
+  it('shows a card payment that failed at the bank, with its reason, and buys nothing', async () => {
+    await page.goto('/billing');
+    const buy = page.getByRole('region', { name: 'Buy bandwidth' });
+    await buy.getByLabel('Product').selectOption('light');
+    await buy.getByLabel('Bandwidth (GB)').fill('1');
+    await buy.getByRole('button', { name: /^Pay by card/ }).click();
+    await page.waitForURL(`${run.api.url}/billing?done=card-waiting`);
+    const { rows } = await run.db.pool.query<{ id: string; amount_cents: string }>(
+      `SELECT id, amount_cents FROM card_payments WHERE account_id = $1 AND product = 'light'`,
+      [account.id],
+    );
+    const { id, amount_cents } = rows[0]!;
+    // The bank refused the confirmation: Stripe says payment_failed, with the reason.
+    const failed = await deliver(
+      run.api.url,
+      signedEvent('payment_intent.payment_failed', {
+        id: intentIdOf(id),
+        object: 'payment_intent',
+        amount: Number(amount_cents),
+        amount_received: 0,
+        currency: 'usd',
+        status: 'requires_payment_method',
+        last_payment_error: { message: 'Your card was declined.' },
+        metadata: { card_payment_id: id, kind: 'purchase' },
+      }),
+    );
+    expect(failed.body.outcome).toBe('applied');
+    // Before, the page said nothing: the payment left "waiting" and appeared nowhere.
+    await page.goto('/billing');
+    const card = page.getByRole('region', { name: 'Card' });
+    expect(await card.textContent()).not.toContain('waiting for the card payment');
+    const item = card.getByRole('listitem').filter({ hasText: 'light' });
+    expect(await item.textContent()).toMatch(
+      /1 GB light, \d+\.\d\d USD, \d{4}-\d\d-\d\d:\s+Your card was declined\./,
+    );
+    const after = await tableCells(page, 'Auto-refill settings');
+    expect(after.find((r) => r[0] === 'light')?.[1]).toBe('0 GB');
+    await axe(page, 'billing with a failed card payment');
+  });
 });

@@ -26,14 +26,19 @@ export interface CardState {
   /** The saved card ("visa 4242"), null when none. */
   label: string | null;
   waiting: Array<{ id: string; bytes: number; product: string; status: string; actionUrl: string | null }>;
+  /** Card payments that failed in the last 7 days (declined, or 3-D Secure refused), newest first. */
+  failed: Array<{ bytes: number; product: string; amount: string; failure: string; at: Date }>;
 }
+
+/** How long a failed card payment stays on the Billing page. */
+const FAILED_SHOWN_DAYS = 7;
 
 export async function readCardState(
   pool: Pool,
   stripe: Stripe | null,
   accountId: string,
 ): Promise<CardState> {
-  if (!stripe) return { available: false, label: null, waiting: [] };
+  if (!stripe) return { available: false, label: null, waiting: [], failed: [] };
   const card = await savedCard(pool, accountId);
   const { rows } = await pool.query<{
     id: string;
@@ -46,10 +51,30 @@ export async function readCardState(
       WHERE account_id = $1 AND status IN ('creating', 'requires_action', 'processing') ORDER BY created_at DESC LIMIT 20`,
     [accountId],
   );
+  const failed = await pool.query<{
+    bytes: string;
+    product: string;
+    amount_cents: string;
+    currency: string;
+    failure: string | null;
+    updated_at: Date;
+  }>(
+    `SELECT bytes, product, amount_cents, currency, failure, updated_at FROM card_payments
+      WHERE account_id = $1 AND status IN ('failed', 'canceled') AND updated_at > now() - make_interval(days => $2)
+      ORDER BY updated_at DESC LIMIT 5`,
+    [accountId, FAILED_SHOWN_DAYS],
+  );
   return {
     available: true,
     label: card?.paymentMethodId ? (card.label ?? 'card') : null,
     waiting: rows.map((r) => ({ ...r, bytes: Number(r.bytes), actionUrl: r.action_url })),
+    failed: failed.rows.map((r) => ({
+      bytes: Number(r.bytes),
+      product: r.product,
+      amount: `${(Number(r.amount_cents) / 100).toFixed(2)} ${r.currency}`,
+      failure: r.failure ?? 'the payment was not completed',
+      at: r.updated_at,
+    })),
   };
 }
 
@@ -79,6 +104,21 @@ export function cardSection(ctx: PageContext, card: CardState): Html {
                         ? html`<a href="${w.actionUrl}">Confirm the payment with your bank</a>`
                         : 'waiting for the card payment to complete'
                     }
+                  </li>`,
+              )}
+            </ul>`
+        : ''
+    }
+    ${
+      card.failed.length
+        ? html`<h3>Card payments that failed</h3>
+            <p>Nothing was charged for these and no bandwidth was bought; buy again to retry.</p>
+            <ul>
+              ${card.failed.map(
+                (f) =>
+                  html`<li>
+                    ${bandwidthText(f.bytes)} ${f.product}, ${f.amount}, ${f.at.toISOString().slice(0, 10)}:
+                    ${f.failure}
                   </li>`,
               )}
             </ul>`
