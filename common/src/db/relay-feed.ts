@@ -54,7 +54,8 @@ export class RelayFeed implements ChangeSource {
   private readonly known = new Set<string>();
   private lastHeard = 0;
   private lastMessage = 0;
-  private seq = 0;
+  /** The number of the last message on this connection; undefined before its first. */
+  private seq: number | undefined;
   private urlIndex = 0;
   private failures = 0;
   private queue: Promise<void> = Promise.resolve();
@@ -150,7 +151,7 @@ export class RelayFeed implements ChangeSource {
     url.searchParams.set('instance', this.opts.ack?.instance ?? '');
     const socket = new WebSocket(url, { handshakeTimeout: 5_000, perMessageDeflate: false });
     this.socket = socket;
-    this.seq = 0;
+    this.seq = undefined;
     this.lastMessage = Date.now();
     socket.on('message', (data, isBinary) => this.received(socket, data, isBinary));
     socket.on('close', (code, reason) => this.drop(socket, `closed (${code} ${reason.toString()})`));
@@ -191,11 +192,15 @@ export class RelayFeed implements ChangeSource {
       this.drop(socket, `unreadable message: ${(err as Error).message.slice(0, 200)}`);
       return;
     }
-    // Every snapshot and batch is numbered; a beat repeats the last number: a gap is a lost message.
-    const expected = msg.type === 'beat' ? this.seq : this.seq + 1;
-    if (msg.seq !== expected) {
-      this.drop(socket, `message ${msg.seq} where ${expected} was due`);
-      return;
+    // The relay numbers its batches (one sequence for all its connections); a connection starts at
+    // the number of its first message, each batch after adds one and a beat repeats the last: a
+    // gap is a lost message.
+    if (this.seq !== undefined) {
+      const expected = msg.type === 'beat' ? this.seq : this.seq + 1;
+      if (msg.seq !== expected) {
+        this.drop(socket, `message ${msg.seq} where ${expected} was due`);
+        return;
+      }
     }
     this.seq = msg.seq;
     if (msg.type === 'beat') {
