@@ -28,8 +28,12 @@ export interface RelayFeedOptions {
   logger: Logger;
   registry?: Registry;
   component: string;
-  /** Reported through the relay into cache_acks (the relay writes gateways' on its heartbeat). */
-  ack?: { instance: string; component: 'api' | 'gateway' };
+  /**
+   * Reported through the relay into cache_acks (the relay writes gateways' on its heartbeat).
+   * `batched` (the gateways'): at most one ack a second, the version applied by then; else one
+   * after each batch (the API's: admin calls wait for them).
+   */
+  ack?: { instance: string; component: 'api' | 'gateway'; batched?: boolean };
   /** Nothing received this long (the relay beats every second): the stream is cut and reopened. */
   stallMs?: number;
   maxBackoffMs?: number;
@@ -40,6 +44,8 @@ export interface RelayFeedOptions {
 }
 
 const DEFAULT_STALL_MS = 5_000;
+/** A batched ack's least interval (the relay writes them every 5 s). */
+const BATCHED_ACK_MS = 1_000;
 
 export class RelayFeed implements ChangeSource {
   readonly snapshots = true;
@@ -56,6 +62,8 @@ export class RelayFeed implements ChangeSource {
   private lastMessage = 0;
   /** The number of the last message on this connection; undefined before its first. */
   private seq: number | undefined;
+  private lastAckAt = 0;
+  private ackTimer: NodeJS.Timeout | undefined;
   private urlIndex = 0;
   private failures = 0;
   private queue: Promise<void> = Promise.resolve();
@@ -128,6 +136,7 @@ export class RelayFeed implements ChangeSource {
     this.state = 'closed';
     clearTimeout(this.reconnectTimer);
     clearInterval(this.stallTimer);
+    clearTimeout(this.ackTimer);
     const socket = this.socket;
     this.socket = undefined;
     await this.queue;
@@ -224,8 +233,27 @@ export class RelayFeed implements ChangeSource {
         this.started?.resolve();
         this.started = undefined;
       }
-      if (this.opts.ack) send(socket, { type: 'ack', version: this.appliedVersion });
+      this.ack();
     });
+  }
+
+  /** The version applied, to the relay: at once, or batched at most once a second. */
+  private ack(): void {
+    if (!this.opts.ack) return;
+    const wait = this.opts.ack.batched ? this.lastAckAt + BATCHED_ACK_MS - Date.now() : 0;
+    if (wait <= 0) {
+      clearTimeout(this.ackTimer);
+      this.ackTimer = undefined;
+      this.lastAckAt = Date.now();
+      if (this.socket) send(this.socket, { type: 'ack', version: this.appliedVersion });
+      return;
+    }
+    // The version applied by then, on the connection of then (a new one takes the old one's due).
+    this.ackTimer ??= setTimeout(() => {
+      this.ackTimer = undefined;
+      if (this.state !== 'closed') this.ack();
+    }, wait);
+    this.ackTimer.unref();
   }
 
   private async applySnapshot(msg: Extract<RelayMessage, { type: 'snapshot' }>): Promise<void> {
