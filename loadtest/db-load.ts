@@ -48,6 +48,7 @@ import {
   transactions,
   treeCpuSeconds,
 } from './db-load/measure.ts';
+import { FanoutTimer } from './db-load/fanout.ts';
 import { SimPod, type PodCalls } from './db-load/pod.ts';
 
 const { values: args } = parseArgs({
@@ -155,10 +156,14 @@ async function main(): Promise<number> {
     cleanups.push(() => admin.end());
 
     const regulars: string[] = [];
+    const usernames = new Map<string, string>();
     const regularCount = Math.max(1, Math.ceil((maxPods * opt.regularsPerPod) / PODS_PER_REGULAR));
     const hot = (await accountWithBandwidth(admin, { basic: 1e15 })).id;
-    for (let i = 0; i < regularCount; i++)
-      regulars.push((await accountWithBandwidth(admin, { basic: 1e13 })).id);
+    for (let i = 0; i < regularCount; i++) {
+      const account = await accountWithBandwidth(admin, { basic: 1e13 });
+      regulars.push(account.id);
+      usernames.set(account.id, account.proxyUsername);
+    }
     say(`customers: 1 hot (on every pod), ${regularCount} others (each on ${PODS_PER_REGULAR} pods)`);
 
     const registry = new Registry();
@@ -188,7 +193,6 @@ async function main(): Promise<number> {
       flush: new Calls(),
       heartbeat: new Calls(),
       refresh: new Calls(),
-      applied: new Calls(),
     };
     // The change relays: two processes, as the chart's two replicas, through PgBouncer as the pods.
     const relayUrls: string[] = [];
@@ -209,9 +213,8 @@ async function main(): Promise<number> {
         relayUrls.push(`ws://127.0.0.1:${String(listening.port)}/changes`);
       }
     if (relayUrls.length) say(`change relays: ${relayUrls.join(', ')}`);
-    const fanout = new Calls();
+    const fanout = new FanoutTimer();
     const change = new Calls();
-    const changedAt = new Map<string, { at: number; left: number }>();
     const pods: SimPod[] = [];
     cleanups.push(async () => {
       for (let i = 0; i < pods.length; i += 50) await Promise.all(pods.slice(i, i + 50).map((p) => p.stop()));
@@ -229,30 +232,28 @@ async function main(): Promise<number> {
       leaseRate: opt.leaseRate,
       poolSize: opt.poolSize,
       relayUrls,
-      onApplied(accountId: string, now: number) {
-        const c = changedAt.get(accountId);
-        if (!c) return;
-        calls.applied.add(now - c.at);
-        if (--c.left === 0) {
-          fanout.add(now - c.at);
-          changedAt.delete(accountId);
-        }
+      usernames,
+      onApplied(pod: string, accountId: string, now: number, hash: () => string | undefined) {
+        if (fanout.pending(accountId)) fanout.applied(pod, accountId, now, hash());
       },
     };
 
     // Admin changes at the fleet's rate: a proxy password reset (one change_log row, one NOTIFY).
+    // Its fan-out is timed from the commit (the call resolved), and from the request as well.
     let changing = true;
     let quiet = false;
     const changer = (async () => {
       while (changing) {
         await sleep(-Math.log(1 - Math.random()) * (1000 / opt.changes));
         const account = regulars[Math.floor(Math.random() * regulars.length)]!;
-        if (!changing || quiet || changedAt.has(account) || pods.length === 0) continue;
-        const at = performance.now();
-        changedAt.set(account, { at, left: pods.length });
+        if (!changing || quiet || fanout.pending(account) || pods.length === 0) continue;
+        fanout.requested(account, pods.length, performance.now());
         await change
           .time(() => resetProxyPassword(admin, account, TEST_CREDENTIALS_KEY))
-          .catch(() => undefined);
+          .then(
+            (password) => fanout.committed(account, password, performance.now()),
+            () => fanout.failed(account),
+          );
       }
     })();
     cleanups.push(async () => {
@@ -290,7 +291,8 @@ async function main(): Promise<number> {
         `${pods.length} pods started in ${((Date.now() - rampStart) / 1000).toFixed(1)} s (${startFailures} starts failed and were retried); settling ${opt.settle} s`,
       );
       await sleep(opt.settle * 1000);
-      for (const c of [...(Object.values(calls) as Calls[]), fanout, change, fold]) c.reset();
+      for (const c of [...(Object.values(calls) as Calls[]), change, fold]) c.reset();
+      fanout.reset();
       logged.clear();
       loop.reset();
       await control.query('SELECT pg_stat_statements_reset()');
@@ -380,8 +382,10 @@ async function main(): Promise<number> {
         flush: calls.flush.summary(seconds),
         heartbeat: calls.heartbeat.summary(seconds),
         refresh: calls.refresh.summary(seconds),
-        notificationToEachPod: calls.applied.summary(seconds),
-        notificationToAllPods: fanout.summary(seconds),
+        notificationToEachPod: fanout.fromCommit.each.summary(seconds),
+        notificationToAllPods: fanout.fromCommit.all.summary(seconds),
+        requestToEachPod: fanout.fromRequest.each.summary(seconds),
+        requestToAllPods: fanout.fromRequest.all.summary(seconds),
         adminChange: change.summary(seconds),
         workerJobs: fold.summary(seconds),
         warnings: Object.fromEntries(logged),
@@ -442,6 +446,7 @@ function markdown(rows: Record<string, unknown>[], broke: Record<string, unknown
     ['credential refresh per change, each pod', call('refresh')],
     ['change: commit to one pod applied', call('notificationToEachPod')],
     ['change: commit to every pod applied', call('notificationToAllPods')],
+    ['change: admin request to every pod applied', call('requestToAllPods')],
     ['worker jobs (fold, reaper, sweep)', call('workerJobs')],
     ['backends (of which LISTEN)', (r) => `${String(r.backends)} (${String(r.listenBackends)})`],
     [

@@ -29,8 +29,6 @@ export interface PodCalls {
   heartbeat: Calls;
   /** The credential cache's refresh query after a change notification. */
   refresh: Calls;
-  /** From a change's request until this pod applied it. */
-  applied: Calls;
 }
 
 export interface PodEnv {
@@ -47,8 +45,13 @@ export interface PodEnv {
   rate: number;
   /** Lease draws per second per budget. */
   leaseRate: number;
-  /** Called when this pod applied a credential change of an account (performance.now()). */
-  onApplied(accountId: string, now: number): void;
+  /** The customers' proxy usernames, by account id (what the credential cache is keyed by). */
+  usernames: ReadonlyMap<string, string>;
+  /**
+   * Called when this pod applied any change of an account, a snapshot's included (`now`:
+   * performance.now()); `hash` gives the password SHA-256 (hex) its cache now holds.
+   */
+  onApplied(pod: string, accountId: string, now: number, hash: () => string | undefined): void;
   /** Connections of each pod's pool (PROXYFLEET_DB_POOL_SIZE). */
   poolSize: number;
   /** The change relays' URLs: set, pods take their changes from them instead of a LISTEN each. */
@@ -139,7 +142,13 @@ export class SimPod {
     pod.feed.onChanges(async (changes) => {
       await calls.refresh.time(() => pod.cache.apply(changes));
       const now = performance.now();
-      for (const c of changes) if (c.kind === 'proxy_credentials') env.onApplied(c.accountId, now);
+      for (const accountId of new Set(changes.map((c) => c.accountId))) {
+        const username = env.usernames.get(accountId);
+        if (username)
+          env.onApplied(pod.gatewayId, accountId, now, () =>
+            pod.cache.get(username)?.passwordSha256.toString('hex'),
+          );
+      }
     });
     await pod.feed.start();
     if (!pod.feed.snapshots) await pod.cache.loadAll();

@@ -13,6 +13,16 @@ import { TcpRelay } from '#test/tcp-relay.ts';
 
 const until = (check: () => boolean | Promise<boolean>, what: string) => untilWithin(check, what, 30_000);
 
+/** One unmasked WebSocket text frame (a server's), written raw so several go in one write. */
+const textFrame = (text: string): Buffer => {
+  const body = Buffer.from(text);
+  const head =
+    body.length < 126
+      ? Buffer.from([0x81, body.length])
+      : Buffer.from([0x81, 126, body.length >> 8, body.length & 0xff]);
+  return Buffer.concat([head, body]);
+};
+
 describe('change relay stream faults', () => {
   let db: TestDatabase;
   let relay: TestRelay;
@@ -47,15 +57,25 @@ describe('change relay stream faults', () => {
   };
 
   it.each([
-    ['not JSON', 'garbage{'],
-    ['the wrong shape', '{"type":"changes","seq":1,"changes":[{"id":"x"}]}'],
-    ['a gap in the numbering', '{"type":"changes","seq":2,"changes":[]}'],
+    ['not JSON', ['garbage{']],
+    ['the wrong shape', ['{"type":"changes","seq":1,"changes":[{"id":"x"}]}']],
+    // A connection starts at the number of its first message (the relay's, any): the gap is after.
+    [
+      'a gap in the numbering',
+      [
+        '{"type":"snapshot","seq":7,"version":0,"applied":[],"credentials":[]}',
+        '{"type":"changes","seq":9,"changes":[]}',
+      ],
+    ],
     [
       'a row that is not one',
-      '{"type":"snapshot","seq":1,"version":1,"applied":[],"credentials":[{"account_id":"a","username":1}]}',
+      [
+        '{"type":"snapshot","seq":1,"version":1,"applied":[],"credentials":[{"account_id":"a","username":1}]}',
+      ],
     ],
-  ])('drops a stream that sends %s and takes the changes from the next relay', async (_what, message) => {
-    const bad = await fakeRelay((ws) => ws.send(message));
+  ])('drops a stream that sends %s and takes the changes from the next relay', async (_what, messages) => {
+    // In one write: the pod reads them all before it applies the first.
+    const bad = await fakeRelay((_ws, socket) => socket.write(Buffer.concat(messages.map(textFrame))));
     closers.push(() => bad.close());
     const account = await accountWithBandwidth(db.pool);
     await until(async () => relay.relay.version === (await changeLogHead(db.pool)), 'the relay');
@@ -67,6 +87,22 @@ describe('change relay stream faults', () => {
       true,
     );
     expect(await current(p, account.id, account.proxyUsername)).toBe(true);
+  });
+
+  it('takes the first number of a connection as it comes, then counts on from it', async () => {
+    // A relay that sent 41 batches before this pod connected starts it at 41: no gap.
+    const messages = [
+      '{"type":"snapshot","seq":41,"version":0,"applied":[],"credentials":[]}',
+      '{"type":"beat","seq":41,"version":0,"silenceMs":0}',
+      '{"type":"changes","seq":42,"changes":[]}',
+      '{"type":"beat","seq":42,"version":0,"silenceMs":0}',
+    ];
+    const fake = await fakeRelay((_ws, socket) => socket.write(Buffer.concat(messages.map(textFrame))));
+    closers.push(() => fake.close());
+    const p = await pod([fake.url], 10_000);
+    await until(() => p.feed.trusted(), 'trust from the beats');
+    expect(p.feed.counts.drops).toBe(0);
+    expect(fake.connections()).toBe(1);
   });
 
   it('applies nothing of a message cut in the middle, and reconnects', async () => {

@@ -15,6 +15,7 @@ import { pruneApplied } from '#common/db/feed-common.ts';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 import { clientMessage, RELAY_BEHIND, RELAY_NOT_READY } from '#common/db/relay-protocol.ts';
+import { AckWriter, type AckingProcess } from './acks.ts';
 
 export interface ChangeRelayOptions {
   pool: Pool;
@@ -35,18 +36,9 @@ export interface ChangeRelayOptions {
   feedHeartbeatMs?: number;
 }
 
-interface Client {
+interface Client extends AckingProcess {
   ws: WebSocket;
-  seq: number;
-  instance: string;
-  component: 'api' | 'gateway' | undefined;
-  ack: number | undefined;
 }
-
-const UPSERT_ACKS = `INSERT INTO cache_acks (instance, component, version, updated_at)
-  SELECT i, c, v, now() FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(i, c, v)
-  ON CONFLICT (instance) DO UPDATE
-    SET component = EXCLUDED.component, version = EXCLUDED.version, updated_at = now()`;
 
 export class ChangeRelay {
   private readonly opts: Required<Omit<ChangeRelayOptions, 'registry'>> &
@@ -59,7 +51,15 @@ export class ChangeRelay {
   private floor = 0;
   private readonly appliedIds = new Set<number>();
   private head = 0;
-  private snapshotJson: string | undefined;
+  /**
+   * The number of the last batch sent: one sequence for every connection, so that each batch is
+   * serialised once and the same bytes go to every process (a connection starts at its value).
+   */
+  private seq = 0;
+  /** Every credential row as JSON (rebuilt after a batch that changed one). */
+  private credentialsJson: string | undefined;
+  /** The snapshot message at the current version (rebuilt after any batch), as sent to all. */
+  private snapshot: Buffer | undefined;
   private readonly clients = new Set<Client>();
   private readonly wss = new WebSocketServer({
     noServer: true,
@@ -69,9 +69,7 @@ export class ChangeRelay {
   private loaded: Promise<void> | undefined;
   private ready = false;
   private readonly timers: NodeJS.Timeout[] = [];
-  private readonly apiAcks = new Set<Client>();
-  private ackWrite: Promise<void> = Promise.resolve();
-  private ackWriteQueued = false;
+  private readonly acks: AckWriter<Client>;
   private readonly metrics: { snapshots?: Counter; resumes?: Counter } = {};
 
   constructor(options: ChangeRelayOptions) {
@@ -92,6 +90,7 @@ export class ChangeRelay {
       heartbeatMs: this.opts.feedHeartbeatMs,
       ...(options.registry ? { registry: options.registry } : {}),
     });
+    this.acks = new AckWriter(options.pool, options.logger, (c) => this.clients.has(c));
     const registry = options.registry;
     if (registry) {
       const clients = () => this.clients.size;
@@ -150,7 +149,7 @@ export class ChangeRelay {
     await this.loaded;
     this.ready = true;
     this.every(this.opts.beatMs, () => this.beat());
-    this.every(this.opts.ackMs, () => void this.writeAcks([...this.clients]));
+    this.every(this.opts.ackMs, () => void this.acks.write([...this.clients]));
     this.opts.logger.info({ version: this.head, accounts: this.credentials.size }, 'change relay loaded');
   }
 
@@ -190,7 +189,7 @@ export class ChangeRelay {
     for (const c of this.clients) c.ws.close(1001, 'relay stopping');
     this.clients.clear();
     this.wss.close();
-    await this.ackWrite;
+    await this.acks.settled();
     await this.feed.close();
   }
 
@@ -219,7 +218,6 @@ export class ChangeRelay {
     }
     const client: Client = {
       ws,
-      seq: 0,
       instance: params.get('instance') ?? '',
       component: component === 'api' || component === 'gateway' ? component : undefined,
       ack: undefined,
@@ -227,25 +225,18 @@ export class ChangeRelay {
     const from = Math.max(0, version - this.opts.catchUpOverlap);
     if (version > 0 && from >= this.floor) {
       const tail = this.buffer.filter((e) => e.id > from).map((e) => e.json);
-      this.send(client, (seq) => `{"type":"changes","seq":${seq},"changes":[${tail.join(',')}]}`);
+      this.raw(client, Buffer.from(`{"type":"changes","seq":${this.seq},"changes":[${tail.join(',')}]}`));
       this.metrics.resumes?.inc();
     } else {
-      this.snapshotJson ??= JSON.stringify([...this.credentials.values()]);
-      const snapshot = this.snapshotJson;
-      const applied = JSON.stringify([...this.appliedIds]);
-      this.send(
-        client,
-        (seq) =>
-          `{"type":"snapshot","seq":${seq},"version":${this.head},"applied":${applied},"credentials":${snapshot}}`,
-      );
+      this.raw(client, this.snapshotMessage());
       this.metrics.snapshots?.inc();
     }
     this.clients.add(client);
-    this.beatTo(client, this.silence());
+    this.raw(client, this.beatMessage(this.silence()));
     ws.on('message', (data) => this.fromClient(client, data));
     ws.on('close', () => {
       this.clients.delete(client);
-      this.apiAcks.delete(client);
+      this.acks.forget(client);
     });
     ws.on('error', () => ws.terminate());
   }
@@ -257,47 +248,12 @@ export class ChangeRelay {
       return;
     }
     const msg = parsed.data;
-    if (msg.type === 'ack') {
-      client.ack = msg.version;
-      if (client.component === 'api') {
-        this.apiAcks.add(client);
-        this.queueApiAcks();
-      }
+    if (msg.type === 'bye') {
+      this.acks.bye(client);
       return;
     }
-    // bye: the process stops; it no longer counts towards "n/n synced".
-    client.ack = undefined;
-    if (client.instance)
-      this.opts.pool
-        .query('DELETE FROM cache_acks WHERE instance = $1', [client.instance])
-        .catch((err: Error) => this.opts.logger.warn({ err: err.message }, 'relay: ack row not deleted'));
-  }
-
-  /** The APIs' acks, written as they come (one statement for all that came meanwhile). */
-  private queueApiAcks(): void {
-    if (this.ackWriteQueued) return;
-    this.ackWriteQueued = true;
-    this.ackWrite = this.ackWrite.then(() => {
-      this.ackWriteQueued = false;
-      const clients = [...this.apiAcks];
-      this.apiAcks.clear();
-      return this.writeAcks(clients);
-    });
-  }
-
-  private async writeAcks(clients: Client[]): Promise<void> {
-    const rows = new Map<string, { component: string; version: number }>();
-    for (const c of clients)
-      if (c.instance && c.component && c.ack !== undefined && this.clients.has(c))
-        rows.set(c.instance, { component: c.component, version: c.ack });
-    if (rows.size === 0) return;
-    await this.opts.pool
-      .query(UPSERT_ACKS, [
-        [...rows.keys()],
-        [...rows.values()].map((r) => r.component),
-        [...rows.values()].map((r) => r.version),
-      ])
-      .catch((err: Error) => this.opts.logger.warn({ err: err.message }, 'relay: acks not written'));
+    client.ack = msg.version;
+    if (client.component === 'api') this.acks.api(client);
   }
 
   /** A batch from the feed: read its rows once, keep it, send it to every process. */
@@ -327,7 +283,7 @@ export class ChangeRelay {
       if (row) this.credentials.set(id, row);
       else this.credentials.delete(id);
     }
-    if (accounts.size) this.snapshotJson = undefined;
+    if (accounts.size) this.credentialsJson = undefined;
     const jsons: string[] = [];
     for (const c of fresh) {
       const wire: Change = { id: c.id, kind: c.kind, accountId: c.accountId, subject: c.subject };
@@ -346,9 +302,20 @@ export class ChangeRelay {
     }
     pruneApplied(this.appliedIds, this.head, this.opts.catchUpOverlap);
     if (jsons.length === 0) return;
-    const body = jsons.join(',');
-    for (const client of this.clients)
-      this.send(client, (seq) => `{"type":"changes","seq":${seq},"changes":[${body}]}`);
+    this.snapshot = undefined;
+    this.seq += 1;
+    this.broadcast(Buffer.from(`{"type":"changes","seq":${this.seq},"changes":[${jsons.join(',')}]}`));
+  }
+
+  /** Every credential row at the current version (one serialisation per version, for all). */
+  private snapshotMessage(): Buffer {
+    if (this.snapshot) return this.snapshot;
+    this.credentialsJson ??= JSON.stringify([...this.credentials.values()]);
+    const applied = JSON.stringify([...this.appliedIds]);
+    this.snapshot = Buffer.from(
+      `{"type":"snapshot","seq":${this.seq},"version":${this.head},"applied":${applied},"credentials":${this.credentialsJson}}`,
+    );
+    return this.snapshot;
   }
 
   /** Milliseconds since the feed heard from the database; null while it is not connected. */
@@ -358,21 +325,20 @@ export class ChangeRelay {
   }
 
   private beat(): void {
-    const silenceMs = this.silence();
-    for (const client of this.clients) this.beatTo(client, silenceMs);
+    this.broadcast(this.beatMessage(this.silence()));
   }
 
-  private beatTo(client: Client, silenceMs: number | null): void {
-    this.raw(client, `{"type":"beat","seq":${client.seq},"version":${this.head},"silenceMs":${silenceMs}}`);
+  /** A beat repeats the number of the last batch. */
+  private beatMessage(silenceMs: number | null): Buffer {
+    return Buffer.from(`{"type":"beat","seq":${this.seq},"version":${this.head},"silenceMs":${silenceMs}}`);
   }
 
-  /** Sends the next numbered message. */
-  private send(client: Client, message: (seq: number) => string): void {
-    client.seq += 1;
-    this.raw(client, message(client.seq));
+  /** The same bytes to every process: ws frames a Buffer as it is (no copy, no encoding per socket). */
+  private broadcast(message: Buffer): void {
+    for (const client of this.clients) this.raw(client, message);
   }
 
-  private raw(client: Client, text: string): void {
+  private raw(client: Client, message: Buffer): void {
     const ws = client.ws;
     if (ws.readyState !== WebSocket.OPEN) return;
     if (ws.bufferedAmount > this.opts.maxBufferedBytes) {
@@ -381,7 +347,7 @@ export class ChangeRelay {
       this.clients.delete(client);
       return;
     }
-    ws.send(text);
+    ws.send(message, { binary: false });
   }
 }
 

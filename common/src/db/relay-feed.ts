@@ -20,8 +20,12 @@ export interface RelayFeedOptions {
   logger: Logger;
   registry?: Registry;
   component: string;
-  /** Reported through the relay into cache_acks (the relay writes gateways' on its heartbeat). */
-  ack?: { instance: string; component: 'api' | 'gateway' };
+  /**
+   * Reported through the relay into cache_acks (the relay writes gateways' on its heartbeat).
+   * `batched` (the gateways'): at most one ack a second, the version applied by then; else one
+   * after each batch (the API's: admin calls wait for them).
+   */
+  ack?: { instance: string; component: 'api' | 'gateway'; batched?: boolean };
   /** Nothing received this long (the relay beats every second): the stream is cut and reopened. */
   stallMs?: number;
   maxBackoffMs?: number;
@@ -32,6 +36,8 @@ export interface RelayFeedOptions {
 }
 
 const DEFAULT_STALL_MS = 5_000;
+/** A batched ack's least interval (the relay writes them every 5 s). */
+const BATCHED_ACK_MS = 1_000;
 
 export class RelayFeed extends FeedBase implements ChangeSource {
   readonly snapshots = true;
@@ -42,7 +48,10 @@ export class RelayFeed extends FeedBase implements ChangeSource {
   /** Accounts with a credential row (a snapshot changes those gone too). */
   private readonly known = new Set<string>();
   private lastMessage = 0;
-  private seq = 0;
+  /** The number of the last message on this connection; undefined before its first. */
+  private seq: number | undefined;
+  private lastAckAt = 0;
+  private ackTimer: NodeJS.Timeout | undefined;
   private urlIndex = 0;
   private failures = 0;
   private queue: Promise<void> = Promise.resolve();
@@ -95,6 +104,7 @@ export class RelayFeed extends FeedBase implements ChangeSource {
     this.state = 'closed';
     clearTimeout(this.reconnectTimer);
     clearInterval(this.stallTimer);
+    clearTimeout(this.ackTimer);
     const socket = this.socket;
     this.socket = undefined;
     await this.queue;
@@ -118,7 +128,7 @@ export class RelayFeed extends FeedBase implements ChangeSource {
     url.searchParams.set('instance', this.opts.ack?.instance ?? '');
     const socket = new WebSocket(url, { handshakeTimeout: 5_000, perMessageDeflate: false });
     this.socket = socket;
-    this.seq = 0;
+    this.seq = undefined;
     this.lastMessage = Date.now();
     socket.on('message', (data, isBinary) => this.received(socket, data, isBinary));
     socket.on('close', (code, reason) => this.drop(socket, `closed (${code} ${reason.toString()})`));
@@ -159,11 +169,15 @@ export class RelayFeed extends FeedBase implements ChangeSource {
       this.drop(socket, `unreadable message: ${(err as Error).message.slice(0, 200)}`);
       return;
     }
-    // Every snapshot and batch is numbered; a beat repeats the last number: a gap is a lost message.
-    const expected = msg.type === 'beat' ? this.seq : this.seq + 1;
-    if (msg.seq !== expected) {
-      this.drop(socket, `message ${msg.seq} where ${expected} was due`);
-      return;
+    // The relay numbers its batches (one sequence for all its connections); a connection starts at
+    // the number of its first message, each batch after adds one and a beat repeats the last: a
+    // gap is a lost message.
+    if (this.seq !== undefined) {
+      const expected = msg.type === 'beat' ? this.seq : this.seq + 1;
+      if (msg.seq !== expected) {
+        this.drop(socket, `message ${msg.seq} where ${expected} was due`);
+        return;
+      }
     }
     this.seq = msg.seq;
     if (msg.type === 'beat') {
@@ -187,8 +201,27 @@ export class RelayFeed extends FeedBase implements ChangeSource {
         this.started?.resolve();
         this.started = undefined;
       }
-      if (this.opts.ack) send(socket, { type: 'ack', version: this.appliedVersion });
+      this.ack();
     });
+  }
+
+  /** The version applied, to the relay: at once, or batched at most once a second. */
+  private ack(): void {
+    if (!this.opts.ack) return;
+    const wait = this.opts.ack.batched ? this.lastAckAt + BATCHED_ACK_MS - Date.now() : 0;
+    if (wait <= 0) {
+      clearTimeout(this.ackTimer);
+      this.ackTimer = undefined;
+      this.lastAckAt = Date.now();
+      if (this.socket) send(this.socket, { type: 'ack', version: this.appliedVersion });
+      return;
+    }
+    // The version applied by then, on the connection of then (a new one takes the old one's due).
+    this.ackTimer ??= setTimeout(() => {
+      this.ackTimer = undefined;
+      if (this.state !== 'closed') this.ack();
+    }, wait);
+    this.ackTimer.unref();
   }
 
   private async applySnapshot(msg: Extract<RelayMessage, { type: 'snapshot' }>): Promise<void> {

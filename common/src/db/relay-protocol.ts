@@ -1,5 +1,7 @@
 // The change relay's stream (docs/adr/0105): one WebSocket per process, JSON text messages. The
-// relay sends, each with `seq` (1, 2, ... on every connection; a beat repeats the last):
+// relay sends, each with `seq`: one sequence of the relay's for all its connections, each batch
+// one more than the last; a connection's first message carries the current number (any: the
+// process takes it as it comes) and a beat repeats the last:
 //   snapshot  every account's credential row at `version`, and the ids applied within the
 //             catch-up overlap below it (the client's dedup set)
 //   changes   a batch of change_log rows, each with the rows it changed
@@ -47,7 +49,7 @@ const change = z.object({
   credentials: credentialRow.nullable().optional(),
   apiKey: keyRow.nullable().optional(),
 });
-const seq = z.number().int().positive();
+const seq = z.number().int().nonnegative();
 
 export const relayMessage = z.discriminatedUnion('type', [
   z.object({
@@ -60,7 +62,7 @@ export const relayMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('changes'), seq, changes: z.array(change) }),
   z.object({
     type: z.literal('beat'),
-    seq: z.number().int().nonnegative(),
+    seq,
     version: z.number().int().nonnegative(),
     /** Milliseconds since the relay's feed heard from the database; null: it is not connected. */
     silenceMs: z.number().nonnegative().nullable(),
