@@ -8,9 +8,10 @@
 # and docs/operator.md ("A real cluster on your machine").
 #
 # The pod network stays inside the machine: a bridge and subnet this script owns, pods get a
-# route to the Service range only (no default route), no masquerade, IP forwarding untouched.
-# Tests reach pods through `kubectl port-forward` or a NodePort on 127.0.0.1 (kube-proxy binds
-# NodePorts to 127.0.0.1 only).
+# route to the Service range only (no default route), no masquerade, IP forwarding on for the
+# bridge alone and back onto it only (a pod's connection to a Service). Tests reach pods through
+# `kubectl port-forward`, a NodePort on 127.0.0.1 (kube-proxy binds NodePorts to 127.0.0.1 only)
+# or, from the machine, at their addresses on the bridge.
 #
 #   up      start what is not running (idempotent; seconds when warm); prints the kubeconfig path last
 #   down    stop everything and remove processes, mounts, network namespaces, the bridge and the
@@ -29,6 +30,8 @@ STATE="${PROXYFLEET_CLUSTER_DIR:-/var/lib/proxyfleet-cluster}"
 KEEP="${STATE}/keep"       # survives `down`: the containerd image store, the pause binary
 RUN="${STATE}/run"         # pid files, logs
 BRIDGE=pfk0
+# The FORWARD rule that keeps pods' packets on the bridge (network_up; removed by `down`).
+BRIDGE_FORWARD_GUARD="-i ${BRIDGE} ! -o ${BRIDGE} -m comment --comment proxyfleet-cluster -j DROP"
 POD_CIDR=10.213.77.0/24
 NODE_IP=10.213.77.1
 POD_RANGE_START=10.213.77.10
@@ -162,6 +165,13 @@ network_up() {
   # kube-proxy's NodePorts on 127.0.0.1 are DNATed to pod addresses: the kernel must route
   # 127.0.0.0/8 sources off lo for that (restored by `down`).
   sysctl_save_set net.ipv4.conf.all.route_localnet 1
+  # A pod's connection to a Service (the change relay's, docs/adr/0105) reaches the node, which
+  # DNATs it to a pod on this bridge and must route it back out: forwarding on for what arrives
+  # on the bridge only (the machine's own net.ipv4.ip_forward stays as it is; the setting goes
+  # with the bridge on `down`), and what arrives on it may leave only onto it again.
+  sysctl -qw "net.ipv4.conf.${BRIDGE}.forwarding=1"
+  # shellcheck disable=SC2086
+  iptables -C FORWARD ${BRIDGE_FORWARD_GUARD} 2>/dev/null || iptables -I FORWARD 1 ${BRIDGE_FORWARD_GUARD}
 }
 
 postgres_up() {
@@ -414,6 +424,8 @@ cmd_down() {
   # Veths of the bridge go with their namespaces; then the bridge itself.
   if ip link show "${BRIDGE}" >/dev/null 2>&1; then ip link del "${BRIDGE}"; fi
   remove_kube_iptables
+  # shellcheck disable=SC2086
+  while iptables -D FORWARD ${BRIDGE_FORWARD_GUARD} 2>/dev/null; do :; done
   if [ -f "${STATE}/sysctl.saved" ]; then
     while IFS='=' read -r k v; do sysctl -qw "${k}=${v}" || true; done < "${STATE}/sysctl.saved"
   fi

@@ -1,6 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
-import { ConfigError, baseEnv, bool, cidrList, encryptionKey, parseConfig, port } from './config.ts';
+import {
+  ConfigError,
+  baseEnv,
+  bool,
+  cidrList,
+  encryptionKey,
+  parseConfig,
+  port,
+  relayUrlEnv,
+} from './config.ts';
 import { loadApiConfig } from '#api/config.ts';
 
 const schema = z.object({
@@ -51,6 +60,25 @@ describe('parseConfig', () => {
     expect(() => {
       (config as { PORT: number }).PORT = 1;
     }).toThrow(TypeError);
+  });
+
+  it('refuses a relay URL still holding a Kubernetes variable reference the kubelet left unexpanded', () => {
+    const relay = z.object(relayUrlEnv);
+    const url = 'ws://$(PROXYFLEET_RELAY_SERVICE_HOST):$(PROXYFLEET_RELAY_SERVICE_PORT_STREAM)/changes';
+    expect(() => parseConfig(relay, { PROXYFLEET_RELAY_URL: url })).toThrow(
+      /PROXYFLEET_RELAY_URL: holds an unexpanded Kubernetes variable reference .*relay.address=serviceEnv/,
+    );
+    // One of several unexpanded is refused as well; the expanded form and DNS names are accepted.
+    expect(() => parseConfig(relay, { PROXYFLEET_RELAY_URL: `ws://10.96.0.7:8095/changes,${url}` })).toThrow(
+      /unexpanded/,
+    );
+    for (const ok of [
+      'ws://10.96.0.7:8095/changes',
+      'ws://proxyfleet-relay.proxyfleet.svc:8095/changes',
+      'ws://a:8095/changes, wss://b:8095/changes',
+    ])
+      expect(parseConfig(relay, { PROXYFLEET_RELAY_URL: ok }).PROXYFLEET_RELAY_URL).toBe(ok);
+    expect(parseConfig(relay, {}).PROXYFLEET_RELAY_URL).toBeUndefined();
   });
 
   it('gives secrets no defaults: the api entrypoint refuses to start without them', () => {

@@ -92,10 +92,20 @@ export const baseEnv = {
  * The change relay (docs/adr/0105) that API and gateway processes take their changes from, with
  * the rows: `ws://host:port/changes`, several comma-separated (tried in turn). Unset: the process
  * LISTENs itself and reads what changed (a single-process setup needs no relay).
+ *
+ * A value still holding `$(` is a Kubernetes variable reference the kubelet could not expand: the
+ * chart's `relay.address=serviceEnv` names the relay Service's environment variables, which a pod
+ * created before that Service lacks. Refused, so the process stops at once with this message and
+ * its restart (which gets the variables) connects, instead of retrying an address that never works.
  */
 export const relayUrlEnv = {
   PROXYFLEET_RELAY_URL: z
     .string()
+    .refine(
+      (s) => !s.includes('$('),
+      'holds an unexpanded Kubernetes variable reference $(...): the relay Service did not exist when ' +
+        'this container started (chart value relay.address=serviceEnv); it starts again with the variable set',
+    )
     .regex(/^wss?:\/\/[^,\s]+(,\s*wss?:\/\/[^,\s]+)*$/, 'one or more ws:// URLs, comma-separated')
     .optional(),
 };

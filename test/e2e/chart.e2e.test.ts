@@ -1,8 +1,9 @@
 // The chart installed for real on the one-node cluster of `npm run cluster` with the image of
-// `npm run image`: API, worker and controller pods Ready; a ProxyGateway and an ApiKey applied
-// with kubectl; traffic through gateway pods billed exactly; a gateway pod killed mid-transfer;
-// a rolling update under load without a failed request; scaling; helm upgrade and uninstall
-// leaving nothing behind. PostgreSQL: the cluster's own server on the node's bridge address
+// `npm run image`: API, worker, controller and relay pods Ready; a ProxyGateway and an ApiKey
+// applied with kubectl; the API and gateway pods take their changes from the relay (found by its
+// Service's environment variables: the cluster runs no DNS); traffic through gateway pods billed
+// exactly; a gateway pod killed mid-transfer; a rolling update under load without a failed
+// request; scaling; helm upgrade and uninstall leaving nothing behind. PostgreSQL: the cluster's own server on the node's bridge address
 // (docs/adr/0066). The steps share one release and run in order.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -29,6 +30,7 @@ import {
   VERSION,
   type Kubectl,
   type Origin,
+  type Pod,
 } from './cluster.ts';
 
 const RELEASE = 'proxyfleet';
@@ -40,6 +42,7 @@ const ADMIN_TOKEN = randomBytes(24).toString('hex');
 const GATEWAY = 'basic';
 const GATEWAY_SELECTOR = `proxyfleet.io/proxygateway=${GATEWAY}`;
 const RELEASE_SELECTOR = `app.kubernetes.io/instance=${RELEASE}`;
+const RELAY_SELECTOR = 'app.kubernetes.io/name=proxyfleet-relay';
 const accountSchema = z.object({ id: z.string(), proxyUsername: z.string(), proxyPassword: z.string() });
 type Account = z.infer<typeof accountSchema>;
 const say = (line: string) => process.stdout.write(`[e2e] ${line}\n`);
@@ -132,9 +135,9 @@ const installArgs = (namespace: string) => [
     'worker.replicas=1',
     'controller.replicas=1',
     `controller.gatewayAllowCidrs={${NODE_IP}/32}`,
-    // The pods find the relay by its Service's DNS name, and this one-node cluster runs no
-    // cluster DNS: here every pod keeps its own LISTEN (the relay's own tests: relay/src).
-    'relay.enabled=false',
+    // The change relay (two replicas), found by its Service's environment variables: this
+    // one-node cluster runs no cluster DNS (a real cluster keeps relay.address=dns).
+    'relay.address=serviceEnv',
   ].flatMap((v) => ['--set', v]),
 ];
 
@@ -176,12 +179,13 @@ afterAll(async () => {
 }, 300_000);
 
 describe('the chart on a real one-node cluster', () => {
-  test('helm install: the api, worker and controller pods become Ready', async () => {
+  test('helm install: the api, worker, controller and relay pods become Ready', async () => {
     const t0 = Date.now();
     await kubectl.helm([...installArgs(NAMESPACE), '--wait', '--timeout', '5m']);
     for (const component of ['api', 'worker', 'controller']) {
       await readyPods(kubectl, NAMESPACE, `app.kubernetes.io/name=proxyfleet-${component}`, 1);
     }
+    await readyPods(kubectl, NAMESPACE, RELAY_SELECTOR, 2);
     say(`helm install --wait: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     apiUrl = `http://127.0.0.1:${await nodePort(`${RELEASE}-api`)}`;
     const ready = await eventually('the API /readyz', async () => {
@@ -239,6 +243,75 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     // seconds later on a loaded node (a request sent before was refused: ECONNREFUSED, status 0).
     await eventually('kube-proxy to route the gateway NodePort', () => accepts(gatewayPort));
   }, 300_000);
+
+  test('the API and gateway pods take their changes from the relay: only the relays LISTEN; a password reset reaches every gateway pod', async () => {
+    // The kubelet expanded the relay Service's variables in the controller's environment, and the
+    // controller gave the gateway pods the result: the Service's address.
+    const clusterIp = (
+      await kubectl(['get', 'service', `${RELEASE}-relay`, ...n, '-o', 'jsonpath={.spec.clusterIP}'])
+    ).trim();
+    const gatewayPods = await readyPods(kubectl, NAMESPACE, GATEWAY_SELECTOR, 2);
+    const specs = await kubectl.json<{
+      items: Array<{ spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } }>;
+    }>(['get', 'pods', ...n, '-l', GATEWAY_SELECTOR]);
+    for (const pod of specs.items)
+      expect(pod.spec.containers[0]!.env).toContainEqual({
+        name: 'PROXYFLEET_RELAY_URL',
+        value: `ws://${clusterIp}:8095/changes`,
+      });
+    // Connected: the API pod and both gateway pods, over the two relays (the node reaches pods on
+    // the bridge); the only LISTEN sessions on the database are the relays'.
+    const relays = await readyPods(kubectl, NAMESPACE, RELAY_SELECTOR, 2);
+    const clients = await eventually(
+      'the API pod and both gateway pods to connect to the relays',
+      async () => {
+        let sum = 0;
+        for (const relay of relays) {
+          const res = await fetch(`http://${relay.status.podIP}:9093/readyz`, {
+            signal: AbortSignal.timeout(5_000),
+          });
+          sum += ((await res.json()) as { info: { relayClients: number } }).info.relayClients;
+        }
+        return sum === 3 ? sum : undefined;
+      },
+    );
+    const { rows: listening } = await db.query<{ name: string; sessions: number }>(
+      `SELECT application_name AS name, count(*)::int AS sessions FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name LIKE 'proxyfleet-%-listen'
+        GROUP BY 1 ORDER BY 1`,
+    );
+    expect(listening).toEqual([{ name: 'proxyfleet-relay-listen', sessions: 2 }]);
+    // A password reset: every gateway pod refuses the old password and takes the new one. They
+    // hold no LISTEN and read no change themselves: it came through the relay, with the row.
+    const r = await customer('relayed', 0.1);
+    const at = (pod: Pod) => ({ host: pod.status.podIP!, port: 12321 });
+    const through = (pod: Pod, account: Account) =>
+      proxyRequest(at(pod), credentials(account), `${origin.url}/bytes/100`, undefined, 5_000);
+    for (const pod of gatewayPods)
+      await eventually(`${pod.metadata.name} to take the new customer`, async () =>
+        (await through(pod, r)).status === 200 ? true : undefined,
+      );
+    const reset = accountSchema
+      .omit({ id: true })
+      .parse(await admin('POST', `/admin/v1/accounts/${r.id}/proxy-password/reset`));
+    const answered = Date.now();
+    const refusedAfter = await Promise.all(
+      gatewayPods.map((pod) =>
+        eventually(
+          `${pod.metadata.name} to refuse the old password`,
+          async () => ((await through(pod, r)).status === 407 ? Date.now() - answered : undefined),
+          10_000,
+          20,
+        ),
+      ),
+    );
+    for (const pod of gatewayPods)
+      expect(await through(pod, { ...r, ...reset })).toMatchObject({ status: 200 });
+    say(
+      `relay: Service ${clusterIp}, ${clients} processes connected, LISTEN sessions ${JSON.stringify(listening)}; ` +
+        `the old password refused by the gateway pods ${refusedAfter.join(' and ')} ms after the reset answered`,
+    );
+  }, 120_000);
 
   test('a request proxied through a gateway pod is billed exactly', async () => {
     let moved = 0;

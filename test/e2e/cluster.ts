@@ -225,18 +225,20 @@ export interface ProxyResult {
 }
 
 /**
- * One plain-HTTP request through a gateway (on a fresh connection, Connection: close); `onBytes`
- * sees the running total of bytes moved.
+ * One plain-HTTP request through a gateway (on a fresh connection, Connection: close): `proxy` is
+ * its NodePort on 127.0.0.1, or one pod's address (the node reaches its pods on the bridge);
+ * `onBytes` sees the running total of bytes moved.
  */
 export function proxyRequest(
-  proxyPort: number,
+  proxy: number | { host: string; port: number },
   credentials: string,
   target: string,
   onBytes?: (bytes: number) => void,
   timeoutMs = 30_000,
 ): Promise<ProxyResult> {
   return new Promise((resolve) => {
-    const socket = net.connect(proxyPort, '127.0.0.1');
+    const socket =
+      typeof proxy === 'number' ? net.connect(proxy, '127.0.0.1') : net.connect(proxy.port, proxy.host);
     let head = '';
     let error: string | undefined;
     socket.setTimeout(timeoutMs, () => socket.destroy(new Error('timed out')));

@@ -232,20 +232,111 @@ describeKube('Helm chart charts/proxyfleet', () => {
       expect(() => loaders[d.metadata.name]!(env)).not.toThrow();
       expect(container.command[1]).toMatch(/^(api|worker|controllers|relay)\/src\/main\.ts$/);
     }
+  });
+
+  test("the relay's address: its Service's DNS name by default, its environment variables with relay.address=serviceEnv", async () => {
     // The API and (through the controller) the gateways take their changes from the relay's Service.
-    const envOf = (name: string) =>
-      (
-        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name) as unknown as {
-          spec: {
-            template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } };
-          };
-        }
-      ).spec.template.spec.containers[0]!.env;
-    const relayUrl = `ws://proxyfleet-relay.${RELEASE_NAMESPACE}.svc:8095/changes`;
-    expect(envOf('proxyfleet-api')).toContainEqual({ name: 'PROXYFLEET_RELAY_URL', value: relayUrl });
-    expect(envOf('proxyfleet-controller')).toContainEqual({
-      name: 'PROXYFLEET_GATEWAY_RELAY_URL',
-      value: relayUrl,
+    const relayUrls = (docs: Doc[]) => ({
+      api: envOf(docs, 'proxyfleet-api').find((e) => e.name === 'PROXYFLEET_RELAY_URL')?.value,
+      gateways: envOf(docs, 'proxyfleet-controller').find((e) => e.name === 'PROXYFLEET_GATEWAY_RELAY_URL')
+        ?.value,
     });
+    const dns = `ws://proxyfleet-relay.${RELEASE_NAMESPACE}.svc:8095/changes`;
+    expect(relayUrls((await helmTemplate()) as Doc[])).toEqual({ api: dns, gateways: dns });
+    expect(relayUrls((await helmTemplate(['--set', 'relay.enabled=false'])) as Doc[])).toEqual({});
+    await expect(helmTemplateText(['--set', 'relay.address=dnz'])).rejects.toThrow(/relay\.address/);
+
+    // serviceEnv (a cluster without DNS): the kubelet's service variables, expanded in the env of
+    // the API and controller, which run beside the Service with service links on.
+    const docs = (await helmTemplate(['--set', 'relay.address=serviceEnv'])) as Doc[];
+    const urls = relayUrls(docs);
+    const reference = 'ws://$(PROXYFLEET_RELAY_SERVICE_HOST):$(PROXYFLEET_RELAY_SERVICE_PORT_STREAM)/changes';
+    expect(urls).toEqual({ api: reference, gateways: reference });
+    for (const name of ['proxyfleet-api', 'proxyfleet-controller']) {
+      const d = docs.find((x) => x.kind === 'Deployment' && x.metadata.name === name)!;
+      expect((d.metadata as { namespace?: string }).namespace).toBe(RELEASE_NAMESPACE);
+      expect(podSpec(d).enableServiceLinks).not.toBe(false);
+    }
+    // What the kubelet makes of it, from the Service as rendered, and what the API then accepts;
+    // before the Service exists the reference stays as it is and the API refuses to start.
+    const service = docs.find((d) => d.kind === 'Service' && d.metadata.name === 'proxyfleet-relay')!;
+    expect((service.metadata as { namespace?: string }).namespace).toBe(RELEASE_NAMESPACE);
+    const vars = serviceVariables(service as unknown as RenderedService, '10.96.0.7');
+    expect(vars).toMatchObject({
+      PROXYFLEET_RELAY_SERVICE_HOST: '10.96.0.7',
+      PROXYFLEET_RELAY_SERVICE_PORT_STREAM: '8095',
+    });
+    expect(expandVariables(reference, vars)).toBe('ws://10.96.0.7:8095/changes');
+    const apiEnv = { PROXYFLEET_ADMIN_TOKEN: 'a'.repeat(32), PROXYFLEET_CREDENTIALS_KEY: '0'.repeat(64) };
+    expect(
+      loadApiConfig({ ...apiEnv, PROXYFLEET_RELAY_URL: expandVariables(reference, vars) })
+        .PROXYFLEET_RELAY_URL,
+    ).toBe('ws://10.96.0.7:8095/changes');
+    expect(() => loadApiConfig({ ...apiEnv, PROXYFLEET_RELAY_URL: expandVariables(reference, {}) })).toThrow(
+      /unexpanded Kubernetes variable reference/,
+    );
+    // Another release name, another Service name, other variables: still the Service's.
+    const other = parseAllDocuments(
+      (
+        await run(
+          tool('helm'),
+          [
+            'template',
+            'edge',
+            CHART_DIR,
+            '-n',
+            'fleet',
+            ...CHART_TEST_VALUES,
+            '--set',
+            'relay.address=serviceEnv',
+          ],
+          { maxBuffer: 20 * 1024 * 1024 },
+        )
+      ).stdout,
+    )
+      .map((d) => d.toJSON() as Doc | null)
+      .filter((d): d is Doc => d != null);
+    const otherService = other.find((d) => d.kind === 'Service' && d.metadata.name.endsWith('-relay'))!;
+    const otherUrl = envOf(other, 'edge-proxyfleet-api').find(
+      (e) => e.name === 'PROXYFLEET_RELAY_URL',
+    )!.value!;
+    expect(otherService.metadata.name).toBe('edge-proxyfleet-relay');
+    expect(otherUrl).toBe(
+      'ws://$(EDGE_PROXYFLEET_RELAY_SERVICE_HOST):$(EDGE_PROXYFLEET_RELAY_SERVICE_PORT_STREAM)/changes',
+    );
+    expect(
+      expandVariables(otherUrl, serviceVariables(otherService as unknown as RenderedService, '10.0.0.9')),
+    ).toBe('ws://10.0.0.9:8095/changes');
   });
 });
+
+type EnvVar = { name: string; value?: string };
+type PodSpec = { enableServiceLinks?: boolean; containers: Array<{ env: EnvVar[] }> };
+const podSpec = (d: Doc) => (d as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+const envOf = (docs: Doc[], name: string): EnvVar[] =>
+  podSpec(docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name)!).containers[0]!.env;
+
+type RenderedService = {
+  metadata: { name: string };
+  spec: { ports: Array<{ name?: string; port: number }> };
+};
+/**
+ * The variables the kubelet gives a pod for a Service beside it (pkg/kubelet/envvars/envvars.go,
+ * FromServices): {NAME}_SERVICE_HOST, {NAME}_SERVICE_PORT (the first port) and
+ * {NAME}_SERVICE_PORT_{PORT NAME} for every named port, names upper-cased with '-' as '_'.
+ */
+function serviceVariables(service: RenderedService, clusterIp: string): Record<string, string> {
+  const envName = (s: string) => s.toUpperCase().replaceAll('-', '_');
+  const prefix = envName(service.metadata.name);
+  const vars: Record<string, string> = {
+    [`${prefix}_SERVICE_HOST`]: clusterIp,
+    [`${prefix}_SERVICE_PORT`]: String(service.spec.ports[0]!.port),
+  };
+  for (const p of service.spec.ports)
+    if (p.name) vars[`${prefix}_SERVICE_PORT_${envName(p.name)}`] = String(p.port);
+  return vars;
+}
+
+/** The kubelet's $(VAR) expansion of an env value: a reference it cannot resolve stays as written. */
+const expandVariables = (value: string, vars: Record<string, string>) =>
+  value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => vars[name] ?? whole);

@@ -145,11 +145,23 @@ service:
 {{- end }}
 
 {{/*
-PROXYFLEET_RELAY_URL of the API and gateway pods: the relay's Service, by its cluster name (the
-gateways may run in other namespaces); empty when the relay is off (docs/adr/0105).
+PROXYFLEET_RELAY_URL of the API pods and, through the controller, the gateway pods; empty when the
+relay is off (docs/adr/0105). relay.address:
+- dns (default): the relay Service's cluster DNS name (the gateways may run in other namespaces).
+- serviceEnv: for a cluster without DNS, the Service's environment variables, which the kubelet
+  expands in the API's and controller's env (they run in the release namespace with service links
+  on; Helm creates Services before Deployments): {SVC}_SERVICE_HOST and
+  {SVC}_SERVICE_PORT_{PORT NAME}, the names upper-cased with '-' as '_'. The controller hands the
+  expanded value to the gateway pods. A pod that still sees `$(` refuses to start (common/src/config.ts).
 */}}
 {{- define "proxyfleet.relayUrl" -}}
 {{- if .Values.relay.enabled -}}
-ws://{{ include "proxyfleet.fullname" . }}-relay.{{ .Release.Namespace }}.svc:8095/changes
+{{- $service := printf "%s-relay" (include "proxyfleet.fullname" .) -}}
+{{- if eq .Values.relay.address "serviceEnv" -}}
+{{- $var := $service | upper | replace "-" "_" -}}
+ws://$({{ $var }}_SERVICE_HOST):$({{ $var }}_SERVICE_PORT_STREAM)/changes
+{{- else -}}
+ws://{{ $service }}.{{ .Release.Namespace }}.svc:8095/changes
+{{- end -}}
 {{- end -}}
 {{- end -}}
