@@ -43,6 +43,8 @@ export class Budgets {
   private readonly parts: BudgetsParts;
   /** The last lease request or usage batch could not reach the database. */
   databaseDown = false;
+  /** When a lease request last failed (0: never): the give-back wait is longer right after. */
+  private lastFailureAt = 0;
 
   constructor(parts: BudgetsParts) {
     this.parts = parts;
@@ -117,6 +119,8 @@ export class Budgets {
         return this.draw(b);
       },
       () => policy.waitForContended(s),
+      Date.now,
+      policy.contendedWaitMs(this.lastFailureAt, Date.now()),
     );
     return policy.verdict(s);
   }
@@ -200,9 +204,15 @@ export class Budgets {
     const s = b.state;
     const wanted = policy.leaseRequestSize(s, Date.now());
     policy.drawStarted(s);
-    const answer = await this.parts.leases.acquireOrWait(b, wanted, Date.now);
+    const answer = await this.parts.leases.acquireOrWait(
+      b,
+      wanted,
+      Date.now,
+      policy.contendedWaitMs(this.lastFailureAt, Date.now()),
+    );
     const now = Date.now();
     this.databaseDown = answer.kind === 'failed';
+    if (answer.kind === 'failed') this.lastFailureAt = now;
     if (answer.kind === 'failed') {
       const credit = outage.unreachable(b, now);
       if (credit > 0)

@@ -142,12 +142,13 @@ export class LeaseClient {
    * A budget's lease, reporting what it relayed on its open leases. While its connections run (held
    * meanwhile by the budget's pending draw), a denial while other gateways' leases hold bytes is
    * asked again until it stands, as an admission waits: those gateways give back what they do not
-   * need (untilGivenBack; give-back.ts, docs/adr/0073).
+   * need (untilGivenBack; give-back.ts, docs/adr/0073), for up to `waitMs` (policy.contendedWaitMs).
    */
   acquireOrWait(
     budget: BudgetKey & { state: BudgetState; conns: { size: number } },
     wanted: number,
     now: () => number,
+    waitMs: number = CONTENDED_WAIT_MS,
   ): Promise<LeaseAnswer> {
     return untilGivenBack(
       () => this.acquire(budget, wanted, now, relayed(budget.state)),
@@ -158,6 +159,7 @@ export class LeaseClient {
         answer.stranded === 0 &&
         budget.conns.size > 0,
       now,
+      waitMs,
     );
   }
 
@@ -193,15 +195,17 @@ export class LeaseClient {
 /**
  * Asks until the answer stands: while `contended` says it is "nothing free, but other gateways'
  * leases hold bytes" (they give back what they do not need: give-back.ts, docs/adr/0073), asks
- * again every CONTENDED_POLL_MS, for up to CONTENDED_WAIT_MS. The one wait of both askers: an
+ * again every CONTENDED_POLL_MS, for up to `waitMs` (CONTENDED_WAIT_MS, longer right after an
+ * outage: policy.contendedWaitMs). The one wait of both askers: an
  * admission (budgets.ts) and a draw while the budget's connections run (acquireOrWait).
  */
 export async function untilGivenBack<T>(
   ask: () => Promise<T>,
   contended: (answer: T) => boolean,
   now: () => number = Date.now,
+  waitMs: number = CONTENDED_WAIT_MS,
 ): Promise<T> {
-  const giveUp = now() + CONTENDED_WAIT_MS;
+  const giveUp = now() + waitMs;
   for (;;) {
     const answer = await ask();
     if (!contended(answer) || now() > giveUp) return answer;

@@ -43,6 +43,26 @@ export const UNAVAILABLE_RECHECK_MS = 250;
  * come back (idle pods return theirs after the ledger's idle release) before answering 402.
  */
 export const CONTENDED_WAIT_MS = 2_000;
+/**
+ * The give-back wait right after the database was unreachable: the other gateways hear a give-back
+ * request through their change feeds, which reconnect after an outage (within a second, jittered:
+ * common/src/db/changes.ts), catch up and then shrink their leases on pools that reconnect too.
+ * After a promotion that took more than CONTENDED_WAIT_MS in 2 of 10 failover runs, and the
+ * admission answered 402 while the balance still had bytes (docs/adr/0095).
+ */
+export const CONTENDED_WAIT_AFTER_OUTAGE_MS = 5_000;
+/** How long after this gateway's last failed lease request the longer give-back wait applies. */
+export const OUTAGE_RECOVERY_MS = 10_000;
+/**
+ * How long a denial while other gateways hold leases waits for them to give back: longer within
+ * OUTAGE_RECOVERY_MS of a failed lease request (`lastFailureAt`, 0: none), while the fleet's feeds
+ * and pools are coming back. Bounded either way: a customer is answered within 5 s.
+ */
+export function contendedWaitMs(lastFailureAt: number, now: number): number {
+  return lastFailureAt > 0 && now - lastFailureAt < OUTAGE_RECOVERY_MS
+    ? CONTENDED_WAIT_AFTER_OUTAGE_MS
+    : CONTENDED_WAIT_MS;
+}
 /** How often a draw denied while other gateways hold leases is asked again meanwhile. */
 export const CONTENDED_POLL_MS = 200;
 /** A lease spent faster than this makes the next request four times larger. */
