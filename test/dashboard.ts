@@ -6,7 +6,14 @@ import { describe, expect } from '@jest/globals';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type LaunchOptions,
+  type Locator,
+  type Page,
+} from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
 import { call, startTestApi, type CallOptions, type CallResult, type TestApi } from './api.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -73,10 +80,14 @@ export async function startDashboardRun(env: Record<string, string> = {}): Promi
   };
 }
 
-/** Debian's Chromium, headless, with nothing of its own on the network. */
-export function launchChromium(): Promise<Browser> {
+/**
+ * Debian's Chromium, headless, with nothing of its own on the network; `extra`: a proxy, and
+ * arguments after the common ones (a test's trusted certificate keys).
+ */
+export function launchChromium(extra: Pick<LaunchOptions, 'proxy' | 'args'> = {}): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
+    ...(extra.proxy ? { proxy: extra.proxy } : {}),
     args: [
       '--headless',
       '--no-sandbox',
@@ -86,6 +97,7 @@ export function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...(extra.args ?? []),
     ],
   });
 }

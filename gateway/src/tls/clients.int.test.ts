@@ -11,7 +11,6 @@ import { writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import type net from 'node:net';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 import { ProxyAgent, request } from 'undici';
 import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import { TEST_CREDENTIALS_KEY } from '#test/fixtures.ts';
@@ -20,8 +19,8 @@ import { generateProxySet } from '#api/modules/proxies/service.ts';
 import { basicAuth } from '#test/gateway/client.ts';
 import { counterDelta, counterValues } from '#test/gateway/usage.ts';
 import { useTlsGateway, type IssuedCertificate } from '#test/tls.ts';
+import { describeInChromium, launchChromium } from '#test/dashboard.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const DEBIAN_PYTHON = '/usr/bin/python3';
 // Real clients on a shared 2-core machine: generous limits; nothing here measures speed.
 jest.setTimeout(120_000);
@@ -194,55 +193,42 @@ describe('undici ProxyAgent', () => {
   });
 });
 
-describe('Chromium --proxy-server=https://', () => {
-  const haveChromium = existsSync(CHROMIUM);
-  (haveChromium || process.env.CI === 'true' ? it : it.skip)(
-    'loads a plain page and an HTTPS page through the gateway, answering its 407 with the credentials',
-    async () => {
-      const before = await requests();
-      const refusalsBefore = await counterValues(fx.gateway, 'proxyfleet_gateway_refusals_total');
-      const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        proxy: {
-          server: proxyUrl(),
-          // Chromium never proxies loopback unless told to (its implicit bypass list).
-          bypass: '<-loopback>',
-          username: fx.account.proxyUsername,
-          password: password(),
-        },
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-          // Trust exactly the two test keys (no NSS certutil on this machine to add the CA).
-          `--ignore-certificate-errors-spki-list=${fx.leaf.spkiSha256},${originLeaf.spkiSha256}`,
-        ],
-      });
-      try {
-        const page = await browser.newPage();
-        const plain = await page.goto(plainUrl());
-        expect(plain?.status()).toBe(200);
-        expect(await page.textContent('body')).toBe('127.0.0.1');
-        const secure = await page.goto(secureUrl());
-        expect(secure?.status()).toBe(200);
-        expect(await page.textContent('body')).toBe('secure 127.0.0.1');
-      } finally {
-        await browser.close();
-      }
-      // Chromium asked without credentials first, got 407 and Proxy-Authenticate, then sent them.
-      const refused = counterDelta(
-        await counterValues(fx.gateway, 'proxyfleet_gateway_refusals_total'),
-        refusalsBefore,
-      );
-      expect(Object.keys(refused)).toEqual(['missing 4xx']);
-      const seen = await requestsSince(before);
-      expect(seen.http).toBeGreaterThanOrEqual(1);
-      expect(seen.connect).toBeGreaterThanOrEqual(1);
-    },
-  );
+describeInChromium('Chromium --proxy-server=https://', () => {
+  it('loads a plain page and an HTTPS page through the gateway, answering its 407 with the credentials', async () => {
+    const before = await requests();
+    const refusalsBefore = await counterValues(fx.gateway, 'proxyfleet_gateway_refusals_total');
+    const browser = await launchChromium({
+      proxy: {
+        server: proxyUrl(),
+        // Chromium never proxies loopback unless told to (its implicit bypass list).
+        bypass: '<-loopback>',
+        username: fx.account.proxyUsername,
+        password: password(),
+      },
+      args: [
+        // Trust exactly the two test keys (no NSS certutil on this machine to add the CA).
+        `--ignore-certificate-errors-spki-list=${fx.leaf.spkiSha256},${originLeaf.spkiSha256}`,
+      ],
+    });
+    try {
+      const page = await browser.newPage();
+      const plain = await page.goto(plainUrl());
+      expect(plain?.status()).toBe(200);
+      expect(await page.textContent('body')).toBe('127.0.0.1');
+      const secure = await page.goto(secureUrl());
+      expect(secure?.status()).toBe(200);
+      expect(await page.textContent('body')).toBe('secure 127.0.0.1');
+    } finally {
+      await browser.close();
+    }
+    // Chromium asked without credentials first, got 407 and Proxy-Authenticate, then sent them.
+    const refused = counterDelta(
+      await counterValues(fx.gateway, 'proxyfleet_gateway_refusals_total'),
+      refusalsBefore,
+    );
+    expect(Object.keys(refused)).toEqual(['missing 4xx']);
+    const seen = await requestsSince(before);
+    expect(seen.http).toBeGreaterThanOrEqual(1);
+    expect(seen.connect).toBeGreaterThanOrEqual(1);
+  });
 });

@@ -7,13 +7,14 @@
 import { afterAll, beforeAll, expect, it, jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { upsertGatewayEndpoint } from '#common/gateway-endpoints.ts';
 import type { TestApi } from '#test/api.ts';
 import {
   adminCall,
   axe,
   describeInChromium,
+  launchChromium,
   newContext,
   shot,
   signIn,
@@ -29,7 +30,6 @@ import { startOrigin, type Origin } from '#test/gateway/origin.ts';
 import { counterDelta, counterValues } from '#test/gateway/usage.ts';
 import { createTestCa, type IssuedCertificate, type TestCa } from '#test/tls.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const run = promisify(execFile);
 // A browser on a shared 2-core machine: generous per-test limits; nothing here measures speed.
 jest.setTimeout(180_000);
@@ -144,8 +144,7 @@ describeInChromium('customer dashboard in Chromium: https:// proxies for plans s
     const url = new URL(generated[0]!);
     const target = `http://127.0.0.1:${origin.port}/peer`;
     const before = await counterValues(gateway, 'proxyfleet_gateway_requests_total');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
+    const browser = await launchChromium({
       proxy: {
         server: `${url.protocol}//${url.host}`,
         // Chromium never proxies loopback unless told to (its implicit bypass list).
@@ -154,14 +153,6 @@ describeInChromium('customer dashboard in Chromium: https:// proxies for plans s
         password: decodeURIComponent(url.password),
       },
       args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
         // Trust exactly the gateway's key (no NSS certutil on this machine to add the test CA).
         `--ignore-certificate-errors-spki-list=${leaf.spkiSha256}`,
       ],
