@@ -39,8 +39,8 @@ it('starts every member and leaves nothing running after Ctrl-C', async () => {
     }
     const pids = (/\(pids ([\d ]+)\)/.exec(output)?.[1] ?? '').split(' ').map(Number);
     const dir = /up in (\S+)/.exec(output)?.[1] ?? '';
-    // 2 APIs, 4 gateways, the worker, HAProxy, Prometheus.
-    expect(pids).toHaveLength(9);
+    // The change relay, 2 APIs, 4 gateways, the worker, HAProxy, Prometheus.
+    expect(pids).toHaveLength(10);
     expect(pids.every(alive)).toBe(true);
     expect(existsSync(dir)).toBe(true);
     const ports = fleetPorts(basePort);
@@ -52,6 +52,8 @@ it('starts every member and leaves nothing running after Ctrl-C', async () => {
       ports.advanced,
       ...ports.gatewayHealth,
       ports.workerHealth,
+      ports.relay,
+      ports.relayHealth,
       ports.originHttp,
       ports.originHttps,
       ports.prometheus,

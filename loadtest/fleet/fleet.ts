@@ -34,6 +34,8 @@ export function fleetPorts(base: number) {
     advancedGateways: [base + 21],
     gatewayHealth: [base + 31, base + 32, base + 33, base + 34],
     workerHealth: base + 35,
+    relay: base + 36, // the change relay's stream (ws://127.0.0.1:<relay>/changes)
+    relayHealth: base + 37,
     originHttp: base + 40,
     originHttps: base + 43,
     prometheus: base + 90,
@@ -57,11 +59,16 @@ export interface FleetOptions {
   pgbouncer?: boolean;
   /** Database connections per process (PROXYFLEET_DB_POOL_SIZE; default 5). */
   poolSize?: number;
+  /**
+   * The APIs and gateways take their changes from a change relay (docs/adr/0105), as `npm start`
+   * and the chart run them (default); false: each process LISTENs itself.
+   */
+  relay?: boolean;
 }
 
 interface Member {
   name: string;
-  kind: 'api' | 'gateway' | 'worker' | 'haproxy' | 'prometheus';
+  kind: 'relay' | 'api' | 'gateway' | 'worker' | 'haproxy' | 'prometheus';
   command: string;
   args: string[];
   env: Record<string, string>;
@@ -199,6 +206,7 @@ ${job('proxyfleet-gateway', [
   { port: ports.gatewayHealth[3]!, instance: 'gateway-advanced-1' },
 ])}
 ${job('proxyfleet-worker', [{ port: ports.workerHealth, instance: 'worker' }])}
+${job('proxyfleet-relay', [{ port: ports.relayHealth, instance: 'relay' }])}
 `;
 }
 
@@ -260,7 +268,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
     if (stopped) return;
     stopped = true;
     // The proxies first (no new traffic), then the processes that serve it, Prometheus last.
-    const order: Member['kind'][] = ['haproxy', 'gateway', 'api', 'worker', 'prometheus'];
+    const order: Member['kind'][] = ['haproxy', 'gateway', 'api', 'worker', 'relay', 'prometheus'];
     for (const kind of order)
       await Promise.all(members.filter((m) => m.kind === kind).map((m) => stopMember(m)));
     // Each step even when one before failed (Ctrl-C also reaches an embedded server directly).
@@ -350,6 +358,26 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       PROXYFLEET_LOG_LEVEL: options.logLevel ?? 'warn',
       PROXYFLEET_DB_POOL_SIZE: String(options.poolSize ?? 5),
     };
+    const relayed = options.relay ?? true;
+    // The processes that keep caches: through the relay, or each with its own LISTEN.
+    const feed: Record<string, string> = relayed
+      ? { PROXYFLEET_RELAY_URL: `ws://127.0.0.1:${ports.relay}/changes` }
+      : {};
+    if (relayed)
+      members.push({
+        name: 'relay',
+        kind: 'relay',
+        command: node,
+        args: [...nodeArgs, 'relay/src/main.ts'],
+        env: {
+          ...common,
+          PROXYFLEET_RELAY_HOST: '127.0.0.1',
+          PROXYFLEET_RELAY_PORT: String(ports.relay),
+          PROXYFLEET_HEALTH_HOST: '127.0.0.1',
+          PROXYFLEET_HEALTH_PORT: String(ports.relayHealth),
+        },
+        ready: () => httpOk(`http://127.0.0.1:${ports.relayHealth}/readyz`),
+      });
     await writeFile(path.join(dir, 'basic.yaml'), gatewayYaml('basic', ports.basicGateways[0]!));
     await writeFile(path.join(dir, 'advanced.yaml'), gatewayYaml('advanced', ports.advancedGateways[0]!));
 
@@ -361,6 +389,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
         args: [...nodeArgs, 'api/src/main.ts'],
         env: {
           ...common,
+          ...feed,
           PROXYFLEET_API_HOST: '127.0.0.1',
           PROXYFLEET_API_PORT: String(port),
           PROXYFLEET_ADMIN_TOKEN: adminToken,
@@ -382,6 +411,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       args: [...nodeArgs, 'gateway/src/main.ts'],
       env: {
         ...common,
+        ...feed,
         PROXYFLEET_GATEWAY_CONFIG: path.join(dir, `${plan}.yaml`),
         PROXYFLEET_GATEWAY_HOST: '127.0.0.1',
         PROXYFLEET_GATEWAY_PORT: String(port),
@@ -435,9 +465,11 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       ready: () => httpOk(`http://127.0.0.1:${ports.prometheus}/-/ready`),
     });
 
-    // The APIs first (they race for nothing: the schema is migrated), then everything else.
-    for (const kind of ['api', 'gateway', 'worker', 'haproxy', 'prometheus'] as const) {
+    // The relay, whose snapshot the others start from; the APIs (they race for nothing: the
+    // schema is migrated), then everything else.
+    for (const kind of ['relay', 'api', 'gateway', 'worker', 'haproxy', 'prometheus'] as const) {
       const batch = members.filter((m) => m.kind === kind);
+      if (batch.length === 0) continue;
       batch.forEach(launch);
       await Promise.all(
         batch.map((m) =>

@@ -96,6 +96,9 @@ export async function runFailover(opts: FailoverOptions): Promise<number> {
       databaseUrl: primary.url(),
       dir: path.join(dir, 'fleet'),
       pgbouncer: true,
+      // Each process keeps its own LISTEN here: the scenario's figures and its twenty runs of
+      // docs/adr/0095 are of that path; the fleet scenario runs the relay.
+      relay: false,
       onStep: (line) => report.say(line),
     });
     return await scenario(fleet, profile, report, opts, { primary, replica, dir, clusters });
