@@ -94,6 +94,31 @@ spec:
     90_000,
   );
 
+  it("the api answers its pod's preStop: not ready at once, then the answer once no new connection came for 3 s", async () => {
+    const port = await freePort();
+    const proc = startEntrypoint('api/src/main.ts', {
+      DATABASE_URL: db.url,
+      ...cases[0]!.env(port),
+    });
+    running.push(proc);
+    await waitForHttp(`http://127.0.0.1:${port}/readyz`, 200, 45_000);
+    const started = performance.now();
+    // Before, the API set no preStop: /prestop was an unknown path (404) and the pod had no hook.
+    const preStop = fetch(`http://127.0.0.1:${port}/prestop`).then(async (res) => ({
+      status: res.status,
+      body: (await res.json()) as { preStop: { ended: string; waitedMs: number } },
+      at: performance.now() - started,
+    }));
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
+    const answer = await preStop;
+    expect(answer.status).toBe(200);
+    expect(answer.body.preStop.ended).toBe('quiet');
+    expect(answer.at).toBeGreaterThanOrEqual(3_000);
+    proc.kill('SIGTERM');
+    expect(await proc.exited).toBe(0);
+  }, 90_000);
+
   it('refuses to start on bad configuration, naming every bad variable', async () => {
     const proc = startEntrypoint('api/src/main.ts', {
       DATABASE_URL: 'mysql://nope',

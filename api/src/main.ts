@@ -1,5 +1,6 @@
 // Composition root of the api entrypoint.
 import { openEntrypointDatabase } from '#common/db/open.ts';
+import { untilQuiet } from '#common/prestop.ts';
 import { runMain } from '#common/runtime.ts';
 import { loadApiConfig } from './config.ts';
 import { startApi } from './server.ts';
@@ -8,5 +9,12 @@ runMain('api', loadApiConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
   const db = await openEntrypointDatabase('api', config, runtime);
   const api = await startApi({ config, logger, registry, health, pool: db.pool, databaseUrl: db.sessionUrl });
+  // The pod's preStop (GET /prestop on the API's port): readiness false, then accept until no new
+  // connection comes, as the gateway does (common/src/prestop.ts, docs/adr/0094).
+  health.setPreStop(async () => {
+    const result = await untilQuiet(() => api.lastConnectionAt());
+    logger.info(result, 'preStop: no new connections');
+    return result;
+  });
   shutdown.add({ name: 'http', run: () => api.close() });
 });

@@ -60,6 +60,8 @@ export interface RunningApi {
   app: Express;
   /** "Forgot password?" asks handled after the answer (tests pause it and wait for it). */
   resetRequests: ResetRequests;
+  /** performance.now() of the last connection accepted (the pod's preStop waits for them to stop). */
+  lastConnectionAt(): number;
   close(): Promise<void>;
 }
 
@@ -202,6 +204,10 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000; // above common load balancers' idle timeout (60 s)
   server.on('clientError', answerClientError);
+  let lastConnectionAt = 0;
+  server.on('connection', () => {
+    lastConnectionAt = performance.now();
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -223,6 +229,7 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     instance,
     app,
     resetRequests,
+    lastConnectionAt: () => lastConnectionAt,
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

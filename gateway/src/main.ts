@@ -6,7 +6,7 @@ import { runMain } from '#common/runtime.ts';
 import { GatewayHeartbeat } from './accounting/heartbeat.ts';
 import { loadGatewayConfig } from './config.ts';
 import { raiseFileLimit } from './proxy/limits.ts';
-import { untilQuiet } from './prestop.ts';
+import { untilQuiet } from '#common/prestop.ts';
 import { startGateway } from './server.ts';
 import { GatewayCertificates } from './tls/certificates.ts';
 import { readProxyGateways, withProxyProtocolEnv } from './spec.ts';

@@ -99,7 +99,7 @@ export interface RunningGateway {
   history: HistoryTally;
   /** Change-feed version this process's credential cache has applied. */
   cacheVersion(): number;
-  /** performance.now() of the last connection accepted (the preStop waits for them to stop, prestop.ts). */
+  /** performance.now() of the last connection accepted (the preStop waits for them to stop, common/src/prestop.ts). */
   lastConnectionAt(): number;
   close(): Promise<void>;
 }

@@ -162,6 +162,21 @@ describeKube('Helm chart charts/proxyfleet', () => {
     );
     expect(monitoring).toEqual(expect.arrayContaining(['ServiceMonitor', 'PodMonitor']));
     expect(((await helmTemplate()) as Doc[]).map((d) => d.kind)).not.toContain('ServiceMonitor');
+    // The API pod drains as the gateway's does: its preStop, within its termination grace.
+    const api = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'proxyfleet-api')!;
+    const apiPod = (
+      api as unknown as {
+        spec: {
+          template: {
+            spec: { terminationGracePeriodSeconds: number; containers: Array<{ lifecycle?: unknown }> };
+          };
+        };
+      }
+    ).spec.template.spec;
+    expect(apiPod.containers[0]!.lifecycle).toEqual({
+      preStop: { httpGet: { path: '/prestop', port: 'http' } },
+    });
+    expect(apiPod.terminationGracePeriodSeconds).toBe(45);
     // The database URL reaches every component from a Secret, never as a literal.
     for (const d of docs.filter((x) => x.kind === 'Deployment')) {
       const env = (

@@ -26,7 +26,7 @@ export const CONFIG_DIR = '/etc/proxyfleet';
 export const CONFIG_FILE = 'gateway.yaml';
 /**
  * The bound of the pod's preStop (GET /prestop: readiness false, then accepting until no new
- * connection comes, gateway/src/prestop.ts, which gives up at 15 s), counted in the termination
+ * connection comes, common/src/prestop.ts, which gives up at 15 s), counted in the termination
  * grace before the drain (docs/adr/0094).
  */
 export const PRE_STOP_SECONDS = 20;

@@ -1,14 +1,15 @@
-// The gateway pod's preStop (GET /prestop on the health port, docs/adr/0094): readiness goes
-// false at once (common/src/health.ts), then the gateway keeps accepting until its Service
-// endpoint is gone from kube-proxy's rules, which it sees as no new connection for a while, and
-// only then lets the kubelet send SIGTERM, which closes the listener. A fixed `sleep 5` closed it
-// while a loaded node's kube-proxy still sent new connections there: refused at the NodePort.
+// A pod's preStop (GET /prestop, docs/adr/0094), the gateway's on its health port and the API's
+// on its own: readiness goes false at once (health.ts), then the process keeps accepting until its
+// Service endpoint is gone from kube-proxy's rules, which it sees as no new connection for a while,
+// and only then lets the kubelet send SIGTERM, which closes the listener. A fixed `sleep 5` closed
+// it while a loaded node's kube-proxy still sent new connections there: refused at the NodePort.
 //
 // Sized from kube-proxy's sync: an endpoint change reaches the rules at its next sync, at most
 // --iptables-min-sync-period (1 s by default) after the EndpointSlice update, which the
 // EndpointSlice controller writes within a second of the pod's deletion; QUIET_MS is three such
-// periods. MIN_MS covers a gateway that had no traffic at all (nothing to see go quiet), MAX_MS
-// bounds the wait within the pod's termination grace (the operator's PRE_STOP_SECONDS).
+// periods. MIN_MS covers a process that had no traffic at all (nothing to see go quiet), MAX_MS
+// bounds the wait within the pod's termination grace (the operator's PRE_STOP_SECONDS for the
+// gateway; the chart's default 30 s for the API).
 
 export const PRE_STOP = { minMs: 3_000, quietMs: 3_000, maxMs: 15_000, pollMs: 100 };
 
