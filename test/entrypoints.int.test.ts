@@ -94,17 +94,22 @@ spec:
     90_000,
   );
 
-  it("the api answers its pod's preStop: not ready at once, then the answer once no new connection came for 3 s", async () => {
-    const port = await freePort();
+  it("the api answers its pod's preStop on its health port only: not ready at once, then the answer once no new connection came for 3 s", async () => {
+    const [port, healthPort] = [await freePort(), await freePort()];
     const proc = startEntrypoint('api/src/main.ts', {
       DATABASE_URL: db.url,
+      PROXYFLEET_HEALTH_HOST: '127.0.0.1',
+      PROXYFLEET_HEALTH_PORT: String(healthPort),
       ...cases[0]!.env(port),
     });
     running.push(proc);
     await waitForHttp(`http://127.0.0.1:${port}/readyz`, 200, 45_000);
+    // Not on the public port, where any client could make the pod unready.
+    expect((await fetch(`http://127.0.0.1:${port}/prestop`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     const started = performance.now();
-    // Before, the API set no preStop: /prestop was an unknown path (404) and the pod had no hook.
-    const preStop = fetch(`http://127.0.0.1:${port}/prestop`).then(async (res) => ({
+    // Before, the API set no preStop and had no health port: the pod had no hook.
+    const preStop = fetch(`http://127.0.0.1:${healthPort}/prestop`).then(async (res) => ({
       status: res.status,
       body: (await res.json()) as { preStop: { ended: string; waitedMs: number } },
       at: performance.now() - started,

@@ -37,7 +37,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.set('trust proxy', deps.trustProxyHops);
   app.use(requestPlumbing(deps.logger, deps.metrics));
   app.use((req, res, next) => {
-    if (!deps.health.handle(req, res)) next();
+    // The pod's preStop is answered on the health port only (PROXYFLEET_HEALTH_PORT, api/src/main.ts).
+    if (!deps.health.handle(req, res, { preStop: false })) next();
   });
 
   if (deps.webhooks) app.use(deps.webhooks);

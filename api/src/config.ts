@@ -71,6 +71,12 @@ export const apiTuningEnv = {
 export const apiEnv = {
   PROXYFLEET_API_HOST: z.string().default('0.0.0.0'),
   PROXYFLEET_API_PORT: port(8080),
+  /**
+   * Where the pod's preStop is answered (GET /prestop, common/src/prestop.ts): a port of its own,
+   * not the public one, where a client could make the pod unready. Unset: no preStop (a process
+   * outside Kubernetes). The chart sets 9094.
+   */
+  PROXYFLEET_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   /** Operators' bearer token for /admin/v1. No default: a secret. */
   PROXYFLEET_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters'),
   /** Encrypts proxy passwords at rest (32 bytes, hex or base64). No default: a secret. */

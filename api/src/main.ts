@@ -1,5 +1,6 @@
 // Composition root of the api entrypoint.
 import { openEntrypointDatabase } from '#common/db/open.ts';
+import { startHealthServer } from '#common/health.ts';
 import { untilQuiet } from '#common/prestop.ts';
 import { runMain } from '#common/runtime.ts';
 import { loadApiConfig } from './config.ts';
@@ -9,12 +10,20 @@ runMain('api', loadApiConfig, async (config, runtime) => {
   const { logger, registry, health, shutdown } = runtime;
   const db = await openEntrypointDatabase('api', config, runtime);
   const api = await startApi({ config, logger, registry, health, pool: db.pool, databaseUrl: db.sessionUrl });
-  // The pod's preStop (GET /prestop on the API's port): readiness false, then accept until no new
-  // connection comes, as the gateway does (common/src/prestop.ts, docs/adr/0094).
-  health.setPreStop(async () => {
-    const result = await untilQuiet(() => api.lastConnectionAt());
-    logger.info(result, 'preStop: no new connections');
-    return result;
-  });
+  // The pod's preStop, on a port of its own (not the public one): readiness false, then accept
+  // until no new connection comes, as the gateway does (common/src/prestop.ts, docs/adr/0094).
+  if (config.PROXYFLEET_HEALTH_PORT !== undefined) {
+    health.setPreStop(async () => {
+      const result = await untilQuiet(() => api.lastConnectionAt());
+      logger.info(result, 'preStop: no new connections');
+      return result;
+    });
+    const server = await startHealthServer(
+      health,
+      config.PROXYFLEET_HEALTH_HOST,
+      config.PROXYFLEET_HEALTH_PORT,
+    );
+    shutdown.add({ name: 'health', run: () => server.close() });
+  }
   shutdown.add({ name: 'http', run: () => api.close() });
 });

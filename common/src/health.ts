@@ -73,8 +73,11 @@ export class Health {
     return { contentType: merged.contentType, body: await merged.metrics() };
   }
 
-  /** Answers /healthz, /readyz and /metrics; returns false for any other path. */
-  handle(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  /**
+   * Answers /healthz, /readyz and /metrics, and /prestop unless `preStop` is false (a public
+   * port, where any client could make the pod unready); returns false for any other path.
+   */
+  handle(req: http.IncomingMessage, res: http.ServerResponse, { preStop = true } = {}): boolean {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     if (path === '/healthz') {
@@ -88,7 +91,7 @@ export class Health {
       );
       return true;
     }
-    if (path === '/prestop' && this.preStop) {
+    if (path === '/prestop' && preStop && this.preStop) {
       this.startDraining();
       this.preStop().then(
         (result) => send(res, 200, 'application/json', JSON.stringify({ preStop: result ?? 'done' })),

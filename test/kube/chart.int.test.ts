@@ -174,7 +174,7 @@ describeKube('Helm chart charts/proxyfleet', () => {
       }
     ).spec.template.spec;
     expect(apiPod.containers[0]!.lifecycle).toEqual({
-      preStop: { httpGet: { path: '/prestop', port: 'http' } },
+      preStop: { httpGet: { path: '/prestop', port: 'health' } },
     });
     expect(apiPod.terminationGracePeriodSeconds).toBe(45);
     // The database URL reaches every component from a Secret, never as a literal.
