@@ -20,6 +20,7 @@ import { html, type Html } from './html.ts';
 import { csrfField, layout, type PageContext } from './layout.ts';
 import { post, type PageRoute, type SignedInVisit } from './page.ts';
 import type { BuyForm } from './billing-buy.ts';
+import { moneyText } from '#api/modules/billing/pdf.ts';
 
 export interface CardState {
   available: boolean;
@@ -71,7 +72,7 @@ export async function readCardState(
     failed: failed.rows.map((r) => ({
       bytes: Number(r.bytes),
       product: r.product,
-      amount: `${(Number(r.amount_cents) / 100).toFixed(2)} ${r.currency}`,
+      amount: moneyText(Number(r.amount_cents), r.currency),
       failure: r.failure ?? 'the payment was not completed',
       at: r.updated_at,
     })),

@@ -19,6 +19,7 @@ import { html, type Html } from './html.ts';
 import { csrfField, layout, message, type PageContext } from './layout.ts';
 import { post, type PageRoute, type SignedInVisit } from './page.ts';
 import { countOf } from '#common/words.ts';
+import { moneyText } from '#api/modules/billing/pdf.ts';
 
 /** What the form shows: a new key and nothing typed, or what was typed when it was refused. */
 export interface SubscribeForm {
@@ -172,8 +173,7 @@ async function monthlyPrice(pool: Pool, r: CustomerSubscription): Promise<string
     ],
   );
   const { cents, currency } = rows[0]!;
-  const amount = Number(cents) / 100;
-  return `${amount.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} ${currency}`;
+  return moneyText(Number(cents), currency);
 }
 
 function confirmView(
