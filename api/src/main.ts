@@ -1,7 +1,7 @@
 // Composition root of the api entrypoint.
 import { openEntrypointDatabase } from '#common/db/open.ts';
 import { startHealthServer } from '#common/health.ts';
-import { untilQuiet } from '#common/prestop.ts';
+import { drainOnPreStop } from '#common/prestop.ts';
 import { runMain } from '#common/runtime.ts';
 import { loadApiConfig } from './config.ts';
 import { startApi } from './server.ts';
@@ -13,11 +13,7 @@ runMain('api', loadApiConfig, async (config, runtime) => {
   // The pod's preStop, on a port of its own (not the public one): readiness false, then accept
   // until no new connection comes, as the gateway does (common/src/prestop.ts, docs/adr/0094).
   if (config.PROXYFLEET_HEALTH_PORT !== undefined) {
-    health.setPreStop(async () => {
-      const result = await untilQuiet(() => api.lastConnectionAt());
-      logger.info(result, 'preStop: no new connections');
-      return result;
-    });
+    drainOnPreStop(health, () => api.lastConnectionAt(), logger);
     const server = await startHealthServer(
       health,
       config.PROXYFLEET_HEALTH_HOST,

@@ -11,6 +11,9 @@
 // bounds the wait within the pod's termination grace (the operator's PRE_STOP_SECONDS for the
 // gateway; the chart's default 30 s for the API).
 
+import type { Health } from './health.ts';
+import type { Logger } from './logger.ts';
+
 export const PRE_STOP = { minMs: 3_000, quietMs: 3_000, maxMs: 15_000, pollMs: 100 };
 
 export interface PreStopResult {
@@ -33,4 +36,13 @@ export async function untilQuiet(
     if (t - start >= options.maxMs) return { waitedMs: Math.round(t - start), ended: 'bound' };
     await new Promise((r) => setTimeout(r, options.pollMs));
   }
+}
+
+/** Sets the process's preStop (health.ts's /prestop): untilQuiet on its accepted connections, logged. */
+export function drainOnPreStop(health: Health, lastConnectionAt: () => number, logger: Logger): void {
+  health.setPreStop(async () => {
+    const result = await untilQuiet(lastConnectionAt);
+    logger.info(result, 'preStop: no new connections');
+    return result;
+  });
 }

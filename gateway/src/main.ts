@@ -6,7 +6,7 @@ import { runMain } from '#common/runtime.ts';
 import { GatewayHeartbeat } from './accounting/heartbeat.ts';
 import { loadGatewayConfig } from './config.ts';
 import { raiseFileLimit } from './proxy/limits.ts';
-import { untilQuiet } from '#common/prestop.ts';
+import { drainOnPreStop } from '#common/prestop.ts';
 import { startGateway } from './server.ts';
 import { GatewayCertificates } from './tls/certificates.ts';
 import { readProxyGateways, withProxyProtocolEnv } from './spec.ts';
@@ -78,11 +78,7 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
     config.PROXYFLEET_HEALTH_PORT,
   );
   // The pod's preStop: readiness false, then accept until no new connection comes (prestop.ts).
-  health.setPreStop(async () => {
-    const result = await untilQuiet(() => running.lastConnectionAt());
-    logger.info(result, 'preStop: no new connections');
-    return result;
-  });
+  drainOnPreStop(health, () => running.lastConnectionAt(), logger);
   shutdown.add({ name: 'gateway', run: () => running.close() });
   if (tls) shutdown.add({ name: 'tls-certificates', run: () => tls.close() });
   // After the final flush returned the leases: the row goes, the gateway counts as gone at once.
