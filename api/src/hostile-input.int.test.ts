@@ -24,6 +24,8 @@ const admin: Access = { kind: 'admin' };
 const open: Access = { kind: 'public' };
 const page = (...fields: string[]): Access => ({ kind: 'dashboard', fields });
 const signedOut = (...fields: string[]): Access => ({ kind: 'signedOut', fields });
+/** The Subscribe form's fields, sent again by its confirmation page. */
+const SUBSCRIBE_FIELDS = ['kind', 'product', 'gbPerPeriod', 'country', 'proxyCount', 'paymentMethod', 'key'];
 
 /** One line per mounted route ("METHOD /path" as the router has it). */
 const ROUTES: Record<string, Access> = {
@@ -131,24 +133,8 @@ const ROUTES: Record<string, Access> = {
   'POST /billing/buy': page('product', 'gb', 'key'),
   'POST /billing/buy-card': page('product', 'gb', 'key'),
   'POST /billing/card': page(),
-  'POST /billing/subscribe': page(
-    'kind',
-    'product',
-    'gbPerPeriod',
-    'country',
-    'proxyCount',
-    'paymentMethod',
-    'key',
-  ),
-  'POST /billing/subscribe/confirm': page(
-    'kind',
-    'product',
-    'gbPerPeriod',
-    'country',
-    'proxyCount',
-    'paymentMethod',
-    'key',
-  ),
+  'POST /billing/subscribe': page(...SUBSCRIBE_FIELDS),
+  'POST /billing/subscribe/confirm': page(...SUBSCRIBE_FIELDS),
   'GET /billing/invoices/:invoiceId/pdf': page(),
   'GET /billing/details': page(),
   'POST /billing/details': page('company', 'address', 'vatId'),

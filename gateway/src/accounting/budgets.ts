@@ -212,8 +212,8 @@ export class Budgets {
     );
     const now = Date.now();
     this.databaseDown = answer.kind === 'failed';
-    if (answer.kind === 'failed') this.lastFailureAt = now;
     if (answer.kind === 'failed') {
+      this.lastFailureAt = now;
       const credit = outage.unreachable(b, now);
       if (credit > 0)
         logger.warn(
