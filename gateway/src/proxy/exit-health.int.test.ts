@@ -4,11 +4,13 @@
 // The origin answers /peer with the address it was reached from: the exit that was used.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type os from 'node:os';
+import { createLogger } from '#common/logger.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
 import { basicAuth, get, openTunnel, rawExchange } from '#test/gateway/client.ts';
 import { until } from '#test/process.ts';
+import { GatewayHeartbeat } from '../accounting/heartbeat.ts';
 import { ADDRESS_CHECK_MS } from './exit-addresses.ts';
 
 const fx = useTestGateway({ gateway: false });
@@ -128,5 +130,31 @@ describe('an exit whose source address leaves the node', () => {
     expect(gateway.exitReport().find((r) => r.n === 'de-1')).toEqual({ n: 'de-1', s: 'missing' });
     await bringBack('127.0.0.4', 'de-1');
     expect(await peer(`${p()}_country-de`)).toBe('127.0.0.4');
+  }, 60_000);
+
+  it('the heartbeat carries every exit in the same write', async () => {
+    const logger = createLogger('test', 'silent');
+    const hb = await GatewayHeartbeat.start({
+      pool: fx.db.pool,
+      gatewayId: 'exit-health-gw',
+      plan: 'basic',
+      logger,
+    });
+    try {
+      hb.reportExits(() => gateway.exitReport());
+      await take('127.0.0.3', 'us-2');
+      await hb.beat();
+      const { rows } = await fx.db.pool.query<{ exits: unknown }>(
+        `SELECT exits FROM gateway_heartbeats WHERE gateway_id = 'exit-health-gw'`,
+      );
+      expect(rows[0]!.exits).toEqual([
+        expect.objectContaining({ n: 'us-1', s: 'ok', ls: expect.any(Number) }),
+        expect.objectContaining({ n: 'us-2', s: 'missing' }),
+        expect.objectContaining({ n: 'de-1', s: 'ok' }),
+      ]);
+      await bringBack('127.0.0.3', 'us-2');
+    } finally {
+      await hb.stop();
+    }
   }, 60_000);
 });
