@@ -334,7 +334,7 @@ async function main(): Promise<number> {
       const server = await statementTimes(control, {
         leaseAcquire: '%lease_acquire(%',
         usageRecord: '%usage_record(%',
-        heartbeat: '%gateway_heartbeat(%',
+        heartbeat: '%gateway_heartbeat_v2(%',
         usageFold: '%usage_fold(%',
       });
       const top = await topStatements(control);

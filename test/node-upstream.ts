@@ -137,7 +137,7 @@ export function nodeUpstream(): NodeUpstream {
       const exitFault = !responded && exit.upstream !== undefined && proxyReq.socket?.connecting === true;
       if (exitFault) {
         ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: 'timeout' });
-        ctx.exits.markFailed(exit);
+        ctx.exits.markFailed(exit, 'ETIMEDOUT');
       }
       proxyReq.destroy();
       if (!responded) fail(refusalFor(exitFault ? 'exit_response_timeout' : 'destination_response_timeout'));
@@ -158,7 +158,7 @@ export function nodeUpstream(): NodeUpstream {
           plan: ctx.plan,
           reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused',
         });
-        ctx.exits.markFailed(exit);
+        ctx.exits.markFailed(exit, err.code ?? 'error');
       }
       // Without a body the request can be sent again: on the same exit when a pooled keep-alive
       // socket had gone stale, on the next exit when this one failed.

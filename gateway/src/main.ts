@@ -72,6 +72,8 @@ runMain('gateway', loadGatewayConfig, async (config, runtime) => {
       authFailuresPerAddress: config.PROXYFLEET_GATEWAY_AUTH_FAILURES_PER_MINUTE,
     },
   });
+  // The exits' health rides on the heartbeat (docs/adr/0117).
+  heartbeat.reportExits(() => running.exitReport());
   const server = await startHealthServer(
     health,
     config.PROXYFLEET_HEALTH_HOST,

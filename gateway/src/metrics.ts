@@ -1,6 +1,6 @@
 // The gateway's metrics. Several gateways share one registry in `npm start`, so the metrics are
 // created once per gateway process (GatewayProcess owns them) and every series carries the plan. Labels are bounded: plan,
-// direction, kind, reason, status class; never accounts or hosts.
+// direction, kind, reason, status class, the spec's exit names; never accounts or hosts.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { PROXY_PROTOCOL_REFUSALS } from './proxy/proxy-protocol.ts';
 
@@ -12,6 +12,8 @@ export interface GatewayMetrics {
   authFailures: Counter<'plan' | 'reason'>;
   refusals: Counter<'plan' | 'reason' | 'status_class'>;
   exitFailures: Counter<'plan' | 'reason'>;
+  /** 1 while an exit's source address is on no local interface (proxy/exit-addresses.ts), else 0. */
+  exitMissing: Gauge<'plan' | 'exit'>;
   flushLag: Gauge<'plan'>;
   flushFailures: Counter<'plan'>;
   leaseGrants: Counter<'plan'>;
@@ -87,6 +89,12 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       name: 'proxyfleet_gateway_exit_failures_total',
       help: 'Failed connections through an exit',
       labelNames: ['plan', 'reason'],
+      registers,
+    }),
+    exitMissing: new Gauge({
+      name: 'proxyfleet_gateway_exit_missing',
+      help: "1 while the exit's source address is on no local interface (the exit is skipped), else 0",
+      labelNames: ['plan', 'exit'],
       registers,
     }),
     flushLag: new Gauge({

@@ -24,7 +24,8 @@ import { CredentialCache } from './auth/cache.ts';
 import { createGatewayMetrics, planMetrics, zeroPlanSeries, type GatewayMetrics } from './metrics.ts';
 import { AccessLog, DEFAULT_ACCESS_LOG_SAMPLE } from './proxy/access-log.ts';
 import type { ProxyContext } from './proxy/context.ts';
-import { ExitPool } from './proxy/exits.ts';
+import { ExitAddressWatch, type InterfaceLister } from './proxy/exit-addresses.ts';
+import { ExitPool, type ExitReport } from './proxy/exits.ts';
 import type { UpstreamClient } from './proxy/upstream.ts';
 import { DestinationGuard } from './proxy/guard.ts';
 import {
@@ -87,6 +88,12 @@ export interface GatewayDeps {
   limits?: { maxConnections?: number; maxUnauthenticatedPerSource?: number; authFailuresPerAddress?: number };
   /** Target statistics caps (tests lower them; accounting/targets.ts has the defaults). */
   targets?: Pick<TargetTallyOptions, 'perAccount' | 'perDay' | 'maxEntries'>;
+  /**
+   * Where exits' source addresses are looked for (default os.networkInterfaces), and how often
+   * (default ADDRESS_CHECK_MS): tests give their own (proxy/exit-addresses.ts).
+   */
+  interfaces?: InterfaceLister;
+  addressCheckMs?: number;
 }
 
 export interface RunningGateway {
@@ -101,6 +108,8 @@ export interface RunningGateway {
   cacheVersion(): number;
   /** performance.now() of the last connection accepted (the preStop waits for them to stop, common/src/prestop.ts). */
   lastConnectionAt(): number;
+  /** Each exit's health, for the heartbeat (docs/adr/0117). */
+  exitReport(): ExitReport[];
   close(): Promise<void>;
 }
 
@@ -268,6 +277,16 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   });
   proc.ledgers.add(ledger);
   const limiter = proc.limiter;
+  const exits = new ExitPool(spec.exits);
+  // Exits whose source address is not on this node are left out before the first request.
+  const addresses = new ExitAddressWatch(exits, {
+    plan,
+    logger,
+    gauge: metrics.exitMissing,
+    ...(deps.interfaces ? { lister: deps.interfaces } : {}),
+    ...(deps.addressCheckMs ? { intervalMs: deps.addressCheckMs } : {}),
+  });
+  addresses.start();
   const ctx: ProxyContext = {
     plan,
     spec,
@@ -279,7 +298,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     ),
     ledger,
     guard: new DestinationGuard(deps.allowCidrs),
-    exits: new ExitPool(spec.exits),
+    exits,
     sessions: new SessionStore(deps.pool),
     metrics,
     hot,
@@ -356,6 +375,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     history,
     cacheVersion: () => proc.feed.version,
     lastConnectionAt: () => connections.lastConnectionAt(),
+    exitReport: () => exits.report(),
     close: () =>
       (closing ??= (async () => {
         // Stop accepting, let open connections finish (bounded), then bill and flush everything.
@@ -367,6 +387,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         // Let the destroyed sockets' 'close' handlers bill their last bytes before the final flush.
         await new Promise((r) => setTimeout(r, 20));
         await ledger.close(Date.now() + FINAL_FLUSH_MS);
+        addresses.stop();
         ctx.exits.close();
         proc.ledgers.delete(ledger);
         if (owned) await proc.close();

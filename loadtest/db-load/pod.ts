@@ -4,7 +4,7 @@
 //   - lease draws (LeaseClient: lease_acquire) at the measured rate per (customer, pod);
 //   - usage flushes every FLUSH_MS (UsageFlusher: usage_record), one line per budget, the spends of
 //     its leases and the leases it returns: the batch shape the fleet measured;
-//   - heartbeats every HEARTBEAT_MS (GatewayHeartbeat: gateway_register, gateway_heartbeat);
+//   - heartbeats every HEARTBEAT_MS (GatewayHeartbeat: gateway_register, gateway_heartbeat_v2);
 //   - the change feed's LISTEN session, its heartbeat and cache_acks row (ChangeFeed), and the
 //     credential cache's load and refresh on each change (CredentialCache); or, with relays, the
 //     relay's stream (RelayFeed: the start's snapshot and the changes' rows, docs/adr/0105).

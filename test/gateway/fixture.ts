@@ -5,6 +5,7 @@ import { Health } from '#common/health.ts';
 import { createLogger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
 import { changeLogHead } from '#common/db/changes.ts';
+import type { InterfaceLister } from '../../gateway/src/proxy/exit-addresses.ts';
 import { startGateway, type RunningGateway } from '../../gateway/src/server.ts';
 import { GatewayCertificates } from '../../gateway/src/tls/certificates.ts';
 import { proxyGatewaySchema, type ExitSpec, type Plan, type ProxyGateway } from '../../gateway/src/spec.ts';
@@ -52,6 +53,9 @@ export interface TestGatewayOptions {
   targets?: { perAccount?: number; perDay?: number; maxEntries?: number };
   /** TLS on the port (docs/adr/0071): the certificate files, read again every `reloadMs`. */
   tls?: { certFile: string; keyFile: string; reloadMs?: number };
+  /** The interfaces exits' source addresses are looked for on, and how often (proxy/exit-addresses.ts). */
+  interfaces?: InterfaceLister;
+  addressCheckMs?: number;
 }
 
 export type TestGateway = RunningGateway & { registry: Registry; certificates?: GatewayCertificates };
@@ -86,6 +90,8 @@ export async function startTestGateway(
     ...(oracle ? { upstreamClient: oracle.send } : {}),
     ...(options.fleetSize ? { fleetSize: options.fleetSize } : {}),
     ...(options.targets ? { targets: options.targets } : {}),
+    ...(options.interfaces ? { interfaces: options.interfaces } : {}),
+    ...(options.addressCheckMs ? { addressCheckMs: options.addressCheckMs } : {}),
   });
   if (!oracle && !certificates) return { ...running, registry };
   return {

@@ -310,11 +310,23 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     const lines = table.split('\n').map((l) => l.trim().split(/\s{2,}/));
     const pgwHeader = lines.find((l) => l[1] === 'PLAN');
     // PAUSED is empty (it never was), so the split on wide gaps folds it away in the rows.
-    expect(pgwHeader).toEqual(['NAME', 'PLAN', 'PORT', 'READY', 'STATUS', 'PAUSED', 'ENDPOINT', 'AGE']);
-    expect(lines.find((l) => l[0] === 'proxygateway.proxyfleet.io/basic')?.slice(1, 6)).toEqual([
+    expect(pgwHeader).toEqual([
+      'NAME',
+      'PLAN',
+      'PORT',
+      'READY',
+      'EXITS',
+      'STATUS',
+      'PAUSED',
+      'ENDPOINT',
+      'AGE',
+    ]);
+    // EXITS: exits working on some pod out of all, from the pods' heartbeats (none here).
+    expect(lines.find((l) => l[0] === 'proxygateway.proxyfleet.io/basic')?.slice(1, 7)).toEqual([
       'basic',
       '12321',
       '0/2',
+      '0/1',
       'NoReadyPods',
       'basic.proxy.example.com:12321',
     ]);

@@ -107,7 +107,18 @@ describe('crds/ is the single source of truth', () => {
     expect(byKind.ApiKey!.spec.names.shortNames).toEqual(['ak']);
     const columns = (kind: string) =>
       byKind[kind]!.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
-    expect(columns('ProxyGateway')).toEqual(['Plan', 'Port', 'Ready', 'Status', 'Paused', 'Endpoint', 'Age']);
+    // Exits and FailedExits (-o wide): the exits as the pods' heartbeats report them (docs/adr/0117).
+    expect(columns('ProxyGateway')).toEqual([
+      'Plan',
+      'Port',
+      'Ready',
+      'Exits',
+      'FailedExits',
+      'Status',
+      'Paused',
+      'Endpoint',
+      'Age',
+    ]);
     // docs/adr/0031: one NAME column, READY from the Ready condition, the cache counts named CACHES.
     expect(columns('ApiKey')).toEqual([
       'Account',

@@ -262,6 +262,26 @@ export type ProxyGatewayStatus = {
   /** readyReplicas/replicas, for the printer column. */
   ready?: string;
   endpoint?: string;
+  /** Each exit as the gateway pods report it on their heartbeat (pods whose heartbeat is fresh): how many pods find it working, failing or its source address missing, and when a connection through it last worked or failed. Refreshed every 10 s while the gateway has pods; times move in steps of at least a minute. */
+  exits?: Array<{
+    name: string;
+    /** The source address, the upstream's host:port (never its credentials), or "default route". */
+    target: string;
+    /** Pods reporting the exit working (ok), its last connection failed (failing), or its source address on none of the pod's interfaces (missing). */
+    pods: {
+      ok: number;
+      failing: number;
+      missing: number;
+    };
+    lastSuccess?: string;
+    lastFailure?: string;
+    /** The last failure's code (EADDRNOTAVAIL, ECONNREFUSED, ETIMEDOUT, upstream_407, ...). */
+    lastError?: string;
+  }>;
+  /** Exits working on at least one pod / all exits, for the printer column. */
+  exitsReady?: string;
+  /** Exits failing, or whose source address is missing, on at least one pod. */
+  failedExits?: number;
   conditions?: Array<{
     type: string;
     status: 'True' | 'False' | 'Unknown';

@@ -361,6 +361,110 @@ describeKube('ProxyGateway controller on a real API server', () => {
     await eventually(async () => (await get(PROXY_GATEWAY, 'secure')) === undefined, 20_000, 'secure gone');
   });
 
+  test("status.exits, the Exits columns and ExitAddressMissing follow the pods' heartbeats, and clear when fixed", async () => {
+    await applyPgw('exits', {
+      ...baseSpec,
+      plan: 'datacenter',
+      port: 10082,
+      advertisedHost: 'dc.example.com',
+      replicas: { min: 2, max: 2 },
+      exits: [
+        { name: 'dc-1', country: 'us', sourceAddress: '10.0.0.5' },
+        { name: 'dc-2', country: 'us', sourceAddress: '10.0.0.6' },
+        { name: 'dc-up', country: 'de', upstream: { url: 'http://user:secret@10.1.0.7:3128' } },
+      ],
+    });
+    const d = await eventually(() => get(RESOURCES.deployment, 'exits-gateway'), 20_000, 'deployment');
+    // What two gateway pods write on their heartbeat (gateway_heartbeat_v2), pod name = gateway id.
+    const beat = (pod: string, exits: unknown[], age = 0) =>
+      fx.db.pool.query(
+        `INSERT INTO gateway_heartbeats (gateway_id, plan, boot_id, exits, beat_at)
+         VALUES ($1, 'datacenter', 'b', $2, now() - make_interval(secs => $3))
+         ON CONFLICT (gateway_id) DO UPDATE SET exits = EXCLUDED.exits, beat_at = EXCLUDED.beat_at`,
+        [pod, JSON.stringify(exits), age],
+      );
+    const now = Math.floor(Date.now() / 1000);
+    const ok = (n: string) => ({ n, s: 'ok', ls: now });
+    await beat('exits-gateway-7d9c5b8f4-x2kqz', [ok('dc-1'), { n: 'dc-2', s: 'missing' }, ok('dc-up')]);
+    await beat('exits-gateway-7d9c5b8f4-bbw4m', [
+      ok('dc-1'),
+      ok('dc-2'),
+      { n: 'dc-up', s: 'failing', ls: now - 90, lf: now, cf: 3, e: 'upstream_407' },
+    ]);
+    // Neither counts: a pod whose heartbeat is 40 s old (dead), another gateway's pod of the plan.
+    await beat('exits-gateway-7d9c5b8f4-dddd2', [{ n: 'dc-1', s: 'missing' }], 40);
+    await beat('exits-gateway-2-gateway-7d9c5b8f4-x2kqz', [{ n: 'dc-1', s: 'missing' }]);
+    // No controller-manager here: play the Deployment controller's part (the gateway has pods).
+    await fx.admin.apply(
+      RESOURCES.deployment,
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'exits-gateway', namespace: NS },
+        status: {
+          observedGeneration: d.metadata.generation,
+          replicas: 2,
+          readyReplicas: 2,
+          updatedReplicas: 2,
+        },
+      } as KubeObject,
+      { fieldManager: 'test-deployment-controller', subresource: 'status' },
+    );
+    const status = await eventually(async () => {
+      const s = (await get(PROXY_GATEWAY, 'exits'))?.status;
+      return s?.failedExits === 2 && s.ready === '2/2' ? s : undefined;
+    }, 30_000);
+    expect(status.exitsReady).toBe('3/3');
+    expect(status.exits).toEqual([
+      expect.objectContaining({ name: 'dc-1', target: '10.0.0.5', pods: { ok: 2, failing: 0, missing: 0 } }),
+      expect.objectContaining({ name: 'dc-2', target: '10.0.0.6', pods: { ok: 1, failing: 0, missing: 1 } }),
+      expect.objectContaining({
+        name: 'dc-up',
+        target: '10.1.0.7:3128',
+        pods: { ok: 1, failing: 1, missing: 0 },
+        lastError: 'upstream_407',
+      }),
+    ]);
+    expect(JSON.stringify(status)).not.toContain('secret');
+    expect(status.conditions).toContainEqual(
+      expect.objectContaining({
+        type: 'ExitAddressMissing',
+        status: 'True',
+        reason: 'AddressMissing',
+        message: expect.stringContaining('10.0.0.6 (exit dc-2) on 1/2 pods'),
+      }),
+    );
+    const table = await fx.kube.kubectl(['get', 'pgw', 'exits', '-n', NS, '-o', 'wide']);
+    expect(table).toMatch(/EXITS\s+FAILEDEXITS/);
+    expect(table).toMatch(/exits\s+datacenter\s+10082\s+2\/2\s+3\/3\s+2\s/);
+    await eventually(async () => {
+      const list = await fx.admin.list<Obj & { reason?: string; involvedObject?: { name: string } }>(
+        RESOURCES.event,
+        { namespace: NS },
+      );
+      return list.items.some((e) => e.reason === 'ExitAddressMissing' && e.involvedObject?.name === 'exits');
+    });
+
+    // Fixed: the address is back on that pod and the upstream answers again. No event reaches the
+    // operator for it: the periodic refresh (EXITS_REFRESH_MS) reads it.
+    await beat('exits-gateway-7d9c5b8f4-x2kqz', [ok('dc-1'), ok('dc-2'), ok('dc-up')]);
+    await beat('exits-gateway-7d9c5b8f4-bbw4m', [ok('dc-1'), ok('dc-2'), ok('dc-up')]);
+    const fixedAt = performance.now();
+    const fixed = await eventually(async () => {
+      const s = (await get(PROXY_GATEWAY, 'exits'))?.status;
+      return s?.failedExits === 0 ? s : undefined;
+    }, 30_000);
+    const seconds = (performance.now() - fixedAt) / 1000;
+    expect(fixed.conditions).toContainEqual(
+      expect.objectContaining({ type: 'ExitAddressMissing', status: 'False', reason: 'AddressesPresent' }),
+    );
+    expect(fixed.exits.map((e: { pods: { ok: number } }) => e.pods.ok)).toEqual([2, 2, 2]);
+    process.stdout.write(`heartbeat rows fixed -> status.failedExits 0 after ${seconds.toFixed(1)} s\n`);
+
+    await fx.admin.delete(PROXY_GATEWAY, NS, 'exits');
+    await eventually(async () => (await get(PROXY_GATEWAY, 'exits')) === undefined, 20_000, 'exits gone');
+  }, 90_000);
+
   test('deleting a ProxyGateway removes its gateway_endpoints row, then the finalizer', async () => {
     await fx.admin.delete(PROXY_GATEWAY, NS, 'scaled');
     await eventually(

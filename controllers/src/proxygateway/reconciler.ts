@@ -8,10 +8,16 @@
 // proxyfleet.io/reconcile: paused stops all of it but deletion (runtime/pause.ts). A hostNetwork
 // gateway's replicas are capped at the nodes it may run on, and its host ports are checked against
 // the other hostNetwork ProxyGateways' (placement.ts, condition HostNetwork).
+//
+// Status also shows the exits as the pods' heartbeats report them (docs/adr/0117): while the
+// gateway has pods it is requeued every EXITS_REFRESH_MS, and a requeue with nothing changed
+// since a clean reconcile only reads the heartbeats (one query) and writes status if it changed.
+// Status is written only when it differs from what the CR has.
+import { isDeepStrictEqual } from 'node:util';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 import { exitLocations } from '#common/gateway-endpoints.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult, ReconcileTrigger } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from '../runtime/finalizers.ts';
 import type { Informer } from '../runtime/informer.ts';
@@ -21,10 +27,12 @@ import { isPaused, recordResumed, reportPaused, resumedConditions } from '../run
 import { applyStatus } from '../runtime/status.ts';
 import { setConditions } from '../runtime/conditions.ts';
 import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
-import type { ProxyGateway } from '../crds/types.generated.ts';
+import type { ProxyGateway, ProxyGatewayStatus } from '../crds/types.generated.ts';
 import { childName, desiredObjects, type Desired } from './desired.ts';
 import type { GatewayOptions } from './pod.ts';
 import { claimGatewayEndpoint, releaseGatewayEndpoints, type ClaimResult } from './endpoint.ts';
+import { readPodExits } from './exit-reports.ts';
+import type { PodExits } from './exit-status.ts';
 import { gatewayStatus, statusEvents, type ObservedDeployment, type StatusInputs } from './status.ts';
 import {
   assessPlacement,
@@ -63,6 +71,8 @@ const endpointSource = (pgw: ProxyGateway) => `ProxyGateway/${pgw.metadata.names
 export const PLAN_CONFLICT_RETRY_MS = 5_000;
 /** Retry while a same-name object we do not own blocks a child (a person must remove it). */
 export const NOT_OWNED_RETRY_MS = 30_000;
+/** How often the exits' status is refreshed from the heartbeats while the gateway has pods. */
+export const EXITS_REFRESH_MS = 10_000;
 
 /** Whether `o` carries a controller owner reference to the object with this uid. */
 export const controlledBy = (o: KubeObject, uid: string) =>
@@ -70,11 +80,14 @@ export const controlledBy = (o: KubeObject, uid: string) =>
 
 export function proxyGatewayReconciler(
   deps: ProxyGatewayReconcilerDeps,
-): (key: string) => Promise<ReconcileResult | void> {
+): (key: string, trigger?: ReconcileTrigger) => Promise<ReconcileResult | void> {
   const { client, pool, recorder } = deps;
+  /** Keys whose last whole reconcile applied everything and owns the endpoint: a requeue only refreshes. */
+  const clean = new Set<string>();
 
-  return async (key) => {
+  return async (key, trigger) => {
     const cached = deps.gateways.get(key);
+    const wasClean = clean.delete(key);
     if (!cached) return;
     if (cached.metadata.deletionTimestamp) {
       if (hasFinalizer(cached, PGW_FINALIZER)) {
@@ -85,6 +98,19 @@ export function proxyGatewayReconciler(
     }
     // Paused (pause.ts): nothing applied, deleted or published; deletion above still cleans up.
     if (isPaused(cached)) return reportPaused(client, PROXY_GATEWAY, cached, recorder, FIELD_MANAGER);
+    if (trigger?.requeued && wasClean) {
+      const exits = await podExits(cached);
+      await writeStatus({
+        gateway: cached,
+        deployment: observedDeployment(cached),
+        applied: { kind: 'applied' },
+        // Pure and cheap: without it the refresh would drop the HostNetwork condition.
+        placement: assessPlacement(cached, deps.placement.gateways(), deps.placement.nodes()),
+        exits,
+      });
+      clean.add(key);
+      return refresh(cached, exits);
+    }
     const pgw = await addFinalizer(client, PROXY_GATEWAY, cached, PGW_FINALIZER);
     const uid = pgw.metadata.uid ?? '';
     const namespace = pgw.metadata.namespace!;
@@ -136,20 +162,33 @@ export function proxyGatewayReconciler(
       throw err;
     }
     const conflict = claim.claimed ? undefined : claim.owner;
+    const exits = await podExits(pgw);
     await writeStatus({
       gateway: pgw,
       deployment: observedDeployment(pgw),
       applied: notOwned.length > 0 ? { kind: 'notOwned', objects: notOwned } : { kind: 'applied' },
       planOwner: conflict,
       placement,
+      exits,
     });
     if (conflict !== undefined) return { requeueAfterMs: PLAN_CONFLICT_RETRY_MS };
     if (notOwned.length > 0) return { requeueAfterMs: NOT_OWNED_RETRY_MS };
-    return undefined;
+    clean.add(key);
+    return refresh(pgw, exits);
   };
 
   function observedDeployment(pgw: ProxyGateway): Deployment | undefined {
     return deps.deployments.get(`${pgw.metadata.namespace}/${childName(pgw)}`);
+  }
+
+  function podExits(pgw: ProxyGateway): Promise<PodExits[]> {
+    return readPodExits(pool, pgw.spec.plan, childName(pgw));
+  }
+
+  /** Requeued for the exits' refresh while the Deployment has pods or some pod still beats. */
+  function refresh(pgw: ProxyGateway, exits: readonly PodExits[]): ReconcileResult | undefined {
+    const pods = observedDeployment(pgw)?.status?.replicas ?? 0;
+    return pods > 0 || exits.length > 0 ? { requeueAfterMs: EXITS_REFRESH_MS } : undefined;
   }
 
   /**
@@ -218,6 +257,8 @@ export function proxyGatewayReconciler(
     const resumed = resumedConditions(pgw.status?.conditions);
     if (resumed.length > 0)
       status.conditions = setConditions(status.conditions, resumed, pgw.metadata.generation);
+    // Unchanged: no write (every write is an update event to every watcher, this operator too).
+    if (sameStatus(pgw.status, status)) return;
     await applyStatus(client, PROXY_GATEWAY, pgw, status, FIELD_MANAGER);
     await recordResumed(recorder, pgw);
     for (const e of [
@@ -226,4 +267,12 @@ export function proxyGatewayReconciler(
     ])
       await recorder.record(pgw, e.type, e.reason, e.message);
   }
+}
+
+/** Whether the status the CR has is the one computed (as JSON: fields left undefined are absent). */
+function sameStatus(current: ProxyGateway['status'], next: ProxyGatewayStatus): boolean {
+  return (
+    current !== undefined &&
+    isDeepStrictEqual(JSON.parse(JSON.stringify(current)), JSON.parse(JSON.stringify(next)))
+  );
 }

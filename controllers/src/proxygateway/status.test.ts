@@ -1,7 +1,8 @@
 // The ProxyGateway status rules as tables: what was observed in, conditions and columns out.
 import { describe, expect, test } from '@jest/globals';
 import type { Condition } from '../runtime/conditions.ts';
-import type { ProxyGateway } from '../crds/types.generated.ts';
+import type { ProxyGateway, ProxyGatewayStatus } from '../crds/types.generated.ts';
+import { exitTarget, summarizeExits, type PodExits } from './exit-status.ts';
 import {
   gatewayConditions,
   gatewayStatus,
@@ -178,7 +179,7 @@ const conds = (text: string): Condition[] | undefined =>
   text === ''
     ? undefined
     : text.split('; ').map((c) => {
-        const [type, status, reason] = c.split(' ') as [string, 'True' | 'False', string];
+        const [type, status, reason] = c.split(' ') as [string, 'True' | 'False' | 'Unknown', string];
         return {
           type,
           status,
@@ -225,5 +226,203 @@ describe('the Events a change of status records', () => {
   test('a message change alone records nothing', () => {
     const after = conds('Ready True PodsReady')!.map((c) => ({ ...c, message: '3/3 gateway pods ready' }));
     expect(statusEvents(conds('Ready True PodsReady'), after)).toEqual([]);
+  });
+});
+
+// The exits as the pods' heartbeats report them (exit-status.ts, docs/adr/0117).
+const EXITS = [
+  { name: 'a', country: 'us', sourceAddress: '10.0.0.5' },
+  { name: 'b', country: 'us', sourceAddress: '10.0.0.6' },
+  { name: 'up', country: 'de', upstream: { url: 'http://user:secret@10.1.0.7:3128' } },
+  { name: 'any', country: '*' },
+] as ProxyGateway['spec']['exits'];
+const ALL_OK = [
+  { n: 'a', s: 'ok' },
+  { n: 'b', s: 'ok' },
+  { n: 'up', s: 'ok' },
+  { n: 'any', s: 'ok' },
+];
+/** A pod reporting ALL_OK but for the states given. */
+const pod = (name: string, states: Record<string, string> = {}): PodExits => ({
+  pod: name,
+  exits: ALL_OK.map((r) => ({ ...r, s: states[r.n] ?? r.s })),
+});
+
+/** One case a line: the pods' rows, then exitsReady, failedExits, the condition, and "ok/failing/missing" per exit. */
+const exitCases: Array<
+  [name: string, pods: PodExits[], ready: string, failed: number, condition: string, counts: string]
+> = [
+  ['no pod beats', [], '0/4', 0, 'Unknown NoReports', 'a 0/0/0, b 0/0/0, up 0/0/0, any 0/0/0'],
+  [
+    'only pods of an earlier release (no exits on their heartbeat)',
+    [{ pod: 'p1', exits: null }],
+    '0/4',
+    0,
+    'Unknown NoReports',
+    'a 0/0/0, b 0/0/0, up 0/0/0, any 0/0/0',
+  ],
+  [
+    'two pods, every exit ok',
+    [pod('p1'), pod('p2')],
+    '4/4',
+    0,
+    'False AddressesPresent',
+    'a 2/0/0, b 2/0/0, up 2/0/0, any 2/0/0',
+  ],
+  [
+    'an address missing on one pod: the exit still works on the other',
+    [pod('p1', { b: 'missing' }), pod('p2')],
+    '4/4',
+    1,
+    'True AddressMissing',
+    'a 2/0/0, b 1/0/1, up 2/0/0, any 2/0/0',
+  ],
+  [
+    'an address missing on every pod',
+    [pod('p1', { b: 'missing' }), pod('p2', { b: 'missing' })],
+    '3/4',
+    1,
+    'True AddressMissing',
+    'a 2/0/0, b 0/0/2, up 2/0/0, any 2/0/0',
+  ],
+  [
+    'an upstream failing on one pod: failed, but no address is missing',
+    [pod('p1', { up: 'failing' }), pod('p2')],
+    '4/4',
+    1,
+    'False AddressesPresent',
+    'a 2/0/0, b 2/0/0, up 1/1/0, any 2/0/0',
+  ],
+  [
+    'a pod of an older spec does not report an exit: not counted there; unreadable entries skipped',
+    [pod('p1'), { pod: 'p2', exits: [{ n: 'a', s: 'ok' }, { n: 'b', s: 'weird' }, 'x', null] }],
+    '4/4',
+    0,
+    'False AddressesPresent',
+    'a 2/0/0, b 1/0/0, up 1/0/0, any 1/0/0',
+  ],
+];
+
+describe('the exits as the pods report them', () => {
+  test.each(exitCases)('%s', (_name, pods, ready, failed, condition, counts) => {
+    const s = summarizeExits(EXITS, pods);
+    expect([s.exitsReady, s.failedExits, `${s.condition.status} ${s.condition.reason}`]).toEqual([
+      ready,
+      failed,
+      condition,
+    ]);
+    expect(s.exits.map((e) => `${e.name} ${e.pods.ok}/${e.pods.failing}/${e.pods.missing}`).join(', ')).toBe(
+      counts,
+    );
+  });
+
+  test('targets: the source address, the upstream host:port without its credentials, or the default route', () => {
+    expect(summarizeExits(EXITS, []).exits.map((e) => e.target)).toEqual([
+      '10.0.0.5',
+      '10.0.0.6',
+      '10.1.0.7:3128',
+      'default route',
+    ]);
+    const up = (url: string) => exitTarget({ name: 'x', country: 'us', upstream: { url } });
+    expect([up('http://proxy.example:8080'), up('http://[fd00::7]'), up('https://u:p@tls.example')]).toEqual([
+      'proxy.example:8080',
+      '[fd00::7]:80',
+      'tls.example:443',
+    ]);
+    expect(JSON.stringify(summarizeExits(EXITS, [pod('p1')]))).not.toContain('secret');
+  });
+
+  test('the condition names the missing addresses, their exits and on how many pods', () => {
+    const s = summarizeExits(EXITS, [
+      pod('p1', { a: 'missing', b: 'missing' }),
+      pod('p2', { b: 'missing' }),
+      pod('p3'),
+    ]);
+    expect(s.condition.message).toBe(
+      'source address on no interface of the pod, the exit skipped there: 10.0.0.5 (exit a) on 1/3 pods, 10.0.0.6 (exit b) on 2/3 pods',
+    );
+  });
+
+  test('last success and failure: the latest of the pods, moved only in steps of a minute, the error with its failure', () => {
+    const at = (s: number) => new Date(s * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+    const T = 1_767_225_600; // 2026-01-01T00:00:00Z
+    const rows = (ls: number, lf: number, e: string): PodExits[] => [
+      { pod: 'p1', exits: [{ n: 'up', s: 'ok', ls, lf: lf - 100, e: 'ECONNREFUSED' }] },
+      { pod: 'p2', exits: [{ n: 'up', s: 'failing', ls: ls - 5, lf, cf: 2, e }] },
+    ];
+    const first = summarizeExits(EXITS, rows(T, T - 10, 'upstream_407')).exits[2]!;
+    expect(first).toEqual({
+      name: 'up',
+      target: '10.1.0.7:3128',
+      pods: { ok: 1, failing: 1, missing: 0 },
+      lastSuccess: at(T),
+      lastFailure: at(T - 10),
+      lastError: 'upstream_407',
+    });
+    // 30 s later: nothing moves (no status write); 61 s later: both move, the error with its failure.
+    expect(summarizeExits(EXITS, rows(T + 30, T + 20, 'ETIMEDOUT'), [first]).exits[2]).toEqual(first);
+    const moved = summarizeExits(EXITS, rows(T + 61, T + 55, 'ETIMEDOUT'), [first]).exits[2]!;
+    expect(moved).toMatchObject({ lastSuccess: at(T + 61), lastFailure: at(T + 55), lastError: 'ETIMEDOUT' });
+    // The pods with the latest times gone (replaced, restarted): the times shown do not go back.
+    const later = [{ pod: 'p3', exits: [{ n: 'up', s: 'ok', ls: T + 40 }] }];
+    expect(summarizeExits(EXITS, later, [moved]).exits[2]).toEqual({
+      ...moved,
+      pods: { ok: 1, failing: 0, missing: 0 },
+    });
+  });
+});
+
+describe('status with the exits', () => {
+  const withExits = (conditions?: Condition[], status: Partial<ProxyGatewayStatus> = {}) => {
+    const g = gateway(3, conditions);
+    return { ...g, spec: { ...g.spec, exits: EXITS }, status: { ...g.status, ...status } };
+  };
+
+  test('the columns, the exits and the condition; kept as they are when the heartbeats were not read', () => {
+    const s = gatewayStatus(
+      { gateway: withExits(), deployment: allUp, applied, exits: [pod('p1', { b: 'missing' })] },
+      T0,
+    );
+    expect(s).toMatchObject({ exitsReady: '3/4', failedExits: 1 });
+    expect(s.exits).toHaveLength(4);
+    expect(s.conditions!.map((c) => `${c.type} ${c.status}`)).toContain('ExitAddressMissing True');
+    const failedApply = gatewayStatus(
+      { gateway: withExits(s.conditions, s), deployment: allUp, applied: { kind: 'failed', error: 'x' } },
+      T1,
+    );
+    expect(failedApply).toMatchObject({ exits: s.exits, exitsReady: '3/4', failedExits: 1 });
+    expect(failedApply.conditions!.find((c) => c.type === 'ExitAddressMissing')).toEqual(
+      s.conditions!.find((c) => c.type === 'ExitAddressMissing'),
+    );
+  });
+
+  test.each([
+    [
+      'an address goes missing',
+      'ExitAddressMissing False AddressesPresent',
+      'ExitAddressMissing True AddressMissing',
+      ['Warning ExitAddressMissing'],
+    ],
+    [
+      'found missing at the first report',
+      'ExitAddressMissing Unknown NoReports',
+      'ExitAddressMissing True AddressMissing',
+      ['Warning ExitAddressMissing'],
+    ],
+    [
+      'the addresses are back',
+      'ExitAddressMissing True AddressMissing',
+      'ExitAddressMissing False AddressesPresent',
+      ['Normal ExitAddressesBack'],
+    ],
+    [
+      'the first report finds every address',
+      'ExitAddressMissing Unknown NoReports',
+      'ExitAddressMissing False AddressesPresent',
+      [],
+    ],
+  ])('events: %s', (_name, before, after, events) => {
+    const got = statusEvents(conds(before), conds(after)!);
+    expect(got.map((e) => `${e.type} ${e.reason}`)).toEqual(events);
   });
 });

@@ -5,11 +5,13 @@
 //
 // Status always describes the observed Deployment (a failed apply does not make running pods
 // look absent); how applying went is its own condition, Applied. Ready is False with reason
-// PlanConflict while another ProxyGateway owns the plan's public endpoint.
+// PlanConflict while another ProxyGateway owns the plan's public endpoint. The exits, as the pods'
+// heartbeats report them, are exit-status.ts's (docs/adr/0117).
 import { findCondition, setConditions, transitions, type ConditionInput } from '../runtime/conditions.ts';
 import type { EventType } from '../runtime/events.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import type { ProxyGateway, ProxyGatewayStatus } from '../crds/types.generated.ts';
+import { summarizeExits, type PodExits } from './exit-status.ts';
 
 /** The fields of the gateway's Deployment that status reads (the observed pods). */
 export interface ObservedDeployment {
@@ -38,7 +40,12 @@ export interface StatusInputs {
   deployment: ObservedDeployment | undefined;
   applied: ApplyOutcome;
   /** Who owns the plan's endpoint row when it is not this gateway (endpoint.ts); undefined when it is. */
-  planOwner?: string;
+  planOwner?: string | undefined;
+  /**
+   * The heartbeats of the gateway's pods (exit-reports.ts); undefined when they were not read
+   * (the reconcile failed before): the exits' status is then kept as it is.
+   */
+  exits?: readonly PodExits[];
 }
 
 export interface StatusEvent {
@@ -140,29 +147,41 @@ export function gatewayConditions(inputs: StatusInputs): ConditionInput[] {
   ];
 }
 
-/** The whole status to write: the printer columns (ready, endpoint) and the merged conditions. */
+/**
+ * The whole status to write: the printer columns (ready, endpoint, exits), the exits and the
+ * merged conditions.
+ */
 export function gatewayStatus(inputs: StatusInputs, now: Date = new Date()): ProxyGatewayStatus {
   const { gateway } = inputs;
   const { replicas, ready } = pods(inputs.deployment);
+  const conditions = gatewayConditions(inputs);
+  const was = gateway.status ?? {};
+  let exits: Pick<ProxyGatewayStatus, 'exits' | 'exitsReady' | 'failedExits'> = {
+    ...(was.exits ? { exits: was.exits } : {}),
+    ...(was.exitsReady !== undefined ? { exitsReady: was.exitsReady } : {}),
+    ...(was.failedExits !== undefined ? { failedExits: was.failedExits } : {}),
+  };
+  if (inputs.exits) {
+    const summary = summarizeExits(gateway.spec.exits, inputs.exits, was.exits);
+    exits = { exits: summary.exits, exitsReady: summary.exitsReady, failedExits: summary.failedExits };
+    conditions.push(summary.condition);
+  }
   return {
     observedGeneration: gateway.metadata.generation ?? 0,
     replicas,
     readyReplicas: ready,
     ready: `${ready}/${replicas}`,
     endpoint: `${gateway.spec.advertisedHost}:${gateway.spec.port}`,
-    conditions: setConditions(
-      gateway.status?.conditions,
-      gatewayConditions(inputs),
-      gateway.metadata.generation,
-      now,
-    ),
+    ...exits,
+    conditions: setConditions(gateway.status?.conditions, conditions, gateway.metadata.generation, now),
   };
 }
 
 /**
  * The Events a status change records, in order. Ready True is Normal; not ready at creation is
  * expected, so losing readiness (a Ready condition existed before) is the notable transition,
- * and PlanConflict is always told. A Deployment failure and a failed apply are Warnings.
+ * and PlanConflict is always told. A Deployment failure, a failed apply and an exit's source
+ * address going missing are Warnings; the addresses being back after that is Normal.
  */
 export function statusEvents(
   before: ProxyGatewayStatus['conditions'],
@@ -179,6 +198,14 @@ export function statusEvents(
     }
     if ((c.type === 'Degraded' && c.status === 'True') || (c.type === 'Applied' && c.status === 'False'))
       events.push({ type: 'Warning', reason: c.reason, message: c.message });
+    if (c.type === 'ExitAddressMissing' && c.status === 'True')
+      events.push({ type: 'Warning', reason: 'ExitAddressMissing', message: c.message });
+    if (
+      c.type === 'ExitAddressMissing' &&
+      c.status === 'False' &&
+      findCondition(before, 'ExitAddressMissing')?.status === 'True'
+    )
+      events.push({ type: 'Normal', reason: 'ExitAddressesBack', message: c.message });
   }
   return events;
 }

@@ -6,6 +6,7 @@ import { createLogger } from '#common/logger.ts';
 import { useTestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { fold } from '#test/gateway/usage.ts';
+import type { ExitReport } from '../proxy/exits.ts';
 import { GatewayHeartbeat } from './heartbeat.ts';
 
 const fx = useTestDatabase();
@@ -203,6 +204,60 @@ describe('reclaiming the leases of a gateway that stopped heartbeating', () => {
     await hb.beat();
     expect(hb.liveGateways()).toBe(2);
     await hb.stop();
+  });
+});
+
+describe("the exits' health on the heartbeat (migrations/0175, docs/adr/0117)", () => {
+  const exitsOf = async (gateway: string) =>
+    (
+      await fx.db.pool.query<{ exits: unknown }>(
+        'SELECT exits FROM gateway_heartbeats WHERE gateway_id = $1',
+        [gateway],
+      )
+    ).rows[0]?.exits;
+
+  it('each beat writes what the gateway reports, in the same statement; none before the gateway reports', async () => {
+    const hb = await GatewayHeartbeat.start({
+      pool: fx.db.pool,
+      gatewayId: 'gw-exits',
+      plan: 'basic',
+      logger,
+    });
+    await hb.beat();
+    expect(await exitsOf('gw-exits')).toBeNull();
+    let report: ExitReport[] = [{ n: 'us-1', s: 'ok', ls: 1_700_000_000 }];
+    hb.reportExits(() => report);
+    await hb.beat();
+    expect(await exitsOf('gw-exits')).toEqual([{ n: 'us-1', s: 'ok', ls: 1_700_000_000 }]);
+    report = [{ n: 'us-1', s: 'missing', ls: 1_700_000_000 }];
+    await hb.beat();
+    expect(await exitsOf('gw-exits')).toEqual([{ n: 'us-1', s: 'missing', ls: 1_700_000_000 }]);
+    // A restarted process starts with no report: the earlier one's exits are not its own.
+    const next = await GatewayHeartbeat.start({
+      pool: fx.db.pool,
+      gatewayId: 'gw-exits',
+      plan: 'basic',
+      logger,
+    });
+    expect(await exitsOf('gw-exits')).toBeNull();
+    await next.stop();
+    await hb.stop();
+  });
+
+  it('a gateway of the previous release keeps beating through gateway_heartbeat, reporting no exits', async () => {
+    await fx.db.pool.query(
+      `SELECT * FROM gateway_heartbeat_v2('gw-old', 'basic', 'b', '[{"n":"x","s":"ok"}]')`,
+    );
+    expect(await beat('gw-old', 'b')).toEqual({ out_live: expect.any(Number), out_was_dead: false });
+    expect(await exitsOf('gw-old')).toBeNull();
+    await silence('gw-old', 31);
+    expect(await beat('gw-old', 'b')).toMatchObject({ out_was_dead: true });
+  });
+
+  it('refuses exits that are not an array', async () => {
+    await expect(
+      fx.db.pool.query(`SELECT * FROM gateway_heartbeat_v2('gw-bad', 'basic', 'b', '{"n":"x"}')`),
+    ).rejects.toThrow(/gateway_heartbeats_exits_array/);
   });
 });
 

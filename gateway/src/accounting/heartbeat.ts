@@ -3,11 +3,14 @@
 // the gateway held are reclaimed once its row is 30 s old (gateway_dead_after()) by the next
 // lease_acquire on the same balance or by the worker's lease reaper, instead of blocking its
 // customers until the lease TTL (300 s). Each heartbeat also reads how many gateways of the plan
-// are alive, for the fleet-wide outage credit (liveGateways()).
+// are alive, for the fleet-wide outage credit (liveGateways()), and carries the health of the
+// gateway's exits in the same write (reportExits(), migrations/0175, docs/adr/0117): the operator
+// reads them into the ProxyGateway's status.
 import { randomBytes } from 'node:crypto';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '#common/logger.ts';
 import type { Pool } from '#common/db/pool.ts';
+import type { ExitReport } from '../proxy/exits.ts';
 import type { Plan } from '../spec.ts';
 
 /** How often the row is written: six beats fit in gateway_dead_after(), so a few lost ones do not kill. */
@@ -34,6 +37,7 @@ export class GatewayHeartbeat {
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
   private stopped = false;
+  private exits: (() => readonly ExitReport[]) | undefined;
   private readonly opts: HeartbeatOptions;
 
   private constructor(opts: HeartbeatOptions) {
@@ -98,6 +102,14 @@ export class GatewayHeartbeat {
     return Math.max(1, this.live);
   }
 
+  /**
+   * Where each heartbeat reads the exits' health from (the gateway, which starts after the
+   * heartbeat registered). Until then the beat carries none (NULL, as a gateway of an earlier release).
+   */
+  reportExits(source: () => readonly ExitReport[]): void {
+    this.exits = source;
+  }
+
   /** One heartbeat; a heartbeat still in flight is not doubled (the pool times it out). */
   beat(): Promise<void> {
     this.beating ??= this.write().finally(() => {
@@ -110,9 +122,10 @@ export class GatewayHeartbeat {
     if (this.stopped) return;
     const { pool, gatewayId, plan, logger } = this.opts;
     try {
+      const exits = this.exits ? JSON.stringify(this.exits()) : null;
       const { rows } = await pool.query<{ out_live: number; out_was_dead: boolean }>(
-        'SELECT * FROM gateway_heartbeat($1, $2, $3)',
-        [gatewayId, plan, this.bootId],
+        'SELECT * FROM gateway_heartbeat_v2($1, $2, $3, $4::jsonb)',
+        [gatewayId, plan, this.bootId, exits],
       );
       const row = rows[0]!;
       this.live = row.out_live;

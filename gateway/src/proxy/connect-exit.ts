@@ -13,10 +13,16 @@ export class ExitError extends Error {
    * customers share, so the customer gets a 502/504 and the exit stays as it is.
    */
   readonly exitFault: boolean;
-  constructor(kind: ExitError['kind'], message: string, exitFault: boolean) {
+  /**
+   * What failed, for the exit's health (exits.ts): the socket's error code (EADDRNOTAVAIL,
+   * ECONNREFUSED, ETIMEDOUT, ...) or what the upstream proxy did (upstream_407, upstream_closed).
+   */
+  readonly code: string;
+  constructor(kind: ExitError['kind'], message: string, exitFault: boolean, code: string) {
     super(message);
     this.kind = kind;
     this.exitFault = exitFault;
+    this.code = code;
   }
 }
 
@@ -40,8 +46,8 @@ export function openThroughExit(
     return dialFrom(exit.sourceAddress, exit.ports, { host: dest.address, port: dest.port }, timeoutMs).catch(
       (err: NodeJS.ErrnoException) => {
         throw err.code === 'ETIMEDOUT'
-          ? new ExitError('timeout', `connect through ${exit.name} timed out`, false)
-          : new ExitError('refused', err.message, isExitFault(err, false));
+          ? new ExitError('timeout', `connect through ${exit.name} timed out`, false, 'ETIMEDOUT')
+          : new ExitError('refused', err.message, isExitFault(err, false), err.code ?? 'error');
       },
     );
   }
@@ -63,14 +69,21 @@ export function openThroughExit(
     const timer = setTimeout(
       () =>
         fail(
-          new ExitError('timeout', `connect through ${exit.name} timed out`, !direct && socket.connecting),
+          new ExitError(
+            'timeout',
+            `connect through ${exit.name} timed out`,
+            !direct && socket.connecting,
+            'ETIMEDOUT',
+          ),
         ),
       timeoutMs,
     );
     socket.on('error', (err: NodeJS.ErrnoException) =>
-      fail(new ExitError('refused', err.message, isExitFault(err, !direct))),
+      fail(new ExitError('refused', err.message, isExitFault(err, !direct), err.code ?? 'error')),
     );
-    socket.once('close', () => fail(new ExitError('refused', 'closed during connect', !direct)));
+    socket.once('close', () =>
+      fail(new ExitError('refused', 'closed during connect', !direct, direct ? 'closed' : 'upstream_closed')),
+    );
     socket.once('connect', () => {
       if (direct) {
         done = true;
@@ -96,7 +109,14 @@ export function openThroughExit(
         const end = head.indexOf('\r\n\r\n');
         if (end < 0) {
           if (head.length > MAX_UPSTREAM_HEAD)
-            fail(new ExitError('upstream_refused', 'upstream response head too large', true));
+            fail(
+              new ExitError(
+                'upstream_refused',
+                'upstream response head too large',
+                true,
+                'upstream_head_too_large',
+              ),
+            );
           return;
         }
         // Pause first: without a 'data' listener a flowing socket drops what unshift() puts back
@@ -106,7 +126,10 @@ export function openThroughExit(
         socket.off('data', onData);
         const status = /^HTTP\/1\.[01] (\d{3})/.exec(head.subarray(0, Math.min(end, 64)).toString('latin1'));
         if (!status || status[1] !== '200') {
-          fail(new ExitError('upstream_refused', `upstream answered ${status?.[1] ?? 'garbage'}`, true));
+          const answered = status?.[1] ?? 'garbage';
+          fail(
+            new ExitError('upstream_refused', `upstream answered ${answered}`, true, `upstream_${answered}`),
+          );
           return;
         }
         const rest = head.subarray(end + 4);

@@ -134,12 +134,12 @@ async function tunnel(
       ctx.exits.markHealthy(exit);
       break;
     } catch (err) {
-      lastError = err instanceof ExitError ? err : new ExitError('refused', String(err), true);
+      lastError = err instanceof ExitError ? err : new ExitError('refused', String(err), true, 'error');
       // Only the exit's own failure marks it and moves on to the next exit: the destination
       // refusing or not answering would do the same on every exit, and the exit is shared.
       if (!lastError.exitFault) break;
       ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: lastError.kind });
-      ctx.exits.markFailed(exit);
+      ctx.exits.markFailed(exit, lastError.code);
     }
   }
   if (!upstream) {

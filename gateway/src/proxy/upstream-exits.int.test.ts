@@ -7,6 +7,7 @@
 // bytes, the usage and the exits' failures must be the same.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
+import os from 'node:os';
 import { byteServer, compareClients, requester, type ByteServer } from '#test/byte-origin.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
 import { cacheSynced, gatewaySpec, useTestGateway, type TestGateway } from '#test/gateway/fixture.ts';
@@ -64,14 +65,29 @@ describe('raw upstream client against node:http through exits', () => {
         { name: 'es-dead', upstream: { url: `http://up:secret@127.0.0.1:${deadPort}` }, country: 'es' },
         { name: 'es-local', sourceAddress: '127.0.0.3', country: 'es' },
         { name: 'de-local', sourceAddress: '127.0.0.2', country: 'de' },
-        // An address this host does not have (TEST-NET-1): binding it fails.
+        // An address this host does not have (TEST-NET-1): binding it fails. The gateways are told
+        // it is on an interface (as between its removal and the next check, exit-addresses.ts), so
+        // the exit is tried and the bind failure is what is tested.
         { name: 'nl-unbound', sourceAddress: '192.0.2.1', country: 'nl' },
       ],
       { timeouts: { headersSeconds: 2, connectSeconds: 2, idleSeconds: 5, maxLifetimeSeconds: 600 } },
     );
+    const interfaces = () => ({
+      ...os.networkInterfaces(),
+      test: [
+        {
+          address: '192.0.2.1',
+          netmask: '255.255.255.255',
+          family: 'IPv4' as const,
+          mac: '00:00:00:00:00:00',
+          internal: false,
+          cidr: '192.0.2.1/32',
+        },
+      ],
+    });
     pair = [
-      await fx.start(spec, { upstreamClient: 'raw' }),
-      await fx.start(spec, { upstreamClient: 'node' }),
+      await fx.start(spec, { upstreamClient: 'raw', interfaces }),
+      await fx.start(spec, { upstreamClient: 'node', interfaces }),
     ];
   }, 30_000);
 

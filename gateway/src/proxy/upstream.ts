@@ -139,7 +139,7 @@ export function sendRaw(
     const exitFault = !responded && up !== undefined && socket?.connecting === true;
     if (exitFault) {
       ctx.metrics.exitFailures.inc({ plan: ctx.plan, reason: 'timeout' });
-      ctx.exits.markFailed(exit);
+      ctx.exits.markFailed(exit, 'ETIMEDOUT');
     }
     finish(false);
     if (!responded) fail(refusalFor(exitFault ? 'exit_response_timeout' : 'destination_response_timeout'));
@@ -241,7 +241,7 @@ export function sendRaw(
         plan: ctx.plan,
         reason: err.code === 'ETIMEDOUT' ? 'timeout' : 'refused',
       });
-      ctx.exits.markFailed(exit);
+      ctx.exits.markFailed(exit, err.code ?? 'error');
     }
     // A pooled socket closed by the destination before any byte of an answer: stale, sent again.
     const next = reused && !parser.started ? exits : exitFault ? exits.slice(1) : [];

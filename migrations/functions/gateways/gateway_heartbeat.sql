@@ -1,17 +1,6 @@
--- One heartbeat. out_was_dead: the row was gone or older than gateway_dead_after() (the gateway
--- was cut off from the database), so its leases may have been reclaimed meanwhile.
--- out_live: gateways of the plan whose heartbeat is fresh, this one included.
+-- The heartbeat of a gateway of the release before exits were reported (docs/adr/0117): kept
+-- callable so such a gateway keeps beating while the new ones roll out; it reports no exits
+-- (NULL). Drop it once no gateway of that release can run.
 CREATE OR REPLACE FUNCTION gateway_heartbeat(p_gateway text, p_plan text, p_boot text)
 RETURNS TABLE (out_live integer, out_was_dead boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_was_dead boolean;
-BEGIN
-  SELECT h.beat_at < now() - gateway_dead_after() INTO v_was_dead
-    FROM gateway_heartbeats h WHERE h.gateway_id = p_gateway;
-  INSERT INTO gateway_heartbeats AS h (gateway_id, plan, boot_id) VALUES (p_gateway, p_plan, p_boot)
-  ON CONFLICT (gateway_id) DO UPDATE SET plan = EXCLUDED.plan, boot_id = EXCLUDED.boot_id, beat_at = now();
-  RETURN QUERY SELECT
-    (SELECT count(*)::integer FROM gateway_heartbeats h WHERE h.plan = p_plan AND h.beat_at >= now() - gateway_dead_after()),
-    coalesce(v_was_dead, true);
-END $$;
+LANGUAGE sql AS $$ SELECT * FROM gateway_heartbeat_v2(p_gateway, p_plan, p_boot, NULL) $$;
