@@ -15,7 +15,7 @@
 #
 #   up      start what is not running (idempotent; seconds when warm); prints the kubeconfig path last
 #   down    stop everything and remove processes, mounts, network namespaces, the bridge, the exit
-#           addresses' dummy interface and the iptables rules; keeps the caches (binaries, the containerd image store)
+#           addresses' interface and the iptables rules; keeps the caches (binaries, the containerd image store)
 #   status  what runs
 #   fresh   `down`, then remove the caches too (containerd's store, the image stamps, the pause
 #           image): the machine as if it never ran a cluster; the next `up` is a cold one
@@ -30,8 +30,10 @@ STATE="${PROXYFLEET_CLUSTER_DIR:-/var/lib/proxyfleet-cluster}"
 KEEP="${STATE}/keep"       # survives `down`: the containerd image store, the pause binary
 RUN="${STATE}/run"         # pid files, logs
 BRIDGE=pfk0
-# The node's exit addresses (network_up; removed by `down`): a dummy interface with addresses of
-# the benchmarking range (RFC 2544), /32 each, so nothing is routed off the machine. A hostNetwork
+# The node's exit addresses (network_up; removed by `down`): an interface of their own with
+# addresses of the benchmarking range (RFC 2544), /32 each, so nothing is routed off the machine.
+# A bridge without ports: the dummy link type needs a kernel module that machines like this one
+# (a container's kernel) do not have; the bridge module is needed for the pods anyway. A hostNetwork
 # gateway's sourceAddress exits bind them (the e2e project; docs/gateway.md, "Topologies").
 EXIT_LINK=pfexit0
 EXIT_ADDRESSES="198.18.77.11 198.18.77.12 198.18.77.13"
@@ -184,7 +186,7 @@ network_up() {
 # report it missing): `up` puts back the whole set.
 exits_up() {
   local a
-  ip link show "${EXIT_LINK}" >/dev/null 2>&1 || ip link add "${EXIT_LINK}" type dummy
+  ip link show "${EXIT_LINK}" >/dev/null 2>&1 || ip link add "${EXIT_LINK}" type bridge
   ip link set "${EXIT_LINK}" up
   for a in ${EXIT_ADDRESSES}; do
     ip -4 addr show dev "${EXIT_LINK}" | grep -q " ${a}/32 " || ip addr add "${a}/32" dev "${EXIT_LINK}"

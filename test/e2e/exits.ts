@@ -1,6 +1,6 @@
 // The e2e steps of exits that carry the node's own addresses (docs/gateway.md, "Topologies"): a
 // ProxyGateway with `hostNetwork: true` and three `sourceAddress` exits on the addresses
-// `npm run cluster` puts on a dummy interface of the node (198.18.77.11-13, /32 each, routed
+// `npm run cluster` puts on an interface of their own on the node (198.18.77.11-13, /32 each, routed
 // nowhere). An origin on the node answers each request with the address it came from; an
 // address removed from the node is reported in the ProxyGateway's status and its exit skipped.
 // Registered by chart.e2e.test.ts, which owns the release these steps run against.
