@@ -1,6 +1,7 @@
 // Wires the two controllers to the runtime: informers (owned objects selected by our
-// managed-by label), queues, reconcilers, and Lease leader election. Only the leader runs
-// controllers; losing the Lease stops them (main.ts then exits so the pod restarts clean).
+// managed-by label, and the nodes for hostNetwork gateways' placement), queues, reconcilers, and
+// Lease leader election. Only the leader runs controllers; losing the Lease stops them (main.ts
+// then exits so the pod restarts clean).
 import type { Registry } from 'prom-client';
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
@@ -8,6 +9,8 @@ import { apiKeyReconciler } from './apikey/reconciler.ts';
 import { API_KEY, MANAGED_BY, MANAGED_BY_LABEL, PROXY_GATEWAY } from './crds/resources.ts';
 import type { ApiKey, ProxyGateway } from './crds/types.generated.ts';
 import type { GatewayOptions } from './proxygateway/pod.ts';
+import { PlacementPeers } from './proxygateway/peers.ts';
+import type { NodeObject } from './proxygateway/placement.ts';
 import { proxyGatewayReconciler } from './proxygateway/reconciler.ts';
 import { Controller, controllerOwnerKey } from './runtime/controller.ts';
 import { createEventRecorder } from './runtime/events.ts';
@@ -50,6 +53,12 @@ export interface OperatorOptions {
 }
 
 export const LEASE_NAME = 'proxyfleet-operator';
+/**
+ * How long the controllers wait for the first node list: long enough that hostNetwork gateways
+ * are first applied with their replicas capped, short enough that an operator without the right
+ * to list nodes still runs (its hostNetwork gateways then say NodesNotListed).
+ */
+const NODE_SYNC_WAIT_MS = 10_000;
 const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
 
 export class Operator {
@@ -57,6 +66,7 @@ export class Operator {
   readonly metrics: ControllerMetrics;
   readonly registry: Registry;
   private controllers: Array<Controller<KubeObject>> = [];
+  private nodes: Informer<NodeObject> | undefined;
   private elector: LeaderElector | undefined;
   private running = false;
 
@@ -105,10 +115,21 @@ export class Operator {
     this.running = true;
     this.metrics.leader.set(1);
     const namespaces = this.o.watchNamespaces?.length ? this.o.watchNamespaces : [undefined];
+    // Nodes are cluster-scoped: one informer for every namespace's controllers.
+    this.nodes = new Informer<NodeObject>(this.o.client, RESOURCES.node, this.o.logger, this.o.informer);
+    const peers = new PlacementPeers(this.nodes);
     this.controllers = namespaces.flatMap((ns) =>
-      this.controllersFor(ns, namespaces.length > 1 && ns ? `:${ns}` : ''),
+      this.controllersFor(ns, namespaces.length > 1 && ns ? `:${ns}` : '', peers),
     );
     try {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.nodes.start(),
+        new Promise((resolve) => (timer = setTimeout(resolve, NODE_SYNC_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+      if (!this.nodes.synced)
+        this.o.logger.warn('no node list yet: hostNetwork gateways are not capped at their nodes');
       await Promise.all(this.controllers.map((c) => c.start()));
     } catch (err) {
       await this.stopControllers();
@@ -117,7 +138,11 @@ export class Operator {
   }
 
   /** The two controllers for one namespace (undefined: every namespace). */
-  private controllersFor(ns: string | undefined, suffix: string): Array<Controller<KubeObject>> {
+  private controllersFor(
+    ns: string | undefined,
+    suffix: string,
+    peers: PlacementPeers,
+  ): Array<Controller<KubeObject>> {
     const { client, pool, logger } = this.o;
     const inf = <T extends KubeObject>(r: typeof PROXY_GATEWAY, labelSelector?: string) =>
       new Informer<T>(client, r, logger, { ...this.o.informer, namespace: ns, labelSelector });
@@ -148,11 +173,13 @@ export class Operator {
         recorder,
         logger,
         options: this.o.gateway,
+        placement: peers,
       }),
       logger,
       metrics: this.metrics,
       resyncMs: this.o.resyncMs,
     });
+    peers.add(gateways, pgwController.queue);
 
     const apiKeys = inf<ApiKey>(API_KEY);
     const akController = new Controller<ApiKey>({
@@ -179,6 +206,8 @@ export class Operator {
     if (!this.running) return;
     this.running = false;
     this.metrics.leader.set(0);
+    this.nodes?.stop();
+    this.nodes = undefined;
     await Promise.all(this.controllers.map((c) => c.stop()));
     this.controllers = [];
   }

@@ -99,6 +99,9 @@ export async function runFailover(opts: FailoverOptions): Promise<number> {
       // Each process keeps its own LISTEN here: the scenario's figures and its twenty runs of
       // docs/adr/0095 are of that path; the fleet scenario runs the relay.
       relay: false,
+      // A kept run is one to read: at info the gateways also log the cuts that follow a denial
+      // from the database (at warn only the outage's), which is what a failure is explained by.
+      ...(opts.keep ? { logLevel: 'info' } : {}),
       onStep: (line) => report.say(line),
     });
     return await scenario(fleet, profile, report, opts, { primary, replica, dir, clusters });

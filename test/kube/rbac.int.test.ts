@@ -111,7 +111,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  test('namespaced mode: Roles only in the watched namespace; no Secret, HPA or CR access elsewhere', async () => {
+  test('namespaced mode: Roles only in the watched namespace (nodes: read only); no Secret, HPA or CR access elsewhere', async () => {
     const clusterRoles = JSON.parse(await kube.kubectl(['get', 'clusterroles', '-o', 'json'])) as {
       items: Doc[];
     };
@@ -135,6 +135,13 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(await canI(SA, ['get', 'namespaces/team-b', '-n', 'team-b'])).toBe(false);
     expect(await canI(SA, ['update', 'leases.coordination.k8s.io', '-n', 'kube-system'])).toBe(false);
     expect(await canI(SA, ['update', 'leases.coordination.k8s.io', '-n', RELEASE_NAMESPACE])).toBe(true);
+    // Nodes, read only (hostNetwork gateways' placement): the one cluster-scoped grant of this mode.
+    for (const sa of [SA, CLUSTER_SA]) {
+      expect(await canI(sa, ['list', 'nodes'])).toBe(true);
+      expect(await canI(sa, ['watch', 'nodes'])).toBe(true);
+      expect(await canI(sa, ['patch', 'nodes'])).toBe(false);
+      expect(await canI(sa, ['delete', 'nodes'])).toBe(false);
+    }
   });
 
   test('cluster-wide mode: no delete, list or watch on Secrets anywhere; no cluster-wide ConfigMap delete', async () => {
@@ -290,6 +297,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     const off = (await helmTemplate(['--set', 'rbac.aggregateToDefaultRoles=false'])) as Doc[];
     expect(off.filter((d) => d.kind === 'ClusterRole').map((d) => d.metadata.name)).toEqual([
       'proxyfleet-controller',
+      'proxyfleet-controller-nodes',
     ]);
   });
 

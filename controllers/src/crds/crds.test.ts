@@ -9,8 +9,22 @@ import { PRODUCTS } from '#common/products.ts';
 import { proxyGatewaySpecSchema, readProxyGateways } from '../../../gateway/src/spec.ts';
 import { generatedFiles, readCrds, ROOT } from './generate.ts';
 
-/** Kubernetes-only spec fields the gateway process never reads. */
-const KUBERNETES_ONLY = ['replicas', 'autoscaling', 'resources', 'service'];
+/** Kubernetes-only spec fields the gateway process never reads: its pods' size, Service and placement. */
+const KUBERNETES_ONLY = [
+  'replicas',
+  'autoscaling',
+  'resources',
+  'service',
+  'healthPort',
+  'hostNetwork',
+  'nodeSelector',
+  'tolerations',
+  'affinity',
+  'topologySpreadConstraints',
+  'priorityClassName',
+  'podAnnotations',
+  'podLabels',
+];
 /** Kubernetes-only fields inside gateway fields: tls.secretName (the operator mounts the Secret). */
 const KUBERNETES_ONLY_NESTED: Record<string, string[]> = { tls: ['secretName'] };
 

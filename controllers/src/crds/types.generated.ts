@@ -80,6 +80,178 @@ export type ProxyGatewaySpec = {
     /** LoadBalancer only. The client ranges the cloud load balancer admits; empty, all. */
     loadBalancerSourceRanges?: Array<string>;
   };
+  /** The port of the gateway's /healthz, /readyz, /prestop and /metrics (default 9090). With hostNetwork it binds on the node too: hostNetwork gateways that may share a node need different ones. */
+  healthPort?: number;
+  /** Run the gateway pods in the node's network namespace, so exits with a sourceAddress can bind the node's addresses (docs/adr/0116). The port and healthPort then bind on the node: at most one pod of this gateway per node, replicas bounded by the nodes it may run on, and the pods resolve names with dnsPolicy ClusterFirstWithHostNet. */
+  hostNetwork?: boolean;
+  /** The gateway pods' nodeSelector (node labels they need). */
+  nodeSelector?: Record<string, string>;
+  /** The gateway pods' tolerations (core/v1 Toleration), as in a pod spec. */
+  tolerations?: Array<{
+    key?: string;
+    /** Equal (the default) or Exists. */
+    operator?: 'Exists' | 'Equal';
+    value?: string;
+    /** Empty tolerates every effect. */
+    effect?: '' | 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+    tolerationSeconds?: number;
+  }>;
+  /** The gateway pods' affinity (core/v1 Affinity), as in a pod spec. The operator adds none of its own: with hostNetwork, the declared host ports keep two pods of one gateway off one node. */
+  affinity?: {
+    nodeAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: {
+        nodeSelectorTerms: Array<{
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+          matchFields?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+        }>;
+      };
+      preferredDuringSchedulingIgnoredDuringExecution?: Array<{
+        weight: number;
+        preference: {
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+          matchFields?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+        };
+      }>;
+    };
+    podAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: Array<{
+        labelSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaceSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaces?: Array<string>;
+        topologyKey: string;
+        matchLabelKeys?: Array<string>;
+        mismatchLabelKeys?: Array<string>;
+      }>;
+      preferredDuringSchedulingIgnoredDuringExecution?: Array<{
+        weight: number;
+        podAffinityTerm: {
+          labelSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaceSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaces?: Array<string>;
+          topologyKey: string;
+          matchLabelKeys?: Array<string>;
+          mismatchLabelKeys?: Array<string>;
+        };
+      }>;
+    };
+    podAntiAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: Array<{
+        labelSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaceSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaces?: Array<string>;
+        topologyKey: string;
+        matchLabelKeys?: Array<string>;
+        mismatchLabelKeys?: Array<string>;
+      }>;
+      preferredDuringSchedulingIgnoredDuringExecution?: Array<{
+        weight: number;
+        podAffinityTerm: {
+          labelSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaceSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaces?: Array<string>;
+          topologyKey: string;
+          matchLabelKeys?: Array<string>;
+          mismatchLabelKeys?: Array<string>;
+        };
+      }>;
+    };
+  };
+  /** The gateway pods' topologySpreadConstraints (core/v1), replacing the operator's default spread over zones and nodes (ScheduleAnyway). Without a labelSelector a constraint counts this gateway's pods. */
+  topologySpreadConstraints?: Array<{
+    maxSkew: number;
+    topologyKey: string;
+    whenUnsatisfiable: 'DoNotSchedule' | 'ScheduleAnyway';
+    labelSelector?: {
+      matchLabels?: Record<string, string>;
+      matchExpressions?: Array<{
+        key: string;
+        operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+        values?: Array<string>;
+      }>;
+    };
+    minDomains?: number;
+    nodeAffinityPolicy?: 'Honor' | 'Ignore';
+    nodeTaintsPolicy?: 'Honor' | 'Ignore';
+    matchLabelKeys?: Array<string>;
+  }>;
+  /** The gateway pods' PriorityClass. */
+  priorityClassName?: string;
+  /** Annotations on the gateway pods (a Multus k8s.v1.cni.cncf.io/networks, cloud annotations); proxyfleet.io/ keys are the operator's. */
+  podAnnotations?: Record<string, string>;
+  /** Labels on the gateway pods, beside the operator's own, which they may not set (the Deployment selects its pods by them). */
+  podLabels?: Record<string, string>;
 };
 
 export type ProxyGatewayStatus = {

@@ -103,12 +103,54 @@ const CASES: Record<string, ProxyGateway> = {
     exits: [{ name: 'direct', country: '*' }],
     tls: { secretName: 'datacenter-gateway-tls', refuseCredentialsInClear: true },
   }),
+  // Exits bound to the node's addresses (docs/adr/0116): three nodes carry the label.
+  'hostnetwork-exit-nodes': pgw('exits', {
+    plan: 'advanced',
+    port: 61236,
+    advertisedHost: 'advanced.proxy.example.com',
+    exits: [
+      { name: 'a', country: 'us', sourceAddress: '203.0.113.10' },
+      { name: 'b', country: 'us', sourceAddress: '203.0.113.11' },
+      { name: 'c', country: 'de', sourceAddress: '2001:db8::12' },
+    ],
+    hostNetwork: true,
+    healthPort: 9190,
+    replicas: { min: 2, max: 5 },
+    nodeSelector: { 'example.com/exit-addresses': 'true' },
+    tolerations: [{ key: 'example.com/proxy-only', operator: 'Exists', effect: 'NoSchedule' }],
+    priorityClassName: 'proxy-critical',
+    podAnnotations: { 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'false' },
+  }),
+  // Exit addresses on a secondary network instead (Multus attaches it to the pod's own namespace).
+  'multus-placed': pgw('multus', {
+    plan: 'mobile',
+    port: 10081,
+    advertisedHost: 'mobile.proxy.example.com',
+    exits: [{ name: 'carrier', country: 'us', sourceAddress: '198.51.100.7' }],
+    replicas: { min: 2, max: 2 },
+    podAnnotations: { 'k8s.v1.cni.cncf.io/networks': 'proxy-exits/carrier-a' },
+    podLabels: { 'example.com/team': 'edge' },
+    affinity: {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'example.com/uplink', operator: 'In', values: ['carrier-a'] }] },
+          ],
+        },
+      },
+    },
+    topologySpreadConstraints: [
+      { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule' },
+    ],
+  }),
 };
+/** The nodes a hostNetwork case's pods may run on, as the reconciler counts them. */
+const NODES: Record<string, number> = { 'hostnetwork-exit-nodes': 3 };
 
 describe('desiredObjects golden files', () => {
   for (const [name, gateway] of Object.entries(CASES)) {
     test(name, async () => {
-      const desired = desiredObjects(gateway, OPTIONS);
+      const desired = desiredObjects(gateway, OPTIONS, NODES[name]);
       const rendered = stringify(
         {
           autoscaled: desired.autoscaled,
@@ -281,6 +323,92 @@ describe('desiredObjects invariants', () => {
     expect(hash({ ...base, spec: { ...base.spec, exits: [{ name: 'direct', country: 'us' }] } })).not.toBe(
       hash(base),
     );
+  });
+
+  describe('placement (docs/adr/0116)', () => {
+    type Pod = {
+      hostNetwork?: boolean;
+      dnsPolicy?: string;
+      containers: Array<{
+        ports: Array<{ name: string; containerPort: number; hostPort?: number }>;
+        env: Array<{ name: string; value?: string; valueFrom?: unknown }>;
+      }>;
+    };
+    type Deployment = {
+      spec: {
+        replicas?: number;
+        strategy: unknown;
+        template: { metadata: { annotations: Record<string, string> }; spec: Pod };
+      };
+    };
+    const find = (d: ReturnType<typeof desiredObjects>, kind: string) =>
+      d.objects.find((o) => o.object.kind === kind)?.object as unknown;
+    const deployment = (d: ReturnType<typeof desiredObjects>) => find(d, 'Deployment') as Deployment;
+    const hpa = (d: ReturnType<typeof desiredObjects>) =>
+      (find(d, 'HorizontalPodAutoscaler') as { spec: { minReplicas: number; maxReplicas: number } }).spec;
+    const exits = CASES['hostnetwork-exit-nodes']!;
+    const withSpec = (g: ProxyGateway, spec: Partial<ProxyGateway['spec']>) => ({
+      ...g,
+      spec: { ...g.spec, ...spec },
+    });
+
+    test('hostNetwork: the HPA is capped at the nodes (one pod each) and stays when the cap meets min', () => {
+      expect(hpa(desiredObjects(exits, OPTIONS, 3))).toMatchObject({ minReplicas: 2, maxReplicas: 3 });
+      const oneNode = desiredObjects(exits, OPTIONS, 1);
+      expect(hpa(oneNode)).toMatchObject({ minReplicas: 1, maxReplicas: 1 });
+      expect(oneNode.autoscaled).toBe(true);
+      expect(oneNode.replicas).toEqual({ min: 1, max: 1 });
+      // Nodes not known: the spec's bounds.
+      expect(hpa(desiredObjects(exits, OPTIONS))).toMatchObject({ minReplicas: 2, maxReplicas: 5 });
+      const fixed = withSpec(exits, { replicas: { min: 3, max: 3 } });
+      expect(deployment(desiredObjects(fixed, OPTIONS, 2)).spec.replicas).toBe(2);
+      expect(deployment(desiredObjects(fixed, OPTIONS, 4)).spec.replicas).toBe(3);
+      // Without hostNetwork the nodes bound nothing.
+      const plain = withSpec(exits, { hostNetwork: false });
+      expect(hpa(desiredObjects(plain, OPTIONS, 1))).toMatchObject({ minReplicas: 2, maxReplicas: 5 });
+    });
+
+    test('a node count change never rolls the pods; a placement change does, the config hash stays', () => {
+      const template = (g: ProxyGateway, nodes?: number) =>
+        deployment(desiredObjects(g, OPTIONS, nodes)).spec.template;
+      expect(template(exits, 1)).toEqual(template(exits, 3));
+      const moved = withSpec(exits, { nodeSelector: { 'example.com/exit-addresses': 'v2' } });
+      expect(template(moved)).not.toEqual(template(exits));
+      expect(template(moved).metadata.annotations['proxyfleet.io/config-sha256']).toBe(
+        template(exits).metadata.annotations['proxyfleet.io/config-sha256'],
+      );
+    });
+
+    test('hostNetwork: node DNS policy, every listening port a host port, rollouts without surge', () => {
+      const d = deployment(desiredObjects(exits, OPTIONS, 3));
+      const pod = d.spec.template.spec;
+      expect(pod).toMatchObject({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' });
+      expect(pod.containers[0]!.ports).toEqual([
+        { name: 'proxy', containerPort: 61236, hostPort: 61236, protocol: 'TCP' },
+        { name: 'health', containerPort: 9190, hostPort: 9190, protocol: 'TCP' },
+      ]);
+      expect(d.spec.strategy).toEqual({
+        type: 'RollingUpdate',
+        rollingUpdate: { maxSurge: 0, maxUnavailable: 1 },
+      });
+      // The gateway listens where the pod declares: PROXYFLEET_HEALTH_PORT is the health port.
+      const env = Object.fromEntries(pod.containers[0]!.env.map((e) => [e.name, e.value]));
+      expect(loadGatewayConfig({ ...env, PROXYFLEET_GATEWAY_CONFIG: '/x.yaml' }).PROXYFLEET_HEALTH_PORT).toBe(
+        9190,
+      );
+      // Health and /prestop on the node's internal address only, not on every address of the node.
+      expect(pod.containers[0]!.env).toContainEqual({
+        name: 'PROXYFLEET_HEALTH_HOST',
+        valueFrom: { fieldRef: { fieldPath: 'status.podIP' } },
+      });
+      const plain = deployment(desiredObjects(CASES['basic-autoscaled']!, OPTIONS, 1));
+      expect(plain.spec.template.spec.containers[0]!.env.map((e) => e.name)).not.toContain(
+        'PROXYFLEET_HEALTH_HOST',
+      );
+      expect(plain.spec.template.spec.hostNetwork).toBeUndefined();
+      expect(plain.spec.template.spec.dnsPolicy).toBeUndefined();
+      expect(JSON.stringify(plain.spec.template.spec.containers[0]!.ports)).not.toContain('hostPort');
+    });
   });
 
   test("the gateway container's environment is a valid gateway configuration", () => {

@@ -3,7 +3,8 @@
 // gateway/src/spec.ts reads), Deployment (its pod in pod.ts), Service, PodDisruptionBudget, the
 // upstreams Secret, and an autoscaling/v2 HorizontalPodAutoscaler when replicas.max >
 // replicas.min. While the HPA exists the Deployment's replicas field is left out of what we
-// apply, so the HPA alone owns it.
+// apply, so the HPA alone owns it. With hostNetwork the replica bounds are capped at the nodes the
+// pods may run on (placement.ts) and a rollout replaces pods in place (no surge).
 import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import type { KubeObject, Resource } from '../runtime/kube.ts';
@@ -11,6 +12,7 @@ import { RESOURCES } from '../runtime/resources.ts';
 import { API_VERSION, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
 import { CONFIG_FILE, gatewayPod, UPSTREAMS_DIR, upstreamsSecretName, type GatewayOptions } from './pod.ts';
+import { replicaBounds } from './placement.ts';
 
 export interface DesiredObject {
   resource: Resource;
@@ -23,6 +25,8 @@ export interface Desired {
   absent: Array<{ resource: Resource; name: string }>;
   /** Whether the HPA owns the Deployment's replicas. */
   autoscaled: boolean;
+  /** The replica bounds applied: spec.replicas, capped at the nodes with hostNetwork. */
+  replicas: { min: number; max: number };
 }
 
 export const ACTIVE_CONNECTIONS_METRIC = 'proxyfleet_gateway_active_connections';
@@ -93,7 +97,11 @@ export function gatewayConfigYaml(pgw: ProxyGateway): string {
   });
 }
 
-export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desired {
+/**
+ * `nodeCount`: the nodes a hostNetwork gateway's pods may run on (one pod each); undefined when
+ * not known (the bounds are then spec.replicas).
+ */
+export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions, nodeCount?: number): Desired {
   const name = childName(pgw);
   const namespace = pgw.metadata.namespace;
   const meta = (extra: Record<string, unknown> = {}) => ({
@@ -120,8 +128,9 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
     .update(secrets.map((x) => `${x.key}=${x.url}`).join('\n'))
     .digest('hex')
     .slice(0, 16);
-  const { min, max } = pgw.spec.replicas;
-  const autoscaled = max > min;
+  const { min, max } = replicaBounds(pgw, nodeCount);
+  // From the spec, not the capped bounds: the HPA stays when the nodes cap max down to min.
+  const autoscaled = pgw.spec.replicas.max > pgw.spec.replicas.min;
 
   const configMap = {
     apiVersion: 'v1',
@@ -140,11 +149,19 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
       revisionHistoryLimit: 5,
       selector: { matchLabels: selectorLabels(pgw) },
       // Never below the serving count during a rollout: a new pod is ready before an old one drains.
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      // With hostNetwork a surge pod would wait for the ports of a node that every pod already
+      // holds (replicas capped at the nodes), so the rollout replaces one pod at a time instead.
+      strategy: {
+        type: 'RollingUpdate',
+        rollingUpdate: pgw.spec.hostNetwork
+          ? { maxSurge: 0, maxUnavailable: 1 }
+          : { maxSurge: 1, maxUnavailable: 0 },
+      },
       template: {
         metadata: {
-          labels: labels(pgw),
-          annotations: { 'proxyfleet.io/config-sha256': configHash },
+          // The operator's own last: the Deployment selects its pods by them (CEL refuses them too).
+          labels: { ...pgw.spec.podLabels, ...labels(pgw) },
+          annotations: { ...pgw.spec.podAnnotations, 'proxyfleet.io/config-sha256': configHash },
         },
         spec: gatewayPod(pgw, options, {
           configMap: name,
@@ -238,7 +255,7 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions): Desi
   } else {
     absent.push({ resource: RESOURCES.hpa, name });
   }
-  return { objects, absent, autoscaled };
+  return { objects, absent, autoscaled, replicas: { min, max } };
 }
 
 /** The named fields of `o` that are set. */

@@ -1,8 +1,10 @@
 // The gateway pod of a ProxyGateway's Deployment (desired.ts puts it in the template): where it
 // finds its files (the ConfigMap's gateway.yaml, the upstreams Secret, the TLS Secret), its one
-// container (ports, environment, probes, the preStop that drains it, resources, security) and its
-// volumes. A pure function of the CR and the operator's options, held by desired.ts's golden files.
+// container (ports, environment, probes, the preStop that drains it, resources, security), its
+// volumes, and where it runs (spec's placement fields; hostNetwork, docs/adr/0116). A pure function
+// of the CR and the operator's options, held by desired.ts's golden files.
 import type { ProxyGateway } from '../crds/types.generated.ts';
+import { healthPort } from './placement.ts';
 
 /** The operator's options for every gateway pod (its PROXYFLEET_GATEWAY_* settings, controllers/src/config.ts). */
 export interface GatewayOptions {
@@ -21,7 +23,6 @@ export interface GatewayOptions {
   allowCidrs?: string[];
 }
 
-export const HEALTH_PORT = 9090;
 export const CONFIG_DIR = '/etc/proxyfleet';
 export const CONFIG_FILE = 'gateway.yaml';
 /**
@@ -51,7 +52,8 @@ export const drainSeconds = (pgw: ProxyGateway) =>
 
 /**
  * The pod spec: `configMap` names the ConfigMap of gateway.yaml, `selector` the pods (spread over
- * zones and nodes), `upstreams` whether the upstreams Secret holds URLs to mount.
+ * zones and nodes unless spec.topologySpreadConstraints says otherwise), `upstreams` whether the
+ * upstreams Secret holds URLs to mount.
  */
 export function gatewayPod(
   pgw: ProxyGateway,
@@ -62,38 +64,35 @@ export function gatewayPod(
     upstreams,
   }: { configMap: string; selector: Record<string, string>; upstreams: boolean },
 ) {
-  const tls = pgw.spec.tls;
+  const { tls, hostNetwork } = pgw.spec;
   const drain = drainSeconds(pgw);
+  const health = healthPort(pgw);
+  // With hostNetwork the ports bind on the node: declared as host ports, the scheduler's port
+  // check keeps two pods that bind one (this gateway's, or another's) off the same node.
+  const port = (name: string, containerPort: number) => ({
+    name,
+    containerPort,
+    ...(hostNetwork ? { hostPort: containerPort } : {}),
+    protocol: 'TCP',
+  });
   return {
     automountServiceAccountToken: false,
     enableServiceLinks: false,
     terminationGracePeriodSeconds: PRE_STOP_SECONDS + drain + 5,
     securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
-    topologySpreadConstraints: [
-      {
-        maxSkew: 1,
-        topologyKey: 'topology.kubernetes.io/zone',
-        whenUnsatisfiable: 'ScheduleAnyway',
-        // A copy each: one object in two places would be a YAML alias in the golden files.
-        labelSelector: { matchLabels: { ...selector } },
-      },
-      {
-        maxSkew: 1,
-        topologyKey: 'kubernetes.io/hostname',
-        whenUnsatisfiable: 'ScheduleAnyway',
-        labelSelector: { matchLabels: { ...selector } },
-      },
-    ],
+    // The node's network namespace: its addresses for sourceAddress exits; cluster DNS still
+    // (ClusterFirst would fall back to the node's resolv.conf with hostNetwork).
+    ...(hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
+    ...placement(pgw),
+    topologySpreadConstraints: spread(pgw, selector),
     containers: [
       {
         name: 'gateway',
         image: options.image,
         imagePullPolicy: options.imagePullPolicy,
         command: ['node', 'gateway/src/main.ts'],
-        ports: [
-          { name: 'proxy', containerPort: pgw.spec.port, protocol: 'TCP' },
-          { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' },
-        ],
+        // Every port the gateway listens on: health also serves /metrics (gateway/src/main.ts).
+        ports: [port('proxy', pgw.spec.port), port('health', health)],
         env: [
           { name: 'PROXYFLEET_GATEWAY_CONFIG', value: `${CONFIG_DIR}/${CONFIG_FILE}` },
           { name: 'PROXYFLEET_GATEWAY_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -104,7 +103,13 @@ export function gatewayPod(
             },
           },
           ...databaseSessionEnv(options),
-          { name: 'PROXYFLEET_HEALTH_PORT', value: String(HEALTH_PORT) },
+          { name: 'PROXYFLEET_HEALTH_PORT', value: String(health) },
+          // On the node's network /prestop (it turns the pod unready) and /metrics would answer on
+          // every node address, the public ones too: bind the pod IP, the node's internal address,
+          // where the kubelet's probes and Prometheus come.
+          ...(hostNetwork
+            ? [{ name: 'PROXYFLEET_HEALTH_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }]
+            : []),
           { name: 'PROXYFLEET_SHUTDOWN_GRACE_SECONDS', value: String(drain) },
           { name: 'PROXYFLEET_LOG_LEVEL', value: options.logLevel },
           ...(tls
@@ -161,6 +166,34 @@ export function gatewayPod(
         : []),
     ],
   };
+}
+
+/** The scheduling fields the spec sets, as the pod spec names them. */
+function placement(pgw: ProxyGateway) {
+  const { nodeSelector, tolerations, affinity, priorityClassName } = pgw.spec;
+  return {
+    ...(nodeSelector ? { nodeSelector } : {}),
+    ...(affinity ? { affinity } : {}),
+    ...(tolerations ? { tolerations } : {}),
+    ...(priorityClassName ? { priorityClassName } : {}),
+  };
+}
+
+/**
+ * The spec's spread constraints (a constraint without a labelSelector counts this gateway's
+ * pods), else the default: spread over zones and nodes, never blocking scheduling.
+ */
+function spread(pgw: ProxyGateway, selector: Record<string, string>) {
+  // A copy each: one object in two places would be a YAML alias in the golden files.
+  const own = () => ({ matchLabels: { ...selector } });
+  const given = pgw.spec.topologySpreadConstraints;
+  if (given) return given.map((c) => ({ ...c, labelSelector: c.labelSelector ?? own() }));
+  return ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'].map((topologyKey) => ({
+    maxSkew: 1,
+    topologyKey,
+    whenUnsatisfiable: 'ScheduleAnyway',
+    labelSelector: own(),
+  }));
 }
 
 type EnvVar = { name: string; value?: string; valueFrom?: Record<string, unknown> };

@@ -5,7 +5,9 @@
 // deletion; the owned objects go with the CR through their owner references. It never adopts,
 // overwrites or deletes an object it did not create (no controller owner reference to this
 // ProxyGateway), and a plan's endpoint has one owner (endpoint.ts). The annotation
-// proxyfleet.io/reconcile: paused stops all of it but deletion (runtime/pause.ts).
+// proxyfleet.io/reconcile: paused stops all of it but deletion (runtime/pause.ts). A hostNetwork
+// gateway's replicas are capped at the nodes it may run on, and its host ports are checked against
+// the other hostNetwork ProxyGateways' (placement.ts, condition HostNetwork).
 import type { Pool } from '#common/db/pool.ts';
 import type { Logger } from '#common/logger.ts';
 import { exitLocations } from '#common/gateway-endpoints.ts';
@@ -20,10 +22,18 @@ import { applyStatus } from '../runtime/status.ts';
 import { setConditions } from '../runtime/conditions.ts';
 import { FIELD_MANAGER, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
-import { childName, desiredObjects } from './desired.ts';
+import { childName, desiredObjects, type Desired } from './desired.ts';
 import type { GatewayOptions } from './pod.ts';
 import { claimGatewayEndpoint, releaseGatewayEndpoints, type ClaimResult } from './endpoint.ts';
 import { gatewayStatus, statusEvents, type ObservedDeployment, type StatusInputs } from './status.ts';
+import {
+  assessPlacement,
+  HOST_NETWORK_CONDITION,
+  placementConditions,
+  placementEvents,
+  type NodeObject,
+  type PlacementView,
+} from './placement.ts';
 
 export const PGW_FINALIZER = 'proxyfleet.io/gateway-endpoint';
 /** Takes spec.replicas over from our field manager when an HPA starts owning it. */
@@ -43,6 +53,8 @@ export interface ProxyGatewayReconcilerDeps {
   recorder: EventRecorder;
   logger: Logger;
   options: GatewayOptions;
+  /** What placement compares with (peers.ts): every ProxyGateway the operator sees, and the nodes once listed. */
+  placement: { gateways(): ProxyGateway[]; nodes(): NodeObject[] | undefined };
 }
 
 const endpointSource = (pgw: ProxyGateway) => `ProxyGateway/${pgw.metadata.namespace}/${pgw.metadata.name}`;
@@ -77,7 +89,8 @@ export function proxyGatewayReconciler(
     const uid = pgw.metadata.uid ?? '';
     const namespace = pgw.metadata.namespace!;
 
-    const desired = desiredObjects(pgw, deps.options);
+    const placement = assessPlacement(pgw, deps.placement.gateways(), deps.placement.nodes());
+    const desired = desiredObjects(pgw, deps.options, placement?.nodes?.length);
     const notOwned: string[] = [];
     let claim: ClaimResult;
     try {
@@ -88,7 +101,7 @@ export function proxyGatewayReconciler(
           notOwned.push(`${resource.kind} ${object.metadata.name}`);
           continue;
         }
-        if (resource === RESOURCES.deployment) await prepareReplicas(pgw, object, live, desired.autoscaled);
+        if (resource === RESOURCES.deployment) await prepareReplicas(pgw, object, live, desired);
         await client.apply(resource, object, { fieldManager: FIELD_MANAGER, force: true });
       }
       for (const { resource, name } of desired.absent) {
@@ -118,6 +131,7 @@ export function proxyGatewayReconciler(
         gateway: pgw,
         deployment: observedDeployment(pgw),
         applied: { kind: 'failed', error: (err as Error).message },
+        placement,
       });
       throw err;
     }
@@ -127,6 +141,7 @@ export function proxyGatewayReconciler(
       deployment: observedDeployment(pgw),
       applied: notOwned.length > 0 ? { kind: 'notOwned', objects: notOwned } : { kind: 'applied' },
       planOwner: conflict,
+      placement,
     });
     if (conflict !== undefined) return { requeueAfterMs: PLAN_CONFLICT_RETRY_MS };
     if (notOwned.length > 0) return { requeueAfterMs: NOT_OWNED_RETRY_MS };
@@ -150,12 +165,12 @@ export function proxyGatewayReconciler(
     pgw: ProxyGateway,
     desired: KubeObject,
     live: Deployment | undefined,
-    autoscaled: boolean,
+    { autoscaled, replicas: bounds }: Desired,
   ): Promise<void> {
     if (!autoscaled) return;
     let replicas = live?.spec?.replicas;
     if (!live) {
-      replicas = pgw.spec.replicas.min;
+      replicas = bounds.min;
       const spec = (desired as Deployment).spec ?? {};
       const created = await client.apply<Deployment>(
         RESOURCES.deployment,
@@ -188,16 +203,27 @@ export function proxyGatewayReconciler(
     );
   }
 
-  /** Computes the status from what was observed (status.ts), writes it, and records the transitions as Events. */
-  async function writeStatus(inputs: StatusInputs & { gateway: ProxyGateway }): Promise<void> {
+  /** Computes the status from what was observed (status.ts, placement.ts), writes it, and records the transitions as Events. */
+  async function writeStatus(
+    inputs: StatusInputs & { gateway: ProxyGateway; placement: PlacementView | undefined },
+  ): Promise<void> {
     const { gateway: pgw } = inputs;
     const status = gatewayStatus(inputs);
+    // Without hostNetwork a HostNetwork condition left from before goes (status is applied whole).
+    status.conditions = setConditions(
+      status.conditions?.filter((c) => inputs.placement || c.type !== HOST_NETWORK_CONDITION),
+      placementConditions(pgw, inputs.placement, status),
+      pgw.metadata.generation,
+    );
     const resumed = resumedConditions(pgw.status?.conditions);
     if (resumed.length > 0)
       status.conditions = setConditions(status.conditions, resumed, pgw.metadata.generation);
     await applyStatus(client, PROXY_GATEWAY, pgw, status, FIELD_MANAGER);
     await recordResumed(recorder, pgw);
-    for (const e of statusEvents(pgw.status?.conditions, status.conditions ?? []))
+    for (const e of [
+      ...statusEvents(pgw.status?.conditions, status.conditions),
+      ...placementEvents(pgw.status?.conditions, status.conditions),
+    ])
       await recorder.record(pgw, e.type, e.reason, e.message);
   }
 }

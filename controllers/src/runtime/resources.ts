@@ -15,6 +15,7 @@ export const RESOURCES = {
   service: core('Service', 'services'),
   event: core('Event', 'events'),
   namespace: core('Namespace', 'namespaces', false),
+  node: core('Node', 'nodes', false),
   resourceQuota: core('ResourceQuota', 'resourcequotas'),
   deployment: { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true },
   hpa: {

@@ -113,11 +113,10 @@ export class Budgets {
     const s = b.state;
     b.lastActive = Date.now();
     if (policy.admission(s, Date.now()) !== 'ask') return policy.verdict(s);
+    // The draw forgets the denial itself (policy.drawStarted), knowing it was one: what the budget
+    // ran past its leases since the last grant is still one overdraft, not covered by this draw.
     await untilGivenBack(
-      () => {
-        s.deniedAt = 0;
-        return this.draw(b);
-      },
+      () => this.draw(b),
       () => policy.waitForContended(s),
       Date.now,
       policy.contendedWaitMs(this.lastFailureAt, Date.now()),

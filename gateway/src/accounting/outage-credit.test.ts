@@ -6,6 +6,7 @@ import { Registry } from 'prom-client';
 import { createLogger } from '#common/logger.ts';
 import { createGatewayMetrics, type PlanMetrics } from '../metrics.ts';
 import { Budgets } from './budgets.ts';
+import { allocate } from './lease-book.ts';
 import { Connections } from './connections.ts';
 import type { LeaseAnswer } from './lease-client.ts';
 import { OutageCredit, outageCredit } from './outage-credit.ts';
@@ -15,15 +16,15 @@ import { Throttle } from './throttle.ts';
 const MiB = 1024 * 1024;
 const FAILED: LeaseAnswer = { kind: 'failed', error: new Error('connection refused') };
 
-/** A budget core whose lease requests get `answers` in turn, then failures. */
-function core(answers: LeaseAnswer[] = []) {
+/** A budget core whose lease requests get `answers` in turn, then failures (or `ask`'s answers). */
+function core(answers: LeaseAnswer[] = [], ask?: () => Promise<LeaseAnswer>) {
   const metrics = createGatewayMetrics(new Registry());
   const outage = new OutageCredit(() => 1);
   const budgets = new Budgets({
     plan: 'basic',
     logger: createLogger('test', 'silent'),
     metrics,
-    leases: { acquireOrWait: async () => answers.shift() ?? FAILED, shrink: () => undefined },
+    leases: { acquireOrWait: ask ?? (async () => answers.shift() ?? FAILED), shrink: () => undefined },
     connections: new Connections({} as PlanMetrics, { idleMs: 60_000, maxLifetimeMs: 60_000 }),
     outage,
     throttle: new Throttle({ metrics, fleetSize: () => 1, throttle: () => 0, subUserThrottle: () => 0 }),
@@ -90,5 +91,41 @@ describe('outage credit', () => {
     policy.granted(own.state, { id: 'l', granted: MiB, expiresAt: Date.now() + 600_000 }, 0, Date.now());
     outage.granted(own, 10 * MiB, false, Date.now());
     expect(outage.unreachable(own, Date.now())).toBe(10 * MiB);
+  });
+
+  it("when none was given, leaves the overdraft to continue across an admission's draw", async () => {
+    // The overdraft a failed draw ran past the leases is covered by nothing when the failure gave
+    // no credit: an admission asking again (UNAVAILABLE_RECHECK_MS later) continues it, as a
+    // redraw does (policy.test.ts). It started a second OVERDRAFT_BYTES for the connections still
+    // relaying.
+    const answers: ((a: LeaseAnswer) => void)[] = [];
+    const { budgets } = core([], () => new Promise((r) => answers.push(r)));
+    const b = budgets.get('a');
+    const admitted = budgets.admit(b);
+    // 1 byte granted, and nothing left free: no credit in the next outage.
+    answers.shift()!({
+      kind: 'granted',
+      id: 'l',
+      granted: 1,
+      expiresAt: Date.now() + 600_000,
+      free: 0,
+      held: 1,
+    });
+    expect(await admitted).toBe('ok');
+    b.state.estimate = 2;
+    budgets.pressure(b);
+    // 193 KiB run past the lease while that draw is pending (a tick's exact counts), then it fails.
+    allocate(b.state, 193 * 1024);
+    b.state.estimate = 0;
+    answers.shift()!(FAILED);
+    await b.pending;
+    expect([b.state.unavailable, b.state.cutOff]).toEqual([true, false]);
+    b.state.deniedAt -= policy.UNAVAILABLE_RECHECK_MS;
+    const again = budgets.admit(b);
+    b.state.estimate = 64 * 1024;
+    budgets.pressure(b);
+    expect(b.state.cutOff).toBe(true);
+    answers.shift()!(FAILED);
+    expect(await again).toBe('unavailable');
   });
 });

@@ -244,6 +244,34 @@ describe('budget policy', () => {
     expect(pressure(s)).toBe('cut');
   });
 
+  it('a draw again after a failed one with no outage credit continues its overdraft: nothing covered it', () => {
+    // The property test below found it (seed -1952988778): 1 byte bought and granted, 193 KiB
+    // relayed past it while the next draw was pending, that draw failed with no credit (the last
+    // free balance was 0), and the draw after it started a second OVERDRAFT_BYTES.
+    const s = withLease(1);
+    drawStarted(s);
+    allocate(s, 193 * 1024);
+    expect(failed(s, true, 0, 10)).toBe(false);
+    expect(drawSettled(s)).toBe('none');
+    s.estimate = 1;
+    expect(pressure(s)).toBe('redraw');
+    drawStarted(s);
+    s.estimate += 64 * 1024;
+    expect(pressure(s)).toBe('cut');
+  });
+
+  it('a draw after a failed one that gave outage credit starts its own overdraft: the credit covers the last', () => {
+    const s = withLease(1);
+    drawStarted(s);
+    allocate(s, 193 * 1024);
+    expect(failed(s, true, MiB, 10)).toBe(true);
+    drawSettled(s);
+    allocate(s, MiB);
+    drawStarted(s);
+    s.estimate = HOLD_AT_BYTES;
+    expect(pressure(s)).toBe('none');
+  });
+
   it('keeps a spent last lease to absorb the overdraft, and returns everything when idle', () => {
     const s = withLease(MiB);
     allocate(s, MiB + 100);

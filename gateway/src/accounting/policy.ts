@@ -235,9 +235,12 @@ export function leaseRequestSize(s: BudgetState, now: number): number {
  */
 export function drawStarted(s: BudgetState): void {
   if (s.deniedAt && s.estimate >= s.available) s.lastDrawn = true;
-  // A draw again after a denial (docs/adr/0097) continues the denied one: what that one ran past
-  // the leases was never granted and still counts against the one overdraft.
-  if (!s.deniedAt || s.unavailable) s.overrunAtDraw = s.overrun;
+  // A draw again after a denial (docs/adr/0097), or after a failure that gave no outage credit
+  // (also `deniedAt`, with `unavailable`), continues the last one: what that one ran past the
+  // leases was neither granted nor covered by credit and still counts against the one overdraft.
+  // After a grant, or a failure that gave credit (neither sets `deniedAt`), it is covered: the next
+  // draw starts its own.
+  if (!s.deniedAt) s.overrunAtDraw = s.overrun;
   s.deniedAt = 0;
   s.pending = true;
   recompute(s);
