@@ -109,6 +109,7 @@ spec:
   port: ${PORT}
   advertisedHost: dc.proxy.e2e.example
   hostNetwork: true
+  healthPort: 20083
   replicas: { min: 1, max: 1 }
   resources: { requests: { cpu: 50m, memory: 96Mi } }
   exits:
