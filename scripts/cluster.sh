@@ -14,8 +14,8 @@
 # or, from the machine, at their addresses on the bridge.
 #
 #   up      start what is not running (idempotent; seconds when warm); prints the kubeconfig path last
-#   down    stop everything and remove processes, mounts, network namespaces, the bridge and the
-#           iptables rules; keeps the caches (binaries, the containerd image store)
+#   down    stop everything and remove processes, mounts, network namespaces, the bridge, the exit
+#           addresses' interface and the iptables rules; keeps the caches (binaries, the containerd image store)
 #   status  what runs
 #   fresh   `down`, then remove the caches too (containerd's store, the image stamps, the pause
 #           image): the machine as if it never ran a cluster; the next `up` is a cold one
@@ -30,6 +30,13 @@ STATE="${PROXYFLEET_CLUSTER_DIR:-/var/lib/proxyfleet-cluster}"
 KEEP="${STATE}/keep"       # survives `down`: the containerd image store, the pause binary
 RUN="${STATE}/run"         # pid files, logs
 BRIDGE=pfk0
+# The node's exit addresses (network_up; removed by `down`): an interface of their own with
+# addresses of the benchmarking range (RFC 2544), /32 each, so nothing is routed off the machine.
+# A bridge without ports: the dummy link type needs a kernel module that machines like this one
+# (a container's kernel) do not have; the bridge module is needed for the pods anyway. A hostNetwork
+# gateway's sourceAddress exits bind them (the e2e project; docs/gateway.md, "Topologies").
+EXIT_LINK=pfexit0
+EXIT_ADDRESSES="198.18.77.11 198.18.77.12 198.18.77.13"
 # The FORWARD rule that keeps pods' packets on the bridge (network_up; removed by `down`).
 BRIDGE_FORWARD_GUARD="-i ${BRIDGE} ! -o ${BRIDGE} -m comment --comment proxyfleet-cluster -j DROP"
 POD_CIDR=10.213.77.0/24
@@ -160,6 +167,7 @@ network_up() {
     ip addr add "${NODE_IP}/24" dev "${BRIDGE}"
   fi
   ip link set "${BRIDGE}" up
+  exits_up
   mkdir -p "${KEEP}/cni/net.d"
   render "${CONF}/10-bridge.conflist" > "${KEEP}/cni/net.d/10-bridge.conflist"
   # kube-proxy's NodePorts on 127.0.0.1 are DNATed to pod addresses: the kernel must route
@@ -172,6 +180,17 @@ network_up() {
   sysctl -qw "net.ipv4.conf.${BRIDGE}.forwarding=1"
   # shellcheck disable=SC2086
   iptables -C FORWARD ${BRIDGE_FORWARD_GUARD} 2>/dev/null || iptables -I FORWARD 1 ${BRIDGE_FORWARD_GUARD}
+}
+
+# The exit addresses, each one added if absent (a test may have removed one to see the gateway
+# report it missing): `up` puts back the whole set.
+exits_up() {
+  local a
+  ip link show "${EXIT_LINK}" >/dev/null 2>&1 || ip link add "${EXIT_LINK}" type bridge
+  ip link set "${EXIT_LINK}" up
+  for a in ${EXIT_ADDRESSES}; do
+    ip -4 addr show dev "${EXIT_LINK}" | grep -q " ${a}/32 " || ip addr add "${a}/32" dev "${EXIT_LINK}"
+  done
 }
 
 postgres_up() {
@@ -423,6 +442,7 @@ cmd_down() {
   while read -r m; do umount -l "${m}" 2>/dev/null || true; done < <(awk -v s="${STATE}/" 'index($5, s) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
   # Veths of the bridge go with their namespaces; then the bridge itself.
   if ip link show "${BRIDGE}" >/dev/null 2>&1; then ip link del "${BRIDGE}"; fi
+  if ip link show "${EXIT_LINK}" >/dev/null 2>&1; then ip link del "${EXIT_LINK}"; fi
   remove_kube_iptables
   # shellcheck disable=SC2086
   while iptables -D FORWARD ${BRIDGE_FORWARD_GUARD} 2>/dev/null; do :; done
@@ -482,6 +502,9 @@ cmd_status() {
     printf '%-24s running (127.0.0.1:%s, %s:%s)\n' postgresql "${PG_PORT}" "${NODE_IP}" "${PG_PORT}"; any=1
   else printf '%-24s stopped\n' postgresql; fi
   if ip link show "${BRIDGE}" >/dev/null 2>&1; then printf '%-24s %s %s\n' bridge "${BRIDGE}" "${POD_CIDR}"; any=1; else printf '%-24s absent\n' bridge; fi
+  if ip link show "${EXIT_LINK}" >/dev/null 2>&1; then
+    printf '%-24s %s %s\n' "exit addresses" "${EXIT_LINK}" "$(ip -4 -o addr show dev "${EXIT_LINK}" | awk '{ printf "%s ", $4 }')"
+  fi
   if [ "${any}" = 1 ] && [ -f "${KUBECONFIG_FILE}" ]; then
     local bin; bin="${PROXYFLEET_TOOLS_BIN:-${HOME}/.cache/proxyfleet/tools/bin}"
     "${bin}/kubectl" --kubeconfig "${KUBECONFIG_FILE}" get nodes 2>/dev/null || true

@@ -3,7 +3,7 @@
 // applied with kubectl; the API and gateway pods take their changes from the relay (found by its
 // Service's environment variables: the cluster runs no DNS); traffic through gateway pods billed
 // exactly; a gateway pod killed mid-transfer; a rolling update under load without a failed
-// request; scaling; helm upgrade and uninstall leaving nothing behind. PostgreSQL: the cluster's own server on the node's bridge address
+// request; scaling; exits on the node's own addresses (exits.ts); helm upgrade and uninstall leaving nothing behind. PostgreSQL: the cluster's own server on the node's bridge address
 // (docs/adr/0066). The steps share one release and run in order.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -32,6 +32,7 @@ import {
   type Origin,
   type Pod,
 } from './cluster.ts';
+import { exitSteps } from './exits.ts';
 
 const RELEASE = 'proxyfleet';
 const NAMESPACE = `e2e-${process.pid}`;
@@ -66,11 +67,11 @@ async function admin(method: string, route: string, body?: unknown): Promise<unk
   return text ? (JSON.parse(text) as unknown) : undefined;
 }
 
-async function customer(name: string, gb: number): Promise<Account> {
+async function customer(name: string, gb: number, product = 'basic'): Promise<Account> {
   const account = accountSchema.parse(
     await admin('POST', '/admin/v1/accounts', { email: `${name}-${process.pid}@e2e.example` }),
   );
-  await admin('POST', `/admin/v1/accounts/${account.id}/purchases`, { product: 'basic', gb });
+  await admin('POST', `/admin/v1/accounts/${account.id}/purchases`, { product, gb });
   return account;
 }
 const credentials = (a: Account) => `${a.proxyUsername}:${a.proxyPassword}`;
@@ -503,6 +504,17 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
       await Promise.all(clients);
     }
   }, 400_000);
+
+  exitSteps(() => ({
+    kubectl,
+    namespace: NAMESPACE,
+    origin,
+    say,
+    datacenterCustomer: async (name, gb) => {
+      const account = await customer(name, gb, 'datacenter');
+      return { user: account.proxyUsername, password: account.proxyPassword };
+    },
+  }));
 
   test('helm upgrade to a changed value, then helm uninstall, leave no orphan object or pod; a new release installs beside the kept CRDs', async () => {
     await kubectl.helm([

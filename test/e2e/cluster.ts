@@ -141,7 +141,10 @@ export async function readyPods(
   );
 }
 
-/** An origin on the node's bridge address: /bytes/<n> answers n bytes; /slow/<n> streams them 64 KiB every 20 ms. */
+/**
+ * An origin on the node's bridge address: /bytes/<n> answers n bytes; /slow/<n> streams them 64 KiB
+ * every 20 ms; /ip answers the address the connection came from (a gateway's exit address).
+ */
 export interface Origin {
   url: string;
   /**
@@ -170,6 +173,10 @@ export async function startOrigin(): Promise<Origin> {
   const open = new Set<net.Socket>();
   const slow = new Set<string>();
   const server = http.createServer((req, res) => {
+    if (req.url === '/ip') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(req.socket.remoteAddress ?? '');
+      return;
+    }
     const [, kind, n] = /^\/(bytes|slow)\/(\d+)$/.exec(req.url ?? '') ?? [];
     if (!kind) {
       res.writeHead(404).end();
