@@ -211,13 +211,15 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     await readyPods(kubectl, NAMESPACE, GATEWAY_SELECTOR, 2);
     const columns = await eventually('the ProxyGateway status columns', async () => {
       const row = (await kubectl(['get', 'pgw', GATEWAY, ...n, '--no-headers'])).trim().split(/\s+/);
-      return row[3] === '2/2' && row[4] === 'PodsReady' ? row : undefined;
+      // EXITS fills in once the pods' heartbeats have reported their exits (within about 20 s).
+      return row[3] === '2/2' && row[4] === '1/1' && row[5] === 'PodsReady' ? row : undefined;
     });
-    expect(columns.slice(0, 6)).toEqual([
+    expect(columns.slice(0, 7)).toEqual([
       GATEWAY,
       'basic',
       '12321',
       '2/2',
+      '1/1',
       'PodsReady',
       'basic.proxy.e2e.example:12321',
     ]);
