@@ -17,12 +17,17 @@ export async function recordedUsage(
   return rows[0]!;
 }
 
-/** A gateway's usage as written by its next flush (flushes first). */
+/**
+ * A gateway's usage with every byte it settled before this call: flushed twice, as flush() hands
+ * back a flush already in flight (the timer's), whose batch may have been built before the last
+ * bytes settled; the second begins after it (usage.int.test.ts).
+ */
 export async function flushedUsage(
   gateway: { ledger: RunningGateway['ledger'] },
   pool: Pool,
   accountId: string,
 ): Promise<{ up: number; down: number; requests: number }> {
+  await gateway.ledger.flush();
   await gateway.ledger.flush();
   return recordedUsage(pool, accountId);
 }
