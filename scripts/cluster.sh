@@ -183,14 +183,14 @@ network_up() {
 }
 
 # The exit addresses, each one added if absent (a test may have removed one to see the gateway
-# report it missing): `up` puts back the whole set.
+# report it missing): `up` puts back the whole set. `replace` is idempotent; a check through
+# `ip ... | grep -q` was not: under pipefail, grep leaving at its match can end ip with SIGPIPE,
+# and the address already there was added again ("Address already assigned", an e2e run's `up`).
 exits_up() {
   local a
   ip link show "${EXIT_LINK}" >/dev/null 2>&1 || ip link add "${EXIT_LINK}" type bridge
   ip link set "${EXIT_LINK}" up
-  for a in ${EXIT_ADDRESSES}; do
-    ip -4 addr show dev "${EXIT_LINK}" | grep -q " ${a}/32 " || ip addr add "${a}/32" dev "${EXIT_LINK}"
-  done
+  for a in ${EXIT_ADDRESSES}; do ip addr replace "${a}/32" dev "${EXIT_LINK}"; done
 }
 
 postgres_up() {
