@@ -39,6 +39,8 @@ export function failed(s: BudgetState, known: boolean, credit: number, now: numb
     s.unavailable = false;
     s.creditUsed = true;
     s.cutOff = false;
+    // The credit covers the overdraft run so far (docs/adr/0097): the next one starts at 0.
+    s.overdraft = 0;
     s.leases.push({ id: null, granted: credit, spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
     settleDrawAt(s);
     return true;
