@@ -453,14 +453,14 @@ describe('the bound', () => {
         fc.array(op, { minLength: 100, maxLength: 2000, size: 'max' }),
         (balance, ops) => {
           // The ledger's loop on the policy, against a database that grants from what is free
-          // (balance - max(granted, billed): the fold is taken as instant). A connection starts
+          // (balance - used - leased, docs/adr/0020, the fold taken as instant: every byte billed,
+          // and what the open leases still hold; credit is no lease there). A connection starts
           // (its first chunk) only when admitted, and then relays whether its budget holds a lease
           // or not (a flush hands back spent ones) until it is cut; held ones are not modelled as
           // stopping (uploads are not held), so holding is never what keeps the bound.
           const s = newBudgetState();
           let now = 0;
           let fleet = 1;
-          let grantedBytes = 0;
           let lastFree = balance;
           let credit = 0;
           let served = 0;
@@ -498,11 +498,12 @@ describe('the bound', () => {
               s.estimate += o.bytes;
               if (s.estimate > s.trigger) act(pressure(s));
             } else if (s.pending) {
-              const free = Math.max(0, balance - Math.max(grantedBytes, s.allocated));
+              let leased = 0;
+              for (const l of s.leases) if (l.id) leased += Math.max(0, l.granted - l.spent);
+              const free = Math.max(0, balance - s.allocated - leased);
               if (o.answer === 'grant' && free > 0) {
                 const bytes = Math.min(o.bytes, free);
                 granted(s, lease(`l${now}`, bytes), bytes, now);
-                grantedBytes += bytes;
                 lastFree = free - bytes;
               } else if (o.answer !== 'fail') {
                 lastFree = 0;
