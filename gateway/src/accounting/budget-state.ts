@@ -26,10 +26,10 @@ export interface BudgetState {
   /** A lease request is on its way. */
   pending: boolean;
   /**
-   * Exact bytes relayed past every lease, with or without one held, since a grant or outage credit
-   * last covered them: the one overdraft, counted across ticks, draws, denials, failures and
-   * the spent leases a flush hands back (lease-book.ts allocate adds, policy.ts granted and
-   * outage-credit.ts failed reset). Derived from the leases, it was lost with them.
+   * Exact bytes relayed past every lease, with or without one held, not yet covered by a grant
+   * (policy.ts granted: 0) or an outage credit (outage-credit.ts failed: less the credit): the one
+   * overdraft, counted across ticks, draws, denials, failures and the spent leases a flush hands
+   * back (lease-book.ts allocate adds). Derived from the leases, it was lost with them.
    */
   overdraft: number;
   /** When the database last said nothing is free (0: not denied). */
