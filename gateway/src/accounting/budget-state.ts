@@ -1,7 +1,7 @@
 // The state of one budget's policy (policy.ts), kept on its Budget (meter.ts): its leases and what
 // is derived from them, the estimate the proxy feeds between two exact counts, and what the
 // database last answered. Plain data: the policy and the lease book (lease-book.ts) change it, and
-// recompute (policy.ts) keeps the derived fields (available, overrun, trigger) true after each change.
+// recompute (policy.ts) keeps the derived fields (available, trigger) true after each change.
 
 /** The size of a budget's first lease request (then sized from its rate, policy.leaseRequestSize). */
 export const INITIAL_LEASE_BYTES = 4 * 1024 * 1024;
@@ -25,10 +25,13 @@ export interface BudgetState {
   trigger: number;
   /** A lease request is on its way. */
   pending: boolean;
-  /** Exact bytes charged past the leases (spent beyond granted), as of the last allocation. */
-  overrun: number;
-  /** `overrun` when the pending draw started: the overdraft is measured from there, across ticks. */
-  overrunAtDraw: number;
+  /**
+   * Exact bytes relayed past every lease, with or without one held, not yet covered by a grant
+   * (policy.ts granted: 0) or an outage credit (outage-credit.ts failed: less the credit): the one
+   * overdraft, counted across ticks, draws, denials, failures and the spent leases a flush hands
+   * back (lease-book.ts allocate adds). Derived from the leases, it was lost with them.
+   */
+  overdraft: number;
   /** When the database last said nothing is free (0: not denied). */
   deniedAt: number;
   creditUsed: boolean;
@@ -78,8 +81,7 @@ export function newBudgetState(): BudgetState {
     estimate: 0,
     trigger: 0,
     pending: false,
-    overrun: 0,
-    overrunAtDraw: 0,
+    overdraft: 0,
     deniedAt: 0,
     creditUsed: false,
     cutOff: false,

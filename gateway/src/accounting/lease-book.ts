@@ -2,7 +2,7 @@
 // the last), what each flush reports spent and returns, and what is given back when another
 // gateway needs it (docs/adr/0073). Plain functions of the budget's state, as policy.ts: the
 // invariant is that a lease's `spent` only grows, and after every change the derived fields
-// (available, overrun, trigger) are recomputed (policy.recompute) before anyone reads them.
+// (available, trigger) are recomputed (policy.recompute) before anyone reads them.
 import {
   LEASE_RENEW_MARGIN_MS,
   LEASE_TARGET_SECONDS,
@@ -26,9 +26,12 @@ export function allocate(s: BudgetState, n: number): void {
     left -= take;
   }
   // Past every lease (overdraft, or no lease left): charged to the last lease so the database
-  // folds it as used; bytes with no lease at all are still billed through the usage lines.
+  // folds it as used; bytes with no lease at all are still billed through the usage lines. Either
+  // way they count against the one overdraft until a grant or credit covers them: a flush hands a
+  // spent lease back, and what it was overrun by must not go with it.
   const last = s.leases.at(-1);
   if (left > 0 && last) last.spent += left;
+  s.overdraft += left;
   recompute(s);
 }
 

@@ -39,6 +39,9 @@ export function failed(s: BudgetState, known: boolean, credit: number, now: numb
     s.unavailable = false;
     s.creditUsed = true;
     s.cutOff = false;
+    // The credit covers the overdraft run so far up to its size (docs/adr/0097): a credit smaller
+    // than it (a last free balance near 0) let a second OVERDRAFT_BYTES follow the first.
+    s.overdraft = Math.max(0, s.overdraft - credit);
     s.leases.push({ id: null, granted: credit, spent: 0, flushed: 0, expiresAt: Number.MAX_SAFE_INTEGER });
     settleDrawAt(s);
     return true;

@@ -80,25 +80,15 @@ export function canAdmit(s: BudgetState): boolean {
  */
 export function recompute(s: BudgetState): void {
   let available = 0;
-  let overrun = 0;
-  for (const lease of s.leases) {
-    available += Math.max(0, lease.granted - lease.spent);
-    overrun += Math.max(0, lease.spent - lease.granted);
-  }
+  for (const lease of s.leases) available += Math.max(0, lease.granted - lease.spent);
   s.available = available;
-  s.overrun = overrun;
+  // While a draw is pending, what the budget already ran past its leases in exact counts
+  // (`overdraft`) counts with the estimate: a tick replaces the estimate with those counts, so
+  // without it a draw pending over several ticks could overdraw OVERDRAFT_BYTES per tick (the
+  // property test found it).
   if (s.deniedAt) s.trigger = Math.max(0, available - s.drawAt);
-  else if (s.pending) s.trigger = available + (s.grouped ? 0 : HOLD_AT_BYTES) - overdrawn(s);
+  else if (s.pending) s.trigger = available + (s.grouped ? 0 : HOLD_AT_BYTES) - s.overdraft;
   else s.trigger = Math.max(0, available - s.drawAt);
-}
-
-/**
- * What the pending draw has already run past the leases in exact counts: a tick replaces the
- * estimate with them, so without this a draw pending over several ticks could overdraw
- * OVERDRAFT_BYTES per tick (policy.test.ts, the property test, found it).
- */
-function overdrawn(s: BudgetState): number {
-  return Math.max(0, s.overrun - s.overrunAtDraw);
 }
 
 const clampLease = (n: number) => Math.min(MAX_LEASE_BYTES, Math.max(MIN_LEASE_BYTES, n));
@@ -124,7 +114,7 @@ export type PressureDecision = 'cut' | 'hold' | 'draw' | 'redraw' | 'none';
  * streams until it arrives. Otherwise draw the next lease.
  */
 export function pressure(s: BudgetState): PressureDecision {
-  const spent = s.pending ? s.estimate + overdrawn(s) : s.estimate;
+  const spent = s.pending ? s.estimate + s.overdraft : s.estimate;
   if (s.deniedAt && !s.pending) {
     if (spent > s.available) return s.lastDrawn ? 'cut' : 'redraw';
     return s.drawAt > 0 ? 'redraw' : 'none';
@@ -139,7 +129,7 @@ export function pressure(s: BudgetState): PressureDecision {
  * overdraft it uses. The budgets of one account on a gateway share OVERDRAFT_BYTES (docs/adr/0037).
  */
 export function pendingOverdraft(s: BudgetState): number {
-  return s.pending ? Math.max(0, s.estimate + overdrawn(s) - s.available) : 0;
+  return s.pending ? Math.max(0, s.estimate + s.overdraft - s.available) : 0;
 }
 
 /**
@@ -235,12 +225,9 @@ export function leaseRequestSize(s: BudgetState, now: number): number {
  */
 export function drawStarted(s: BudgetState): void {
   if (s.deniedAt && s.estimate >= s.available) s.lastDrawn = true;
-  // A draw again after a denial (docs/adr/0097), or after a failure that gave no outage credit
-  // (also `deniedAt`, with `unavailable`), continues the last one: what that one ran past the
-  // leases was neither granted nor covered by credit and still counts against the one overdraft.
-  // After a grant, or a failure that gave credit (neither sets `deniedAt`), it is covered: the next
-  // draw starts its own.
-  if (!s.deniedAt) s.overrunAtDraw = s.overrun;
+  // A draw does not restart the overdraft (`overdraft`): after a denial (docs/adr/0097) or a
+  // failure that gave no outage credit, what the last draw ran past the leases was neither granted
+  // nor covered by credit and still counts; only a grant or credit covers it.
   s.deniedAt = 0;
   s.pending = true;
   recompute(s);
@@ -265,6 +252,9 @@ export function granted(s: BudgetState, lease: Grant, held: number, now: number)
   s.lastDrawn = false;
   s.lastGrantAt = now;
   s.spentAtGrant = s.allocated + s.estimate;
+  // A grant covers what the budget ran past its leases (the bound is one OVERDRAFT_BYTES per grant
+  // on its way, docs/adr/0020; those bytes are billed as used): the next overdraft starts at 0.
+  s.overdraft = 0;
   settleDrawAt(s);
 }
 
