@@ -327,11 +327,12 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       '--set',
       'controller.networkPolicy.enabled=false',
     ])) as Doc[];
-    // The API has its own budget (api-scaling.yaml): only the controller's must be gone.
+    // The API has its own budget (api-scaling.yaml), the api, worker and relay their own policies
+    // (networkPolicy.enabled): only the controller's must be gone.
     const controllerKinds = off.filter((d) => d.metadata.name === 'proxyfleet-controller').map((d) => d.kind);
     expect(controllerKinds).toContain('Deployment');
     expect(controllerKinds).not.toContain('PodDisruptionBudget');
-    expect(off.map((d) => d.kind)).not.toContain('NetworkPolicy');
+    expect(controllerKinds).not.toContain('NetworkPolicy');
   });
 
   test("finding 6: the controller's log level is not the gateways' (debugging the controller rolls no gateway)", async () => {

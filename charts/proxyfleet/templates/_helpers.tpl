@@ -165,3 +165,76 @@ ws://{{ $service }}.{{ .Release.Namespace }}.svc:8095/changes
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The pod template's metadata of one component, (dict "ctx" . "component" "api" "values" $c
+["annotations" dict]): the chart's labels and annotations, then the values' podLabels and
+podAnnotations. A key the chart sets is refused rather than dropped or overridden: the selector
+labels tie the pods to their Deployment, Service and NetworkPolicy, and a silently ignored value
+would leave the user wondering (as ProxyGateway's podLabels, ADR 0116).
+*/}}
+{{- define "proxyfleet.podMetadata" -}}
+{{- $labels := include "proxyfleet.componentLabels" . | fromYaml -}}
+{{- $annotations := deepCopy (.annotations | default dict) -}}
+{{- range $k, $v := (.values.podLabels | default dict) -}}
+{{- if hasKey $labels $k -}}
+{{- fail (printf "%s.podLabels may not set %s: the chart sets it (its selector labels tie the pods to their Deployment, Service and NetworkPolicy)" $.component $k) -}}
+{{- end -}}
+{{- $_ := set $labels $k $v -}}
+{{- end -}}
+{{- range $k, $v := (.values.podAnnotations | default dict) -}}
+{{- if hasKey $annotations $k -}}
+{{- fail (printf "%s.podAnnotations may not set %s: the chart sets it" $.component $k) -}}
+{{- end -}}
+{{- $_ := set $annotations $k $v -}}
+{{- end -}}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+{{- with $annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Where a component's pods run, the same knobs for every component the chart deploys, under the pod
+spec (dict "ctx" . "component" "api" "values" $c): nodeSelector, tolerations, affinity,
+topologySpreadConstraints (one without a labelSelector counts this component's pods, as a
+ProxyGateway's does, ADR 0116) and priorityClassName.
+*/}}
+{{- define "proxyfleet.podPlacement" -}}
+{{- $c := .values -}}
+{{- with $c.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $c.topologySpreadConstraints }}
+{{- $selector := include "proxyfleet.selector" $ | fromYaml }}
+topologySpreadConstraints:
+  {{- range . }}
+  {{- $constraint := deepCopy . }}
+  {{- if not (hasKey $constraint "labelSelector") }}
+  {{- $_ := set $constraint "labelSelector" (dict "matchLabels" $selector) }}
+  {{- end }}
+  - {{ toYaml $constraint | nindent 4 | trim }}
+  {{- end }}
+{{- end }}
+{{- with $c.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* A component's extraEnv (EnvVar list), after the chart's own variables. */}}
+{{- define "proxyfleet.extraEnv" -}}
+{{- with .extraEnv }}
+{{- toYaml . }}
+{{- end }}
+{{- end -}}
