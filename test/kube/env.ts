@@ -270,6 +270,20 @@ export const CHART_TEST_VALUES = [
   'api.dashboardUrl=https://dashboard.example.test',
 ];
 
+/** Values that turn the chart's PgBouncer on in front of a `postgres-rw` server (templates only). */
+export const PGBOUNCER_TEMPLATE_VALUES = [
+  '--set',
+  'database.pooling=transaction',
+  '--set',
+  'database.sessionUrl=postgresql://proxyfleet:secret@proxyfleet-pgbouncer:6432/proxyfleet_session',
+  '--set',
+  'pgbouncer.enabled=true',
+  '--set',
+  'pgbouncer.server.host=postgres-rw',
+  '--set',
+  'pgbouncer.server.existingSecret=proxyfleet-db-login',
+];
+
 /** `helm template` of the chart with the test values plus `args`, as text. */
 export async function helmTemplateText(args: string[] = []): Promise<string> {
   const { stdout } = await run(

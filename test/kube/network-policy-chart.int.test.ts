@@ -4,7 +4,13 @@
 // configured; the egress targets as CIDRs or peers; the API server accepts what is rendered.
 import { expect, test } from '@jest/globals';
 import { describeKube } from './describe-kube.ts';
-import { helmTemplate, helmTemplateText, RELEASE_NAMESPACE, useKube } from './env.ts';
+import {
+  helmTemplate,
+  helmTemplateText,
+  PGBOUNCER_TEMPLATE_VALUES,
+  RELEASE_NAMESPACE,
+  useKube,
+} from './env.ts';
 
 type Port = { protocol: string; port: number };
 type Rule = { ports?: Port[]; from?: unknown[]; to?: unknown[] };
@@ -35,18 +41,6 @@ const pods = (name: string) => ({
   },
 });
 const DNS = { ports: [{ protocol: 'UDP', port: 53 }, ...tcp(53)] };
-const POOLED = [
-  '--set',
-  'database.pooling=transaction',
-  '--set',
-  'database.sessionUrl=postgresql://proxyfleet:secret@proxyfleet-pgbouncer:6432/proxyfleet_session',
-  '--set',
-  'pgbouncer.enabled=true',
-  '--set',
-  'pgbouncer.server.host=postgres-rw',
-  '--set',
-  'pgbouncer.server.existingSecret=proxyfleet-db-login',
-];
 
 describeKube('Helm chart: NetworkPolicies of the api, worker and relay', () => {
   const fx = useKube();
@@ -128,10 +122,14 @@ describeKube('Helm chart: NetworkPolicies of the api, worker and relay', () => {
 
   test('with the chart PgBouncer the components reach it, not the database, unless the database is named', async () => {
     const viaPgbouncer = { to: [pods('pgbouncer')], ports: tcp(6432) };
-    const p = await policies(POOLED);
+    const p = await policies(PGBOUNCER_TEMPLATE_VALUES);
     expect(p.worker!.egress).toEqual([DNS, viaPgbouncer]);
     expect(p.relay!.egress).toEqual([DNS, viaPgbouncer]);
-    const direct = await policies([...POOLED, '--set', 'networkPolicy.databaseCidrs={10.20.0.0/16}']);
+    const direct = await policies([
+      ...PGBOUNCER_TEMPLATE_VALUES,
+      '--set',
+      'networkPolicy.databaseCidrs={10.20.0.0/16}',
+    ]);
     expect(direct.worker!.egress).toEqual([
       DNS,
       viaPgbouncer,
@@ -173,7 +171,7 @@ describeKube('Helm chart: NetworkPolicies of the api, worker and relay', () => {
 
   test('the API server accepts every rendered policy', async () => {
     const text = await helmTemplateText([
-      ...POOLED,
+      ...PGBOUNCER_TEMPLATE_VALUES,
       '--set',
       'networkPolicy.databaseCidrs={10.20.0.0/16}',
       '--set',

@@ -5,7 +5,13 @@
 // (docs/adr/0120). The API server accepts everything rendered with all of them set.
 import { expect, test } from '@jest/globals';
 import { describeKube } from './describe-kube.ts';
-import { helmTemplate, helmTemplateText, RELEASE_NAMESPACE, useKube } from './env.ts';
+import {
+  helmTemplate,
+  helmTemplateText,
+  PGBOUNCER_TEMPLATE_VALUES,
+  RELEASE_NAMESPACE,
+  useKube,
+} from './env.ts';
 
 type Env = { name: string; value?: string };
 type PodSpec = Record<string, any> & {
@@ -18,18 +24,6 @@ type Doc = {
 };
 
 const COMPONENTS = ['api', 'worker', 'controller', 'relay', 'pgbouncer'] as const;
-const PGBOUNCER = [
-  '--set',
-  'database.pooling=transaction',
-  '--set',
-  'database.sessionUrl=postgresql://proxyfleet:secret@proxyfleet-pgbouncer:6432/proxyfleet_session',
-  '--set',
-  'pgbouncer.enabled=true',
-  '--set',
-  'pgbouncer.server.host=postgres-rw',
-  '--set',
-  'pgbouncer.server.existingSecret=proxyfleet-db-login',
-];
 const affinity = {
   podAntiAffinity: {
     preferredDuringSchedulingIgnoredDuringExecution: [
@@ -68,7 +62,7 @@ const placementArgs = (component: string) => {
   };
   return Object.entries(values).flatMap(([k, v]) => ['--set-json', `${component}.${k}=${JSON.stringify(v)}`]);
 };
-const ALL = [...PGBOUNCER, ...COMPONENTS.flatMap(placementArgs)];
+const ALL = [...PGBOUNCER_TEMPLATE_VALUES, ...COMPONENTS.flatMap(placementArgs)];
 
 const deployments = async (args: string[]) =>
   Object.fromEntries(
@@ -104,7 +98,7 @@ describeKube('Helm chart in production: placement, extras and helm test', () => 
   });
 
   test('unset knobs render nothing; PgBouncer keeps its config checksum beside podAnnotations', async () => {
-    const plain = await deployments(PGBOUNCER);
+    const plain = await deployments(PGBOUNCER_TEMPLATE_VALUES);
     for (const component of COMPONENTS) {
       const pod = plain[component]!.spec.template.spec as PodSpec;
       for (const key of [
@@ -130,7 +124,7 @@ describeKube('Helm chart in production: placement, extras and helm test', () => 
       helmTemplateText(['--set', 'api.podLabels.app\\.kubernetes\\.io/instance=other']),
     ).rejects.toThrow(/api.podLabels may not set app.kubernetes.io\/instance/);
     await expect(
-      helmTemplateText([...PGBOUNCER, '--set', 'pgbouncer.podAnnotations.checksum/config=x']),
+      helmTemplateText([...PGBOUNCER_TEMPLATE_VALUES, '--set', 'pgbouncer.podAnnotations.checksum/config=x']),
     ).rejects.toThrow(/pgbouncer.podAnnotations may not set checksum\/config/);
     await expect(
       helmTemplateText(['--set-json', 'relay.topologySpreadConstraints=[{"maxSkew":1}]']),
