@@ -150,6 +150,44 @@ describe('auto-refill on bought - used', () => {
     expect(await refills(account.id)).toHaveLength(3);
   });
 
+  it('a lease returned before the fold still counts: a gateway flushing as it goes buys every refill', async () => {
+    const account = await refilling(20 * MB, { thresholdGb: 0.01, refillGb: 0.02, maxRefillsPerMonth: 3 });
+    const gw = new SimGateway(db.pool, 'flushing', account.id);
+    // Relays 60 MB, each spent lease returned with its batch (as the gateway's flush does) and
+    // nothing folded: a returned lease's spend is known (spent_bytes, still held in leased_bytes
+    // until the fold charges it), so the draws after it count it in used.
+    let done = 0;
+    while (done < 60 * MB) {
+      done += gw.spend(60 * MB - done);
+      await gw.flush();
+      if (done < 60 * MB && (await gw.draw(4 * MB)).granted === 0) break;
+    }
+    expect(done).toBe(60 * MB);
+    expect((await refills(account.id)).map((r) => r.idempotency_key)).toEqual([
+      'auto-refill:basic:crossing:1',
+      'auto-refill:basic:crossing:2',
+      'auto-refill:basic:crossing:3',
+    ]);
+    // The fold charges what the draws counted: nothing is counted twice, no refill bought again.
+    await gw.flush(true);
+    await foldAll(db.pool);
+    expect(await refills(account.id)).toHaveLength(3);
+    const { rows } = await db.pool.query<{
+      used_bytes: number;
+      reported_used_bytes: number;
+      leased_bytes: number;
+    }>(
+      `SELECT used_bytes, reported_used_bytes, leased_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,
+      [account.id],
+    );
+    expect(rows[0]).toEqual({
+      used_bytes: 60 * MB,
+      reported_used_bytes: expect.any(Number),
+      leased_bytes: 0,
+    });
+    expect(rows[0]!.reported_used_bytes).toBeLessThanOrEqual(60 * MB);
+  });
+
   it('stops at maxRefillsPerMonth; a new month buys the open crossing at once (the sweep, or a dry draw)', async () => {
     const account = await refilling(10 * MB, { thresholdGb: 0.004, refillGb: 0.01, maxRefillsPerMonth: 2 });
     const gw = new SimGateway(db.pool, 'capped', account.id);
