@@ -18,17 +18,15 @@ export async function recordedUsage(
 }
 
 /**
- * A gateway's usage with every byte it settled before this call: flushed twice, as flush() hands
- * back a flush already in flight (the timer's), whose batch may have been built before the last
- * bytes settled; the second begins after it (usage.int.test.ts).
+ * A gateway's usage with every byte it settled before this call (ledger.flushSettled: not a timer's
+ * flush already in flight, built before the last bytes settled; usage.int.test.ts).
  */
 export async function flushedUsage(
   gateway: { ledger: RunningGateway['ledger'] },
   pool: Pool,
   accountId: string,
 ): Promise<{ up: number; down: number; requests: number }> {
-  await gateway.ledger.flush();
-  await gateway.ledger.flush();
+  await gateway.ledger.flushSettled();
   return recordedUsage(pool, accountId);
 }
 
@@ -80,13 +78,12 @@ export async function fold(pool: Pool): Promise<void> {
 
 /**
  * What a gateway counted, in the database: once its connections have closed, its usage flushed
- * twice (a flush already in flight, the timer's, may have begun before the last close) and its
- * usage history tally drained (a write in flight waited for, then the rest written).
+ * past any flush already in flight (ledger.flushSettled) and its usage history tally drained (a
+ * write in flight waited for, then the rest written).
  */
 export async function historyWritten(gateway: Pick<RunningGateway, 'ledger' | 'history'>): Promise<void> {
   await until(() => gateway.ledger.activeConnections === 0, 'connections closed', 10_000);
-  await gateway.ledger.flush();
-  await gateway.ledger.flush();
+  await gateway.ledger.flushSettled();
   await gateway.history.drain();
 }
 

@@ -258,6 +258,16 @@ export class Ledger {
     return this.flushing;
   }
 
+  /**
+   * A flush that writes every byte settled before the call: flush() hands back a flush already in
+   * flight (the timer's), whose batch was built before the last bytes settled and which releases no
+   * lease; this waits for it, then runs its own.
+   */
+  async flushSettled(final = false): Promise<void> {
+    while (this.flushing) await this.flushing;
+    await this.flush(final);
+  }
+
   private async doFlush(final: boolean): Promise<void> {
     this.tick();
     this.build(final);
@@ -302,11 +312,8 @@ export class Ledger {
     clearInterval(this.tickTimer);
     clearInterval(this.flushTimer);
     this.connections.settleAll();
-    // flush() hands back a flush already in flight, whose batch was built before the last bytes
-    // settled and which releases no lease: wait for it, then run the final one ourselves.
     while (true) {
-      while (this.flushing) await this.flushing;
-      await this.flush(true);
+      await this.flushSettled(true);
       if (this.flusher.unsent === 0 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));
     }

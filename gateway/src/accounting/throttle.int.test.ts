@@ -83,8 +83,7 @@ async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T 
 /** Usage billed so far, after the gateway closed and flushed the connections' counts. */
 async function billed(accountId: string): Promise<number> {
   await new Promise((r) => setTimeout(r, 100));
-  await fx.gateway.ledger.flush();
-  await fx.gateway.ledger.flush();
+  await fx.gateway.ledger.flushSettled();
   const u = await recordedUsage(fx.db.pool, accountId);
   return u.up + u.down;
 }
