@@ -76,23 +76,42 @@ async function stopProcess(proc: Proc | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * Polls `probe` until it answers true. Its other answers (a status and body, or the error) are kept,
+ * and the last one is part of the timeout's message beside the process's own output: a probe that
+ * only said "no" left a CI failure of etcd unexplained.
+ */
 async function waitFor(
   what: string,
   proc: Proc,
-  probe: () => Promise<boolean>,
+  probe: () => Promise<true | string>,
   timeoutMs: number,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let last = 'no answer yet';
   for (;;) {
     if (proc.child.exitCode !== null) {
       throw new Error(`${what} exited with ${proc.child.exitCode}:\n${proc.output.join('').slice(-4000)}`);
     }
-    if (await probe().catch(() => false)) return;
+    const answer = await probe().catch((err: unknown) => `error: ${describeError(err)}`);
+    if (answer === true) return;
+    last = answer;
     if (Date.now() > deadline)
-      throw new Error(`${what} not ready after ${timeoutMs} ms:\n${proc.output.join('').slice(-4000)}`);
+      throw new Error(
+        `${what} not ready after ${timeoutMs} ms; the last probe said: ${last}\n${proc.output.join('').slice(-4000)}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+const describeError = (err: unknown): string =>
+  err instanceof Error
+    ? `${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ''}`
+    : String(err);
+
+/** true for a 200, else the status and the start of the body. */
+const okOr = (status: number, body: string): true | string =>
+  status === 200 || `${status} ${body.slice(0, 300)}`;
 
 /** GET over HTTPS without verifying the self-generated serving certificate (test-only). */
 async function insecureGet(url: string, token?: string): Promise<{ status: number; body: string }> {
@@ -160,9 +179,20 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
       `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
       `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
       '--unsafe-no-fsync=true',
-      '--log-level=error',
+      // info: its start (the election, the listeners) is in the output a timeout prints.
+      '--log-level=info',
     ]);
-    await waitFor('etcd', etcd, async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok, 30_000);
+    await waitFor(
+      'etcd',
+      etcd,
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${etcdPort}/health`, {
+          signal: AbortSignal.timeout(5_000),
+        });
+        return okOr(res.status, await res.text());
+      },
+      30_000,
+    );
 
     const adminToken = randomBytes(16).toString('hex');
     const operatorToken = randomBytes(16).toString('hex');
@@ -196,7 +226,10 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
     await waitFor(
       'kube-apiserver',
       apiserver,
-      async () => (await insecureGet(`${server}/readyz`, adminToken)).status === 200,
+      async () => {
+        const res = await insecureGet(`${server}/readyz`, adminToken);
+        return okOr(res.status, res.body);
+      },
       90_000,
     );
 
