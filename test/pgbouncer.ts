@@ -41,6 +41,10 @@ export interface PgBouncerOptions {
 }
 
 const READY_TIMEOUT_MS = 15_000;
+/** How long PgBouncer lets a query wait for a server connection before answering an error. */
+export const QUERY_WAIT_TIMEOUT_SECONDS = 5;
+/** How long a switchover's PAUSE may hold queries (pause() to resume()). */
+export const SWITCHOVER_HOLD_SECONDS = 30;
 const STOP_TIMEOUT_MS = 10_000;
 
 /** A value of PgBouncer's connection-string syntax, quoted. */
@@ -58,6 +62,8 @@ export class PgBouncer {
   private readonly opts: PgBouncerOptions;
   private readonly ownDir: boolean;
   private child: ChildProcess | undefined;
+  /** Between pause() and resume(): the configuration's query_wait_timeout is the hold's. */
+  private holding = false;
   private exited: Promise<void> = Promise.resolve();
 
   private constructor(opts: PgBouncerOptions, port: number, dir: string, ownDir: boolean) {
@@ -130,13 +136,32 @@ export class PgBouncer {
     await this.admin('RECONNECT');
   }
 
-  /** Holds new transactions of `database` (those in flight finish first). */
+  /**
+   * Holds new transactions of `database` (those in flight finish first), for up to
+   * SWITCHOVER_HOLD_SECONDS: PgBouncer's query_wait_timeout also runs while a database is paused,
+   * so a hold near its usual 5 s answered the queries queued first with an error just after RESUME
+   * (a switchover's two 503s, docs/adr/0095). The generated configuration carries the longer
+   * timeout while held, so that repoint()'s RELOAD keeps it.
+   */
   async pause(database: string): Promise<void> {
+    this.holding = true;
+    await this.writeConfig();
+    await this.admin('RELOAD');
     await this.admin(`PAUSE ${database}`);
   }
 
+  /** Lets the held transactions go, and puts query_wait_timeout back once none is waiting. */
   async resume(database: string): Promise<void> {
     await this.admin(`RESUME ${database}`);
+    const deadline = Date.now() + 10_000;
+    while (
+      Date.now() < deadline &&
+      (await this.pools()).some((p) => p.database === database && p.clWaiting > 0)
+    )
+      await new Promise((r) => setTimeout(r, 50));
+    this.holding = false;
+    await this.writeConfig();
+    await this.admin('RELOAD');
   }
 
   /** Ends every client and server connection of `database` at once. */
@@ -224,8 +249,9 @@ max_client_conn = ${this.opts.maxClientConn ?? 1000}
 server_login_retry = 1
 server_connect_timeout = 5
 ; a query waiting for a server connection that cannot be opened is answered with an error after
-; 5 s (default 120 s): the API answers 503 then, before its own 20 s query timeout
-query_wait_timeout = 5
+; 5 s (default 120 s): the API answers 503 then, before its own 20 s query timeout; while a
+; switchover holds the pool (pause()), as long as the hold may last
+query_wait_timeout = ${this.holding ? SWITCHOVER_HOLD_SECONDS : QUERY_WAIT_TIMEOUT_SECONDS}
 log_connections = 0
 log_disconnections = 0
 `;

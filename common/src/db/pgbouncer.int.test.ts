@@ -10,7 +10,12 @@ import { createLogger } from '../logger.ts';
 import { acquireLeadership, type Leadership } from '../../../worker/src/leader.ts';
 import { createEmptyDatabase, createTestDatabase, type TestDatabase } from '#test/db.ts';
 import { accountWithBandwidth } from '#test/fixtures.ts';
-import { PgBouncer, startProxyfleetBouncer, type ProxyfleetBouncer } from '#test/pgbouncer.ts';
+import {
+  PgBouncer,
+  QUERY_WAIT_TIMEOUT_SECONDS,
+  startProxyfleetBouncer,
+  type ProxyfleetBouncer,
+} from '#test/pgbouncer.ts';
 import { until } from '#test/process.ts';
 import { ChangeFeed, type Change } from './changes.ts';
 import { loadMigrations } from './migrate.ts';
@@ -268,6 +273,28 @@ describe('the change feed behind PgBouncer', () => {
 
 // A PgBouncer that cannot start says why (the package missing is the likely cause in CI).
 describe('PgBouncer harness', () => {
+  // A switchover's hold: PgBouncer's query_wait_timeout runs while a database is paused, so a hold
+  // longer than it failed the queries queued first (docs/adr/0095). Failed before pause() raised it.
+  it('holds a query through a pause longer than query_wait_timeout, then puts the timeout back', async () => {
+    const client = new pg.Client({ connectionString: single });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      await pgb.bouncer.pause('single');
+      const held = client.query<{ one: number }>('SELECT 1 AS one');
+      held.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, (QUERY_WAIT_TIMEOUT_SECONDS + 1) * 1000));
+      await pgb.bouncer.resume('single');
+      expect((await held).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    const config = await pgb.bouncer.admin<{ key: string; value: string }>('SHOW CONFIG');
+    expect(config.find((c) => c.key === 'query_wait_timeout')?.value).toBe(
+      String(QUERY_WAIT_TIMEOUT_SECONDS),
+    );
+  });
+
   it('reports a bad configuration instead of hanging', async () => {
     await expect(
       PgBouncer.start({ serverUrl: db.url, pools: { 'bad-name': { dbname: 'x', mode: 'session' } } }),
