@@ -32,7 +32,8 @@ import {
   type Origin,
   type Pod,
 } from './cluster.ts';
-import { exitSteps } from './exits.ts';
+import { exitsNamespace, exitSteps } from './exits.ts';
+import { podSecuritySteps, restrictedNamespace } from './pod-security.ts';
 
 const RELEASE = 'proxyfleet';
 const NAMESPACE = `e2e-${process.pid}`;
@@ -140,6 +141,9 @@ const installArgs = (namespace: string) => [
     // one-node cluster runs no cluster DNS (a real cluster keeps relay.address=dns).
     'relay.address=serviceEnv',
   ].flatMap((v) => ['--set', v]),
+  // `helm test` also asks the ProxyGateway of these steps for its 407.
+  '--set-json',
+  `tests.gateways=[{"name":"${GATEWAY}","port":12321}]`,
 ];
 
 beforeAll(async () => {
@@ -158,7 +162,7 @@ beforeAll(async () => {
     max: 2,
   });
   origin = await startOrigin();
-  await kubectl(['create', 'namespace', NAMESPACE]);
+  await restrictedNamespace(kubectl, NAMESPACE);
 }, 900_000);
 
 afterAll(async () => {
@@ -166,7 +170,7 @@ afterAll(async () => {
   await kubectl
     ?.helm(['uninstall', RELEASE, '-n', AGAIN, '--wait', '--ignore-not-found'])
     .catch(() => undefined);
-  for (const ns of [NAMESPACE, AGAIN])
+  for (const ns of [NAMESPACE, exitsNamespace(NAMESPACE), AGAIN])
     await kubectl?.(['delete', 'namespace', ns, '--wait=true', '--timeout=120s', '--ignore-not-found']).catch(
       () => undefined,
     );
@@ -246,6 +250,8 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     // seconds later on a loaded node (a request sent before was refused: ECONNREFUSED, status 0).
     await eventually('kube-proxy to route the gateway NodePort', () => accepts(gatewayPort));
   }, 300_000);
+
+  podSecuritySteps(() => ({ kubectl, namespace: NAMESPACE, release: RELEASE, gateway: GATEWAY, say }));
 
   test('the API and gateway pods take their changes from the relay: only the relays LISTEN; a password reset reaches every gateway pod', async () => {
     // The kubelet expanded the relay Service's variables in the controller's environment, and the
@@ -509,7 +515,8 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
 
   exitSteps(() => ({
     kubectl,
-    namespace: NAMESPACE,
+    releaseNamespace: NAMESPACE,
+    databaseSecret: `${RELEASE}-database`,
     origin,
     say,
     datacenterCustomer: async (name, gb) => {

@@ -1,8 +1,8 @@
 // The chart's placement knobs and extras, the same for every component it deploys (api, worker,
 // controller, relay, pgbouncer) through one helper: affinity, topologySpreadConstraints (a
 // constraint without labelSelector counts the component's own pods), priorityClassName,
-// podAnnotations, podLabels (never the chart's own labels), extraEnv; and its `helm test` pod
-// (docs/adr/0120). The API server accepts everything rendered with all of them set.
+// podAnnotations, podLabels (never the chart's own labels), extraEnv; and its `helm test` pods, the
+// API's /readyz and the gateways' 407 (docs/adr/0120). The API server accepts everything rendered with all of them set.
 import { expect, test } from '@jest/globals';
 import { describeKube } from './describe-kube.ts';
 import {
@@ -62,7 +62,11 @@ const placementArgs = (component: string) => {
   };
   return Object.entries(values).flatMap(([k, v]) => ['--set-json', `${component}.${k}=${JSON.stringify(v)}`]);
 };
-const ALL = [...PGBOUNCER_TEMPLATE_VALUES, ...COMPONENTS.flatMap(placementArgs)];
+const GATEWAY_TESTS = [
+  '--set-json',
+  'tests.gateways=[{"name":"basic","port":12321},{"name":"dc","port":20080}]',
+];
+const ALL = [...PGBOUNCER_TEMPLATE_VALUES, ...COMPONENTS.flatMap(placementArgs), ...GATEWAY_TESTS];
 
 const deployments = async (args: string[]) =>
   Object.fromEntries(
@@ -178,6 +182,48 @@ describeKube('Helm chart in production: placement, extras and helm test', () => 
     ]);
   });
 
+  test("helm test: with tests.gateways or the examples, a hook Pod expects each gateway Service's 407", async () => {
+    const hook = (args: string[]) =>
+      helmTemplate(args).then((docs) =>
+        (docs as Doc[]).find((d) => d.kind === 'Pod' && d.metadata.name === 'proxyfleet-test-gateways'),
+      );
+    const env = (pod: Doc | undefined) =>
+      (pod?.spec.containers as PodSpec['containers'] | undefined)?.[0]?.env;
+    expect(await hook([])).toBeUndefined();
+    const pod = (await hook(GATEWAY_TESTS))!;
+    expect(pod.metadata.annotations).toEqual({
+      'helm.sh/hook': 'test',
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    });
+    expect(pod.spec.securityContext).toEqual(expect.objectContaining({ runAsNonRoot: true }));
+    expect(env(pod)).toEqual([
+      {
+        name: 'GATEWAYS',
+        value: 'basic=basic-gateway.proxyfleet-system.svc:12321,dc=dc-gateway.proxyfleet-system.svc:20080',
+      },
+    ]);
+    expect(env(await hook([...GATEWAY_TESTS, '--set', 'relay.address=serviceEnv']))).toEqual([
+      {
+        name: 'GATEWAYS',
+        value: 'basic=$(BASIC_GATEWAY_SERVICE_HOST):12321,dc=$(DC_GATEWAY_SERVICE_HOST):20080',
+      },
+    ]);
+    // The examples are added, unless their Services require the PROXY protocol (a test pod cannot send it).
+    expect(env(await hook(['--set', 'examples.enabled=true']))).toEqual([
+      {
+        name: 'GATEWAYS',
+        value:
+          'advanced=advanced-gateway.proxyfleet-system.svc:61236,basic=basic-gateway.proxyfleet-system.svc:12321,light=light-gateway.proxyfleet-system.svc:10080',
+      },
+    ]);
+    expect(
+      await hook(['--set', 'examples.enabled=true', '--set', 'examples.proxyProtocol.mode=required']),
+    ).toBeUndefined();
+    await expect(
+      helmTemplateText(['--set-json', 'tests.gateways=[{"name":"Basic","port":1}]']),
+    ).rejects.toThrow(/name/);
+  });
+
   test('the API server accepts everything rendered with every knob set, and the helm test pod', async () => {
     const text = await helmTemplateText(ALL);
     const out = await fx.kube.kubectl(
@@ -187,5 +233,6 @@ describeKube('Helm chart in production: placement, extras and helm test', () => 
     for (const component of COMPONENTS)
       expect(out).toMatch(new RegExp(`deployment.apps/proxyfleet-${component} serverside-applied`));
     expect(out).toMatch(/pod\/proxyfleet-test-api-readyz serverside-applied/);
+    expect(out).toMatch(/pod\/proxyfleet-test-gateways serverside-applied/);
   });
 });

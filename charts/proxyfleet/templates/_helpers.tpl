@@ -127,6 +127,13 @@ log_disconnections = 0
 {{- end -}}
 
 {{/*
+The example gateways' ports, by name (examples.yaml, and the gateways' helm test).
+*/}}
+{{- define "proxyfleet.examplePorts" -}}
+{"basic": 12321, "advanced": 61236, "light": 10080}
+{{- end }}
+
+{{/*
 The example gateways' edge: their Service (examples.serviceType, .externalTrafficPolicy) and the
 PROXY protocol from the load balancer in front (examples.proxyProtocol; off by default).
 */}}
