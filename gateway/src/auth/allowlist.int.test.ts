@@ -53,7 +53,7 @@ async function request(from: string, auth?: string, path = '/bytes/1000') {
 }
 
 async function billed(accountId: string) {
-  await fx.gateway.ledger.flush();
+  await fx.gateway.ledger.flushSettled();
   return recordedUsage(fx.db.pool, accountId);
 }
 

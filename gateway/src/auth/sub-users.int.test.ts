@@ -203,7 +203,7 @@ describe('sub-users', () => {
     const own = await request(basicAuth(account.proxyUsername, account.proxyPassword));
     expect(own.status).toBe(200);
     await usageAfterClose(fx.gateway, fx.db.pool, account.id, 1);
-    await fx.gateway.ledger.flush();
+    await fx.gateway.ledger.flushSettled();
     const u = await used(account.id, sub.id);
     expect(u.sub).toBeGreaterThan(limit - 200_000);
     expect(u.sub).toBeLessThanOrEqual(limit + overspendBound(1, 1));

@@ -24,8 +24,8 @@ beforeAll(async () => {
 const auth = () => basicAuth(account.proxyUsername, `${account.proxyPassword}_country-us`);
 
 async function usageAfterFlush(accountId: string) {
-  await gateway.ledger.flush();
-  await guarded.ledger.flush();
+  await gateway.ledger.flushSettled();
+  await guarded.ledger.flushSettled();
   return recordedUsage(fx.db.pool, accountId);
 }
 

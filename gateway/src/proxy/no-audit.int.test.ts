@@ -33,7 +33,7 @@ it('writes no audit entry for requests, refusals, leases, flushes or the fold', 
   }
   const refused = await rawExchange(gateway.port, [get(url, wrong)]);
   expect(refused.responses[0]!.status).toBe(407);
-  await gateway.ledger.flush();
+  await gateway.ledger.flushSettled();
   await fold(fx.db.pool);
   expect(ok).toBe(30);
   expect(Number((await recordedUsage(fx.db.pool, account.id)).requests)).toBeGreaterThanOrEqual(30);

@@ -71,7 +71,7 @@ describe('protection', () => {
     await new Promise((r) => setTimeout(r, 50));
     t.socket.destroy();
     await closed(t.socket);
-    await fx.gateway.ledger.flush();
+    await fx.gateway.ledger.flushSettled();
     const usage = await recordedUsage(fx.db.pool, account.id);
     expect(usage.up).toBe(t.socket.bytesWritten);
     expect(usage.down).toBe(t.socket.bytesRead);
@@ -87,7 +87,7 @@ describe('protection', () => {
     t.socket.write('GET /bytes/50000000 HTTP/1.1\r\nHost: x\r\n\r\n');
     await closed(t.socket);
     expect(read).toBeLessThan(50_000_000);
-    await fx.gateway.ledger.flush();
+    await fx.gateway.ledger.flushSettled();
     await fold(fx.db.pool);
     const { rows } = await fx.db.pool.query<{ used_bytes: number }>(
       `SELECT used_bytes FROM balances WHERE account_id = $1 AND product = 'basic'`,

@@ -118,7 +118,7 @@ describe('PROXY protocol behind HAProxy', () => {
     expect(await status(front.none, `${net24}.9`)).toBe(407);
     const after = await counterValues(fx.gateway, 'proxyfleet_gateway_proxy_protocol_headers_total');
     expect(counterDelta(after, before)).toEqual({ '1': 1, '2': 1 });
-    await fx.gateway.ledger.flush();
+    await fx.gateway.ledger.flushSettled();
     const usage = await recordedUsage(fx.db.pool, account.id);
     expect(Number(usage.requests)).toBe(2);
     expect(Number(usage.down)).toBeGreaterThan(2_000);
