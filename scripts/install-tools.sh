@@ -3,7 +3,8 @@
 #   kube-apiserver, kubectl and the rest of a one-node cluster (kube-controller-manager,
 #   kube-scheduler, kubelet, kube-proxy) from tools/kube, etcd (tools/etcd), k6 and helm
 #   (go install), crictl and metrics-server for the local cluster (scripts/cluster.sh), stripe-mock
-#   (go install) for the card payment tests and `npm start`.
+#   (go install) for the card payment tests and `npm start`, syft and cosign (go install) for
+#   `npm run image -- --sbom --sign` (docs/adr/0122).
 # Why wrapper modules: `go install k8s.io/kubernetes/cmd/kube-apiserver@v1.x` is refused,
 # because k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go, ...) at
 # v0.0.0 and replaces them with ./staging paths, and replace directives of a dependency are
@@ -24,6 +25,8 @@ HELM_VERSION=v4.3.1             # module version in the build info, so no 1.20 d
 CRICTL_VERSION=v1.34.0          # sigs.k8s.io/cri-tools: the local cluster's `down` removes pods through the CRI
 METRICS_SERVER_VERSION=v0.8.0   # sigs.k8s.io/metrics-server: the local cluster's resource metrics (HPA on CPU)
 STRIPE_MOCK_VERSION=v0.203.0    # github.com/stripe/stripe-mock: Stripe's API for the card payment tests and `npm start`
+SYFT_VERSION=v1.57.1            # github.com/anchore/syft: the image's SBOM (SPDX and CycloneDX)
+COSIGN_VERSION=v3.1.3           # github.com/sigstore/cosign/v3: the image's signature and SBOM attestation
 MIN_GO=1.26                     # helm v4.3.1's go.mod says go 1.26.0
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -151,6 +154,11 @@ go_install metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server "${METRI
 go_install stripe-mock github.com/stripe/stripe-mock "${STRIPE_MOCK_VERSION}" "-s -w"
 go_install helm "${HELM_MODULE}/cmd/helm" "${HELM_VERSION}" \
   "-s -w -X ${HELM_MODULE}/internal/version.version=${HELM_VERSION} -X ${HELM_MODULE}/internal/version.gitTreeState=clean"
+
+# Versions as their releases stamp them (syft's goreleaser ldflags; cosign's Makefile LDFLAGS).
+go_install syft github.com/anchore/syft/cmd/syft "${SYFT_VERSION}" "-s -w -X main.version=${SYFT_VERSION#v}"
+go_install cosign github.com/sigstore/cosign/v3/cmd/cosign "${COSIGN_VERSION}" \
+  "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=${COSIGN_VERSION} -X sigs.k8s.io/release-utils/version.gitTreeState=clean"
 
 log "tools in ${BIN}"
 printf '%s\n' "${BIN}"

@@ -53,6 +53,32 @@ describe('the image (npm run image)', () => {
     expect((await podman(['image', 'exists', image])).code).toBe(0);
   });
 
+  test('carries the OCI labels and manifest annotations: source, revision, version, created, title, licenses', async () => {
+    const pkg = JSON.parse((await run('cat', [path.join(REPO_ROOT, 'package.json')])).stdout) as {
+      version: string;
+      repository: { url: string };
+    };
+    const git = async (...args: string[]) => (await run('git', ['-C', REPO_ROOT, ...args])).stdout.trim();
+    const dirty = (await git('status', '--porcelain')) !== '';
+    const expected = {
+      'org.opencontainers.image.title': 'proxyfleet',
+      'org.opencontainers.image.version': pkg.version,
+      'org.opencontainers.image.revision': `${await git('rev-parse', 'HEAD')}${dirty ? '-dirty' : ''}`,
+      // The commit's time: a rebuild of one commit is the same image (docs/adr/0122).
+      'org.opencontainers.image.created': new Date(Number(await git('log', '-1', '--format=%ct')) * 1000)
+        .toISOString()
+        .replace('.000Z', 'Z'),
+      'org.opencontainers.image.source': 'https://github.com/proxyfleet/proxyfleet',
+      'org.opencontainers.image.licenses': 'LicenseRef-Proprietary',
+    };
+    expect(pkg.repository.url).toBe(`git+${expected['org.opencontainers.image.source']}.git`);
+    for (const field of ['Labels', 'Annotations']) {
+      const inspected = await podman(['image', 'inspect', '--format', `{{json .${field}}}`, image]);
+      expect(inspected.code).toBe(0);
+      expect(JSON.parse(inspected.out) as Record<string, string>).toMatchObject(expected);
+    }
+  });
+
   test('runs as the non-root user 10001 on a read-only root filesystem', async () => {
     const ids = await podman(readOnly(image, 'sh', '-c', 'id -u; id -g; touch /app/x 2>&1 || true'));
     expect(ids.code).toBe(0);
