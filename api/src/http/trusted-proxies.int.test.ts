@@ -77,7 +77,7 @@ describe('HTTPS as a trusted proxy says it', () => {
   });
 
   it('the trusted proxy over plain HTTP (no header, or http): neither', async () => {
-    for (const headers of [{}, { 'x-forwarded-proto': 'http' }]) {
+    for (const headers of [{}, { 'x-forwarded-proto': 'http' }] as Record<string, string>[]) {
       const res = await send(PROXY, '/sign-in', { headers });
       expect(res.headers['strict-transport-security']).toBeUndefined();
       expect(cookieNamed(res, 'pf_pre')).not.toMatch(/Secure/);
