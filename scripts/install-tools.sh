@@ -4,7 +4,8 @@
 #   kube-scheduler, kubelet, kube-proxy) from tools/kube, etcd (tools/etcd), k6 and helm
 #   (go install), crictl and metrics-server for the local cluster (scripts/cluster.sh), stripe-mock
 #   (go install) for the card payment tests and `npm start`, syft and cosign (go install) for
-#   `npm run image -- --sbom --sign` (docs/adr/0122).
+#   `npm run image -- --sbom --sign` (docs/adr/0122), traefik (tools/traefik) as the ingress
+#   controller of the e2e HTTPS test (test/e2e/https.ts).
 # Why wrapper modules: `go install k8s.io/kubernetes/cmd/kube-apiserver@v1.x` is refused,
 # because k8s.io/kubernetes requires its staging modules (k8s.io/api, client-go, ...) at
 # v0.0.0 and replaces them with ./staging paths, and replace directives of a dependency are
@@ -27,6 +28,7 @@ METRICS_SERVER_VERSION=v0.8.0   # sigs.k8s.io/metrics-server: the local cluster'
 STRIPE_MOCK_VERSION=v0.203.0    # github.com/stripe/stripe-mock: Stripe's API for the card payment tests and `npm start`
 SYFT_VERSION=v1.57.1            # github.com/anchore/syft: the image's SBOM (SPDX and CycloneDX)
 COSIGN_VERSION=v3.1.3           # github.com/sigstore/cosign/v3: the image's signature and SBOM attestation
+TRAEFIK_VERSION=v3.6.12         # github.com/traefik/traefik/v3 (tools/traefik): the e2e ingress controller (docs/adr/0123)
 MIN_GO=1.26                     # helm v4.3.1's go.mod says go 1.26.0
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -88,6 +90,8 @@ grep -qE "^require k8s.io/kubernetes ${KUBE_VERSION}\$" "${ROOT}/tools/kube/go.m
   || die "tools/kube/go.mod does not pin ${KUBE_VERSION}; run: bash scripts/install-tools.sh --sync-modules"
 grep -qE "^require go.etcd.io/etcd/server/v3 ${ETCD_VERSION}\$" "${ROOT}/tools/etcd/go.mod" \
   || die "tools/etcd/go.mod does not pin ${ETCD_VERSION}; run: bash scripts/install-tools.sh --sync-modules"
+grep -qE "^require github.com/traefik/traefik/v3 ${TRAEFIK_VERSION}\$" "${ROOT}/tools/traefik/go.mod" \
+  || die "tools/traefik/go.mod does not pin ${TRAEFIK_VERSION}; edit its require line and replaces, then go mod tidy there"
 
 mkdir -p "${BIN}"
 # One installer at a time per tools dir (parallel test workers may all call this script).
@@ -132,6 +136,17 @@ if is_cached etcd "${ETCD_VERSION}"; then log "etcd ${ETCD_VERSION} cached"; els
   start=${SECONDS}
   (cd "${ROOT}/tools/etcd" && go build -trimpath -ldflags "-s -w" -o "${BIN}/.etcd.tmp" go.etcd.io/etcd/server/v3)
   mark_built etcd "${ETCD_VERSION}" $((SECONDS - start))
+fi
+
+# Traefik's go.mod replaces three modules with forks, so `go install ...@version` is refused;
+# tools/traefik repeats the replaces (newer releases import a module the proxy does not serve).
+if is_cached traefik "${TRAEFIK_VERSION}"; then log "traefik ${TRAEFIK_VERSION} cached"; else
+  log "traefik ${TRAEFIK_VERSION} building"
+  start=${SECONDS}
+  (cd "${ROOT}/tools/traefik" && go build -trimpath \
+    -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=${TRAEFIK_VERSION}" \
+    -o "${BIN}/.traefik.tmp" github.com/traefik/traefik/v3/cmd/traefik)
+  mark_built traefik "${TRAEFIK_VERSION}" $((SECONDS - start))
 fi
 
 # go_install NAME PACKAGE VERSION LDFLAGS: module@version has no replace directives, so a

@@ -160,7 +160,10 @@ export async function signIn(p: Page, email: string, password: string): Promise<
   await p.getByRole('button', { name: 'Sign in' }).click();
 }
 
-/** The signed-out forms' CSRF token and pre-session cookie, as a plain HTTP client gets them. */
+/**
+ * The signed-out forms' CSRF token and pre-session cookie, as a plain HTTP client gets them
+ * (__Host-pf_pre when `headers` make the request HTTPS through a trusted proxy).
+ */
 export async function signedOutForm(
   apiUrl: string,
   headers: Record<string, string> = {},
@@ -168,7 +171,7 @@ export async function signedOutForm(
   const res = await fetch(`${apiUrl}/sign-in`, { headers });
   const cookie = res.headers
     .getSetCookie()
-    .find((c) => c.startsWith('pf_pre='))!
+    .find((c) => /^(__Host-)?pf_pre=/.test(c))!
     .split(';')[0]!;
   const csrf = /name="_csrf" value="([^"]+)"/.exec(await res.text())![1]!;
   return { cookie, csrf };

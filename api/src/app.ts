@@ -1,6 +1,7 @@
 // The Express application: /healthz, /readyz, /metrics, the customer API under /api/v1 and the
 // operators' API under /admin/v1. Everything it needs is passed in (server.ts builds it).
 import express from 'express';
+import { cidrMatcher } from '#common/cidr.ts';
 import type { Health } from '#common/health.ts';
 import type { Logger } from '#common/logger.ts';
 import { errorHandler } from './http/errors.ts';
@@ -22,19 +23,32 @@ export interface AppDeps {
   apiRoutes: RouteGroup['routes'];
   adminRoutes: RouteGroup['routes'];
   bodyLimitBytes: number;
-  /** Express "trust proxy": hops of reverse proxies whose X-Forwarded-For is believed (0: none). */
-  trustProxyHops: number;
+  /**
+   * Express "trust proxy": hops of reverse proxies whose X-Forwarded-* headers are believed (0:
+   * none), or the proxies' address ranges (only a peer in them is believed).
+   */
+  trustProxy: number | readonly string[];
   /** POST /webhooks/stripe with its raw body (modules/cards/webhook.ts), when card payments are on. */
   webhooks?: express.Router | undefined;
   /** The customer dashboard, mounted at / (modules/dashboard). */
   dashboard?: express.Router;
 }
 
+/**
+ * Express's trust function: hops count whoever connects; ranges trust a peer only inside them,
+ * for req.secure (X-Forwarded-Proto) and for each X-Forwarded-For hop walked back to the client.
+ */
+function trustProxy(setting: number | readonly string[]): number | ((address: string) => boolean) {
+  if (typeof setting === 'number') return setting;
+  const trusted = cidrMatcher(setting);
+  return (address) => trusted(address);
+}
+
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.set('trust proxy', deps.trustProxyHops);
+  app.set('trust proxy', trustProxy(deps.trustProxy));
   app.use(requestPlumbing(deps.logger, deps.metrics));
   app.use((req, res, next) => {
     // The pod's preStop is answered on the health port only (PROXYFLEET_HEALTH_PORT, api/src/main.ts).

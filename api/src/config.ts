@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseCidr } from '#common/cidr.ts';
 import { TRUST_SILENCE_MS } from '#common/db/changes.ts';
 import { DEFAULT_ALLOWLIST_MAX } from '#common/ip-allowlist.ts';
 import { DEFAULT_PURCHASE_LIMITS, purchaseGb } from './modules/purchases/schemas.ts';
@@ -7,6 +8,7 @@ import { stripeEnv } from '#common/billing/stripe.ts';
 import {
   baseEnv,
   bool,
+  cidrList,
   encryptionKey,
   parseConfig,
   port,
@@ -40,8 +42,21 @@ export const apiTuningEnv = {
       `must exceed the cache trust window (${TRUST_SILENCE_MS} ms) by at least a second`,
     )
     .default(TRUST_SILENCE_MS + 2_000),
-  /** Reverse-proxy hops whose X-Forwarded-For is believed for the client address (0: none). */
+  /**
+   * Reverse-proxy hops whose X-Forwarded-For and X-Forwarded-Proto are believed (0: none), whoever
+   * they are: only where nothing but the proxies can reach the API's port. Prefer
+   * PROXYFLEET_API_TRUSTED_PROXIES.
+   */
   PROXYFLEET_API_TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  /**
+   * The reverse proxies believed, as comma-separated ranges (a.b.c.d/n, x::/n): X-Forwarded-Proto
+   * from a peer in them makes a request HTTPS (HSTS, Secure cookies), and X-Forwarded-For is
+   * followed through them to the client. A header from any other peer is ignored (docs/adr/0123).
+   */
+  PROXYFLEET_API_TRUSTED_PROXIES: cidrList.refine(
+    (list) => list.every((c) => parseCidr(c) !== undefined),
+    'comma-separated address ranges, a.b.c.d/n or x::/n',
+  ),
   /** This process's name in cache_acks (the pod name in Kubernetes); random when unset. */
   // IP allowlist (docs/adr/0036): entries per account, and whether private, loopback and reserved
   // ranges may be listed (dev and tests, whose clients are on 127.0.0.0/8; never in production).
@@ -50,7 +65,11 @@ export const apiTuningEnv = {
   /** Sub-users per account (docs/adr/0037). */
   PROXYFLEET_SUB_USERS_MAX: z.coerce.number().int().min(0).max(10_000).default(50),
   PROXYFLEET_INSTANCE_ID: z.string().min(1).max(200).optional(),
-  /** The dashboard is reached over HTTPS (directly or through a TLS-terminating proxy): Secure, __Host- cookies, HSTS. */
+  /**
+   * Every dashboard request counts as HTTPS for its cookies (Secure, __Host- prefix), whatever
+   * req.secure says; without it, those of a request that came over HTTPS (a TLS socket, or
+   * X-Forwarded-Proto from a trusted proxy). HSTS always follows req.secure.
+   */
   PROXYFLEET_DASHBOARD_HTTPS: bool(false),
   /** Public base URL of the dashboard, the base of every link in an email; unset: the API's listen address (docs/security.md). */
   PROXYFLEET_DASHBOARD_URL: z.url({ protocol: /^https?$/ }).optional(),
@@ -86,6 +105,10 @@ export const apiEnv = {
 
 export const apiSchema = z
   .object({ ...baseEnv, ...relayUrlEnv, ...apiEnv })
+  .refine((c) => c.PROXYFLEET_API_TRUST_PROXY_HOPS === 0 || c.PROXYFLEET_API_TRUSTED_PROXIES.length === 0, {
+    path: ['PROXYFLEET_API_TRUSTED_PROXIES'],
+    message: 'set it or PROXYFLEET_API_TRUST_PROXY_HOPS, not both',
+  })
   .refine((c) => !c.PROXYFLEET_STRIPE_SECRET_KEY || c.PROXYFLEET_STRIPE_WEBHOOK_SECRET, {
     path: ['PROXYFLEET_STRIPE_WEBHOOK_SECRET'],
     message: 'is required with PROXYFLEET_STRIPE_SECRET_KEY (card payments are settled by its webhooks)',

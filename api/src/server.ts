@@ -125,7 +125,10 @@ export async function startApi(deps: ApiDeps): Promise<RunningApi> {
     logger,
     metrics,
     bodyLimitBytes: config.PROXYFLEET_API_BODY_LIMIT_BYTES,
-    trustProxyHops: config.PROXYFLEET_API_TRUST_PROXY_HOPS,
+    trustProxy:
+      config.PROXYFLEET_API_TRUSTED_PROXIES.length > 0
+        ? config.PROXYFLEET_API_TRUSTED_PROXIES
+        : config.PROXYFLEET_API_TRUST_PROXY_HOPS,
     auth: {
       keys,
       usage: keyUsage,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { baseEnv, cidrList, parseConfig, port, relayUrlEnv, type Env } from '#common/config.ts';
-import { parseCidr, PROXY_PROTOCOL_MODES } from './proxy/proxy-protocol.ts';
+import { parseCidr } from '#common/cidr.ts';
+import { PROXY_PROTOCOL_MODES } from './proxy/proxy-protocol.ts';
 
 /**
  * The PROXY protocol on the plan's port (docs/adr/0102), for a gateway run outside Kubernetes:

@@ -7,7 +7,8 @@ import { z } from 'zod';
 
 export { PRODUCTS as PLANS, type Product as Plan } from '#common/products.ts';
 import { PRODUCTS } from '#common/products.ts';
-import { parseCidr, PROXY_PROTOCOL_MODES, type ProxyProtocolMode } from './proxy/proxy-protocol.ts';
+import { parseCidr } from '#common/cidr.ts';
+import { PROXY_PROTOCOL_MODES, type ProxyProtocolMode } from './proxy/proxy-protocol.ts';
 import { MAX_THROTTLE_BYTES_PER_SECOND, MIN_THROTTLE_BYTES_PER_SECOND } from '#common/throttle.ts';
 
 const lowerName = z.string().regex(/^[a-z0-9]+$/, 'lowercase letters and digits, no spaces');

@@ -33,6 +33,7 @@ import {
   type Pod,
 } from './cluster.ts';
 import { exitsNamespace, exitSteps } from './exits.ts';
+import { httpsSteps } from './https.ts';
 import { podSecuritySteps, restrictedNamespace } from './pod-security.ts';
 
 const RELEASE = 'proxyfleet';
@@ -50,6 +51,7 @@ type Account = z.infer<typeof accountSchema>;
 const say = (line: string) => process.stdout.write(`[e2e] ${line}\n`);
 
 let kubectl: Kubectl;
+let kubeconfigPath: string;
 let db: pg.Pool;
 let origin: Origin;
 let apiUrl: string;
@@ -149,6 +151,7 @@ const installArgs = (namespace: string) => [
 beforeAll(async () => {
   const started = Date.now();
   const { image, kubeconfig } = await clusterUp();
+  kubeconfigPath = kubeconfig;
   say(`image ${image} and cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   kubectl = kubectlFor(kubeconfig);
   db = new pg.Pool({
@@ -523,6 +526,16 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
       const account = await customer(name, gb, 'datacenter');
       return { user: account.proxyUsername, password: account.proxyPassword };
     },
+  }));
+
+  httpsSteps(() => ({
+    kubectl,
+    kubeconfig: kubeconfigPath,
+    namespace: NAMESPACE,
+    release: RELEASE,
+    db,
+    admin,
+    say,
   }));
 
   test('helm upgrade to a changed value, then helm uninstall, leave no orphan object or pod; a new release installs beside the kept CRDs', async () => {

@@ -10,6 +10,7 @@
 // mismatched one, a second header after the first, and in `required` mode a connection without one
 // or from an untrusted source at all.
 import net from 'node:net';
+import { parseCidr } from '#common/cidr.ts';
 import { readProxyHeader, signed, type HeaderFault, type ProxyHeader } from './proxy-header.ts';
 
 export const PROXY_PROTOCOL_MODES = ['off', 'optional', 'required'] as const;
@@ -53,21 +54,6 @@ export class ProxyProtocolPolicy {
     const family = net.isIPv4(address) ? 'ipv4' : 'ipv6';
     return this.trusted.check(address, family);
   }
-}
-
-/** `a.b.c.d/n` or `x::/n` (a bare address is its own /32 or /128); undefined if neither. */
-export function parseCidr(
-  text: string,
-): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | undefined {
-  const [address = '', bits, ...more] = text.split('/');
-  if (more.length) return undefined;
-  const v = net.isIP(address);
-  if (v === 0) return undefined;
-  const max = v === 4 ? 32 : 128;
-  if (bits !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(bits)) return undefined;
-  const prefix = bits === undefined ? max : Number(bits);
-  if (prefix > max) return undefined;
-  return { address, prefix, family: v === 4 ? 'ipv4' : 'ipv6' };
 }
 
 export interface HeaderHandlers {

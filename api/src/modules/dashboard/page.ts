@@ -35,7 +35,10 @@ export interface DashboardDeps {
   /** The seller named on invoice PDFs (PROXYFLEET_SELLER_*). */
   seller: Seller;
   waitForApiCaches: WaitForApiCaches;
-  /** Served over HTTPS (PROXYFLEET_DASHBOARD_HTTPS): Secure, __Host- cookies (HSTS follows req.secure). */
+  /**
+   * PROXYFLEET_DASHBOARD_HTTPS: every request's cookies Secure with the __Host- prefix; otherwise
+   * those of a request that came over HTTPS (req.secure), as HSTS (session.ts overHttps).
+   */
   https: boolean;
   /** "Forgot password?" asks, looked up and mailed after the answer (password-links/reset-requests.ts). */
   resetRequests: ResetRequests;

@@ -30,10 +30,20 @@ export interface CookieNames {
 
 export interface SessionConfig {
   pool: Pool;
-  /** Served over HTTPS (directly or behind a TLS-terminating proxy): Secure cookies with the __Host- prefix. */
+  /**
+   * PROXYFLEET_DASHBOARD_HTTPS: every request counts as HTTPS for the cookies. Otherwise a request
+   * does when it is (req.secure: a TLS socket, or X-Forwarded-Proto from a trusted proxy).
+   */
   https: boolean;
   csrfKey: Buffer;
 }
+
+/**
+ * Whether this request's cookies are Secure with the __Host- prefix: it came over HTTPS as the API
+ * knows it (req.secure, never a header from an untrusted peer), or the operator says all do. A
+ * cookie set over plain HTTP (pf_*) is not read over HTTPS, nor the reverse.
+ */
+export const overHttps = (req: Request, https: boolean): boolean => https || req.secure;
 
 export const csrfKeyFrom = (credentialsKey: Buffer): Buffer =>
   Buffer.from(hkdfSync('sha256', credentialsKey, Buffer.alloc(0), 'proxyfleet dashboard csrf v1', 32));
@@ -61,7 +71,7 @@ export function readCookie(req: Request, name: string): string | undefined {
 
 /** The sha256 of this request's session cookie (which session is "this session"), if any. */
 export function sessionHashOf(req: Request, https: boolean): Buffer | undefined {
-  const token = readCookie(req, cookieNames(https).session);
+  const token = readCookie(req, cookieNames(overHttps(req, https)).session);
   return token ? sha256(token) : undefined;
 }
 
@@ -70,32 +80,38 @@ export function sessionHashOf(req: Request, https: boolean): Buffer | undefined 
  * under it, so the code step works only in the browser that typed the password.
  */
 export function preSessionHashOf(req: Request, https: boolean): Buffer | undefined {
-  const value = readCookie(req, cookieNames(https).preSession);
+  const value = readCookie(req, cookieNames(overHttps(req, https)).preSession);
   return value ? sha256(value) : undefined;
 }
 
 export class Sessions {
-  readonly names: CookieNames;
   private readonly config: SessionConfig;
 
   constructor(config: SessionConfig) {
     this.config = config;
-    this.names = cookieNames(config.https);
   }
 
-  private cookieOptions(maxAgeSeconds: number) {
+  private secure(req: Request): boolean {
+    return overHttps(req, this.config.https);
+  }
+
+  private names(req: Request): CookieNames {
+    return cookieNames(this.secure(req));
+  }
+
+  private cookieOptions(req: Request, maxAgeSeconds?: number) {
     return {
       httpOnly: true,
       sameSite: 'lax' as const,
-      secure: this.config.https,
+      secure: this.secure(req),
       path: '/',
-      maxAge: maxAgeSeconds * 1000,
+      ...(maxAgeSeconds === undefined ? {} : { maxAge: maxAgeSeconds * 1000 }),
     };
   }
 
   /** The signed-in person of this request, if its session is live. */
   async current(req: Request): Promise<{ person: Person; token: string } | undefined> {
-    const token = readCookie(req, this.names.session);
+    const token = readCookie(req, this.names(req).session);
     if (!token) return undefined;
     const person = await readSession(
       this.config.pool,
@@ -119,7 +135,8 @@ export class Sessions {
     const token = randomBytes(32).toString('base64url');
     // The browser keeps one random id for 400 days; a sign-in from one the account has not seen
     // before is emailed to the owner (insertSession).
-    const browser = readCookie(req, this.names.browser) ?? randomBytes(24).toString('base64url');
+    const names = this.names(req);
+    const browser = readCookie(req, names.browser) ?? randomBytes(24).toString('base64url');
     await insertSession(
       this.config.pool,
       {
@@ -135,33 +152,25 @@ export class Sessions {
       },
       details,
     );
-    res.cookie(this.names.session, token, this.cookieOptions(SESSION_ABSOLUTE_SECONDS));
-    res.cookie(this.names.browser, browser, this.cookieOptions(BROWSER_SECONDS));
-    res.clearCookie(this.names.preSession, {
-      path: '/',
-      secure: this.config.https,
-      httpOnly: true,
-      sameSite: 'lax',
-    });
+    res.cookie(names.session, token, this.cookieOptions(req, SESSION_ABSOLUTE_SECONDS));
+    res.cookie(names.browser, browser, this.cookieOptions(req, BROWSER_SECONDS));
+    res.clearCookie(names.preSession, this.cookieOptions(req));
   }
 
   async end(req: Request, res: Response): Promise<void> {
-    const token = readCookie(req, this.names.session);
+    const name = this.names(req).session;
+    const token = readCookie(req, name);
     if (token) await deleteSession(this.config.pool, sha256(token), req.ip ?? null);
-    res.clearCookie(this.names.session, {
-      path: '/',
-      secure: this.config.https,
-      httpOnly: true,
-      sameSite: 'lax',
-    });
+    res.clearCookie(name, this.cookieOptions(req));
   }
 
   /** The pre-session value that binds CSRF tokens of the signed-out forms; set when missing. */
   preSession(req: Request, res: Response): string {
-    const existing = readCookie(req, this.names.preSession);
+    const name = this.names(req).preSession;
+    const existing = readCookie(req, name);
     if (existing) return existing;
     const value = randomBytes(24).toString('base64url');
-    res.cookie(this.names.preSession, value, this.cookieOptions(PRE_SESSION_SECONDS));
+    res.cookie(name, value, this.cookieOptions(req, PRE_SESSION_SECONDS));
     return value;
   }
 
@@ -171,7 +180,8 @@ export class Sessions {
 
   /** True when the request's `_csrf` field is the token of its session (or pre-session) cookie. */
   csrfValid(req: Request, signedIn: boolean): boolean {
-    const binding = readCookie(req, signedIn ? this.names.session : this.names.preSession);
+    const names = this.names(req);
+    const binding = readCookie(req, signedIn ? names.session : names.preSession);
     const body = req.body as Record<string, unknown> | undefined;
     const sent = body?._csrf;
     if (!binding || typeof sent !== 'string') return false;

@@ -72,7 +72,10 @@ async function mailedLink(to: string): Promise<string> {
 }
 
 async function askForReset(api: TestApi, email: string, forged: Record<string, string>): Promise<void> {
-  const { cookie, csrf } = await signedOutForm(api.url);
+  // The form comes the way the post goes: over HTTPS (a trusted hop's X-Forwarded-Proto), its
+  // cookie is the __Host- one, and a plain-HTTP pf_pre would not be read there.
+  const proto = forged['x-forwarded-proto'];
+  const { cookie, csrf } = await signedOutForm(api.url, proto ? { 'x-forwarded-proto': proto } : {});
   const body = new URLSearchParams({ _csrf: csrf, email }).toString();
   const status = await request(`${api.url}/forgot-password`, {
     method: 'POST',
