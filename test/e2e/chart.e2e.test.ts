@@ -35,6 +35,7 @@ import {
 import { exitsNamespace, exitSteps } from './exits.ts';
 import { httpsSteps } from './https.ts';
 import { podSecuritySteps, restrictedNamespace } from './pod-security.ts';
+import { uninstallSteps } from './uninstall.ts';
 
 const RELEASE = 'proxyfleet';
 const NAMESPACE = `e2e-${process.pid}`;
@@ -44,7 +45,6 @@ const DATABASE = `e2e_${Date.now()}_${process.pid}`;
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 const GATEWAY = 'basic';
 const GATEWAY_SELECTOR = `proxyfleet.io/proxygateway=${GATEWAY}`;
-const RELEASE_SELECTOR = `app.kubernetes.io/instance=${RELEASE}`;
 const RELAY_SELECTOR = 'app.kubernetes.io/name=proxyfleet-relay';
 const accountSchema = z.object({ id: z.string(), proxyUsername: z.string(), proxyPassword: z.string() });
 type Account = z.infer<typeof accountSchema>;
@@ -538,69 +538,11 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     say,
   }));
 
-  test('helm upgrade to a changed value, then helm uninstall, leave no orphan object or pod; a new release installs beside the kept CRDs', async () => {
-    await kubectl.helm([
-      'upgrade',
-      RELEASE,
-      path.join(REPO_ROOT, 'charts/proxyfleet'),
-      ...n,
-      '--reuse-values',
-      '--set',
-      'api.replicas=2',
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
-    await readyPods(kubectl, NAMESPACE, 'app.kubernetes.io/name=proxyfleet-api', 2);
-    await readyPods(kubectl, NAMESPACE, 'app.kubernetes.io/name=proxyfleet-worker', 1);
-    await readyPods(kubectl, NAMESPACE, 'app.kubernetes.io/name=proxyfleet-controller', 1);
-    // The custom resources first (the operator removes what they made), then the release.
-    await kubectl(['delete', 'pgw,ak', '--all', ...n, '--wait=true', '--timeout=120s']);
-    await kubectl.helm(['uninstall', RELEASE, ...n, '--wait', '--timeout', '3m']);
-    const left = await eventually(
-      'the namespace to be empty',
-      async () => {
-        const names = (
-          await kubectl([
-            'get',
-            'all,configmaps,secrets,serviceaccounts,roles,rolebindings,poddisruptionbudgets,horizontalpodautoscalers,leases,networkpolicies,endpointslices',
-            ...n,
-            '-o',
-            'name',
-          ])
-        )
-          .trim()
-          .split('\n')
-          .filter((x) => x && x !== 'configmap/kube-root-ca.crt' && x !== 'serviceaccount/default');
-        return names.length === 0 ? names : undefined;
-      },
-      180_000,
-    ).catch(async (err: Error) => {
-      throw new Error(`${err.message}\n${await kubectl(['get', 'all,leases,secrets,configmaps', ...n])}`);
-    });
-    expect(left).toEqual([]);
-    const clusterWide = await kubectl([
-      'get',
-      'clusterroles,clusterrolebindings',
-      '-l',
-      RELEASE_SELECTOR,
-      '-o',
-      'name',
-    ]);
-    expect(clusterWide.trim()).toBe('');
-    // The CRDs stay (helm.sh/resource-policy: keep), still marked as this release's: a new release
-    // in another namespace installs beside them instead of failing on their ownership.
-    const crds = await kubectl([
-      'get',
-      'crd',
-      'proxygateways.proxyfleet.io',
-      'apikeys.proxyfleet.io',
-      '-o',
-      'name',
-    ]);
-    expect(crds.trim().split('\n')).toHaveLength(2);
-    await kubectl(['create', 'namespace', AGAIN]);
-    await kubectl.helm([...installArgs(AGAIN), '--set', 'api.service.type=ClusterIP']);
-    await kubectl.helm(['uninstall', RELEASE, '-n', AGAIN, '--wait', '--timeout', '3m']);
-  }, 600_000);
+  uninstallSteps(() => ({
+    kubectl,
+    namespace: NAMESPACE,
+    again: AGAIN,
+    release: RELEASE,
+    install: (namespace) => kubectl.helm([...installArgs(namespace), '--set', 'api.service.type=ClusterIP']),
+  }));
 });
