@@ -31,6 +31,7 @@ DROP TABLE IF EXISTS usage_history_daily, usage_history_hourly CASCADE;
 ALTER TABLE balances ALTER COLUMN used_bytes TYPE numeric;
 ALTER TABLE balances ALTER used_bytes SET DATA TYPE numeric, ALTER COLUMN product SET NOT NULL;
 ALTER TABLE ONLY balances ADD COLUMN stripe integer NOT NULL;
+ALTER TABLE balances ALTER COLUMN product DROP DEFAULT;
 DROP FUNCTION gateway_heartbeat_v2(text, text, text, jsonb);
 ALTER FUNCTION lease_acquire(uuid) RENAME TO lease_take;
 DO $$ BEGIN EXECUTE 'x'; DROP TABLE gateway_heartbeats; END $$;
@@ -48,6 +49,7 @@ describe('the migration rule', () => {
       'changes the type of column balances.used_bytes',
       'sets NOT NULL on column balances.product without a default',
       'adds column balances.stripe NOT NULL without a default',
+      'drops the default of column balances.product',
       'drops function gateway_heartbeat_v2, which v0.1.0 calls',
       'renames function lease_acquire, which v0.1.0 calls',
       'drops table gateway_heartbeats',
@@ -111,7 +113,7 @@ ALTER TABLE accounts DROP COLUMN other;`;
 
     it('fails on a fixture migration newer than the previous release that contracts', async () => {
       const violations = await checkMigrations(dir, previous);
-      expect(violations).toHaveLength(12);
+      expect(violations).toHaveLength(13);
       expect(new Set(violations.map((v) => v.file))).toEqual(new Set(['0176_violates.sql']));
       expect(violations[0]!.statement).toBe('ALTER TABLE accounts DROP COLUMN legacy_note;');
     });

@@ -3,8 +3,8 @@
 // release still serve, and `helm rollback` runs the previous release on the schema as migrated.
 // So a migration newer than the previous release only expands: what a pod of that release reads,
 // writes or calls stays as it was. A contract step (a drop, a rename, a type change, a new NOT
-// NULL without a default on an existing table, dropping a function the previous release calls)
-// is refused here unless the statement carries a marker comment
+// NULL without a default on an existing table, a dropped default, dropping a function the
+// previous release calls) is refused here unless the statement carries a marker comment
 //   -- contract: <what it removes>, safe after v<X.Y.Z>
 // naming a release that no longer uses the thing, no later than the previous release: the pods
 // an upgrade or a rollback can meet are of that release or newer.
@@ -179,6 +179,8 @@ function alterTableProblems(table: string, actionsText: string): string[] {
     const notNull = /^alter (?:column )?([a-z_][a-z0-9_$]*) set not null/.exec(a);
     if (notNull && !defaulted.has(notNull[1]!))
       problems.push(`sets NOT NULL on column ${table}.${notNull[1]} without a default`);
+    const undefaulted = /^alter (?:column )?([a-z_][a-z0-9_$]*) drop default/.exec(a);
+    if (undefaulted) problems.push(`drops the default of column ${table}.${undefaulted[1]}`);
     const added = /^add (?:column )?(?:if not exists )?([a-z_][a-z0-9_$]*) (.*)$/.exec(a);
     if (
       added &&
