@@ -3,7 +3,7 @@
 // applied with kubectl; the API and gateway pods take their changes from the relay (found by its
 // Service's environment variables: the cluster runs no DNS); traffic through gateway pods billed
 // exactly; a gateway pod killed mid-transfer; a rolling update under load without a failed
-// request; scaling; exits on the node's own addresses (exits.ts); helm upgrade and uninstall leaving nothing behind. PostgreSQL: the cluster's own server on the node's bridge address
+// request; scaling; exits on the node's own addresses (exits.ts); helm upgrade and uninstall leaving nothing behind; then an upgrade from the previous release and a rollback to it under traffic, in a release of its own (upgrade.ts). PostgreSQL: the cluster's own server on the node's bridge address
 // (docs/adr/0066). The steps share one release and run in order.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -33,6 +33,7 @@ import {
   type Pod,
 } from './cluster.ts';
 import { exitSteps } from './exits.ts';
+import { upgradeSteps } from './upgrade.ts';
 
 const RELEASE = 'proxyfleet';
 const NAMESPACE = `e2e-${process.pid}`;
@@ -583,4 +584,7 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     await kubectl.helm([...installArgs(AGAIN), '--set', 'api.service.type=ClusterIP']);
     await kubectl.helm(['uninstall', RELEASE, '-n', AGAIN, '--wait', '--timeout', '3m']);
   }, 600_000);
+
+  // Last: this release's operator, gone now, watched every namespace (upgrade.ts).
+  upgradeSteps(() => ({ kubectl, origin, say }));
 });
