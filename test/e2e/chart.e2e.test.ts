@@ -1,10 +1,14 @@
 // The chart installed for real on the one-node cluster of `npm run cluster` with the image of
-// `npm run image`: API, worker, controller and relay pods Ready; a ProxyGateway and an ApiKey
-// applied with kubectl; the API and gateway pods take their changes from the relay (found by its
-// Service's environment variables: the cluster runs no DNS); traffic through gateway pods billed
-// exactly; a gateway pod killed mid-transfer; a rolling update under load without a failed
-// request; scaling; exits on the node's own addresses (exits.ts); helm upgrade and uninstall leaving nothing behind. PostgreSQL: the cluster's own server on the node's bridge address
-// (docs/adr/0066). The steps share one release and run in order.
+// `npm run image`, in a namespace enforcing Pod Security `restricted` (pod-security.ts, with
+// `helm test`): API, worker, controller and relay pods Ready; a ProxyGateway and an ApiKey applied
+// with kubectl; the API and gateway pods take their changes from the relay (found by its Service's
+// environment variables: the cluster runs no DNS); traffic through gateway pods billed exactly; a
+// gateway pod killed mid-transfer; a rolling update under load without a failed request; scaling;
+// exits on the node's own addresses (exits.ts); the dashboard over HTTPS through an ingress
+// controller (https.ts); helm upgrade and uninstall leaving nothing behind (uninstall.ts); then an
+// upgrade from the previous release and a rollback to it under traffic, in a release of its own
+// (upgrade.ts). PostgreSQL: the cluster's own server on the node's bridge address (docs/adr/0066).
+// The steps share one release and run in order.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -36,6 +40,7 @@ import { exitsNamespace, exitSteps } from './exits.ts';
 import { httpsSteps } from './https.ts';
 import { podSecuritySteps, restrictedNamespace } from './pod-security.ts';
 import { uninstallSteps } from './uninstall.ts';
+import { upgradeSteps } from './upgrade.ts';
 
 const RELEASE = 'proxyfleet';
 const NAMESPACE = `e2e-${process.pid}`;
@@ -545,4 +550,7 @@ spec: { accountId: ${a.id}, name: ci, secretName: ci-api-key }
     release: RELEASE,
     install: (namespace) => kubectl.helm([...installArgs(namespace), '--set', 'api.service.type=ClusterIP']),
   }));
+
+  // Last: this release's operator, gone now, watched every namespace (upgrade.ts).
+  upgradeSteps(() => ({ kubectl, origin, say }));
 });

@@ -46,7 +46,7 @@ describe('migrate', () => {
     }
   });
 
-  it('accepts a trimmed migration applied with a checksum that former-checksums.json lists, and records the new one', async () => {
+  it('accepts a trimmed migration applied with a checksum that former-checksums.json lists, and keeps the one it was applied with: the previous release still migrates after a rollback', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'pf-migrations-'));
     const before = '-- a restated function, and a table\nCREATE TABLE kept (id int);\nSELECT 1;\n';
     await writeFile(path.join(dir, '0001_kept.sql'), before);
@@ -62,11 +62,17 @@ describe('migrate', () => {
         JSON.stringify({ '0001_kept.sql': [sha(before)] }),
       );
       expect(await migrate(fresh.url, dir)).toEqual([]);
+      // The previous release, its file untrimmed and its list without the trimmed checksum, after a
+      // helm rollback: it refused to start ("changed after it was applied") while the runner
+      // recorded the trimmed file's checksum over the one the migration was applied with.
+      const previous = await mkdtemp(path.join(os.tmpdir(), 'pf-migrations-'));
+      await writeFile(path.join(previous, '0001_kept.sql'), before);
+      expect(await migrate(fresh.url, previous)).toEqual([]);
       const client = new pg.Client({ connectionString: fresh.url });
       await client.connect();
       const { rows } = await client.query('SELECT checksum FROM schema_migrations WHERE version = 1');
       await client.end();
-      expect(rows[0].checksum).toBe(sha(after));
+      expect(rows[0].checksum).toBe(sha(before));
     } finally {
       await fresh.drop();
     }

@@ -157,15 +157,11 @@ export async function migrateSchema(databaseUrl: string, dir = MIGRATIONS_DIR): 
     for (const m of migrations) {
       const applied = done.get(m.version);
       if (applied !== undefined) {
-        if (applied === m.checksum) continue;
-        if (!m.formerChecksums.includes(applied)) {
-          throw new Error(`migration ${m.file} changed after it was applied; add a new migration instead`);
-        }
-        await client.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1', [
-          m.version,
-          m.checksum,
-        ]);
-        continue;
+        // The recorded checksum stays the one the migration was applied with, a former one
+        // included: the previous release, whose file still has it, migrates after a helm rollback
+        // (docs/adr/0124).
+        if (applied === m.checksum || m.formerChecksums.includes(applied)) continue;
+        throw new Error(`migration ${m.file} changed after it was applied; add a new migration instead`);
       }
       await inTransaction(client, `migration ${m.file}`, async () => {
         await client.query(m.sql);
