@@ -34,7 +34,7 @@ const OPTIONS: GatewayOptions = {
   networkPolicy: POLICY,
 };
 const SELECTOR = { 'app.kubernetes.io/name': 'proxyfleet-gateway', 'proxyfleet.io/proxygateway': 'basic' };
-const tcp = (port: number) => ({ protocol: 'TCP', port });
+const tcp = (port: number) => ({ protocol: 'TCP' as const, port });
 const kinds = (o: GatewayOptions, pgw = gateway()) => {
   const d = desiredObjects(pgw, o, 3);
   return {
