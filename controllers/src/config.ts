@@ -11,6 +11,7 @@ import {
   positiveInt,
   type Env,
 } from '#common/config.ts';
+import { gatewayNetworkPolicyEnv } from './proxygateway/network-policy.ts';
 
 export const controllerEnv = {
   PROXYFLEET_HEALTH_PORT: port(9092),
@@ -57,6 +58,12 @@ export const controllerEnv = {
    * (an origin inside the cluster's own network, as the e2e tests use; default none).
    */
   PROXYFLEET_GATEWAY_ALLOW_CIDRS: cidrList,
+  /**
+   * The gateways' NetworkPolicy, as JSON (proxygateway/network-policy.ts; the chart renders it from
+   * controller.gatewayNetworkPolicy and networkPolicy): unset or empty, none is written and the
+   * operator removes the ones it wrote.
+   */
+  PROXYFLEET_GATEWAY_NETWORK_POLICY: gatewayNetworkPolicyEnv,
 };
 
 export const controllerSchema = z.object({ ...baseEnv, ...controllerEnv });

@@ -37,6 +37,7 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
       relayUrl: config.PROXYFLEET_GATEWAY_RELAY_URL,
       logLevel: config.PROXYFLEET_GATEWAY_LOG_LEVEL,
       allowCidrs: config.PROXYFLEET_GATEWAY_ALLOW_CIDRS,
+      networkPolicy: config.PROXYFLEET_GATEWAY_NETWORK_POLICY,
     },
     leaderElection: config.PROXYFLEET_LEADER_ELECTION
       ? {

@@ -164,6 +164,7 @@ export class Operator {
         owned(RESOURCES.service),
         owned(RESOURCES.pdb),
         owned(RESOURCES.hpa),
+        owned(RESOURCES.networkPolicy),
       ],
       reconcile: proxyGatewayReconciler({
         client,

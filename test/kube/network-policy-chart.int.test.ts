@@ -1,8 +1,12 @@
 // The chart's NetworkPolicies for the api, worker and relay pods (docs/adr/0120): on by default
 // like the controller's, each admitting its ports to whom must reach them and letting out only DNS,
 // the database (or the chart's PgBouncer), the relay for its clients and SMTP for the worker when
-// configured; the egress targets as CIDRs or peers; the API server accepts what is rendered.
+// configured; the egress targets as CIDRs or peers; the API server accepts what is rendered. And
+// what the chart tells the operator for the gateways' policies (PROXYFLEET_GATEWAY_NETWORK_POLICY).
 import { expect, test } from '@jest/globals';
+import { loadControllerConfig } from '../../controllers/src/config.ts';
+import { gatewayNetworkPolicySpec } from '../../controllers/src/proxygateway/network-policy.ts';
+import type { ProxyGateway } from '../../controllers/src/crds/types.generated.ts';
 import { describeKube } from './describe-kube.ts';
 import {
   helmTemplate,
@@ -41,6 +45,28 @@ const pods = (name: string) => ({
   },
 });
 const DNS = { ports: [{ protocol: 'UDP', port: 53 }, ...tcp(53)] };
+const inRelease = {
+  namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': RELEASE_NAMESPACE } },
+};
+
+type Env = { name: string; value?: string };
+/** The controller's PROXYFLEET_GATEWAY_NETWORK_POLICY as the chart renders it, read as the controller reads it. */
+async function gatewayPolicy(args: string[] = []) {
+  const docs = (await helmTemplate(args)) as Array<{
+    kind: string;
+    metadata: { name: string };
+    spec: { template: { spec: { containers: Array<{ env: Env[] }> } } };
+  }>;
+  const controller = docs.find(
+    (d) => d.kind === 'Deployment' && d.metadata.name === 'proxyfleet-controller',
+  )!;
+  const env = controller.spec.template.spec.containers[0]!.env;
+  const value = env.find((e) => e.name === 'PROXYFLEET_GATEWAY_NETWORK_POLICY')?.value;
+  return loadControllerConfig({
+    DATABASE_URL: 'postgresql://x@db/x',
+    ...(value === undefined ? {} : { PROXYFLEET_GATEWAY_NETWORK_POLICY: value }),
+  }).PROXYFLEET_GATEWAY_NETWORK_POLICY;
+}
 
 describeKube('Helm chart: NetworkPolicies of the api, worker and relay', () => {
   const fx = useKube();
@@ -167,6 +193,84 @@ describeKube('Helm chart: NetworkPolicies of the api, worker and relay', () => {
     await expect(helmTemplateText(['--set', 'networkPolicy.extraEgress.gateway[0].ports=x'])).rejects.toThrow(
       /additional properties 'gateway' not allowed/,
     );
+  });
+
+  test("the gateways' policy options: on by default, the database and the relay qualified with the release namespace", async () => {
+    expect(await gatewayPolicy()).toEqual({
+      egress: [{ ports: tcp(5432) }, { to: [{ ...inRelease, ...pods('relay') }], ports: tcp(8095) }],
+      clusterCidrs: [],
+      healthFrom: [],
+    });
+    expect(await gatewayPolicy(['--set', 'controller.gatewayNetworkPolicy.enabled=false'])).toBeUndefined();
+    // The components' own policies are independent of it, and it of theirs.
+    expect(
+      Object.keys(await policies(['--set', 'controller.gatewayNetworkPolicy.enabled=false'])).sort(),
+    ).toEqual(['api', 'controller', 'relay', 'worker']);
+    expect(await gatewayPolicy(['--set', 'networkPolicy.enabled=false'])).toBeDefined();
+
+    const db = { podSelector: { matchLabels: { 'cnpg.io/cluster': 'pg' } } };
+    const elsewhere = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'db' } } };
+    const monitoring = {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+    };
+    const upstream = { to: [{ ipBlock: { cidr: '10.60.0.0/16' } }], ports: tcp(3128) };
+    const args = [
+      ...PGBOUNCER_TEMPLATE_VALUES,
+      '--set',
+      'networkPolicy.databaseCidrs={10.20.0.0/16}',
+      '--set-json',
+      `networkPolicy.databaseSelectors=${JSON.stringify([db, elsewhere])}`,
+      '--set',
+      'relay.enabled=false',
+      '--set',
+      'controller.gatewayNetworkPolicy.clusterCidrs={10.42.0.0/16,10.43.0.0/16,fd00:42::/56}',
+      '--set-json',
+      `controller.gatewayNetworkPolicy.healthFrom=${JSON.stringify([monitoring])}`,
+      '--set-json',
+      `controller.gatewayNetworkPolicy.extraEgress=${JSON.stringify([upstream])}`,
+    ];
+    expect(await gatewayPolicy(args)).toEqual({
+      egress: [
+        // Gateways run in other namespaces: a bare podSelector would mean theirs.
+        { to: [{ ...inRelease, ...pods('pgbouncer') }], ports: tcp(6432) },
+        { to: [{ ipBlock: { cidr: '10.20.0.0/16' } }, { ...inRelease, ...db }, elsewhere], ports: tcp(5432) },
+        upstream,
+      ],
+      clusterCidrs: ['10.42.0.0/16', '10.43.0.0/16', 'fd00:42::/56'],
+      healthFrom: [monitoring],
+    });
+    // The chart's own policies keep the peer as given (their pods are in the release namespace).
+    const own = await policies(args);
+    expect(own.worker!.egress[2]).toEqual({
+      to: [{ ipBlock: { cidr: '10.20.0.0/16' } }, db, elsewhere],
+      ports: tcp(5432),
+    });
+    await expect(
+      helmTemplateText(['--set', 'controller.gatewayNetworkPolicy.clusterCidrs={10.42.0.0}']),
+    ).rejects.toThrow(/clusterCidrs/);
+  });
+
+  test("the API server accepts a gateway's policy made from the chart's options", async () => {
+    const options = (await gatewayPolicy([
+      ...PGBOUNCER_TEMPLATE_VALUES,
+      '--set-json',
+      'networkPolicy.databaseSelectors=[{"podSelector":{"matchLabels":{"app":"pg"}}}]',
+      '--set',
+      'controller.gatewayNetworkPolicy.clusterCidrs={10.42.0.0/16,fd00:42::/56}',
+      '--set-json',
+      'controller.gatewayNetworkPolicy.healthFrom=[{"namespaceSelector":{}}]',
+    ]))!;
+    const pgw = { metadata: { name: 'basic' }, spec: { port: 12321 } } as ProxyGateway;
+    const policy = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'basic-gateway', namespace: RELEASE_NAMESPACE },
+      spec: gatewayNetworkPolicySpec(pgw, { app: 'gw' }, options, ['10.42.7.0/24']),
+    };
+    const out = await fx.kube.kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], {
+      input: JSON.stringify(policy),
+    });
+    expect(out).toMatch(/networkpolicy.networking.k8s.io\/basic-gateway serverside-applied/);
   });
 
   test('the API server accepts every rendered policy', async () => {

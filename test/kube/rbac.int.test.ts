@@ -24,7 +24,7 @@ import {
   tool,
   type KubeEnv,
 } from './env.ts';
-import { createTestOperator, kubeClientFor } from './operator.ts';
+import { createTestOperator, kubeClientFor, TEST_GATEWAY_OPTIONS } from './operator.ts';
 import type { Operator } from '../../controllers/src/operator.ts';
 import { loadControllerConfig } from '../../controllers/src/config.ts';
 import type { KubeClient, KubeObject } from '../../controllers/src/runtime/kube.ts';
@@ -121,11 +121,15 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(await canI(SA, ['create', 'secrets', '-n', 'team-a'])).toBe(true);
     expect(await canI(SA, ['list', 'proxygateways.proxyfleet.io', '-n', 'team-a'])).toBe(true);
     expect(await canI(SA, ['get', 'namespaces/team-a', '-n', 'team-a'])).toBe(true);
+    // Gateway NetworkPolicies: watched like every child, deleted when off or hostNetwork.
+    for (const verb of ['watch', 'patch', 'delete'])
+      expect(await canI(SA, [verb, 'networkpolicies.networking.k8s.io', '-n', 'team-a'])).toBe(true);
     // What it may not.
     for (const ns of ['kube-system', 'default', 'team-b', RELEASE_NAMESPACE]) {
       expect(await canI(SA, ['get', 'secrets', '-n', ns])).toBe(false);
       expect(await canI(SA, ['delete', 'secrets', '-n', ns])).toBe(false);
       expect(await canI(SA, ['delete', 'horizontalpodautoscalers.autoscaling', '-n', ns])).toBe(false);
+      expect(await canI(SA, ['delete', 'networkpolicies.networking.k8s.io', '-n', ns])).toBe(false);
       expect(await canI(SA, ['patch', 'configmaps', '-n', ns])).toBe(false);
     }
     expect(await canI(SA, ['list', 'secrets', '-n', 'team-a'])).toBe(false);
@@ -153,6 +157,9 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(await canI(CLUSTER_SA, ['delete', 'deployments.apps', '-n', 'kube-system'])).toBe(false);
     expect(await canI(CLUSTER_SA, ['list', 'namespaces'])).toBe(false);
     expect(await canI(CLUSTER_SA, ['list', 'proxygateways.proxyfleet.io', '--all-namespaces'])).toBe(true);
+    expect(await canI(CLUSTER_SA, ['watch', 'networkpolicies.networking.k8s.io', '--all-namespaces'])).toBe(
+      true,
+    );
   });
 
   test("the operator runs with the chart's ServiceAccount token in namespaced mode, and leaves other namespaces alone", async () => {
@@ -172,7 +179,10 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       pool: db.pool,
       leaseNamespace: RELEASE_NAMESPACE,
       identity: 'sa-test',
-      overrides: { watchNamespaces: ['team-a'] },
+      overrides: {
+        watchNamespaces: ['team-a'],
+        gateway: { ...TEST_GATEWAY_OPTIONS, networkPolicy: { egress: [], clusterCidrs: [], healthFrom: [] } },
+      },
     });
     await operator.start();
     const pgw = (namespace: string) =>
@@ -218,6 +228,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       RESOURCES.service,
       RESOURCES.pdb,
       RESOURCES.hpa,
+      RESOURCES.networkPolicy,
     ])
       expect(await admin.get(r, 'team-a', 'gw-gateway')).toBeDefined();
     await eventually(

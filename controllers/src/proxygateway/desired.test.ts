@@ -18,6 +18,28 @@ const OPTIONS: GatewayOptions = {
   imagePullPolicy: 'IfNotPresent',
   databaseSecret: { name: 'proxyfleet-database', key: 'url' },
   logLevel: 'info',
+  // The chart's default (its NetworkPolicy on), a database outside the cluster and the relay.
+  networkPolicy: {
+    egress: [
+      { to: [{ ipBlock: { cidr: '10.20.0.0/16' } }], ports: [{ protocol: 'TCP', port: 5432 }] },
+      {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'proxyfleet' } },
+            podSelector: {
+              matchLabels: {
+                'app.kubernetes.io/name': 'proxyfleet-relay',
+                'app.kubernetes.io/instance': 'proxyfleet',
+              },
+            },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8095 }],
+      },
+    ],
+    clusterCidrs: ['10.42.0.0/16', '10.43.0.0/16', 'fd00:42::/56'],
+    healthFrom: [],
+  },
 };
 
 /** A ProxyGateway as the API server returns it: CRD defaults filled in. */

@@ -4,7 +4,8 @@
 // upstreams Secret, and an autoscaling/v2 HorizontalPodAutoscaler when replicas.max >
 // replicas.min. While the HPA exists the Deployment's replicas field is left out of what we
 // apply, so the HPA alone owns it. With hostNetwork the replica bounds are capped at the nodes the
-// pods may run on (placement.ts) and a rollout replaces pods in place (no surge).
+// pods may run on (placement.ts) and a rollout replaces pods in place (no surge). A NetworkPolicy
+// when the operator has its options and the pods are not hostNetwork (network-policy.ts).
 import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import type { KubeObject, Resource } from '../runtime/kube.ts';
@@ -13,6 +14,7 @@ import { API_VERSION, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts'
 import type { ProxyGateway } from '../crds/types.generated.ts';
 import { CONFIG_FILE, gatewayPod, UPSTREAMS_DIR, upstreamsSecretName, type GatewayOptions } from './pod.ts';
 import { replicaBounds } from './placement.ts';
+import { gatewayNetworkPolicySpec } from './network-policy.ts';
 
 export interface DesiredObject {
   resource: Resource;
@@ -21,7 +23,10 @@ export interface DesiredObject {
 
 export interface Desired {
   objects: DesiredObject[];
-  /** Kinds that must not exist for this ProxyGateway (the HPA when scaling is fixed). */
+  /**
+   * Kinds that must not exist for this ProxyGateway: the HPA when scaling is fixed, the
+   * NetworkPolicy when it is off or the pods are hostNetwork.
+   */
   absent: Array<{ resource: Resource; name: string }>;
   /** Whether the HPA owns the Deployment's replicas. */
   autoscaled: boolean;
@@ -205,11 +210,26 @@ export function desiredObjects(pgw: ProxyGateway, options: GatewayOptions, nodeC
     // Secrets), before the Deployment that mounts it.
     { resource: RESOURCES.secret, object: upstreams },
     { resource: RESOURCES.configMap, object: configMap },
+  ];
+  const absent: Desired['absent'] = [];
+  // Before the Deployment, so no pod of a new gateway runs without it. hostNetwork: a policy would
+  // not apply to the pods (the node's network namespace), so none is kept.
+  if (options.networkPolicy && !pgw.spec.hostNetwork) {
+    const policy = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: meta(),
+      spec: gatewayNetworkPolicySpec(pgw, selectorLabels(pgw), options.networkPolicy, options.allowCidrs),
+    };
+    objects.push({ resource: RESOURCES.networkPolicy, object: policy });
+  } else {
+    absent.push({ resource: RESOURCES.networkPolicy, name });
+  }
+  objects.push(
     { resource: RESOURCES.deployment, object: deployment },
     { resource: RESOURCES.service, object: service },
     { resource: RESOURCES.pdb, object: pdb },
-  ];
-  const absent: Desired['absent'] = [];
+  );
   if (autoscaled) {
     const metrics: unknown[] = [
       {

@@ -4,6 +4,7 @@
 // volumes, and where it runs (spec's placement fields; hostNetwork, docs/adr/0116). A pure function
 // of the CR and the operator's options, held by desired.ts's golden files.
 import type { ProxyGateway } from '../crds/types.generated.ts';
+import type { GatewayNetworkPolicyOptions } from './network-policy.ts';
 import { healthPort } from './placement.ts';
 
 /** The operator's options for every gateway pod (its PROXYFLEET_GATEWAY_* settings, controllers/src/config.ts). */
@@ -21,6 +22,8 @@ export interface GatewayOptions {
   relayUrl?: string | undefined; // the gateway pods' PROXYFLEET_RELAY_URL (docs/adr/0105)
   /** PROXYFLEET_GATEWAY_ALLOW_CIDRS of the gateway pods; empty: the destination guard has no exemption. */
   allowCidrs?: string[];
+  /** The gateways' NetworkPolicy (network-policy.ts); undefined: none, and an owned one is removed. */
+  networkPolicy?: GatewayNetworkPolicyOptions | undefined;
 }
 
 export const CONFIG_DIR = '/etc/proxyfleet';

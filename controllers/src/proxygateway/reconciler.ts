@@ -1,8 +1,8 @@
 // ProxyGateway reconciler: applies the desired objects with server-side apply (one field
-// manager), removes the HPA when scaling is fixed, publishes the plan's public endpoint in
-// gateway_endpoints (so generated proxy strings point at this gateway), and reports status from
-// the Deployment (the rules, pure: status.ts). A finalizer removes the endpoint row again on
-// deletion; the owned objects go with the CR through their owner references. It never adopts,
+// manager), removes the HPA when scaling is fixed and the NetworkPolicy when it is off or the
+// pods are hostNetwork, publishes the plan's public endpoint in gateway_endpoints (so generated
+// proxy strings point at this gateway), and reports status from the Deployment (the rules, pure:
+// status.ts). A finalizer removes the endpoint row again on deletion; the owned objects go with the CR through their owner references. It never adopts,
 // overwrites or deletes an object it did not create (no controller owner reference to this
 // ProxyGateway), and a plan's endpoint has one owner (endpoint.ts). The annotation
 // proxyfleet.io/reconcile: paused stops all of it but deletion (runtime/pause.ts). A hostNetwork

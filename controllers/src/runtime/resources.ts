@@ -32,5 +32,12 @@ export const RESOURCES = {
     kind: 'PodDisruptionBudget',
     namespaced: true,
   },
+  networkPolicy: {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    plural: 'networkpolicies',
+    kind: 'NetworkPolicy',
+    namespaced: true,
+  },
   lease: { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true },
 } as const satisfies Record<string, Resource>;
