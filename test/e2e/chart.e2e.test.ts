@@ -19,6 +19,7 @@ import { PER_CONNECTION_SLACK_BYTES } from '../../gateway/src/accounting/policy.
 import { REPO_ROOT } from '../process.ts';
 import {
   accepts,
+  adminApi,
   CLUSTER_PG_PORT,
   clusterUp,
   containerPid,
@@ -63,17 +64,7 @@ let apiUrl: string;
 let gatewayPort: number;
 const n = ['-n', NAMESPACE];
 
-async function admin(method: string, route: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${apiUrl}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(20_000),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
-  return text ? (JSON.parse(text) as unknown) : undefined;
-}
+const admin = adminApi(() => apiUrl, ADMIN_TOKEN);
 
 async function customer(name: string, gb: number, product = 'basic'): Promise<Account> {
   const account = accountSchema.parse(

@@ -273,3 +273,21 @@ export function proxyRequest(
     });
   });
 }
+
+/** A caller of the API's admin routes with `token`, at the URL `baseUrl()` gives when called: the JSON answer, or an error naming the route and status. */
+export function adminApi(
+  baseUrl: () => string,
+  token: string,
+): (method: string, route: string, body?: unknown) => Promise<unknown> {
+  return async (method, route, body) => {
+    const res = await fetch(`${baseUrl()}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
+    return text ? (JSON.parse(text) as unknown) : undefined;
+  };
+}

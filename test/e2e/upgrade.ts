@@ -20,6 +20,7 @@ import { loadPreviousRelease, type PreviousRelease } from '#common/db/migration-
 import { REPO_ROOT } from '../process.ts';
 import {
   accepts,
+  adminApi,
   CLUSTER_PG_PORT,
   eventually,
   isReady,
@@ -99,17 +100,7 @@ export function upgradeSteps(context: () => UpgradeContext): void {
     /** Bytes the clients moved through the gateway so far, over every step. */
     let moved = 0;
 
-    async function admin(method: string, route: string, body?: unknown): Promise<unknown> {
-      const res = await fetch(`${apiUrl}${route}`, {
-        method,
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(20_000),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
-      return text ? (JSON.parse(text) as unknown) : undefined;
-    }
+    const admin = adminApi(() => apiUrl, ADMIN_TOKEN);
 
     /** Proxy clients through the gateway NodePort and API clients (customer and admin), until stopped. */
     function traffic(): Traffic {
