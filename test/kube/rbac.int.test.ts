@@ -29,7 +29,12 @@ import type { Operator } from '../../controllers/src/operator.ts';
 import { loadControllerConfig } from '../../controllers/src/config.ts';
 import type { KubeClient, KubeObject } from '../../controllers/src/runtime/kube.ts';
 import { RESOURCES } from '../../controllers/src/runtime/resources.ts';
-import { API_KEY, PROXY_GATEWAY } from '../../controllers/src/crds/resources.ts';
+import {
+  API_KEY,
+  API_KEY_V1ALPHA1,
+  PROXY_GATEWAY,
+  PROXY_GATEWAY_V1ALPHA1,
+} from '../../controllers/src/crds/resources.ts';
 import type { ApiKey, ProxyGateway } from '../../controllers/src/crds/types.generated.ts';
 
 const run = promisify(execFile);
@@ -177,7 +182,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     await operator.start();
     const pgw = (namespace: string) =>
       admin.apply(
-        PROXY_GATEWAY,
+        PROXY_GATEWAY_V1ALPHA1,
         {
           apiVersion: 'proxyfleet.io/v1alpha1',
           kind: 'ProxyGateway',
@@ -194,7 +199,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       );
     const key = (namespace: string) =>
       admin.apply(
-        API_KEY,
+        API_KEY_V1ALPHA1,
         {
           apiVersion: 'proxyfleet.io/v1alpha1',
           kind: 'ApiKey',
@@ -235,7 +240,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(await admin.get(RESOURCES.secret, 'team-b', 'ci-key')).toBeUndefined();
     // Revoking deletes the key's own Secret (the namespaced Role allows delete in team-a).
     await admin.apply(
-      API_KEY,
+      API_KEY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ApiKey',

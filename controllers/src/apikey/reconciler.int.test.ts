@@ -13,7 +13,7 @@ import { useOperator } from '#test/kube/operator.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
-import { API_KEY, PROXY_GATEWAY } from '../crds/resources.ts';
+import { API_KEY, API_KEY_V1ALPHA1, PROXY_GATEWAY, PROXY_GATEWAY_V1ALPHA1 } from '../crds/resources.ts';
 import type { ApiKey } from '../crds/types.generated.ts';
 
 const NS = 'keys';
@@ -49,7 +49,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     (accountId ? `  labels:\n    proxyfleet.io/account-id: ${accountId}\n` : '');
   const applyKey = (name: string, spec: Record<string, unknown>, namespace = NS) =>
     fx.admin.apply(
-      API_KEY,
+      API_KEY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ApiKey',
@@ -286,7 +286,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
 
   test('kubectl get pgw,ak prints the printer columns with real values', async () => {
     await fx.admin.apply(
-      PROXY_GATEWAY,
+      PROXY_GATEWAY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',

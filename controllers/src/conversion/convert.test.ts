@@ -79,7 +79,7 @@ async function objects(kind: string) {
     const root = crd.spec.versions.find((v) => v.name === version)!.schema.openAPIV3Schema as Schema;
     return fc
       .record({
-        spec: arbitrary(root.properties!.spec!),
+        spec: arbitrary(root.properties!.spec!) as fc.Arbitrary<Record<string, unknown>>,
         status: fc.option(arbitrary(root.properties!.status!), { nil: undefined }),
         annotations,
         name: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/),

@@ -83,7 +83,9 @@ export function renderTypes(crds: Array<{ crd: Crd; source: string }>): string {
     const versions = [...crd.spec.versions].sort((a, b) => Number(b.storage) - Number(a.storage));
     for (const version of versions) {
       const kind = crd.spec.names.kind;
-      const name = version.storage ? kind : `${kind}${version.name[0]!.toUpperCase()}${version.name.slice(1)}`;
+      const name = version.storage
+        ? kind
+        : `${kind}${version.name[0]!.toUpperCase()}${version.name.slice(1)}`;
       const root = version.schema.openAPIV3Schema;
       const spec = root.properties?.spec ?? {};
       const status = root.properties?.status ?? {};

@@ -28,6 +28,10 @@ export const API_KEY: Resource = {
   namespaced: true,
 };
 
+/** The same collections in v1alpha1 (still served; the webhook converts): tests write the old shape through them. */
+export const PROXY_GATEWAY_V1ALPHA1: Resource = { ...PROXY_GATEWAY, version: ALPHA_VERSION };
+export const API_KEY_V1ALPHA1: Resource = { ...API_KEY, version: ALPHA_VERSION };
+
 /** The one server-side-apply field manager of the operator. */
 export const FIELD_MANAGER = 'proxyfleet-operator';
 /** Label on every object the operator creates (informers on owned objects select by it). */
