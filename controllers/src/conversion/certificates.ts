@@ -50,8 +50,8 @@ export interface CertificateOptions {
   /** More names or addresses for the serving certificate (127.0.0.1 in tests). */
   extraHosts?: string[];
   mode: 'self' | 'cert-manager';
+  /** Read at every step (tests change them to make a renewal due). */
   times?: Partial<typeof DEFAULT_TIMES>;
-  now?: () => Date;
   /** Called with the certificate to serve whenever it changes. */
   onServing: (pair: KeyPair) => void;
 }
@@ -71,16 +71,16 @@ const normal = (pem: string) => pem.trim() + '\n';
 
 export class WebhookCertificates {
   private readonly o: CertificateOptions;
-  private readonly times: typeof DEFAULT_TIMES;
   private serving: string | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: CertificateOptions) {
     this.o = options;
-    this.times = { ...DEFAULT_TIMES, ...options.times };
   }
 
-  private now = () => (this.o.now ? this.o.now() : new Date());
+  private get times(): typeof DEFAULT_TIMES {
+    return { ...DEFAULT_TIMES, ...this.o.times };
+  }
 
   get hosts(): string[] {
     const { serviceName: s, namespace: ns } = this.o;
@@ -133,7 +133,7 @@ export class WebhookCertificates {
   }
 
   private issueServing(ca: KeyPair): KeyPair {
-    const now = this.now();
+    const now = new Date();
     return createCertificate({
       commonName: this.hosts[2]!,
       hosts: this.hosts,
@@ -144,7 +144,7 @@ export class WebhookCertificates {
   }
 
   private issueCa(): KeyPair {
-    const now = this.now();
+    const now = new Date();
     return createCertificate({
       commonName: `${this.o.serviceName} webhook CA ${now.toISOString()}`,
       notBefore: new Date(now.getTime() - 60_000),
@@ -157,7 +157,7 @@ export class WebhookCertificates {
     const d = secret?.data ?? {};
     const ca = { cert: unb64(d['ca.crt']) ?? '', key: unb64(d['ca.key']) ?? '' };
     const serving = { cert: unb64(d['tls.crt']) ?? '', key: unb64(d['tls.key']) ?? '' };
-    const now = this.now().getTime();
+    const now = Date.now();
     const write = async (
       data: Record<string, string | undefined>,
       annotations: Record<string, string | null>,

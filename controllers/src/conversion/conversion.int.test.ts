@@ -43,7 +43,8 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
   let admin: KubeClient;
   let webhook: RunningWebhook;
   let port: number;
-  let clock = Date.now();
+  // The certificate loop's thresholds, changed by the rotation test to make the CA due.
+  const times: Partial<typeof DEFAULT_TIMES> = { propagationMs: 0 };
 
   beforeAll(async () => {
     kube = await startKube();
@@ -69,10 +70,9 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
       mode: 'self',
       port,
       host: '127.0.0.1',
-      // The test steps the loop itself (tick()) and moves this clock; the API server's time to
-      // take a new caBundle is waited for in real time where the rotation needs it.
-      now: () => new Date(clock),
-      times: { propagationMs: 0 },
+      // The test steps the loop itself (tick()); the API server's time to take a new caBundle
+      // (propagationMs) is waited for in real time where the rotation needs it.
+      times,
       checkIntervalMs: 3_600_000,
     });
     await eventually(() => admin.list(API_KEY_V1ALPHA1, { namespace: NS }), 30_000, 'conversions served');
@@ -214,7 +214,7 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
       }
     })();
     // The CA is due for renewal: a new one is written, then published beside the old one.
-    clock += DEFAULT_TIMES.caValidityMs - DEFAULT_TIMES.caRenewBeforeMs + 86_400_000;
+    times.caRenewBeforeMs = DEFAULT_TIMES.caValidityMs;
     await webhook.certificates.tick();
     await webhook.certificates.tick();
     const both = Buffer.from(await caBundle(), 'base64').toString();
@@ -222,6 +222,7 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
     expect(await servedIssuer()).toBe(issuerBefore);
     // What propagationMs (5 minutes by default) stands for: the API server has the new bundle.
     await new Promise((r) => setTimeout(r, 3_000));
+    times.caRenewBeforeMs = DEFAULT_TIMES.caRenewBeforeMs; // the new CA is not due
     await webhook.certificates.tick();
     const issuerAfter = await servedIssuer();
     expect(issuerAfter).not.toBe(issuerBefore);
@@ -286,5 +287,45 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
         `kubectl apply took ${applyMs} ms`,
     );
     expect(p99).toBeLessThan(Infinity);
+  }, 120_000);
+
+  test('storage-version migration as docs/operator.md says: kubectl replace, then storedVersions', async () => {
+    const crd = 'apikeys.proxyfleet.io';
+    const storage = (alpha: boolean) =>
+      kube.kubectl([
+        'patch',
+        'crd',
+        crd,
+        '--type=json',
+        '-p',
+        JSON.stringify([
+          { op: 'replace', path: '/spec/versions/0/storage', value: !alpha },
+          { op: 'replace', path: '/spec/versions/1/storage', value: alpha },
+        ]),
+      ]);
+    const storedVersions = async () =>
+      (await admin.get<Obj & { status: { storedVersions: string[] } }>(CRD, undefined, crd))!.status
+        .storedVersions;
+    // An object written while v1alpha1 was the storage version (before the upgrade).
+    await storage(true);
+    await applyAlpha('ApiKey', 'old', { accountId: ACCOUNT, name: 'old', secretName: 'old-key' });
+    await storage(false);
+    expect([...(await storedVersions())].sort()).toEqual(['v1alpha1', 'v1beta1']);
+    const before = (await admin.get<Obj>(API_KEY, NS, 'old'))!.metadata.resourceVersion;
+    const all = await kube.kubectl(['get', 'apikeys.v1beta1.proxyfleet.io', '-A', '-o', 'json']);
+    await kube.kubectl(['replace', '-f', '-'], { input: all });
+    const after = await admin.get<Obj>(API_KEY, NS, 'old');
+    expect(after!.metadata.resourceVersion).not.toBe(before); // written again, as v1beta1
+    expect(after!.spec.secretRef).toEqual({ name: 'old-key', key: 'apiKey' });
+    await kube.kubectl([
+      'patch',
+      'crd',
+      crd,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"storedVersions":["v1beta1"]}}',
+    ]);
+    expect(await storedVersions()).toEqual(['v1beta1']);
   }, 120_000);
 });
