@@ -10,7 +10,7 @@ import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '#test/ku
 import { kubeClientFor, leaseHolder } from '#test/kube/operator.ts';
 import type { KubeObject } from './runtime/kube.ts';
 import { RESOURCES } from './runtime/resources.ts';
-import { PROXY_GATEWAY, PROXY_GATEWAY_V1ALPHA1 } from './crds/resources.ts';
+import { PROXY_GATEWAY_V1ALPHA1 } from './crds/resources.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 

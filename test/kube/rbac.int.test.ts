@@ -140,6 +140,19 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(await canI(SA, ['get', 'namespaces/team-b', '-n', 'team-b'])).toBe(false);
     expect(await canI(SA, ['update', 'leases.coordination.k8s.io', '-n', 'kube-system'])).toBe(false);
     expect(await canI(SA, ['update', 'leases.coordination.k8s.io', '-n', RELEASE_NAMESPACE])).toBe(true);
+    // The conversion webhook's certificate: its own Secret by name, and caBundle of the two CRDs only.
+    const webhookSecret = 'secrets/proxyfleet-controller-webhook';
+    expect(await canI(SA, ['patch', webhookSecret, '-n', RELEASE_NAMESPACE])).toBe(true);
+    expect(await canI(SA, ['get', 'secrets/other', '-n', RELEASE_NAMESPACE])).toBe(false);
+    expect(await canI(SA, ['patch', webhookSecret, '-n', 'team-b'])).toBe(false);
+    const crd = (name: string) => `customresourcedefinitions.apiextensions.k8s.io/${name}`;
+    for (const sa of [SA, CLUSTER_SA]) {
+      expect(await canI(sa, ['patch', crd('apikeys.proxyfleet.io')])).toBe(true);
+      expect(await canI(sa, ['patch', crd('proxygateways.proxyfleet.io')])).toBe(true);
+      expect(await canI(sa, ['patch', crd('certificates.cert-manager.io')])).toBe(false);
+      expect(await canI(sa, ['delete', crd('apikeys.proxyfleet.io')])).toBe(false);
+      expect(await canI(sa, ['list', 'customresourcedefinitions.apiextensions.k8s.io'])).toBe(false);
+    }
     // Nodes, read only (hostNetwork gateways' placement): the one cluster-scoped grant of this mode.
     for (const sa of [SA, CLUSTER_SA]) {
       expect(await canI(sa, ['list', 'nodes'])).toBe(true);
@@ -303,6 +316,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(off.filter((d) => d.kind === 'ClusterRole').map((d) => d.metadata.name)).toEqual([
       'proxyfleet-controller',
       'proxyfleet-controller-nodes',
+      'proxyfleet-controller-webhook',
     ]);
   });
 
@@ -325,7 +339,8 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       ]),
     ) as { spec: { policyTypes: string[]; ingress: Array<{ ports: Array<{ port: number }> }> } };
     expect(np.spec.policyTypes).toEqual(['Ingress']);
-    expect(np.spec.ingress.flatMap((i) => i.ports.map((p) => p.port))).toEqual([9092]);
+    // Health/metrics, and the conversion webhook the API server calls.
+    expect(np.spec.ingress.flatMap((i) => i.ports.map((p) => p.port))).toEqual([9092, 9443]);
     const off = (await helmTemplate([
       '--set',
       'controller.podDisruptionBudget.enabled=false',

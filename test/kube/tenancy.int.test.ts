@@ -412,7 +412,9 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       metadata: { name: 'typo', namespace: 'tenant-b' },
       spec: { ...spec('typo.example.com'), replica: { min: 2, max: 2 } },
     } as KubeObject;
-    await expect(fx.admin.create(PROXY_GATEWAY_V1ALPHA1, typo)).rejects.toThrow(/unknown field "spec.replica"/);
+    await expect(fx.admin.create(PROXY_GATEWAY_V1ALPHA1, typo)).rejects.toThrow(
+      /unknown field "spec.replica"/,
+    );
     await expect(
       fx.admin.create(RESOURCES.configMap, {
         apiVersion: 'v1',

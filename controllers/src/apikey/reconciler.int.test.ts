@@ -358,12 +358,21 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
       'READY',
       'REASON',
       'PAUSED',
-      'PRIMARY',
+      'TYPE', // v1beta1's column, kubectl's preferred version (v1alpha1 shows PRIMARY)
       'REVOKED',
       'CACHES',
       'AGE',
     ]);
+    // The empty PAUSED cell collapses in the split: TYPE is the 6th cell of a row.
+    expect(wide.find((l) => l[0] === 'primary')?.[5]).toBe('Primary');
     expect(wide.find((l) => l[0] === 'primary')?.[7]).toBe('api 1/1, gw 1/1');
+    const alphaWide = (
+      await fx.kube.kubectl(['get', 'apikeys.v1alpha1.proxyfleet.io', '-n', NS, '-o', 'wide'])
+    )
+      .split('\n')
+      .map((l) => l.trim().split(/\s{2,}/));
+    expect(alphaWide[0]![6]).toBe('PRIMARY');
+    expect(alphaWide.find((l) => l[0] === 'primary')?.[5]).toBe('true');
     process.stdout.write(`kubectl get pgw,ak -n ${NS}\n${table}`);
   });
 });

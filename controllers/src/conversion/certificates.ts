@@ -173,7 +173,7 @@ export class WebhookCertificates {
           metadata: { name: secretName, namespace },
           data: body,
         };
-        return client.create<Secret>(RESOURCES.secret, created as KubeObject);
+        return client.create<Secret>(RESOURCES.secret, created);
       }
       return client.mergePatch<Secret>(RESOURCES.secret, namespace, secretName, {
         metadata: { resourceVersion: secret.metadata.resourceVersion, annotations },
@@ -197,7 +197,7 @@ export class WebhookCertificates {
         return write({}, { [PUBLISHED_ANNOTATION]: new Date(now).toISOString() });
       }
       if (now - Date.parse(published) < this.times.propagationMs)
-        return this.publish(bundle).then(() => secret!);
+        return this.publish(bundle).then(() => secret);
       // The API servers have had the new CA long enough: serve what it signs (the old CA stays in
       // the bundle for replicas still serving the old certificate until they re-read the Secret).
       this.o.logger.info('promoting the new webhook CA');
@@ -235,7 +235,9 @@ export class WebhookCertificates {
   async publish(bundle: string): Promise<void> {
     const want = b64(certsOf(bundle).map(normal).join(''));
     for (const name of CONVERTED_CRDS) {
-      const crd = await this.o.client.get<KubeObject & { spec: any }>(CRD, undefined, name);
+      const crd = await this.o.client.get<
+        KubeObject & { spec: { conversion?: { webhook?: { clientConfig?: { caBundle?: string } } } } }
+      >(CRD, undefined, name);
       if (!crd) continue;
       if (crd.spec.conversion?.webhook?.clientConfig?.caBundle === want) continue;
       await this.o.client.mergePatch(CRD, undefined, name, {

@@ -227,7 +227,7 @@ describe('ConversionReview', () => {
     const ok = reviewResponse({
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'ConversionReview',
-      request: { uid: 'r1', desiredAPIVersion: BETA, objects: objects as never },
+      request: { uid: 'r1', desiredAPIVersion: BETA, objects: objects },
     });
     expect(ok.response?.uid).toBe('r1');
     expect(ok.response?.result.status).toBe('Success');

@@ -27,7 +27,7 @@ function readBetaFields(o: KubeObject): BetaFields {
   if (raw === undefined) return {};
   try {
     const parsed = JSON.parse(raw) as unknown;
-    return parsed !== null && typeof parsed === 'object' ? (parsed as BetaFields) : {};
+    return parsed !== null && typeof parsed === 'object' ? parsed : {};
   } catch {
     // Edited by hand into something unreadable: the defaults apply, as for an object without it.
     return {};
@@ -87,15 +87,15 @@ export function convertObject(object: Obj, desiredAPIVersion: string): Obj {
   const to = `${object.kind} ${object.apiVersion} -> ${desiredAPIVersion}`;
   if (object.kind === 'ApiKey') {
     if (object.apiVersion === ALPHA && desiredAPIVersion === BETA)
-      return apiKeyToBeta(object as unknown as ApiKeyV1alpha1) as unknown as Obj;
+      return apiKeyToBeta(object as unknown as ApiKeyV1alpha1);
     if (object.apiVersion === BETA && desiredAPIVersion === ALPHA)
-      return apiKeyToAlpha(object as unknown as ApiKey) as unknown as Obj;
+      return apiKeyToAlpha(object as unknown as ApiKey);
   }
   if (object.kind === 'ProxyGateway') {
     if (object.apiVersion === ALPHA && desiredAPIVersion === BETA)
-      return proxyGatewayToBeta(object as unknown as ProxyGatewayV1alpha1) as unknown as Obj;
+      return proxyGatewayToBeta(object as unknown as ProxyGatewayV1alpha1);
     if (object.apiVersion === BETA && desiredAPIVersion === ALPHA)
-      return proxyGatewayToAlpha(object as unknown as ProxyGateway) as unknown as Obj;
+      return proxyGatewayToAlpha(object as unknown as ProxyGateway);
   }
   throw new Error(`no conversion for ${to}`);
 }

@@ -22,7 +22,7 @@ import type { KubeClient, KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
 import { LeaderElector } from './leader.ts';
 import { createLogger } from '#common/logger.ts';
-import { PROXY_GATEWAY, PROXY_GATEWAY_V1ALPHA1 } from '../crds/resources.ts';
+import { PROXY_GATEWAY_V1ALPHA1 } from '../crds/resources.ts';
 
 const NS = 'runtime';
 
