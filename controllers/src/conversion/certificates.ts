@@ -236,10 +236,29 @@ export class WebhookCertificates {
     const want = b64(certsOf(bundle).map(normal).join(''));
     for (const name of CONVERTED_CRDS) {
       const crd = await this.o.client.get<
-        KubeObject & { spec: { conversion?: { webhook?: { clientConfig?: { caBundle?: string } } } } }
+        KubeObject & {
+          spec: {
+            conversion?: {
+              webhook?: {
+                clientConfig?: { caBundle?: string; service?: { namespace: string; name: string } };
+              };
+            };
+          };
+        }
       >(CRD, undefined, name);
       if (!crd) continue;
-      if (crd.spec.conversion?.webhook?.clientConfig?.caBundle === want) continue;
+      const config = crd.spec.conversion?.webhook?.clientConfig;
+      // CRDs are cluster-wide: kept from a release elsewhere, they call that release's webhook.
+      // Taking them over would have two releases re-pointing them in turn; say so instead.
+      const service = config?.service;
+      if (service && (service.namespace !== this.o.namespace || service.name !== this.o.serviceName)) {
+        this.o.logger.warn(
+          { crd: name, webhook: `${service.namespace}/${service.name}` },
+          'the CRD calls another release\'s conversion webhook: caBundle left alone (docs/operator.md, "Versions")',
+        );
+        continue;
+      }
+      if (config?.caBundle === want) continue;
       await this.o.client.mergePatch(CRD, undefined, name, {
         spec: { conversion: { webhook: { clientConfig: { caBundle: want } } } },
       });

@@ -328,4 +328,38 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
     ]);
     expect(await storedVersions()).toEqual(['v1beta1']);
   }, 120_000);
+
+  test("CRDs that call another release's webhook keep their caBundle (no two releases re-pointing them in turn)", async () => {
+    const name = CONVERTED_CRDS[0]!;
+    const config = async () =>
+      (await admin.get<Obj>(CRD, undefined, name))!.spec.conversion.webhook.clientConfig as Record<
+        string,
+        unknown
+      >;
+    await admin.mergePatch(CRD, undefined, name, {
+      spec: {
+        conversion: {
+          webhook: {
+            clientConfig: {
+              url: null,
+              caBundle: null,
+              service: { namespace: 'elsewhere', name: 'other-webhook', port: 9443 },
+            },
+          },
+        },
+      },
+    });
+    await webhook.certificates.tick();
+    expect((await config()).caBundle).toBeUndefined();
+    // Pointed back at this webhook, it gets the bundle again.
+    await admin.mergePatch(CRD, undefined, name, {
+      spec: {
+        conversion: {
+          webhook: { clientConfig: { service: null, url: `https://127.0.0.1:${port}/convert` } },
+        },
+      },
+    });
+    await webhook.certificates.tick();
+    expect((await config()).caBundle).toBeDefined();
+  });
 });
