@@ -64,6 +64,16 @@ export const controllerEnv = {
    * operator removes the ones it wrote.
    */
   PROXYFLEET_GATEWAY_NETWORK_POLICY: gatewayNetworkPolicyEnv,
+  /** The v1alpha1 <-> v1beta1 conversion webhook (docs/adr/0121); false only where no API server calls it. */
+  PROXYFLEET_WEBHOOK_ENABLED: bool(true),
+  PROXYFLEET_WEBHOOK_HOST: z.string().default('0.0.0.0'),
+  PROXYFLEET_WEBHOOK_PORT: port(9443),
+  /** self: the controller makes, rotates and publishes the certificate; cert-manager: it serves cert-manager's. */
+  PROXYFLEET_WEBHOOK_CERTIFICATES: z.enum(['self', 'cert-manager']).default('self'),
+  /** The Secret (in PROXYFLEET_NAMESPACE) holding the webhook's certificate. */
+  PROXYFLEET_WEBHOOK_SECRET: z.string().min(1).default('proxyfleet-controller-webhook'),
+  /** The webhook's Service: the certificate names <service>.<namespace>.svc. */
+  PROXYFLEET_WEBHOOK_SERVICE: z.string().min(1).default('proxyfleet-controller-webhook'),
 };
 
 export const controllerSchema = z.object({ ...baseEnv, ...controllerEnv });

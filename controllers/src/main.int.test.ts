@@ -10,7 +10,7 @@ import { eventually, RELEASE_NAMESPACE, startKube, type KubeEnv } from '#test/ku
 import { kubeClientFor, leaseHolder } from '#test/kube/operator.ts';
 import type { KubeObject } from './runtime/kube.ts';
 import { RESOURCES } from './runtime/resources.ts';
-import { PROXY_GATEWAY } from './crds/resources.ts';
+import { PROXY_GATEWAY_V1ALPHA1 } from './crds/resources.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
@@ -40,6 +40,9 @@ describeKube('controller entrypoint (node controllers/src/main.ts)', () => {
         PROXYFLEET_HEALTH_PORT: '0',
         PROXYFLEET_GATEWAY_IMAGE: 'proxyfleet:e2e',
         PROXYFLEET_LOG_LEVEL: 'info',
+        // The CRDs call the test's own webhook (test/kube/env.ts): this one would re-point their
+        // caBundle at its CA. conversion.int.test.ts runs the controller's webhook.
+        PROXYFLEET_WEBHOOK_ENABLED: 'false',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -51,7 +54,7 @@ describeKube('controller entrypoint (node controllers/src/main.ts)', () => {
     try {
       await eventually(async () => (await holder()) === 'proxyfleet-controller-0', 30_000, 'lease taken');
       await admin.apply(
-        PROXY_GATEWAY,
+        PROXY_GATEWAY_V1ALPHA1,
         {
           apiVersion: 'proxyfleet.io/v1alpha1',
           kind: 'ProxyGateway',

@@ -5,6 +5,7 @@ import { openEntrypointDatabase } from '#common/db/open.ts';
 import { runMain } from '#common/runtime.ts';
 import { SHUTDOWN_ORDER } from '#common/shutdown.ts';
 import { loadControllerConfig } from './config.ts';
+import { startWebhook } from './conversion/run.ts';
 import { LEASE_NAME, Operator } from './operator.ts';
 import { createKubeClient, loadKubeConfig } from './runtime/kube.ts';
 import { restClientMetrics } from './runtime/metrics.ts';
@@ -67,6 +68,21 @@ runMain('controller', loadControllerConfig, async (config, runtime) => {
     config.PROXYFLEET_HEALTH_PORT,
   );
   shutdown.add({ name: 'health', run: () => server.close() });
+  // Before the operator: every replica serves conversions, the leader or not.
+  if (config.PROXYFLEET_WEBHOOK_ENABLED) {
+    const webhook = await startWebhook({
+      client,
+      logger,
+      registry,
+      namespace: config.PROXYFLEET_NAMESPACE,
+      secretName: config.PROXYFLEET_WEBHOOK_SECRET,
+      serviceName: config.PROXYFLEET_WEBHOOK_SERVICE,
+      mode: config.PROXYFLEET_WEBHOOK_CERTIFICATES,
+      port: config.PROXYFLEET_WEBHOOK_PORT,
+      host: config.PROXYFLEET_WEBHOOK_HOST,
+    });
+    shutdown.add({ name: 'conversion webhook', run: () => webhook.stop() });
+  }
   await operator.start();
   logger.info(
     { identity: config.PROXYFLEET_POD_NAME, leaderElection: config.PROXYFLEET_LEADER_ELECTION },

@@ -37,7 +37,7 @@ describeKube('pausing reconciliation with proxyfleet.io/reconcile: paused', () =
 
   const apply = (r: Resource, kind: string, name: string, spec: Record<string, unknown>) =>
     fx.admin.apply(
-      r,
+      { ...r, version: 'v1alpha1' },
       { apiVersion: 'proxyfleet.io/v1alpha1', kind, metadata: { name, namespace: NS }, spec } as KubeObject,
       { fieldManager: 'test' },
     );

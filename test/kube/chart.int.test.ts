@@ -10,6 +10,7 @@ import { parseAllDocuments } from 'yaml';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
 import { loadApiConfig } from '#api/config.ts';
 import { loadControllerConfig } from '../../controllers/src/config.ts';
+import { GATEWAY_CONFIG_API_VERSION } from '../../controllers/src/crds/resources.ts';
 import { loadRelayConfig } from '../../relay/src/config.ts';
 import { loadWorkerConfig } from '../../worker/src/config.ts';
 import { describeKube } from './describe-kube.ts';
@@ -101,8 +102,12 @@ describeKube('Helm chart charts/proxyfleet', () => {
       'examples.externalTrafficPolicy=Local',
     ];
     const examples = ((await helmTemplate(edge)) as Doc[]).filter((d) => d.kind === 'ProxyGateway');
+    // The examples are v1beta1 CRs; the gateway's file keeps its own apiVersion (docs/adr/0121).
     for (const example of examples)
-      expect(proxyGatewaySchema.safeParse(example).error?.issues ?? []).toEqual([]);
+      expect(
+        proxyGatewaySchema.safeParse({ ...example, apiVersion: GATEWAY_CONFIG_API_VERSION }).error?.issues ??
+          [],
+      ).toEqual([]);
     const out = await fx.kube.kubectl(
       ['apply', '--server-side', '--dry-run=server', '-n', RELEASE_NAMESPACE, '-f', '-'],
       { input: examples.map((e) => JSON.stringify(e)).join('\n') },
@@ -202,7 +207,7 @@ describeKube('Helm chart charts/proxyfleet', () => {
     );
     expect(examples.map((e) => e.metadata.name).sort()).toEqual(['advanced', 'basic', 'light']);
     for (const example of examples) {
-      const parsed = proxyGatewaySchema.safeParse(example);
+      const parsed = proxyGatewaySchema.safeParse({ ...example, apiVersion: GATEWAY_CONFIG_API_VERSION });
       expect(parsed.error?.issues ?? []).toEqual([]);
     }
     const dev = await readFile(path.join(REPO_ROOT, 'dev/gateways.yaml'), 'utf8');

@@ -11,7 +11,11 @@ import path from 'node:path';
 import { jestHooks } from '../hooks.ts';
 import { freePort } from '../ports.ts';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { Registry } from 'prom-client';
+import { createLogger } from '#common/logger.ts';
+import { ConversionWebhook, CONVERT_PATH } from '../../controllers/src/conversion/server.ts';
+import { createCertificate } from '../../controllers/src/conversion/x509.ts';
 
 const run = promisify(execFile);
 
@@ -47,6 +51,40 @@ export interface KubeEnv {
   kubectl(args: string[], options?: { input?: string; asOperator?: boolean }): Promise<string>;
   /** kubectl apply --server-side of a YAML text, as the admin. */
   apply(yamlText: string): Promise<string>;
+  /** The conversion webhook the CRDs call (v1alpha1 <-> v1beta1), served from this process. */
+  webhookUrl: string;
+}
+
+/**
+ * The controller's conversion webhook, served in the test process with a certificate for
+ * 127.0.0.1 (the API server runs on the host: the CRDs' clientConfig is a url, not a Service).
+ * conversion.int.test.ts runs the controller's own certificate loop instead.
+ */
+async function startTestWebhook(): Promise<{ url: string; caBundle: string; close(): Promise<void> }> {
+  const notBefore = new Date(Date.now() - 60_000);
+  const notAfter = new Date(Date.now() + 86_400_000);
+  const ca = createCertificate({ commonName: 'test webhook CA', notBefore, notAfter });
+  const serving = createCertificate({
+    commonName: '127.0.0.1',
+    hosts: ['127.0.0.1'],
+    notBefore,
+    notAfter,
+    issuer: ca,
+  });
+  const webhook = new ConversionWebhook(new Registry(), createLogger('controller', 'silent'));
+  const port = await webhook.listen(serving, 0, '127.0.0.1');
+  return {
+    url: `https://127.0.0.1:${port}${CONVERT_PATH}`,
+    caBundle: Buffer.from(ca.cert).toString('base64'),
+    close: () => webhook.close(),
+  };
+}
+
+/** A CRD of crds/ with its conversion webhook at `url` (JSON, which kubectl takes as YAML). */
+export function crdWithWebhookUrl(yamlText: string, url: string, caBundle: string): string {
+  const crd = parse(yamlText) as { spec: { conversion?: { webhook?: { clientConfig?: unknown } } } };
+  if (crd.spec.conversion?.webhook) crd.spec.conversion.webhook.clientConfig = { url, caBundle };
+  return JSON.stringify(crd);
 }
 
 interface Proc {
@@ -164,9 +202,11 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
   const dir = await mkdtemp(path.join(os.tmpdir(), 'proxyfleet-kube-'));
   let etcd: Proc | undefined;
   let apiserver: Proc | undefined;
+  let webhook: Awaited<ReturnType<typeof startTestWebhook>> | undefined;
   const stop = async () => {
     await stopProcess(apiserver);
     await stopProcess(etcd);
+    await webhook?.close();
     await rm(dir, { recursive: true, force: true });
   };
   try {
@@ -264,7 +304,9 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
     const apply = (yamlText: string) =>
       kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: yamlText });
 
+    webhook = await startTestWebhook();
     const env: KubeEnv = {
+      webhookUrl: webhook.url,
       server,
       adminKubeconfig,
       operatorKubeconfig,
@@ -274,7 +316,8 @@ export async function startKube(options: { rbac?: boolean } = {}): Promise<KubeE
       kubectl,
       apply,
     };
-    for (const file of CRD_FILES) await apply(await readFile(file, 'utf8'));
+    for (const file of CRD_FILES)
+      await apply(crdWithWebhookUrl(await readFile(file, 'utf8'), webhook.url, webhook.caBundle));
     await kubectl([
       'wait',
       '--for=condition=Established',

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { expect, test } from '@jest/globals';
 import { stringify } from 'yaml';
+import { GATEWAY_CONFIG_API_VERSION } from '../../controllers/src/crds/resources.ts';
 import { proxyGatewaySchema } from '../../gateway/src/spec.ts';
 import { describeKube } from './describe-kube.ts';
 import {
@@ -95,7 +96,8 @@ describeKube('Helm chart: gateway TLS certificates (cert-manager)', () => {
     const gateways = docs.filter((d) => d.kind === 'ProxyGateway');
     expect(gateways).toHaveLength(3);
     for (const g of gateways) {
-      const parsed = proxyGatewaySchema.parse(g);
+      // A v1beta1 CR; the gateway's file keeps its own apiVersion (docs/adr/0121).
+      const parsed = proxyGatewaySchema.parse({ ...g, apiVersion: GATEWAY_CONFIG_API_VERSION });
       const tls = (g as { spec: { tls?: { secretName: string } } }).spec.tls;
       const certificate = certificates.find((c) => c.spec.secretName === tls?.secretName);
       expect(certificate?.spec.dnsNames).toEqual([parsed.spec.advertisedHost]);

@@ -29,7 +29,12 @@ import type { Operator } from '../../controllers/src/operator.ts';
 import { loadControllerConfig } from '../../controllers/src/config.ts';
 import type { KubeClient, KubeObject } from '../../controllers/src/runtime/kube.ts';
 import { RESOURCES } from '../../controllers/src/runtime/resources.ts';
-import { API_KEY, PROXY_GATEWAY } from '../../controllers/src/crds/resources.ts';
+import {
+  API_KEY,
+  API_KEY_V1ALPHA1,
+  PROXY_GATEWAY,
+  PROXY_GATEWAY_V1ALPHA1,
+} from '../../controllers/src/crds/resources.ts';
 import type { ApiKey, ProxyGateway } from '../../controllers/src/crds/types.generated.ts';
 
 const run = promisify(execFile);
@@ -139,6 +144,19 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(await canI(SA, ['get', 'namespaces/team-b', '-n', 'team-b'])).toBe(false);
     expect(await canI(SA, ['update', 'leases.coordination.k8s.io', '-n', 'kube-system'])).toBe(false);
     expect(await canI(SA, ['update', 'leases.coordination.k8s.io', '-n', RELEASE_NAMESPACE])).toBe(true);
+    // The conversion webhook's certificate: its own Secret by name, and caBundle of the two CRDs only.
+    const webhookSecret = 'secrets/proxyfleet-controller-webhook';
+    expect(await canI(SA, ['patch', webhookSecret, '-n', RELEASE_NAMESPACE])).toBe(true);
+    expect(await canI(SA, ['get', 'secrets/other', '-n', RELEASE_NAMESPACE])).toBe(false);
+    expect(await canI(SA, ['patch', webhookSecret, '-n', 'team-b'])).toBe(false);
+    const crd = (name: string) => `customresourcedefinitions.apiextensions.k8s.io/${name}`;
+    for (const sa of [SA, CLUSTER_SA]) {
+      expect(await canI(sa, ['patch', crd('apikeys.proxyfleet.io')])).toBe(true);
+      expect(await canI(sa, ['patch', crd('proxygateways.proxyfleet.io')])).toBe(true);
+      expect(await canI(sa, ['patch', crd('certificates.cert-manager.io')])).toBe(false);
+      expect(await canI(sa, ['delete', crd('apikeys.proxyfleet.io')])).toBe(false);
+      expect(await canI(sa, ['list', 'customresourcedefinitions.apiextensions.k8s.io'])).toBe(false);
+    }
     // Nodes, read only (hostNetwork gateways' placement): the one cluster-scoped grant of this mode.
     for (const sa of [SA, CLUSTER_SA]) {
       expect(await canI(sa, ['list', 'nodes'])).toBe(true);
@@ -187,7 +205,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     await operator.start();
     const pgw = (namespace: string) =>
       admin.apply(
-        PROXY_GATEWAY,
+        PROXY_GATEWAY_V1ALPHA1,
         {
           apiVersion: 'proxyfleet.io/v1alpha1',
           kind: 'ProxyGateway',
@@ -204,7 +222,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       );
     const key = (namespace: string) =>
       admin.apply(
-        API_KEY,
+        API_KEY_V1ALPHA1,
         {
           apiVersion: 'proxyfleet.io/v1alpha1',
           kind: 'ApiKey',
@@ -246,7 +264,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(await admin.get(RESOURCES.secret, 'team-b', 'ci-key')).toBeUndefined();
     // Revoking deletes the key's own Secret (the namespaced Role allows delete in team-a).
     await admin.apply(
-      API_KEY,
+      API_KEY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ApiKey',
@@ -309,6 +327,7 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
     expect(off.filter((d) => d.kind === 'ClusterRole').map((d) => d.metadata.name)).toEqual([
       'proxyfleet-controller',
       'proxyfleet-controller-nodes',
+      'proxyfleet-controller-webhook',
     ]);
   });
 
@@ -331,7 +350,8 @@ describeKube('chart RBAC installed with helm: least privilege, namespaced mode, 
       ]),
     ) as { spec: { policyTypes: string[]; ingress: Array<{ ports: Array<{ port: number }> }> } };
     expect(np.spec.policyTypes).toEqual(['Ingress']);
-    expect(np.spec.ingress.flatMap((i) => i.ports.map((p) => p.port))).toEqual([9092]);
+    // Health/metrics, and the conversion webhook the API server calls.
+    expect(np.spec.ingress.flatMap((i) => i.ports.map((p) => p.port))).toEqual([9092, 9443]);
     const off = (await helmTemplate([
       '--set',
       'controller.podDisruptionBudget.enabled=false',

@@ -11,7 +11,12 @@ import { useOperator } from './operator.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import type { KubeObject } from '../../controllers/src/runtime/kube.ts';
 import { RESOURCES } from '../../controllers/src/runtime/resources.ts';
-import { API_KEY, PROXY_GATEWAY } from '../../controllers/src/crds/resources.ts';
+import {
+  API_KEY,
+  API_KEY_V1ALPHA1,
+  PROXY_GATEWAY,
+  PROXY_GATEWAY_V1ALPHA1,
+} from '../../controllers/src/crds/resources.ts';
 import type { ApiKey, ProxyGateway } from '../../controllers/src/crds/types.generated.ts';
 import { HANDOFF_FIELD_MANAGER } from '../../controllers/src/proxygateway/reconciler.ts';
 
@@ -47,7 +52,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
   });
   const applyPgw = (namespace: string, name: string, s: Record<string, unknown>) =>
     fx.admin.apply(
-      PROXY_GATEWAY,
+      PROXY_GATEWAY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',
@@ -242,7 +247,7 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
 
   const applyKey = (name: string, s: Record<string, unknown>) =>
     fx.admin.apply(
-      API_KEY,
+      API_KEY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ApiKey',
@@ -407,7 +412,9 @@ describeKube('operator safety with many tenants (docs/adr/0034)', () => {
       metadata: { name: 'typo', namespace: 'tenant-b' },
       spec: { ...spec('typo.example.com'), replica: { min: 2, max: 2 } },
     } as KubeObject;
-    await expect(fx.admin.create(PROXY_GATEWAY, typo)).rejects.toThrow(/unknown field "spec.replica"/);
+    await expect(fx.admin.create(PROXY_GATEWAY_V1ALPHA1, typo)).rejects.toThrow(
+      /unknown field "spec.replica"/,
+    );
     await expect(
       fx.admin.create(RESOURCES.configMap, {
         apiVersion: 'v1',

@@ -13,7 +13,7 @@ import { useOperator } from '#test/kube/operator.ts';
 import type { NewAccount } from '#common/accounts/accounts.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
-import { API_KEY, PROXY_GATEWAY } from '../crds/resources.ts';
+import { API_KEY, API_KEY_V1ALPHA1, PROXY_GATEWAY, PROXY_GATEWAY_V1ALPHA1 } from '../crds/resources.ts';
 import type { ApiKey } from '../crds/types.generated.ts';
 
 const NS = 'keys';
@@ -49,7 +49,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
     (accountId ? `  labels:\n    proxyfleet.io/account-id: ${accountId}\n` : '');
   const applyKey = (name: string, spec: Record<string, unknown>, namespace = NS) =>
     fx.admin.apply(
-      API_KEY,
+      API_KEY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ApiKey',
@@ -286,7 +286,7 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
 
   test('kubectl get pgw,ak prints the printer columns with real values', async () => {
     await fx.admin.apply(
-      PROXY_GATEWAY,
+      PROXY_GATEWAY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',
@@ -358,12 +358,21 @@ describeKube('ApiKey controller end to end (kube-apiserver, PostgreSQL, REST API
       'READY',
       'REASON',
       'PAUSED',
-      'PRIMARY',
+      'TYPE', // v1beta1's column, kubectl's preferred version (v1alpha1 shows PRIMARY)
       'REVOKED',
       'CACHES',
       'AGE',
     ]);
+    // The empty PAUSED cell collapses in the split: TYPE is the 6th cell of a row.
+    expect(wide.find((l) => l[0] === 'primary')?.[5]).toBe('Primary');
     expect(wide.find((l) => l[0] === 'primary')?.[7]).toBe('api 1/1, gw 1/1');
+    const alphaWide = (
+      await fx.kube.kubectl(['get', 'apikeys.v1alpha1.proxyfleet.io', '-n', NS, '-o', 'wide'])
+    )
+      .split('\n')
+      .map((l) => l.trim().split(/\s{2,}/));
+    expect(alphaWide[0]![6]).toBe('PRIMARY');
+    expect(alphaWide.find((l) => l[0] === 'primary')?.[5]).toBe('true');
     process.stdout.write(`kubectl get pgw,ak -n ${NS}\n${table}`);
   });
 });

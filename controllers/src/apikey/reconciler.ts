@@ -33,7 +33,6 @@ import {
 } from './store.ts';
 
 export const APIKEY_FINALIZER = 'proxyfleet.io/api-key';
-export const SECRET_KEY_FIELD = 'apiKey';
 const APIKEY_LABEL = 'proxyfleet.io/apikey';
 const ROTATION_ANNOTATION = 'proxyfleet.io/rotation';
 const OWNER_UID_ANNOTATION = 'proxyfleet.io/apikey-uid';
@@ -63,7 +62,7 @@ export interface ApiKeyReconcilerDeps {
   operatorNamespace?: string;
 }
 
-const keyName = (ak: ApiKey) => (ak.spec.primary ? 'primary' : ak.spec.name!);
+const keyName = (ak: ApiKey) => (ak.spec.type === 'Primary' ? 'primary' : ak.spec.name!);
 const fingerprint = (hash: Buffer) => `sha256:${hash.toString('hex').slice(0, 16)}`;
 /** The audit log's actor of what this controller does to keys (docs/security.md "Audit log"). */
 const controllerActor = (ak: ApiKey): AuditActor => ({
@@ -140,8 +139,8 @@ export function apiKeyReconciler(
             'the key was revoked or replaced outside Kubernetes (admin API); raise spec.rotation to issue a new one',
         });
       }
-      const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretName);
-      const stored = secret?.data?.[SECRET_KEY_FIELD];
+      const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretRef.name);
+      const stored = secret?.data?.[ak.spec.secretRef.key];
       const matches =
         stored !== undefined &&
         describeApiKey(Buffer.from(stored, 'base64').toString()).hash.equals(mapping!.key.hash);
@@ -150,7 +149,7 @@ export function apiKeyReconciler(
           type: 'Ready',
           status: 'False',
           reason: secret ? 'SecretMismatch' : 'SecretMissing',
-          message: `Secret ${ak.spec.secretName} no longer holds the key (only its hash is stored); raise spec.rotation to issue a new one`,
+          message: `Secret ${ak.spec.secretRef.name} no longer holds the key (only its hash is stored); raise spec.rotation to issue a new one`,
         });
       }
       return report(ak, mapping, readyCondition(ak, mapping!));
@@ -164,7 +163,7 @@ export function apiKeyReconciler(
         type: 'Ready',
         status: 'False',
         reason: 'SecretNotOwned',
-        message: `Secret ${ak.spec.secretName} exists and was not created by this ApiKey (${foreign}); it is left untouched: choose another spec.secretName`,
+        message: `Secret ${ak.spec.secretRef.name} exists and was not created by this ApiKey (${foreign}); it is left untouched: choose another spec.secretRef.name`,
       });
       return { requeueAfterMs: BLOCKED_RETRY_MS };
     }
@@ -174,7 +173,7 @@ export function apiKeyReconciler(
       const existing = await findKeyByHash(pool, issued.hash);
       if (existing && existing.accountId === ak.spec.accountId && !existing.revokedAt) {
         created = { id: existing.id }; // issued by an earlier attempt that stopped before the mapping
-      } else if (ak.spec.primary) {
+      } else if (ak.spec.type === 'Primary') {
         created = await regeneratePrimaryKey(pool, ak.spec.accountId, issued, controllerActor(ak));
       } else {
         if (mapping?.apiKeyId && mapping.key && !mapping.key.revokedAt)
@@ -204,14 +203,14 @@ export function apiKeyReconciler(
       ak,
       'Normal',
       first ? 'KeyIssued' : 'KeyRotated',
-      `key ${issued.prefix}… written to Secret ${ak.spec.secretName}`,
+      `key ${issued.prefix}… written to Secret ${ak.spec.secretRef.name}`,
     );
     return report(ak, mapping, readyCondition(ak, mapping!));
   };
 
   /** Why the Secret named by the ApiKey is not its own, or undefined when it is absent or ours. */
   async function foreignSecret(ak: ApiKey): Promise<string | undefined> {
-    const secret = await client.get<Secret>(RESOURCES.secret, ak.metadata.namespace, ak.spec.secretName);
+    const secret = await client.get<Secret>(RESOURCES.secret, ak.metadata.namespace, ak.spec.secretRef.name);
     if (!secret) return undefined;
     const owner = secret.metadata.ownerReferences?.find((r) => r.controller === true);
     if (owner?.uid === ak.metadata.uid) return undefined;
@@ -221,20 +220,20 @@ export function apiKeyReconciler(
   /** Deletes the key's Secret only if this ApiKey owns it (uid precondition: never a same-name newcomer). */
   async function deleteOwnSecret(ak: ApiKey): Promise<void> {
     const namespace = ak.metadata.namespace!;
-    const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretName);
+    const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretRef.name);
     if (!secret) return;
     const ours = secret.metadata.ownerReferences?.some(
       (r) => r.controller === true && r.uid === ak.metadata.uid,
     );
     if (!ours) return;
     try {
-      await client.delete(RESOURCES.secret, namespace, ak.spec.secretName, { uid: secret.metadata.uid });
+      await client.delete(RESOURCES.secret, namespace, ak.spec.secretRef.name, { uid: secret.metadata.uid });
     } catch (err) {
       // The cluster-wide install has no delete on Secrets: empty the key instead (a deleted
       // ApiKey's Secret then goes by garbage collection, through its owner reference).
       if (!(err instanceof KubeApiError && err.status === 403)) throw err;
-      if (secret.data?.[SECRET_KEY_FIELD] === undefined) return;
-      await client.mergePatch(RESOURCES.secret, namespace, ak.spec.secretName, {
+      if (secret.data?.[ak.spec.secretRef.key] === undefined) return;
+      await client.mergePatch(RESOURCES.secret, namespace, ak.spec.secretRef.name, {
         metadata: { resourceVersion: secret.metadata.resourceVersion },
         data: null,
       });
@@ -251,10 +250,10 @@ export function apiKeyReconciler(
   /** The key for spec.rotation: the one already in the Secret for it (an interrupted attempt), else a new one written there. */
   async function keyForRotation(ak: ApiKey): Promise<IssuedKey> {
     const namespace = ak.metadata.namespace!;
-    const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretName);
+    const secret = await client.get<Secret>(RESOURCES.secret, namespace, ak.spec.secretRef.name);
     const annotations = secret?.metadata.annotations ?? {};
-    const stored =
-      secret?.data?.[SECRET_KEY_FIELD] && Buffer.from(secret.data[SECRET_KEY_FIELD], 'base64').toString();
+    const data = secret?.data?.[ak.spec.secretRef.key];
+    const stored = data && Buffer.from(data, 'base64').toString();
     if (
       stored &&
       API_KEY_PATTERN.test(stored) &&
@@ -270,7 +269,7 @@ export function apiKeyReconciler(
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: {
-        name: ak.spec.secretName,
+        name: ak.spec.secretRef.name,
         namespace,
         labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [APIKEY_LABEL]: ak.metadata.name },
         annotations: {
@@ -289,7 +288,7 @@ export function apiKeyReconciler(
         ],
       },
       type: 'Opaque',
-      data: { [SECRET_KEY_FIELD]: Buffer.from(issued.key).toString('base64') },
+      data: { [ak.spec.secretRef.key]: Buffer.from(issued.key).toString('base64') },
     } as KubeObject;
     // Absent: create, which fails if another writer created it meanwhile (no silent overwrite).
     if (!secret) await client.create(RESOURCES.secret, object);
@@ -302,7 +301,7 @@ export function apiKeyReconciler(
       type: 'Ready',
       status: 'True',
       reason: 'KeyActive',
-      message: `key ${mapping.key?.prefix ?? ''}… is active; Secret ${ak.spec.secretName} holds it`,
+      message: `key ${mapping.key?.prefix ?? ''}… is active; Secret ${ak.spec.secretRef.name} holds it`,
     };
   }
 

@@ -73,40 +73,44 @@ describe('crds/ is the single source of truth', () => {
     }
   });
 
-  test('the ProxyGateway CRD spec is the gateway schema plus the Kubernetes-only fields', async () => {
-    const crds = await readCrds();
-    const pgw = crds.find((c) => c.crd.spec.names.kind === 'ProxyGateway')!;
-    const crdSpec = pgw.crd.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec as JsonSchema;
-    const gatewayOnly: JsonSchema = {
-      ...crdSpec,
-      properties: Object.fromEntries(
-        Object.entries(crdSpec.properties!)
-          .filter(([k]) => !KUBERNETES_ONLY.includes(k))
-          .map(([k, v]) => [k, KUBERNETES_ONLY_NESTED[k] ? without(v, KUBERNETES_ONLY_NESTED[k]) : v]),
-      ),
-    };
-    const fromZod = z.toJSONSchema(proxyGatewaySpecSchema, {
-      io: 'input',
-      unrepresentable: 'any',
-    }) as JsonSchema;
-    expect(shape(gatewayOnly)).toEqual(shape(fromZod));
-    expect(
-      Object.keys(crdSpec.properties!)
-        .filter((k) => !(k in fromZod.properties!))
-        .sort(),
-    ).toEqual([...KUBERNETES_ONLY].sort());
-    expect((crdSpec.properties!.plan!.enum as string[]).sort()).toEqual([...PRODUCTS].sort());
-  });
+  test.each(['v1beta1', 'v1alpha1'])(
+    'the ProxyGateway CRD spec (%s) is the gateway schema plus the Kubernetes-only fields',
+    async (version) => {
+      const crds = await readCrds();
+      const pgw = crds.find((c) => c.crd.spec.names.kind === 'ProxyGateway')!;
+      const crdSpec = pgw.crd.spec.versions.find((v) => v.name === version)!.schema.openAPIV3Schema
+        .properties!.spec as JsonSchema;
+      const gatewayOnly: JsonSchema = {
+        ...crdSpec,
+        properties: Object.fromEntries(
+          Object.entries(crdSpec.properties!)
+            .filter(([k]) => !KUBERNETES_ONLY.includes(k))
+            .map(([k, v]) => [k, KUBERNETES_ONLY_NESTED[k] ? without(v, KUBERNETES_ONLY_NESTED[k]) : v]),
+        ),
+      };
+      const fromZod = z.toJSONSchema(proxyGatewaySpecSchema, {
+        io: 'input',
+        unrepresentable: 'any',
+      }) as JsonSchema;
+      expect(shape(gatewayOnly)).toEqual(shape(fromZod));
+      expect(
+        Object.keys(crdSpec.properties!)
+          .filter((k) => !(k in fromZod.properties!))
+          .sort(),
+      ).toEqual([...KUBERNETES_ONLY].sort());
+      expect((crdSpec.properties!.plan!.enum as string[]).sort()).toEqual([...PRODUCTS].sort());
+    },
+  );
 
-  test('both CRDs: group proxyfleet.io v1alpha1, status subresource, short names, printer columns', async () => {
+  test('both CRDs: group proxyfleet.io, v1beta1 stored and v1alpha1 served through the webhook, status subresource, short names, printer columns', async () => {
     const crds = await readCrds();
     const byKind = Object.fromEntries(
       crds.map((c) => [c.crd.spec.names.kind, c.crd as unknown as Record<string, any>]),
     );
     expect(byKind.ProxyGateway!.spec.names.shortNames).toEqual(['pgw']);
     expect(byKind.ApiKey!.spec.names.shortNames).toEqual(['ak']);
-    const columns = (kind: string) =>
-      byKind[kind]!.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
+    const columns = (kind: string, version = 0) =>
+      byKind[kind]!.spec.versions[version].additionalPrinterColumns.map((c: { name: string }) => c.name);
     // Exits and FailedExits (-o wide): the exits as the pods' heartbeats report them (docs/adr/0117).
     expect(columns('ProxyGateway')).toEqual([
       'Plan',
@@ -126,15 +130,36 @@ describe('crds/ is the single source of truth', () => {
       'Ready',
       'Reason',
       'Paused',
-      'Primary',
+      'Type',
       'Revoked',
       'Caches',
       'Age',
     ]);
+    // v1alpha1 keeps its own columns: Primary where v1beta1 has Type (docs/adr/0121).
+    expect(columns('ApiKey', 1)).toEqual(
+      columns('ApiKey').map((c: string) => (c === 'Type' ? 'Primary' : c)),
+    );
+    expect(columns('ProxyGateway', 1)).toEqual(columns('ProxyGateway'));
     for (const crd of Object.values(byKind)) {
       expect(crd.spec.group).toBe('proxyfleet.io');
-      expect(crd.spec.versions[0].name).toBe('v1alpha1');
-      expect(crd.spec.versions[0].subresources).toEqual({ status: {} });
+      expect(
+        crd.spec.versions.map((v: { name: string; served: boolean; storage: boolean }) => [
+          v.name,
+          v.served,
+          v.storage,
+        ]),
+      ).toEqual([
+        ['v1beta1', true, true],
+        ['v1alpha1', true, false],
+      ]);
+      for (const v of crd.spec.versions) expect(v.subresources).toEqual({ status: {} });
+      expect(crd.spec.conversion).toMatchObject({
+        strategy: 'Webhook',
+        webhook: {
+          conversionReviewVersions: ['v1'],
+          clientConfig: { service: { path: '/convert', port: 9443 } },
+        },
+      });
     }
   });
 

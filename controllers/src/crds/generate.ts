@@ -28,7 +28,10 @@ interface Schema {
 
 export interface Crd {
   metadata: { name: string };
-  spec: { names: { kind: string }; versions: Array<{ name: string; schema: { openAPIV3Schema: Schema } }> };
+  spec: {
+    names: { kind: string };
+    versions: Array<{ name: string; storage: boolean; schema: { openAPIV3Schema: Schema } }>;
+  };
 }
 
 /** A TypeScript type for a schema. Defaulted fields are not optional: the API server fills them. */
@@ -75,20 +78,27 @@ export function renderTypes(crds: Array<{ crd: Crd; source: string }>): string {
     '',
   ];
   for (const { crd } of crds) {
-    const kind = crd.spec.names.kind;
-    const version = crd.spec.versions[0]!;
-    const root = version.schema.openAPIV3Schema;
-    const spec = root.properties?.spec ?? {};
-    const status = root.properties?.status ?? {};
-    out.push(`export type ${kind}Spec = ${tsType(spec)};`, '');
-    out.push(`export type ${kind}Status = ${tsType(status)};`, '');
-    out.push(
-      `export interface ${kind} extends KubeObject {`,
-      `  spec: ${kind}Spec;`,
-      `  status?: Partial<${kind}Status>;`,
-      '}',
-      '',
-    );
+    // The storage version's types are the unsuffixed ones the controllers use; every other served
+    // version's are suffixed with it (ApiKeyV1alpha1), for the conversion webhook.
+    const versions = [...crd.spec.versions].sort((a, b) => Number(b.storage) - Number(a.storage));
+    for (const version of versions) {
+      const kind = crd.spec.names.kind;
+      const name = version.storage
+        ? kind
+        : `${kind}${version.name[0]!.toUpperCase()}${version.name.slice(1)}`;
+      const root = version.schema.openAPIV3Schema;
+      const spec = root.properties?.spec ?? {};
+      const status = root.properties?.status ?? {};
+      out.push(`export type ${name}Spec = ${tsType(spec)};`, '');
+      out.push(`export type ${name}Status = ${tsType(status)};`, '');
+      out.push(
+        `export interface ${name} extends KubeObject {`,
+        `  spec: ${name}Spec;`,
+        `  status?: Partial<${name}Status>;`,
+        '}',
+        '',
+      );
+    }
   }
   return out.join('\n');
 }
@@ -108,10 +118,26 @@ export function renderChartCrd(source: string, text: string): string {
     (_m, name: string) =>
       `metadata:\n  name: ${name}\n  annotations:\n    helm.sh/resource-policy: keep\n  labels:\n    {{- include "proxyfleet.labels" . | nindent 4 }}\n`,
   );
+  // The webhook's Service is the release's; its CA comes from the controller (it patches caBundle)
+  // or, with controller.webhook.certificates=cert-manager, from cert-manager's CA injector.
+  const service = '          namespace: proxyfleet-system\n          name: proxyfleet-controller-webhook\n';
+  if (!withMeta.includes(service)) throw new Error(`${source}: expected the conversion webhook's service`);
+  const templated = withMeta
+    .replace(
+      service,
+      '          namespace: {{ .Release.Namespace }}\n          name: {{ include "proxyfleet.fullname" . }}-controller-webhook\n',
+    )
+    .replace(
+      '    helm.sh/resource-policy: keep\n',
+      '    helm.sh/resource-policy: keep\n' +
+        '    {{- if eq .Values.controller.webhook.certificates "cert-manager" }}\n' +
+        '    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "proxyfleet.fullname" . }}-controller-webhook\n' +
+        '    {{- end }}\n',
+    );
   return [
     `# GENERATED from ${source} by controllers/src/crds/generate.ts (npm run crds:generate). Do not edit.`,
     `{{- if and .Values.crds.enabled (include "proxyfleet.rendersCrd" (dict "ctx" . "name" "${crdName}")) }}`,
-    withMeta.trimEnd(),
+    templated.trimEnd(),
     '{{- end }}',
     '',
   ].join('\n');

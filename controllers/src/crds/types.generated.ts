@@ -297,19 +297,318 @@ export interface ProxyGateway extends KubeObject {
   status?: Partial<ProxyGatewayStatus>;
 }
 
+export type ProxyGatewayV1alpha1Spec = {
+  /** The bandwidth product this gateway sells. */
+  plan: 'light' | 'basic' | 'advanced' | 'mobile' | 'datacenter';
+  /** The public proxy port (basic 12321, advanced 61236, light 10080, mobile 10081, datacenter 10082). */
+  port: number;
+  /** The host name customers connect to; written to generated proxy strings. */
+  advertisedHost: string;
+  /** Where traffic leaves; targeting picks among them. */
+  exits: Array<{
+    name: string;
+    /** A local address to bind outgoing connections to. */
+    sourceAddress?: string;
+    /** An upstream HTTP proxy to chain through. */
+    upstream?: {
+      /** http://[user:pass@]host:port */
+      url: string;
+    };
+    /** Lowercase ISO country code, or "*" to accept any targeting. */
+    country: string;
+    /** Lowercase letters and digits, spaces and hyphens removed. */
+    state?: string;
+    /** Lowercase letters and digits, spaces and hyphens removed. */
+    city?: string;
+  }>;
+  /** Sticky-session lifetimes in minutes (maximum 24 h). */
+  session: {
+    defaultMinutes: number;
+    maxMinutes: number;
+  };
+  timeouts: {
+    headersSeconds: number;
+    connectSeconds: number;
+    idleSeconds: number;
+    maxLifetimeSeconds: number;
+  };
+  limits: {
+    maxConnectionsPerAccount: number;
+  };
+  /** The plan's default bandwidth cap per account, shared by the plan's gateways (each enforces bytesPerSecond / live gateways); absent, no cap. An account's override (admin API) wins. docs/adr/0035. */
+  throttle?: {
+    bytesPerSecond: number;
+  };
+  /** TLS on the plan's port, next to plain HTTP and SOCKS5 (an https:// proxy; docs/adr/0071). The certificate is a kubernetes.io/tls Secret (tls.crt, tls.key) in the ProxyGateway's namespace, for example one cert-manager issues; it is mounted into the gateway pods and a renewed certificate is served without a restart. */
+  tls?: {
+    /** The Secret holding tls.crt and tls.key; the certificate must name advertisedHost. */
+    secretName: string;
+    /** Answer 407 to credentials sent outside TLS (Proxy-Authorization, SOCKS5 username and password), so customers move to the https:// proxy; requests without credentials (the IP allowlist) are unaffected. docs/adr/0072. */
+    refuseCredentialsInClear: boolean;
+  };
+  /** The PROXY protocol (v1 and v2) on the plan's port, for a load balancer in front that hides the client's address (docs/adr/0102). optional reads a header when a trusted balancer sends one; required closes connections without one. A header from outside trustedCidrs, or a malformed one, closes the connection. The IP allowlist, the per-source limits and the access log then see the client's address. */
+  proxyProtocol?: {
+    mode: 'off' | 'optional' | 'required';
+    /** Address ranges of the balancers (a.b.c.d/n or x::/n), for example the node or VPC range. */
+    trustedCidrs: Array<string>;
+  };
+  /** Gateway pods; an HPA scales between min and max when they differ. */
+  replicas: {
+    min: number;
+    max: number;
+  };
+  autoscaling: {
+    targetCPUUtilizationPercent: number;
+    /** When set, the HPA also scales on the pods metric proxyfleet_gateway_active_connections (needs a metrics adapter). */
+    targetActiveConnectionsPerPod?: number;
+  };
+  /** Gateway container resources; requests.cpu is needed for CPU autoscaling. */
+  resources?: {
+    requests?: Record<string, number | string>;
+    limits?: Record<string, number | string>;
+  };
+  service: {
+    type: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
+    annotations?: Record<string, string>;
+    /** NodePort and LoadBalancer only. Local keeps the client's address (no SNAT) and sends traffic only to nodes with a gateway pod; Cluster (Kubernetes' default) spreads it and hides the address unless proxyProtocol is on. */
+    externalTrafficPolicy?: 'Cluster' | 'Local';
+    /** LoadBalancer only. The client ranges the cloud load balancer admits; empty, all. */
+    loadBalancerSourceRanges?: Array<string>;
+  };
+  /** The port of the gateway's /healthz, /readyz, /prestop and /metrics (default 9090). With hostNetwork it binds on the node too: hostNetwork gateways that may share a node need different ones. */
+  healthPort?: number;
+  /** Run the gateway pods in the node's network namespace, so exits with a sourceAddress can bind the node's addresses (docs/adr/0116). The port and healthPort then bind on the node: at most one pod of this gateway per node, replicas bounded by the nodes it may run on, and the pods resolve names with dnsPolicy ClusterFirstWithHostNet. */
+  hostNetwork?: boolean;
+  /** The gateway pods' nodeSelector (node labels they need). */
+  nodeSelector?: Record<string, string>;
+  /** The gateway pods' tolerations (core/v1 Toleration), as in a pod spec. */
+  tolerations?: Array<{
+    key?: string;
+    /** Equal (the default) or Exists. */
+    operator?: 'Exists' | 'Equal';
+    value?: string;
+    /** Empty tolerates every effect. */
+    effect?: '' | 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+    tolerationSeconds?: number;
+  }>;
+  /** The gateway pods' affinity (core/v1 Affinity), as in a pod spec. The operator adds none of its own: with hostNetwork, the declared host ports keep two pods of one gateway off one node. */
+  affinity?: {
+    nodeAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: {
+        nodeSelectorTerms: Array<{
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+          matchFields?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+        }>;
+      };
+      preferredDuringSchedulingIgnoredDuringExecution?: Array<{
+        weight: number;
+        preference: {
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+          matchFields?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+            values?: Array<string>;
+          }>;
+        };
+      }>;
+    };
+    podAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: Array<{
+        labelSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaceSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaces?: Array<string>;
+        topologyKey: string;
+        matchLabelKeys?: Array<string>;
+        mismatchLabelKeys?: Array<string>;
+      }>;
+      preferredDuringSchedulingIgnoredDuringExecution?: Array<{
+        weight: number;
+        podAffinityTerm: {
+          labelSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaceSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaces?: Array<string>;
+          topologyKey: string;
+          matchLabelKeys?: Array<string>;
+          mismatchLabelKeys?: Array<string>;
+        };
+      }>;
+    };
+    podAntiAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: Array<{
+        labelSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaceSelector?: {
+          matchLabels?: Record<string, string>;
+          matchExpressions?: Array<{
+            key: string;
+            operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+            values?: Array<string>;
+          }>;
+        };
+        namespaces?: Array<string>;
+        topologyKey: string;
+        matchLabelKeys?: Array<string>;
+        mismatchLabelKeys?: Array<string>;
+      }>;
+      preferredDuringSchedulingIgnoredDuringExecution?: Array<{
+        weight: number;
+        podAffinityTerm: {
+          labelSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaceSelector?: {
+            matchLabels?: Record<string, string>;
+            matchExpressions?: Array<{
+              key: string;
+              operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+              values?: Array<string>;
+            }>;
+          };
+          namespaces?: Array<string>;
+          topologyKey: string;
+          matchLabelKeys?: Array<string>;
+          mismatchLabelKeys?: Array<string>;
+        };
+      }>;
+    };
+  };
+  /** The gateway pods' topologySpreadConstraints (core/v1), replacing the operator's default spread over zones and nodes (ScheduleAnyway). Without a labelSelector a constraint counts this gateway's pods. */
+  topologySpreadConstraints?: Array<{
+    maxSkew: number;
+    topologyKey: string;
+    whenUnsatisfiable: 'DoNotSchedule' | 'ScheduleAnyway';
+    labelSelector?: {
+      matchLabels?: Record<string, string>;
+      matchExpressions?: Array<{
+        key: string;
+        operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+        values?: Array<string>;
+      }>;
+    };
+    minDomains?: number;
+    nodeAffinityPolicy?: 'Honor' | 'Ignore';
+    nodeTaintsPolicy?: 'Honor' | 'Ignore';
+    matchLabelKeys?: Array<string>;
+  }>;
+  /** The gateway pods' PriorityClass. */
+  priorityClassName?: string;
+  /** Annotations on the gateway pods (a Multus k8s.v1.cni.cncf.io/networks, cloud annotations); proxyfleet.io/ keys are the operator's. */
+  podAnnotations?: Record<string, string>;
+  /** Labels on the gateway pods, beside the operator's own, which they may not set (the Deployment selects its pods by them). */
+  podLabels?: Record<string, string>;
+};
+
+export type ProxyGatewayV1alpha1Status = {
+  observedGeneration?: number;
+  /** Desired gateway pods (the Deployment's, set by the HPA when it owns them). */
+  replicas?: number;
+  readyReplicas?: number;
+  /** readyReplicas/replicas, for the printer column. */
+  ready?: string;
+  endpoint?: string;
+  /** Each exit as the gateway pods report it on their heartbeat (pods whose heartbeat is fresh): how many pods find it working, failing or its source address missing, and when a connection through it last worked or failed. Refreshed every 10 s while the gateway has pods; times move in steps of at least a minute. */
+  exits?: Array<{
+    name: string;
+    /** The source address, the upstream's host:port (never its credentials), or "default route". */
+    target: string;
+    /** Pods reporting the exit working (ok), its last connection failed (failing), or its source address on none of the pod's interfaces (missing). */
+    pods: {
+      ok: number;
+      failing: number;
+      missing: number;
+    };
+    lastSuccess?: string;
+    lastFailure?: string;
+    /** The last failure's code (EADDRNOTAVAIL, ECONNREFUSED, ETIMEDOUT, upstream_407, ...). */
+    lastError?: string;
+  }>;
+  /** Exits working on at least one pod / all exits, for the printer column. */
+  exitsReady?: string;
+  /** Exits failing, or whose source address is missing, on at least one pod. */
+  failedExits?: number;
+  conditions?: Array<{
+    type: string;
+    status: 'True' | 'False' | 'Unknown';
+    observedGeneration?: number;
+    lastTransitionTime: string;
+    reason: string;
+    message: string;
+  }>;
+};
+
+export interface ProxyGatewayV1alpha1 extends KubeObject {
+  spec: ProxyGatewayV1alpha1Spec;
+  status?: Partial<ProxyGatewayV1alpha1Status>;
+}
+
 export type ApiKeySpec = {
   /** The account's id (uuid), as the admin API returns it. */
   accountId: string;
   /** The named key's name (named keys only; at most 10 active per account). */
   name?: string;
-  /** true manages the account's primary key; false a named key. */
-  primary: boolean;
+  /** Primary manages the account's primary key; Named a named key (spec.name). */
+  type: 'Primary' | 'Named';
   /** Setting it revokes the key for good (it fails on the REST API at once). */
   revoked: boolean;
   /** Raising this counter regenerates the key. */
   rotation: number;
-  /** The Secret (same namespace) the key is written to, under data.apiKey. */
-  secretName: string;
+  /** The Secret (same namespace) the key is written to, and the data key it is written under. */
+  secretRef: {
+    name: string;
+    /** The key under data (default apiKey); for example PROXYFLEET_API_KEY, so a workload can take the Secret whole with envFrom. */
+    key: string;
+  };
 };
 
 export type ApiKeyStatus = {
@@ -348,4 +647,57 @@ export type ApiKeyStatus = {
 export interface ApiKey extends KubeObject {
   spec: ApiKeySpec;
   status?: Partial<ApiKeyStatus>;
+}
+
+export type ApiKeyV1alpha1Spec = {
+  /** The account's id (uuid), as the admin API returns it. */
+  accountId: string;
+  /** The named key's name (named keys only; at most 10 active per account). */
+  name?: string;
+  /** true manages the account's primary key; false a named key. */
+  primary: boolean;
+  /** Setting it revokes the key for good (it fails on the REST API at once). */
+  revoked: boolean;
+  /** Raising this counter regenerates the key. */
+  rotation: number;
+  /** The Secret (same namespace) the key is written to, under data.apiKey. */
+  secretName: string;
+};
+
+export type ApiKeyV1alpha1Status = {
+  observedGeneration?: number;
+  /** The api_keys row id (what the admin API calls keyId). */
+  keyId?: string;
+  keyName?: string;
+  /** The display prefix of the key, e.g. svc_live_3fa9c1. */
+  prefix?: string;
+  /** sha256:<first 16 hex characters of the key's sha256>. */
+  fingerprint?: string;
+  observedRotation?: number;
+  lastRotationTime?: string;
+  /** The change_log id of the latest key change; caches at or above it have it. */
+  changeId?: number;
+  apiPods?: {
+    synced?: number;
+    total?: number;
+  };
+  gatewayPods?: {
+    synced?: number;
+    total?: number;
+  };
+  /** "api 2/2, gw 5/5" for the printer column. */
+  synced?: string;
+  conditions?: Array<{
+    type: string;
+    status: 'True' | 'False' | 'Unknown';
+    observedGeneration?: number;
+    lastTransitionTime: string;
+    reason: string;
+    message: string;
+  }>;
+};
+
+export interface ApiKeyV1alpha1 extends KubeObject {
+  spec: ApiKeyV1alpha1Spec;
+  status?: Partial<ApiKeyV1alpha1Status>;
 }

@@ -103,7 +103,7 @@ describeKube('kubectl proxyfleet (the plugin through the real kubectl)', () => {
   const plugin = (args: string[], kubeconfig?: string) => kubectl(['proxyfleet', ...args], kubeconfig);
   const applyObject = (r: typeof PROXY_GATEWAY, kind: string, name: string, spec: object, namespace = NS) =>
     fx.admin.apply(
-      r,
+      { ...r, version: 'v1alpha1' },
       { apiVersion: 'proxyfleet.io/v1alpha1', kind, metadata: { name, namespace }, spec } as KubeObject,
       { fieldManager: 'test' },
     );

@@ -52,7 +52,7 @@ export async function rotateKey(ctx: PluginContext, name: string, o: RotateOptio
     const ready = findCondition(now.status?.conditions, 'Ready');
     if ((now.status?.observedRotation ?? 0) >= rotation && ready?.status === 'True') {
       ctx.out(
-        `apikey/${name} rotated: rotation ${rotation}, key ${now.status?.prefix ?? ''}… in Secret ${now.spec.secretName}` +
+        `apikey/${name} rotated: rotation ${rotation}, key ${now.status?.prefix ?? ''}… in Secret ${now.spec.secretRef.name}` +
           `${now.status?.synced ? ` (caches: ${now.status.synced})` : ''}\n`,
       );
       return;

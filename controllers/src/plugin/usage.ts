@@ -117,13 +117,13 @@ async function accountKey(ctx: PluginContext, accountId: string): Promise<{ valu
       const s = await ctx.client.get<KubeObject & { data?: Record<string, string> }>(
         RESOURCES.secret,
         k.metadata.namespace,
-        k.spec.secretName,
+        k.spec.secretRef.name,
       );
-      const value = s?.data?.apiKey;
+      const value = s?.data?.[k.spec.secretRef.key];
       if (value) return { value: Buffer.from(value, 'base64').toString(), from };
-      problems.push(`${from}: Secret ${k.spec.secretName} holds no key`);
+      problems.push(`${from}: Secret ${k.spec.secretRef.name} holds no key`);
     } catch (err) {
-      problems.push(`${from}: ${explain(err, ctx, `reading Secret ${k.spec.secretName}`).message}`);
+      problems.push(`${from}: ${explain(err, ctx, `reading Secret ${k.spec.secretRef.name}`).message}`);
     }
   }
   throw new PluginError(`no readable key for account ${accountId}: ${problems.join('; ')}`);

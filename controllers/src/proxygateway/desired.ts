@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import type { KubeObject, Resource } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
-import { API_VERSION, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
+import { API_VERSION, GATEWAY_CONFIG_API_VERSION, MANAGED_BY, MANAGED_BY_LABEL } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
 import { CONFIG_FILE, gatewayPod, UPSTREAMS_DIR, upstreamsSecretName, type GatewayOptions } from './pod.ts';
 import { replicaBounds } from './placement.ts';
@@ -83,7 +83,7 @@ export function gatewayConfigYaml(pgw: ProxyGateway): string {
     return secret ? { ...exit, upstream: { urlFile: `${UPSTREAMS_DIR}/${secret.key}` } } : exit;
   });
   return stringify({
-    apiVersion: API_VERSION,
+    apiVersion: GATEWAY_CONFIG_API_VERSION,
     kind: 'ProxyGateway',
     metadata: { name: pgw.metadata.name, namespace: pgw.metadata.namespace },
     spec: {

@@ -9,7 +9,7 @@ import { eventually } from '#test/kube/env.ts';
 import { useOperator } from '#test/kube/operator.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
-import { PROXY_GATEWAY } from '../crds/resources.ts';
+import { PROXY_GATEWAY, PROXY_GATEWAY_V1ALPHA1 } from '../crds/resources.ts';
 
 const NS = 'exits';
 const OTHER_NS = 'exits-b';
@@ -53,7 +53,7 @@ describeKube('ProxyGateway placement and hostNetwork on a real API server', () =
   const get = (r: typeof PROXY_GATEWAY, name: string, ns = NS) => fx.admin.get<Obj>(r, ns, name);
   const applyPgw = (name: string, spec: Record<string, unknown>, ns = NS) =>
     fx.admin.apply(
-      PROXY_GATEWAY,
+      PROXY_GATEWAY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',

@@ -7,7 +7,7 @@ import { eventually } from '#test/kube/env.ts';
 import { useOperator } from '#test/kube/operator.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
-import { PROXY_GATEWAY } from '../crds/resources.ts';
+import { PROXY_GATEWAY, PROXY_GATEWAY_V1ALPHA1 } from '../crds/resources.ts';
 import type { ProxyGateway } from '../crds/types.generated.ts';
 
 const NS = 'gateways';
@@ -22,7 +22,7 @@ describeKube('ProxyGateway controller on a real API server', () => {
   const get = (r: typeof PROXY_GATEWAY, name: string) => fx.admin.get<Obj>(r, NS, name);
   const applyPgw = (name: string, spec: Record<string, unknown>) =>
     fx.admin.apply(
-      PROXY_GATEWAY,
+      PROXY_GATEWAY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',

@@ -22,7 +22,7 @@ import type { KubeClient, KubeObject } from './kube.ts';
 import { RESOURCES } from './resources.ts';
 import { LeaderElector } from './leader.ts';
 import { createLogger } from '#common/logger.ts';
-import { PROXY_GATEWAY } from '../crds/resources.ts';
+import { PROXY_GATEWAY_V1ALPHA1 } from '../crds/resources.ts';
 
 const NS = 'runtime';
 
@@ -101,7 +101,7 @@ describeKube('controller runtime on a real API server', () => {
 
   const pgw = (name: string, plan: string, port: number) =>
     admin.apply(
-      PROXY_GATEWAY,
+      PROXY_GATEWAY_V1ALPHA1,
       {
         apiVersion: 'proxyfleet.io/v1alpha1',
         kind: 'ProxyGateway',
