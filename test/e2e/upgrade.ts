@@ -36,6 +36,18 @@ import {
 
 const run = promisify(execFile);
 
+/** Removes the proxyfleet CRDs, whichever release left them (and with them any object left). */
+const dropCrds = (kubectl: Kubectl) =>
+  kubectl([
+    'delete',
+    'crd',
+    'proxygateways.proxyfleet.io',
+    'apikeys.proxyfleet.io',
+    '--ignore-not-found',
+    '--wait=true',
+    '--timeout=120s',
+  ]);
+
 export interface UpgradeContext {
   kubectl: Kubectl;
   origin: Origin;
@@ -242,6 +254,10 @@ export function upgradeSteps(context: () => UpgradeContext): void {
         max: 2,
       });
       await kubectl(['create', 'namespace', NAMESPACE]);
+      // A cluster that ran the previous release has its CRDs (v1alpha1 only); the releases of the
+      // steps before kept theirs (this tree's, whose webhook is gone with them): the previous
+      // release installs its own, and the upgrade and the rollback carry them (docs/adr/0121).
+      await dropCrds(kubectl);
     }, 900_000);
 
     afterAll(async () => {
@@ -266,6 +282,8 @@ export function upgradeSteps(context: () => UpgradeContext): void {
       });
       await server.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`).catch(() => undefined);
       await server.end();
+      // Kept by the uninstall, they would be the previous release's in the next run's cluster.
+      if (kubectl) await dropCrds(kubectl).catch(() => undefined);
     }, 300_000);
 
     test('the previous release installs from its own chart and image: pods Ready, a gateway serving', async () => {

@@ -289,7 +289,7 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
     expect(p99).toBeLessThan(Infinity);
   }, 120_000);
 
-  test('storage-version migration as docs/operator.md says: kubectl replace, then storedVersions', async () => {
+  test("the next release's storage-version migration as docs/operator.md says: kubectl replace, then storedVersions", async () => {
     const crd = 'apikeys.proxyfleet.io';
     const storage = (alpha: boolean) =>
       kube.kubectl([
@@ -306,7 +306,7 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
     const storedVersions = async () =>
       (await admin.get<Obj & { status: { storedVersions: string[] } }>(CRD, undefined, crd))!.status
         .storedVersions;
-    // An object written while v1alpha1 was the storage version (before the upgrade).
+    // An object written while v1alpha1 is the storage version (this release), then v1beta1 stored (the next).
     await storage(true);
     await applyAlpha('ApiKey', 'old', { accountId: ACCOUNT, name: 'old', secretName: 'old-key' });
     await storage(false);

@@ -149,8 +149,8 @@ describe('crds/ is the single source of truth', () => {
           v.storage,
         ]),
       ).toEqual([
-        ['v1beta1', true, true],
-        ['v1alpha1', true, false],
+        ['v1beta1', true, false],
+        ['v1alpha1', true, true],
       ]);
       for (const v of crd.spec.versions) expect(v.subresources).toEqual({ status: {} });
       expect(crd.spec.conversion).toMatchObject({

@@ -4,6 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { VERSION } from './resources.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../../..');
 export const CRD_SOURCES = [
@@ -78,14 +79,15 @@ export function renderTypes(crds: Array<{ crd: Crd; source: string }>): string {
     '',
   ];
   for (const { crd } of crds) {
-    // The storage version's types are the unsuffixed ones the controllers use; every other served
-    // version's are suffixed with it (ApiKeyV1alpha1), for the conversion webhook.
-    const versions = [...crd.spec.versions].sort((a, b) => Number(b.storage) - Number(a.storage));
+    // The version the controllers use (resources.ts, VERSION) has the unsuffixed types; every other
+    // served version's are suffixed with it (ApiKeyV1alpha1), for the conversion webhook.
+    const versions = [...crd.spec.versions].sort(
+      (a, b) => Number(b.name === VERSION) - Number(a.name === VERSION),
+    );
     for (const version of versions) {
       const kind = crd.spec.names.kind;
-      const name = version.storage
-        ? kind
-        : `${kind}${version.name[0]!.toUpperCase()}${version.name.slice(1)}`;
+      const name =
+        version.name === VERSION ? kind : `${kind}${version.name[0]!.toUpperCase()}${version.name.slice(1)}`;
       const root = version.schema.openAPIV3Schema;
       const spec = root.properties?.spec ?? {};
       const status = root.properties?.status ?? {};

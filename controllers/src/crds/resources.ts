@@ -2,10 +2,14 @@
 import type { Resource } from '../runtime/kube.ts';
 
 export const GROUP = 'proxyfleet.io';
-/** The storage version: what the controllers read, watch and write (docs/adr/0121). */
+/**
+ * What the controllers read, watch and write (docs/adr/0121). v1alpha1 stays the storage version for
+ * this release, so that `helm rollback` to a release without v1beta1 finds every object in a version
+ * it serves; the next release stores v1beta1.
+ */
 export const VERSION = 'v1beta1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
-/** Still served, converted by the controller's webhook (controllers/src/conversion). */
+/** Still served and stored, converted by the controller's webhook (controllers/src/conversion). */
 export const ALPHA_VERSION = 'v1alpha1';
 /**
  * The gateway's configuration file (the ConfigMap gateway/src/spec.ts reads) keeps its own

@@ -11,7 +11,7 @@ import { createTestDatabase, type TestDatabase } from '#test/db.ts';
 import type { Operator } from '../operator.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube.ts';
 import { RESOURCES } from '../runtime/resources.ts';
-import { PROXY_GATEWAY } from '../crds/resources.ts';
+import { API_VERSION, PROXY_GATEWAY } from '../crds/resources.ts';
 import type { GatewayNetworkPolicyOptions } from './network-policy.ts';
 
 const NS = 'netpol';
@@ -57,7 +57,7 @@ describeKube('ProxyGateway NetworkPolicy on a real API server', () => {
     admin.apply(
       PROXY_GATEWAY,
       {
-        apiVersion: 'proxyfleet.io/v1alpha1',
+        apiVersion: API_VERSION,
         kind: 'ProxyGateway',
         metadata: { name, namespace: NS },
         spec: {
