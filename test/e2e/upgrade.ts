@@ -411,6 +411,24 @@ spec:
       const load = traffic();
       await sleep(3_000);
       const t0 = Date.now();
+      // A plain `helm rollback` is refused: the previous CRDs have no spec.conversion, and the
+      // caBundle the controller patched in (its own field) would stay without a strategy. As
+      // docs/operator.md says: stop the operator, put the CRDs' conversion back to None, roll back.
+      await kubectl(['scale', 'deployment', `${RELEASE}-controller`, ...n, '--replicas=0']);
+      await eventually('the controller pods to stop', async () =>
+        (await pods(kubectl, NAMESPACE, 'app.kubernetes.io/name=proxyfleet-controller')).length === 0
+          ? true
+          : undefined,
+      );
+      for (const crd of ['proxygateways.proxyfleet.io', 'apikeys.proxyfleet.io'])
+        await kubectl([
+          'patch',
+          'crd',
+          crd,
+          '--type=merge',
+          '-p',
+          '{"spec":{"conversion":{"strategy":"None","webhook":null}}}',
+        ]);
       await kubectl.helm(['rollback', RELEASE, '1', ...n, '--wait', '--timeout', '6m']);
       const helmSeconds = (Date.now() - t0) / 1000;
       await allOn(previousImage);

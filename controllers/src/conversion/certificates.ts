@@ -132,6 +132,26 @@ export class WebhookCertificates {
     }
   }
 
+  /**
+   * The webhook Service as the Secret's owner, so that `helm uninstall`, which deletes the Service,
+   * takes the Secret the controller made with it (garbage collection). None where there is no such
+   * Service (a webhook served outside a cluster, as in the kube tests).
+   */
+  private async serviceOwner(): Promise<KubeObject['metadata']['ownerReferences']> {
+    const { client, namespace, serviceName } = this.o;
+    const service = await client
+      .get<KubeObject>(RESOURCES.service, namespace, serviceName)
+      .catch((err: unknown) => {
+        this.o.logger.warn(
+          { err, serviceName },
+          'webhook Service not readable: its certificate Secret gets no owner',
+        );
+        return undefined;
+      });
+    if (!service?.metadata.uid) return undefined;
+    return [{ apiVersion: 'v1', kind: 'Service', name: serviceName, uid: service.metadata.uid }];
+  }
+
   private issueServing(ca: KeyPair): KeyPair {
     const now = new Date();
     return createCertificate({
@@ -170,7 +190,7 @@ export class WebhookCertificates {
           apiVersion: 'v1',
           kind: 'Secret',
           type: 'Opaque',
-          metadata: { name: secretName, namespace },
+          metadata: { name: secretName, namespace, ownerReferences: await this.serviceOwner() },
           data: body,
         };
         return client.create<Secret>(RESOURCES.secret, created);

@@ -50,6 +50,10 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
     kube = await startKube();
     admin = kubeClientFor(kube.adminKubeconfig);
     await kube.apply(`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NS}\n`);
+    // The webhook's Service, as the chart makes it: the owner of the certificate Secret.
+    await kube.apply(
+      `apiVersion: v1\nkind: Service\nmetadata: { name: proxyfleet-controller-webhook, namespace: ${RELEASE_NAMESPACE} }\nspec: { ports: [{ port: 9443 }] }\n`,
+    );
     port = await freePort();
     // The CRDs call this webhook from now on; its CA comes from the certificate loop below.
     for (const name of CONVERTED_CRDS)
@@ -89,12 +93,26 @@ describeKube('conversion webhook (v1alpha1 <-> v1beta1) on a real kube-apiserver
       { fieldManager: 'test' },
     );
 
-  test('the controller made the Secret and published its CA in both CRDs', async () => {
+  test('the controller made the Secret, owned by the webhook Service, and published its CA in both CRDs', async () => {
     const secret = await admin.get<KubeObject & { data: Record<string, string> }>(
       RESOURCES.secret,
       RELEASE_NAMESPACE,
       SECRET,
     );
+    // helm uninstall deletes the Service; garbage collection then takes the Secret the controller made.
+    const service = await admin.get<KubeObject>(
+      RESOURCES.service,
+      RELEASE_NAMESPACE,
+      'proxyfleet-controller-webhook',
+    );
+    expect(secret!.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        name: 'proxyfleet-controller-webhook',
+        uid: service!.metadata.uid,
+      },
+    ]);
     const ca = Buffer.from(secret!.data['ca.crt']!, 'base64').toString();
     for (const name of CONVERTED_CRDS) {
       const crd = await admin.get<Obj>(CRD, undefined, name);
