@@ -102,7 +102,7 @@ describe('crds/ is the single source of truth', () => {
     },
   );
 
-  test('both CRDs: group proxyfleet.io, v1beta1 stored and v1alpha1 served through the webhook, status subresource, short names, printer columns', async () => {
+  test('both CRDs: group proxyfleet.io, v1alpha1 stored and v1beta1 served through the webhook, status subresource, short names, printer columns', async () => {
     const crds = await readCrds();
     const byKind = Object.fromEntries(
       crds.map((c) => [c.crd.spec.names.kind, c.crd as unknown as Record<string, any>]),
