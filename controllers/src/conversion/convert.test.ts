@@ -4,7 +4,7 @@
 // change here; a coverage check fails if a field is never generated.
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import { readCrds } from '../crds/generate.ts';
+import { readCrds, type Schema } from '../crds/generate.ts';
 import type { ApiKey, ApiKeyV1alpha1 } from '../crds/types.generated.ts';
 import {
   ALPHA,
@@ -15,17 +15,6 @@ import {
   convertObject,
   reviewResponse,
 } from './convert.ts';
-
-interface Schema {
-  type?: string;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  items?: Schema;
-  additionalProperties?: Schema | boolean;
-  enum?: unknown[];
-  default?: unknown;
-  'x-kubernetes-int-or-string'?: boolean;
-}
 
 /** Values of a schema; object properties present when required or defaulted, else at random. */
 function arbitrary(s: Schema): fc.Arbitrary<unknown> {
@@ -76,7 +65,7 @@ const annotations = fc.option(
 async function objects(kind: string) {
   const crd = (await readCrds()).find((c) => c.crd.spec.names.kind === kind)!.crd;
   const of = (version: string) => {
-    const root = crd.spec.versions.find((v) => v.name === version)!.schema.openAPIV3Schema as Schema;
+    const root = crd.spec.versions.find((v) => v.name === version)!.schema.openAPIV3Schema;
     return fc
       .record({
         spec: arbitrary(root.properties!.spec!) as fc.Arbitrary<Record<string, unknown>>,
@@ -149,7 +138,7 @@ describe.each(['ProxyGateway', 'ApiKey'])('%s conversion', (kind) => {
       ['v1alpha1', alpha],
       ['v1beta1', beta],
     ] as const) {
-      const root = crd.spec.versions.find((v) => v.name === version)!.schema.openAPIV3Schema as Schema;
+      const root = crd.spec.versions.find((v) => v.name === version)!.schema.openAPIV3Schema;
       const want = schemaPaths(root.properties!.spec!, 'spec', new Set());
       const seen = new Set<string>();
       for (const o of fc.sample(arb, { numRuns: 2000, seed: 1 })) valuePaths(o.spec, 'spec', seen);

@@ -14,7 +14,8 @@ export const CRD_SOURCES = [
 export const TYPES_FILE = 'controllers/src/crds/types.generated.ts';
 export const chartCrdFile = (source: string) => `charts/proxyfleet/templates/crds/${path.basename(source)}`;
 
-interface Schema {
+/** An OpenAPI v3 schema as the CRDs write it (the part this file and the conversion tests read). */
+export interface Schema {
   type?: string;
   properties?: Record<string, Schema>;
   required?: string[];
