@@ -20,7 +20,7 @@ import { toolsBinDir } from '../kube/env.ts';
 import { freePort } from '../ports.ts';
 import { REPO_ROOT } from '../process.ts';
 import { createTestCa } from '../tls.ts';
-import { eventually, NODE_IP, readyPods, type Kubectl } from './cluster.ts';
+import { eventually, isReady, NODE_IP, pods, readyPods, type Kubectl } from './cluster.ts';
 
 /** The host of the release's api.dashboardUrl (chart.e2e.test.ts installs it). */
 const HOST = 'dashboard.e2e.example.test';
@@ -142,6 +142,19 @@ export function httpsSteps(ctx: () => HttpsContext): void {
         '5m',
       ]);
       say(`helm upgrade with api.ingress: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      // helm's --wait ends once the new API pod is Ready; the old one drains a few seconds more and,
+      // terminating but serving, can still be behind the Ingress: its pages carry no HSTS and its
+      // pre-session cookie is not the __Host- one the new pod reads (a CI run's sign-in failed there).
+      await eventually(
+        'the previous API pod to be gone',
+        async () => {
+          const api = await pods(kubectl, namespace, 'app.kubernetes.io/name=proxyfleet-api');
+          return api.length === 1 && !api[0]!.metadata.deletionTimestamp && isReady(api[0]!)
+            ? true
+            : undefined;
+        },
+        180_000,
+      );
       const ingress = await kubectl.json<{ spec: { tls: { secretName: string }[] } }>([
         'get',
         'ingress',
@@ -192,7 +205,15 @@ export function httpsSteps(ctx: () => HttpsContext): void {
           if (res.url().startsWith(base)) hsts.push(res.headers()['strict-transport-security']);
         });
         await signIn(page, email, STRONG);
-        await page.waitForURL(`${base}/`);
+        await page.waitForURL(`${base}/`).catch(async (err: Error) => {
+          const text = (
+            await page
+              .locator('body')
+              .innerText()
+              .catch(() => '')
+          ).slice(0, 500);
+          throw new Error(`${err.message}\nthe page: ${page.url()}\n${text}`);
+        });
         await expect(page.getByRole('button', { name: 'Sign out', exact: true }).isVisible()).resolves.toBe(
           true,
         );
