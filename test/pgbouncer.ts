@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from './ports.ts';
+import { until } from './process.ts';
 import { serverUser } from './run-as.ts';
 
 export interface PoolDefinition {
@@ -153,12 +154,12 @@ export class PgBouncer {
   /** Lets the held transactions go, and puts query_wait_timeout back once none is waiting. */
   async resume(database: string): Promise<void> {
     await this.admin(`RESUME ${database}`);
-    const deadline = Date.now() + 10_000;
-    while (
-      Date.now() < deadline &&
-      (await this.pools()).some((p) => p.database === database && p.clWaiting > 0)
-    )
-      await new Promise((r) => setTimeout(r, 50));
+    // Up to 10 s; after that the usual timeout is put back all the same.
+    await until(
+      async () => !(await this.pools()).some((p) => p.database === database && p.clWaiting > 0),
+      `the clients of ${database} to leave the queue`,
+      10_000,
+    ).catch(() => undefined);
     this.holding = false;
     await this.writeConfig();
     await this.admin('RELOAD');
